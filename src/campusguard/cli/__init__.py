@@ -1,0 +1,1 @@
+"""The `campusguard` command line (app layer)."""

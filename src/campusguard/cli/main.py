@@ -1,0 +1,65 @@
+"""Entry point of the `campusguard` command.
+
+Each feature registers its commands from its own module (``cli/<feature>.py`` exposing
+``register(app)``), so features can be added without touching each other. Every
+`CampusGuardError` becomes one line on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+from campusguard.errors import CampusGuardError
+
+os.environ.setdefault("YOLO_OFFLINE", "1")  # Ultralytics must never reach the network from here
+
+app = typer.Typer(
+    name="campusguard",
+    help="YOLOv8 detection on any accelerator, benchmarks, training and the CampusGuard camera app.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# feature modules, in the order their commands appear in --help
+_FEATURES = ["doctor", "predict", "export", "bench", "data", "train", "watch"]
+for _name in _FEATURES:
+    try:
+        _mod = importlib.import_module(f"campusguard.cli.{_name}")
+    except ModuleNotFoundError as exc:  # feature not built yet
+        if exc.name != f"campusguard.cli.{_name}":
+            raise
+        continue
+    _mod.register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the process exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except CampusGuardError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as exc:  # typer/click exit paths
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    except Exception as exc:  # click usage errors and friends
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Abort):
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure array operations: box maths, pre-processing and post-processing."""
