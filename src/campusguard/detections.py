@@ -20,7 +20,11 @@ def _as(arr: Any, dtype: npt.DTypeLike, shape_tail: tuple[int, ...], name: str) 
     if out.size == 0:
         out = out.reshape((0, *shape_tail))
     if out.ndim != 1 + len(shape_tail) or out.shape[1:] != shape_tail:
-        raise ValueError(f"Detections.{name} must have shape (N, {', '.join(map(str, shape_tail))}), got {out.shape}".replace(", )", ")"))
+        raise ValueError(
+            f"Detections.{name} must have shape (N, {', '.join(map(str, shape_tail))}), got {out.shape}".replace(
+                ", )", ")"
+            )
+        )
     return out
 
 
@@ -48,7 +52,9 @@ class Detections:
         conf = _as(self.confidence, np.float32, (), "confidence")
         cls = _as(self.class_id, np.int64, (), "class_id")
         if len(conf) != n or len(cls) != n:
-            raise ValueError(f"Detections fields disagree in length: xyxy {n}, confidence {len(conf)}, class_id {len(cls)}")
+            raise ValueError(
+                f"Detections fields disagree in length: xyxy {n}, confidence {len(conf)}, class_id {len(cls)}"
+            )
         object.__setattr__(self, "xyxy", xyxy)
         object.__setattr__(self, "confidence", conf)
         object.__setattr__(self, "class_id", cls)

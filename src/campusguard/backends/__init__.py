@@ -1,0 +1,1 @@
+"""Inference backends: ONNX Runtime (production) and PyTorch (reference)."""

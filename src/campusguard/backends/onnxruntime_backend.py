@@ -1,0 +1,205 @@
+"""ONNX Runtime backend: the production engine on every accelerator.
+
+Provider choice by device:
+
+=========  ==========================================================================
+device     providers, in order
+=========  ==========================================================================
+cuda:N     TensorRT (only when ``tensorrt=True``), CUDA, CPU
+rocm:N     MIGraphX (ONNX Runtime >= 1.23 has no ROCm provider); ROCm only where an
+           older build still ships it; CPU
+cpu        OpenVINO (CPU) when installed, else CPU
+auto       the first GPU found, else cpu
+=========  ==========================================================================
+
+A requested GPU whose provider is missing, or a session that silently falls back to the
+CPU, raises `DeviceError` unless ``allow_cpu_fallback=True`` (then a loud warning).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from campusguard.backends.base import ModelInfo
+from campusguard.backends.devices import DeviceSpec, resolve_device
+from campusguard.errors import DeviceError, ModelLoadError
+from campusguard.ops.postprocess import output_kind
+
+__all__ = ["OnnxRuntimeBackend", "providers_for", "read_metadata"]
+
+log = logging.getLogger(__name__)
+
+GPU_PROVIDERS = {
+    "cuda": ["CUDAExecutionProvider"],
+    "rocm": ["MIGraphXExecutionProvider", "ROCMExecutionProvider"],
+}
+
+
+def providers_for(spec: DeviceSpec, available: list[str], tensorrt: bool = False) -> list[Any]:
+    """The provider list to hand to ``InferenceSession`` for a resolved device.
+
+    Raises:
+        DeviceError: when the device needs a provider this ONNX Runtime build lacks.
+    """
+    if spec.kind in ("cpu", "auto"):
+        if "OpenVINOExecutionProvider" in available:
+            return [("OpenVINOExecutionProvider", {"device_type": "CPU"}), "CPUExecutionProvider"]
+        return ["CPUExecutionProvider"]
+    wanted = GPU_PROVIDERS[spec.kind]
+    found = [p for p in wanted if p in available]
+    if not found:
+        package = "onnxruntime-gpu" if spec.kind == "cuda" else "onnxruntime-migraphx"
+        raise DeviceError(
+            f"{spec} requested but this ONNX Runtime build has no {' or '.join(wanted)} "
+            f"(available: {', '.join(available)}); install {package}"
+        )
+    providers: list[Any] = []
+    if spec.kind == "cuda" and tensorrt:
+        if "TensorrtExecutionProvider" not in available:
+            raise DeviceError("TensorRT requested but this ONNX Runtime build has no TensorrtExecutionProvider")
+        providers.append(("TensorrtExecutionProvider", {"device_id": spec.index, "trt_fp16_enable": True}))
+    providers.append((found[0], {"device_id": spec.index}))
+    providers.append("CPUExecutionProvider")
+    return providers
+
+
+def read_metadata(session: Any) -> dict[str, str]:
+    """The model's custom metadata (Ultralytics writes names, imgsz, stride, batch)."""
+    return dict(session.get_modelmeta().custom_metadata_map)
+
+
+def _parse_names(meta: dict[str, str], nc: int | None) -> dict[int, str]:
+    raw = meta.get("names")
+    if raw:
+        try:
+            names = ast.literal_eval(raw)
+            if isinstance(names, dict):
+                return {int(k): str(v) for k, v in names.items()}
+            if isinstance(names, list):
+                return dict(enumerate(map(str, names)))
+        except (ValueError, SyntaxError):
+            pass
+    return {i: f"class{i}" for i in range(nc or 0)}
+
+
+class OnnxRuntimeBackend:
+    """Run an ONNX detector with ONNX Runtime.
+
+    Args:
+        path: ``.onnx`` file.
+        device: ``auto``, ``cpu``, ``cuda:N`` or ``rocm:N``.
+        allow_cpu_fallback: run on the CPU (with a warning) when the GPU is unusable.
+        tensorrt: put TensorRT before CUDA.
+        intra_op_threads: ONNX Runtime intra-op threads (0: one per physical core).
+    """
+
+    name = "onnxruntime"
+
+    def __init__(
+        self,
+        path: str | Path,
+        device: str = "auto",
+        allow_cpu_fallback: bool = False,
+        tensorrt: bool = False,
+        intra_op_threads: int = 0,
+    ) -> None:
+        import onnxruntime as ort
+
+        self.path = Path(path)
+        available = ort.get_available_providers()
+        try:
+            spec = resolve_device(device)
+            providers = providers_for(spec, available, tensorrt)
+        except DeviceError as exc:
+            if not allow_cpu_fallback:
+                raise
+            log.warning("FALLING BACK TO CPU: %s", exc)
+            spec, providers = DeviceSpec("cpu"), ["CPUExecutionProvider"]
+        self.device = spec
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.intra_op_num_threads = intra_op_threads
+        opts.log_severity_level = 3
+        try:
+            self.session = ort.InferenceSession(str(self.path), sess_options=opts, providers=providers)
+        except Exception as exc:  # onnxruntime raises its own, untyped, exception classes
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelLoadError(f"{self.path}: cannot load ONNX model ({first[:200]})") from exc
+        used = self.session.get_providers()
+        wanted = providers[0][0] if isinstance(providers[0], tuple) else providers[0]
+        if used[0] != wanted and spec.kind not in ("cpu", "auto"):
+            msg = f"ONNX Runtime silently fell back from {wanted} to {used[0]} for {spec}"
+            if not allow_cpu_fallback:
+                raise DeviceError(msg + " (pass allow_cpu_fallback=True to accept)")
+            log.warning("FALLING BACK TO CPU: %s", msg)
+        self._providers = used
+        self._input = self.session.get_inputs()[0]
+        self._output = self.session.get_outputs()[0]
+        self.info = self._model_info()
+        self._input_dtype = np.float16 if self._input.type == "tensor(float16)" else np.float32
+        self._use_io_binding = used[0] in (
+            "CUDAExecutionProvider",
+            "TensorrtExecutionProvider",
+            "MIGraphXExecutionProvider",
+            "ROCMExecutionProvider",
+        )
+
+    def _model_info(self) -> ModelInfo:
+        shape = self._input.shape
+        if len(shape) != 4 or shape[1] not in (3, "3"):
+            raise ModelLoadError(f"{self.path}: input shape {shape} is not (B, 3, H, W); not an image detector")
+        out_shape = tuple(self._output.shape)
+        kind = output_kind(tuple(d if isinstance(d, int) else -1 for d in out_shape))
+        meta = read_metadata(self.session)
+        nc = out_shape[1] - 4 if kind == "raw" and isinstance(out_shape[1], int) else None
+        names = _parse_names(meta, nc)
+        if kind == "raw" and nc is not None and len(names) != nc:
+            names = {i: names.get(i, f"class{i}") for i in range(nc)}
+        h, w = shape[2], shape[3]
+        input_hw = (h, w) if isinstance(h, int) and isinstance(w, int) else None
+        precision = meta.get("campusguard_precision") or ("fp16" if self._input.type == "tensor(float16)" else "fp32")
+        return ModelInfo(
+            names=names,
+            input_hw=input_hw,
+            batch=shape[0] if isinstance(shape[0], int) else None,
+            stride=int(meta.get("stride", 32)),
+            precision=precision,
+            random_weights=meta.get("campusguard_random_weights", "").lower() == "true",
+            source=str(self.path),
+            extra={k: v for k, v in meta.items() if k != "names"},
+        )
+
+    @property
+    def provider(self) -> str:
+        p = self._providers[0]
+        return p if p == "CPUExecutionProvider" or p.startswith("OpenVINO") else f"{p}:{self.device.index}"
+
+    @property
+    def providers(self) -> list[str]:
+        """All providers of the session, in priority order."""
+        return list(self._providers)
+
+    def infer(self, batch: np.ndarray) -> np.ndarray:
+        x = batch if batch.dtype == self._input_dtype else batch.astype(self._input_dtype)
+        if self._use_io_binding:
+            binding = self.session.io_binding()
+            binding.bind_cpu_input(self._input.name, x)
+            binding.bind_output(
+                self._output.name,
+                "cuda" if "CUDA" in self._providers[0] or "Tensorrt" in self._providers[0] else "cpu",
+                self.device.index,
+            )
+            self.session.run_with_iobinding(binding)
+            out = binding.copy_outputs_to_cpu()[0]
+        else:
+            out = self.session.run([self._output.name], {self._input.name: x})[0]
+        return out if out.dtype == np.float32 else out.astype(np.float32)
+
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

@@ -1,0 +1,224 @@
+"""`Detector`: frames in, `Detections` out, on any backend and device.
+
+Pre-processing (`ops.preprocess`), the backend call and post-processing (`ops.postprocess`)
+are timed separately for every batch (``detector.timings``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from campusguard.backends.base import Backend, ModelInfo
+from campusguard.detections import Detections
+from campusguard.errors import InvalidInputError
+from campusguard.models.registry import load_backend
+from campusguard.ops.postprocess import postprocess
+from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, parse_imgsz, to_bgr_uint8
+
+__all__ = ["Detector", "StageTimings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StageTimings:
+    """Milliseconds spent in each stage of the last call, and the batch size it covered."""
+
+    preprocess_ms: float = 0.0
+    inference_ms: float = 0.0
+    postprocess_ms: float = 0.0
+    images: int = 0
+
+    @property
+    def total_ms(self) -> float:
+        return self.preprocess_ms + self.inference_ms + self.postprocess_ms
+
+
+def _check_unit(name: str, value: float) -> float:
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInputError(f"{name}={value} is outside 0..1")
+    return float(value)
+
+
+class Detector:
+    """YOLOv8 detector with Ultralytics-identical pre- and post-processing.
+
+    Args:
+        model: ``None`` (bundled default), a ``.onnx`` or ``.pt`` path, or ``yolov8n``..``yolov8x``
+            (random weights: speed and memory work only).
+        device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
+        imgsz: network input as an int (square) or ``(height, width)``; a model with a static
+            input shape uses its own.
+        conf: confidence threshold (0..1), applied before NMS.
+        iou: NMS IoU threshold (0..1).
+        max_det: detections kept per image.
+        classes: keep only these class ids.
+        backend: ``onnxruntime`` (default) or ``torch``.
+        agnostic: class-agnostic NMS.
+        half: FP16 (GPU).
+        batch: batch size of exported models (``.pt``/architecture to ONNX).
+        dynamic: export with dynamic shapes (``.pt``/architecture to ONNX).
+        rect: letterbox to the smallest stride-aligned shape holding the frame (like Ultralytics'
+            PyTorch predict) when the model takes any shape; default: on for dynamic models.
+        allow_cpu_fallback: accept the CPU (with a loud warning) when the requested GPU is unusable.
+        tensorrt: use TensorRT before CUDA.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        device: str = "auto",
+        imgsz: int | tuple[int, int] | str = 640,
+        conf: float = 0.25,
+        iou: float = 0.7,
+        max_det: int = 300,
+        classes: list[int] | None = None,
+        backend: str | None = None,
+        agnostic: bool = False,
+        half: bool = False,
+        batch: int = 1,
+        dynamic: bool = False,
+        rect: bool | None = None,
+        allow_cpu_fallback: bool = False,
+        tensorrt: bool = False,
+    ) -> None:
+        self.conf = _check_unit("conf", conf)
+        self.iou = _check_unit("iou", iou)
+        if max_det < 1:
+            raise InvalidInputError(f"max_det={max_det} must be at least 1")
+        if batch < 1:
+            raise InvalidInputError(f"batch={batch} must be at least 1")
+        self.imgsz_hw = parse_imgsz(imgsz)
+        self.max_det = int(max_det)
+        self.classes = None if classes is None else [int(c) for c in classes]
+        self.agnostic = agnostic
+        self.backend: Backend = load_backend(
+            model,
+            backend=backend,
+            device=device,
+            imgsz_hw=self.imgsz_hw,
+            batch=batch,
+            dynamic=dynamic,
+            half=half,
+            allow_cpu_fallback=allow_cpu_fallback,
+            tensorrt=tensorrt,
+        )
+        info = self.backend.info
+        if info.input_hw is not None and info.input_hw != self.imgsz_hw:
+            log.info(
+                "model %s has a static input %s; using it instead of imgsz %s",
+                info.source,
+                info.input_hw,
+                self.imgsz_hw,
+            )
+        self.rect = (info.input_hw is None) if rect is None else (rect and info.input_hw is None)
+        if info.random_weights:
+            log.warning("%s has RANDOM weights: right for speed and memory, meaningless for accuracy", info.source)
+        self.timings = StageTimings()
+        self._buffer: np.ndarray | None = None
+
+    # properties --------------------------------------------------------------------------
+    @property
+    def names(self) -> dict[int, str]:
+        """Class id to name, from the model's metadata."""
+        return self.backend.info.names
+
+    @property
+    def provider(self) -> str:
+        """The execution provider or device really in use."""
+        return self.backend.provider
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.backend.info
+
+    @property
+    def random_weights(self) -> bool:
+        return self.backend.info.random_weights
+
+    def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]:
+        """The network input (height, width) used for a frame of ``frame_hw``."""
+        if self.backend.info.input_hw is not None:
+            return self.backend.info.input_hw
+        if self.rect:
+            return fit_shape(frame_hw, self.imgsz_hw, self.backend.info.stride)
+        return self.imgsz_hw
+
+    # inference ---------------------------------------------------------------------------
+    def __call__(self, image: np.ndarray) -> Detections:
+        """Detect objects in one ``(H, W, 3) uint8`` BGR frame (grayscale, RGBA, 16-bit converted)."""
+        return self.predict_batch([image])[0]
+
+    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
+        """Detect objects in several frames; frames of one input shape share one backend call."""
+        if not images:
+            return []
+        t0 = time.perf_counter()
+        frames = [to_bgr_uint8(im) for im in images]
+        shapes = [self.input_hw(f.shape[:2]) for f in frames]
+        results: list[Detections | None] = [None] * len(frames)
+        timings = StageTimings(images=len(frames))
+        t_pre = time.perf_counter() - t0
+        for hw in dict.fromkeys(shapes):
+            idx = [i for i, s in enumerate(shapes) if s == hw]
+            for chunk in self._chunks(idx):
+                out = self._run(chunk, frames, hw, timings)
+                for i, det in zip(chunk, out, strict=False):
+                    results[i] = det
+        timings.preprocess_ms += t_pre * 1000
+        self.timings = timings
+        return results  # type: ignore[return-value]
+
+    def _chunks(self, idx: list[int]) -> Iterator[list[int]]:
+        fixed = self.backend.info.batch
+        step = fixed or len(idx)
+        for k in range(0, len(idx), step):
+            yield idx[k : k + step]
+
+    def _run(
+        self, chunk: list[int], frames: list[np.ndarray], hw: tuple[int, int], timings: StageTimings
+    ) -> list[Detections]:
+        t0 = time.perf_counter()
+        boxed: list[np.ndarray] = []
+        metas: list[LetterboxMeta] = []
+        for i in chunk:
+            img, meta = letterbox(frames[i], hw)
+            boxed.append(img)
+            metas.append(meta)
+        fixed = self.backend.info.batch
+        while fixed and len(boxed) < fixed:  # a static-batch model needs a full batch; pad with copies
+            boxed.append(boxed[-1])
+        self._buffer = make_batch(boxed, self._buffer)
+        t1 = time.perf_counter()
+        raw = self.backend.infer(self._buffer)
+        t2 = time.perf_counter()
+        dets = postprocess(raw[: len(chunk)], metas, self.conf, self.iou, self.max_det, self.classes, self.agnostic)
+        t3 = time.perf_counter()
+        timings.preprocess_ms += (t1 - t0) * 1000
+        timings.inference_ms += (t2 - t1) * 1000
+        timings.postprocess_ms += (t3 - t2) * 1000
+        return dets
+
+    def stream(self, source: str | Path | Iterable[np.ndarray]) -> Iterator[tuple[object, Detections]]:
+        """Detect frame by frame over an image, folder, glob, video file or iterable of frames.
+
+        Yields ``(item, detections)`` where ``item`` is a `campusguard.io.sources.MediaItem` for
+        paths, or the frame index for iterables. Frames are never accumulated.
+        """
+        if isinstance(source, (str, Path)):
+            from campusguard.io.sources import iter_media
+
+            for item in iter_media(source):
+                if item.frame is None:
+                    yield item, Detections.empty()
+                    continue
+                yield item, self(item.frame)
+        else:
+            for i, frame in enumerate(source):
+                yield i, self(frame)

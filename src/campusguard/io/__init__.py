@@ -1,0 +1,1 @@
+"""Reading images and media sources, writing results."""

@@ -1,0 +1,226 @@
+"""Export: PyTorch (``.pt`` or architecture) to ONNX, ONNX FP32 to FP16, and ONNX FP32 to INT8.
+
+One table, `FORMATS`, names what each precision needs; export, loading and benchmarks read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from campusguard.errors import InvalidInputError, ModelLoadError, require
+from campusguard.models.registry import ModelRef
+from campusguard.models.ultralytics_env import offline_ultralytics
+
+__all__ = ["FORMATS", "export_onnx", "convert_fp16", "quantize_int8", "set_metadata", "head_float_nodes"]
+
+log = logging.getLogger(__name__)
+
+FORMATS: dict[str, dict[str, str]] = {
+    "fp32": {"suffix": ".onnx", "needs": "", "devices": "cpu,cuda,rocm"},
+    "fp16": {
+        "suffix": ".fp16.onnx",
+        "needs": "a GPU provider for speed (runs on CPU but slower)",
+        "devices": "cuda,rocm",
+    },
+    "int8": {"suffix": ".int8.onnx", "needs": "calibration images (--data)", "devices": "cpu"},
+}
+
+
+def set_metadata(path: Path, **values: str) -> None:
+    """Add or replace custom metadata entries of an ONNX file in place."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    existing = {p.key: p for p in model.metadata_props}
+    for key, value in values.items():
+        if key in existing:
+            existing[key].value = value
+        else:
+            model.metadata_props.add(key=key, value=value)
+    onnx.save(model, str(path))
+
+
+def export_onnx(
+    ref: ModelRef,
+    out: Path,
+    imgsz_hw: tuple[int, int] = (640, 640),
+    batch: int = 1,
+    dynamic: bool = False,
+    half: bool = False,
+    simplify: bool = True,
+    opset: int | None = 17,
+) -> Path:
+    """Export a ``.pt`` checkpoint or architecture model to ONNX with Ultralytics' exporter.
+
+    Architecture models get random weights (seeded) and the metadata flag
+    ``campusguard_random_weights=true``. ``half`` converts the FP32 export afterwards.
+    """
+    offline_ultralytics()
+    require("torch", "torch")
+    require("ultralytics", "torch")
+    from ultralytics import YOLO
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cg-export-") as tmp:
+        if ref.kind == "arch":
+            import torch
+
+            from campusguard.backends.torch_backend import build_architecture
+
+            net = build_architecture(str(ref.name))
+            pt = Path(tmp) / f"{ref.name}.pt"
+            torch.save({"model": net, "train_args": {}, "date": None, "version": "campusguard"}, pt)
+        else:
+            assert ref.path is not None
+            pt = Path(tmp) / ref.path.name
+            shutil.copy(ref.path, pt)
+        try:
+            model = YOLO(str(pt), task="detect")
+        except Exception as exc:
+            raise ModelLoadError(f"{ref}: not an Ultralytics YOLO checkpoint ({type(exc).__name__})") from exc
+        produced = model.export(
+            format="onnx",
+            imgsz=list(imgsz_hw),
+            batch=batch,
+            dynamic=dynamic,
+            simplify=simplify,
+            opset=opset,
+            verbose=False,
+        )
+        fp32 = Path(tmp) / "fp32.onnx"
+        shutil.move(str(produced), fp32)
+        set_metadata(
+            fp32,
+            campusguard_random_weights="true" if ref.kind == "arch" else "false",
+            campusguard_source=str(ref),
+            campusguard_precision="fp32",
+        )
+        if half:
+            convert_fp16(fp32, out)
+        else:
+            shutil.move(str(fp32), out)
+    return out
+
+
+def convert_fp16(src: Path, out: Path) -> Path:
+    """Convert an FP32 ONNX model to FP16 weights and compute, keeping float32 inputs and outputs."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = onnx.load(str(src))
+    model16 = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=False)
+    onnx.save(model16, str(out))
+    set_metadata(Path(out), campusguard_precision="fp16")
+    return Path(out)
+
+
+def head_float_nodes(model_path: Path) -> list[str]:
+    """Names of the detection-head nodes that must stay in float under INT8 quantisation.
+
+    The head's decode turns logits into pixel coordinates and probabilities: one INT8 scale
+    cannot cover both (pixels up to 640, probabilities 0..1), so everything in the last
+    module except its two convolution branches (``cv2`` box, ``cv3`` class) stays float.
+    """
+    import onnx
+
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    modules = [n.name.split("/")[1] for n in graph.node if n.name.startswith("/model.")]
+    if not modules:
+        return []
+    head = max(modules, key=lambda m: int(m.split(".")[1]) if m.split(".")[1].isdigit() else -1)
+    prefix = f"/{head}/"
+    return [
+        n.name for n in graph.node if n.name.startswith(prefix) and "/cv2." not in n.name and "/cv3." not in n.name
+    ] + [n.name for n in graph.node if not n.name.startswith("/model.")]
+
+
+class _ImageCalibrationReader:
+    """Feeds letterboxed calibration images to ONNX Runtime's static quantiser."""
+
+    def __init__(self, input_name: str, images: Sequence[Path], input_hw: tuple[int, int], batch: int) -> None:
+        self.input_name = input_name
+        self.images = list(images)
+        self.input_hw = input_hw
+        self.batch = batch
+        self._it: Iterator[dict[str, np.ndarray]] | None = None
+
+    def _gen(self) -> Iterator[dict[str, np.ndarray]]:
+        from campusguard.io.images import read_image
+        from campusguard.ops.preprocess import letterbox, make_batch
+
+        for i in range(0, len(self.images) - self.batch + 1, self.batch):
+            frames = [letterbox(read_image(p), self.input_hw)[0] for p in self.images[i : i + self.batch]]
+            yield {self.input_name: make_batch(frames)}
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        if self._it is None:
+            self._it = self._gen()
+        return next(self._it, None)
+
+    def rewind(self) -> None:
+        self._it = None
+
+
+def quantize_int8(
+    src: Path,
+    out: Path,
+    calibration_images: Sequence[Path],
+    per_channel: bool = False,
+    reduce_range: bool = True,
+    method: str = "minmax",
+) -> Path:
+    """Static post-training INT8 quantisation with ONNX Runtime (QOperator, U8 activations, S8 weights).
+
+    The detection head's decode stays float (`head_float_nodes`). ``reduce_range`` uses 7-bit
+    weights, which avoids saturation in the AVX2/VNNI-less u8s8 kernels.
+
+    Raises:
+        InvalidInputError: when there are no calibration images.
+    """
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if not calibration_images:
+        raise InvalidInputError("INT8 quantisation needs calibration images: pass --data DIR with images")
+    sess = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    h, w = inp.shape[2], inp.shape[3]
+    if not (isinstance(h, int) and isinstance(w, int)):
+        raise InvalidInputError(f"{src}: INT8 quantisation needs a static input shape; export without --dynamic")
+    batch = inp.shape[0] if isinstance(inp.shape[0], int) else 1
+    meta = dict(sess.get_modelmeta().custom_metadata_map)
+    del sess
+    methods = {
+        "minmax": CalibrationMethod.MinMax,
+        "entropy": CalibrationMethod.Entropy,
+        "percentile": CalibrationMethod.Percentile,
+    }
+    with tempfile.TemporaryDirectory(prefix="cg-int8-") as tmp:
+        pre = Path(tmp) / "pre.onnx"
+        try:
+            quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+        except Exception as exc:  # pre-processing is an optimisation; quantise the original if it fails
+            log.warning("quantisation pre-processing skipped: %s", exc)
+            shutil.copy(src, pre)
+        quantize_static(
+            str(pre),
+            str(out),
+            _ImageCalibrationReader(inp.name, calibration_images, (h, w), batch),
+            quant_format=QuantFormat.QOperator,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+            reduce_range=reduce_range,
+            nodes_to_exclude=head_float_nodes(pre),
+            calibrate_method=methods[method],
+        )
+    set_metadata(Path(out), **{k: v for k, v in meta.items()}, campusguard_precision="int8")
+    return Path(out)

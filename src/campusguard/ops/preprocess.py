@@ -1,0 +1,137 @@
+"""Pre-processing identical to Ultralytics: letterbox, BGR to RGB, HWC to CHW, 0..1 float32, batching."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from campusguard.errors import InvalidInputError
+
+__all__ = ["LetterboxMeta", "letterbox", "to_bgr_uint8", "make_batch", "fit_shape", "parse_imgsz"]
+
+
+@dataclass(frozen=True)
+class LetterboxMeta:
+    """How a frame was letterboxed: needed to map boxes back.
+
+    Attributes:
+        ratio: resize gain (network pixels per original pixel).
+        pad_xy: left and top padding in network pixels.
+        orig_wh: original frame (width, height).
+        input_hw: network input (height, width).
+    """
+
+    ratio: float
+    pad_xy: tuple[int, int]
+    orig_wh: tuple[int, int]
+    input_hw: tuple[int, int]
+
+
+def parse_imgsz(imgsz: int | tuple[int, int] | list[int] | str, stride: int = 32) -> tuple[int, int]:
+    """Parse an image size (``640``, ``(384, 640)``, ``"384,640"``) to ``(height, width)``.
+
+    Raises:
+        InvalidInputError: when a side is not a positive multiple of ``stride``.
+    """
+    if isinstance(imgsz, str):
+        parts = [p for p in imgsz.replace("x", ",").split(",") if p.strip()]
+        try:
+            values = [int(p) for p in parts]
+        except ValueError:
+            raise InvalidInputError(f"imgsz {imgsz!r} is not an integer or 'H,W'") from None
+    elif isinstance(imgsz, (int, np.integer)):
+        values = [int(imgsz)]
+    else:
+        values = [int(v) for v in imgsz]
+    if len(values) == 1:
+        values = values * 2
+    if len(values) != 2 or any(v <= 0 or v % stride for v in values):
+        raise InvalidInputError(f"imgsz {imgsz!r} must be a positive multiple of {stride} (or 'H,W' of such)")
+    return values[0], values[1]
+
+
+def to_bgr_uint8(image: np.ndarray) -> np.ndarray:
+    """Convert grayscale, RGBA/BGRA, 16-bit or float 0..1 images to ``(H, W, 3) uint8`` BGR.
+
+    Raises:
+        InvalidInputError: when the array cannot be an image.
+    """
+    if not isinstance(image, np.ndarray) or image.ndim not in (2, 3) or image.size == 0:
+        shape = getattr(image, "shape", None)
+        raise InvalidInputError(f"expected an (H, W) or (H, W, C) image array, got {type(image).__name__} {shape}")
+    img = image
+    if img.dtype == np.uint16:
+        img = (img >> 8).astype(np.uint8)
+    elif img.dtype in (np.float32, np.float64):
+        img = np.clip(img * 255.0 if img.max() <= 1.0 else img, 0, 255).astype(np.uint8)
+    elif img.dtype != np.uint8:
+        raise InvalidInputError(f"unsupported image dtype {img.dtype}")
+    if img.ndim == 2 or img.shape[2] == 1:
+        return cv2.cvtColor(img.reshape(img.shape[0], img.shape[1]), cv2.COLOR_GRAY2BGR)
+    if img.shape[2] == 4:
+        return cv2.cvtColor(img, cv2.COLOR_BGRA2BGR)
+    if img.shape[2] != 3:
+        raise InvalidInputError(f"images must have 1, 3 or 4 channels, got {img.shape[2]}")
+    return img
+
+
+def fit_shape(frame_hw: tuple[int, int], imgsz_hw: tuple[int, int], stride: int = 32) -> tuple[int, int]:
+    """Smallest stride-aligned input that holds ``frame_hw`` resized into ``imgsz_hw`` (Ultralytics' ``auto``).
+
+    A 720x1280 frame at 640 gives ``(384, 640)``: 40% fewer pixels than ``(640, 640)``.
+    """
+    h, w = frame_hw
+    r = min(imgsz_hw[0] / h, imgsz_hw[1] / w)
+    new_h, new_w = round(h * r), round(w * r)
+    return (
+        min(imgsz_hw[0], int(np.ceil(new_h / stride) * stride)),
+        min(imgsz_hw[1], int(np.ceil(new_w / stride) * stride)),
+    )
+
+
+def letterbox(
+    image: np.ndarray, input_hw: tuple[int, int], pad_value: int = 114, scaleup: bool = True
+) -> tuple[np.ndarray, LetterboxMeta]:
+    """Resize keeping aspect ratio and pad (centred) to ``input_hw``, exactly as Ultralytics does.
+
+    Args:
+        image: ``(H, W, 3) uint8`` BGR frame.
+        input_hw: network input (height, width).
+        pad_value: grey level of the padding.
+        scaleup: allow enlarging small images.
+
+    Returns:
+        The ``(input_h, input_w, 3) uint8`` image and its `LetterboxMeta`.
+    """
+    h, w = image.shape[:2]
+    r = min(input_hw[0] / h, input_hw[1] / w)
+    if not scaleup:
+        r = min(r, 1.0)
+    new_w, new_h = int(round(w * r)), int(round(h * r))
+    dw, dh = (input_hw[1] - new_w) / 2, (input_hw[0] - new_h) / 2
+    if (w, h) != (new_w, new_h):
+        image = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
+    top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
+    left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
+    if top or bottom or left or right:
+        image = cv2.copyMakeBorder(image, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(pad_value,) * 3)
+    return image, LetterboxMeta(ratio=r, pad_xy=(left, top), orig_wh=(w, h), input_hw=input_hw)
+
+
+def make_batch(images: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+    """Stack letterboxed BGR ``uint8`` images into an ``(B, 3, H, W) float32`` RGB 0..1 tensor.
+
+    Args:
+        images: equally sized ``(H, W, 3) uint8`` BGR images.
+        out: optional preallocated output of the right shape, reused to avoid allocation per frame.
+    """
+    h, w = images[0].shape[:2]
+    if out is None or out.shape != (len(images), 3, h, w):
+        out = np.empty((len(images), 3, h, w), dtype=np.float32)
+    for i, img in enumerate(images):
+        # one fused pass per channel: pick channel (BGR->RGB), cast and scale into the output plane
+        for c in range(3):
+            np.multiply(img[:, :, 2 - c], np.float32(1 / 255.0), out=out[i, c], casting="unsafe")
+    return out
