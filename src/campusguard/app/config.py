@@ -755,6 +755,7 @@ def _line_of(root: yaml.Node | None, loc: Loc) -> int | None:
                     break
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
             child = node.value[part]
+            line = child.start_mark.line + 1
         if child is None:
             continue  # discriminator tags and union branches in pydantic's loc have no node
         node = child

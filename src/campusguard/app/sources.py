@@ -1,0 +1,408 @@
+"""Camera readers: one thread per camera, feeding a bounded per-camera frame queue.
+
+A reader opens its source (video file, image folder, webcam index, or rtsp/http URL through
+OpenCV's FFMPEG backend), reads frames, stamps them and puts them on a `FrameQueue`:
+
+- live sources (and files with ``realtime: true``) drop the oldest queued frame when the
+  detector falls behind, so the backlog never grows; drops are counted;
+- file sources by default block instead, so every frame is processed in order and results
+  are reproducible (timestamps come from the frame index and the file's frame rate);
+- a live source that fails or stalls is reopened with exponential back-off, and may come
+  back at another resolution (every frame carries its own size).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from campusguard.app.config import CameraConfig, ReconnectConfig, source_kind
+from campusguard.errors import SourceError
+
+__all__ = [
+    "CameraReader",
+    "CaptureSource",
+    "EndOfStream",
+    "FolderSource",
+    "Frame",
+    "FrameQueue",
+    "FrameSource",
+    "ReaderStats",
+    "backoff_delays",
+    "open_source",
+]
+
+log = logging.getLogger("campusguard.app.sources")
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame from one camera.
+
+    Attributes:
+        camera_id: the camera's id from the config.
+        index: frame number from this reader, counting from 0 across reconnects and loops.
+        timestamp_s: seconds; file sources ``index / fps`` (reproducible), live sources ``time.monotonic()``.
+        image: ``(H, W, 3) uint8`` BGR pixels.
+        read_at: ``time.monotonic()`` when the frame was read, for latency metrics.
+    """
+
+    camera_id: str
+    index: int
+    timestamp_s: float
+    image: np.ndarray
+    read_at: float
+
+    @property
+    def resolution_wh(self) -> tuple[int, int]:
+        """Frame size as (width, height) in pixels."""
+        return int(self.image.shape[1]), int(self.image.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfStream:
+    """The last message of a camera: its reader has stopped (end of file, stop request, or fatal error)."""
+
+    camera_id: str
+    reason: str = "end of stream"
+
+
+# queue -------------------------------------------------------------------------------------
+class FrameQueue:
+    """A bounded FIFO between one reader and detection.
+
+    With ``drop_oldest=True`` a put on a full queue discards the oldest item (counted in
+    ``dropped``); otherwise it waits for room (or for ``stop`` to be set). An optional
+    ``doorbell`` event is set on every put so one consumer can wait on many queues.
+    """
+
+    def __init__(self, maxsize: int, drop_oldest: bool, doorbell: threading.Event | None = None) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be >= 1")
+        self.maxsize = maxsize
+        self.drop_oldest = drop_oldest
+        self.dropped = 0
+        self._items: deque[Frame | EndOfStream] = deque()
+        self._cond = threading.Condition()
+        self._doorbell = doorbell
+
+    def put(self, item: Frame | EndOfStream, stop: threading.Event | None = None) -> bool:
+        """Enqueue ``item``; return False if ``stop`` was set while waiting for room (item not queued).
+
+        An `EndOfStream` is always queued (it may exceed ``maxsize`` by one) so consumers learn the end.
+        """
+        with self._cond:
+            if not isinstance(item, EndOfStream):
+                if self.drop_oldest:
+                    while len(self._items) >= self.maxsize:
+                        self._items.popleft()
+                        self.dropped += 1
+                else:
+                    while len(self._items) >= self.maxsize:
+                        if stop is not None and stop.is_set():
+                            return False
+                        self._cond.wait(0.05)
+            self._items.append(item)
+            self._cond.notify_all()
+        if self._doorbell is not None:
+            self._doorbell.set()
+        return True
+
+    def get_nowait(self) -> Frame | EndOfStream | None:
+        """Take the oldest item, or None when empty."""
+        with self._cond:
+            if not self._items:
+                return None
+            item = self._items.popleft()
+            self._cond.notify_all()
+            return item
+
+    def get(self, timeout: float) -> Frame | EndOfStream | None:
+        """Take the oldest item, waiting up to ``timeout`` seconds; None on time-out."""
+        with self._cond:
+            if not self._items:
+                self._cond.wait(timeout)
+            if not self._items:
+                return None
+            item = self._items.popleft()
+            self._cond.notify_all()
+            return item
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+
+def backoff_delays(cfg: ReconnectConfig) -> Callable[[], float]:
+    """Return a function giving successive reconnect delays in seconds: initial, x factor, ... capped at max."""
+    state = {"next": cfg.initial_s}
+
+    def next_delay() -> float:
+        delay = state["next"]
+        state["next"] = min(cfg.max_s, delay * cfg.factor)
+        return delay
+
+    return next_delay
+
+
+# frame sources -----------------------------------------------------------------------------
+class FrameSource(Protocol):
+    """What a reader needs from a source: frames in order, and its nominal frame rate."""
+
+    fps: float | None
+
+    def read(self) -> np.ndarray | None:
+        """Next ``(H, W, 3) uint8`` BGR frame, or None when none could be read."""
+
+    def at_end(self) -> bool:
+        """True when a failed read means the end of a file rather than a broken frame or stream."""
+
+    def close(self) -> None: ...
+
+
+class CaptureSource:
+    """A video file, webcam or stream URL read through OpenCV (FFMPEG backend for files and URLs).
+
+    Args:
+        source: path, URL or webcam index.
+        timeout_s: open and read time-outs for URLs, seconds (a stalled stream returns no frame).
+    """
+
+    def __init__(self, source: int | str, timeout_s: float = 10.0) -> None:
+        kind = source_kind(source)
+        ms = int(timeout_s * 1000)
+        params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, ms]
+        if kind == "webcam":
+            self.cap = cv2.VideoCapture(int(source))
+        else:
+            self.cap = cv2.VideoCapture(str(source), cv2.CAP_FFMPEG, params)
+        if not self.cap.isOpened():
+            self.cap.release()
+            raise SourceError(f"cannot open video source {source!r}")
+        fps = float(self.cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        self.fps = fps if 0 < fps < 1000 else None
+        self.frame_count = int(self.cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if kind == "path" else 0
+        self.is_file = kind == "path"
+        self._pos = 0
+
+    def read(self) -> np.ndarray | None:
+        ok, image = self.cap.read()
+        if not ok or image is None or image.size == 0:
+            return None
+        self._pos += 1
+        return _to_bgr(image)
+
+    def at_end(self) -> bool:
+        # files only: a failed read before the announced frame count is a broken frame, past it the end
+        return not self.is_file or self.frame_count <= 0 or self._pos >= self.frame_count - 1
+
+    def skip(self) -> None:
+        """Step over one undecodable frame of a file."""
+        self._pos += 1
+        self.cap.set(cv2.CAP_PROP_POS_FRAMES, self._pos)
+
+    def close(self) -> None:
+        self.cap.release()
+
+
+class FolderSource:
+    """The images of a folder in name order, as frames; unreadable files are skipped with a log line."""
+
+    def __init__(self, folder: str | Path, fps: float) -> None:
+        self.paths = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not self.paths:
+            raise SourceError(f"image folder {str(folder)!r} has no images ({', '.join(IMAGE_SUFFIXES)})")
+        self.fps: float | None = fps
+        self._i = 0
+
+    def read(self) -> np.ndarray | None:
+        while self._i < len(self.paths):
+            path = self.paths[self._i]
+            self._i += 1
+            image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            if image is not None and image.size:
+                return _to_bgr(image)
+            log.warning("skipping unreadable image %s", path)
+        return None
+
+    def at_end(self) -> bool:
+        return self._i >= len(self.paths)
+
+    def close(self) -> None:
+        self._i = len(self.paths)
+
+
+def _to_bgr(image: np.ndarray) -> np.ndarray:
+    """Any decoded image as ``(H, W, 3) uint8`` BGR (grayscale, BGRA and 16-bit converted)."""
+    if image.dtype == np.uint16:
+        image = (image >> 8).astype(np.uint8)
+    elif image.dtype != np.uint8:
+        image = np.clip(image, 0, 255).astype(np.uint8)
+    if image.ndim == 2:
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    if image.shape[2] == 4:
+        return cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    return image
+
+
+def open_source(cam: CameraConfig) -> FrameSource:
+    """Open a camera's source; raise `SourceError` naming it when it cannot be opened."""
+    kind = source_kind(cam.source)
+    if kind == "path":
+        path = Path(str(cam.source))
+        if path.is_dir():
+            return FolderSource(path, cam.folder_fps)
+        if not path.exists():
+            raise SourceError(f"video file {str(path)!r} does not exist")
+    return CaptureSource(cam.source, timeout_s=cam.stall_timeout_s)
+
+
+# reader ------------------------------------------------------------------------------------
+@dataclass
+class ReaderStats:
+    """Counters of one reader; written by the reader thread, read by metrics (plain ints and floats)."""
+
+    frames_read: int = 0
+    frames_skipped_fps_cap: int = 0
+    broken_frames: int = 0
+    reconnects: int = 0
+    last_frame_at: float = field(default_factory=time.monotonic)
+    resolution_wh: tuple[int, int] | None = None
+    connected: bool = False
+
+
+class CameraReader:
+    """Reads one camera into its `FrameQueue` until the stream ends or ``stop`` is set; call `run()` in a thread.
+
+    Args:
+        cam: the camera's config.
+        queue: where frames go.
+        stop: shared stop event.
+        opener: opens the source (injectable for tests); default `open_source`.
+        max_broken_frames: consecutive undecodable frames of a file tolerated before it is treated as ended.
+    """
+
+    def __init__(
+        self,
+        cam: CameraConfig,
+        queue: FrameQueue,
+        stop: threading.Event,
+        opener: Callable[[CameraConfig], FrameSource] = open_source,
+        max_broken_frames: int = 5,
+    ) -> None:
+        self.cam = cam
+        self.queue = queue
+        self.stop = stop
+        self.opener = opener
+        self.max_broken_frames = max_broken_frames
+        self.stats = ReaderStats()
+        self.live = cam.is_live()
+        self._reconnect_requested = threading.Event()
+        self._next_delay = backoff_delays(cam.reconnect)
+        self._index = 0
+        self._last_emitted_ts: float | None = None
+
+    def request_reconnect(self) -> None:
+        """Ask the reader to drop and reopen its source (used by the watchdog)."""
+        self._reconnect_requested.set()
+
+    def run(self) -> None:
+        """Read until the end of a file, or until stopped; always finish with `EndOfStream`."""
+        reason = "stopped"
+        try:
+            reason = self._run()
+        except Exception as exc:  # a reader must never die silently: end the stream with the reason
+            log.exception("camera %s: reader failed", self.cam.id)
+            reason = f"reader failed: {exc.__class__.__name__}: {exc}"
+        finally:
+            self.stats.connected = False
+            self.queue.put(EndOfStream(self.cam.id, reason))
+
+    def _run(self) -> str:
+        while not self.stop.is_set():
+            try:
+                source = self.opener(self.cam)
+            except SourceError as exc:
+                if not self.live:
+                    return str(exc)
+                delay = self._next_delay()
+                log.warning("camera %s: %s; retrying in %.1f s", self.cam.id, exc, delay)
+                self.stop.wait(delay)
+                continue
+            self.stats.connected = True
+            self._next_delay = backoff_delays(self.cam.reconnect)  # a good connection resets the back-off
+            try:
+                finished = self._read_all(source)
+            finally:
+                source.close()
+                self.stats.connected = False
+            if finished:
+                return "end of stream"
+            if self.stop.is_set():
+                break
+            self.stats.reconnects += 1
+            delay = self._next_delay()
+            log.warning("camera %s: stream lost; reconnecting in %.1f s", self.cam.id, delay)
+            self.stop.wait(delay)
+        return "stopped"
+
+    def _read_all(self, source: FrameSource) -> bool:
+        """Read frames until the source fails; True when the stream is finished for good (end of a file)."""
+        fps = source.fps or self.cam.folder_fps
+        realtime = self.cam.is_realtime()
+        started = time.monotonic()
+        first_index = self._index
+        broken = 0
+        while not self.stop.is_set():
+            if self._reconnect_requested.is_set():
+                self._reconnect_requested.clear()
+                return False
+            image = source.read()
+            if image is None:
+                if self.live:
+                    return False
+                if not source.at_end() and broken < self.max_broken_frames and hasattr(source, "skip"):
+                    broken += 1
+                    self.stats.broken_frames += 1
+                    log.warning("camera %s: undecodable frame near %d skipped", self.cam.id, self._index)
+                    source.skip()  # type: ignore[attr-defined]
+                    self._index += 1
+                    continue
+                return not self.cam.loop  # a looping file is reopened by _run
+            broken = 0
+            now = time.monotonic()
+            index = self._index
+            self._index += 1
+            timestamp = now if self.live else index / fps
+            if realtime and not self.live:  # pace a file like a camera
+                due = started + (index - first_index) / fps
+                if due > now:
+                    self.stop.wait(due - now)
+            self.stats.frames_read += 1
+            self.stats.last_frame_at = now
+            wh = (int(image.shape[1]), int(image.shape[0]))
+            if self.stats.resolution_wh is not None and wh != self.stats.resolution_wh:
+                log.warning("camera %s: resolution changed from %s to %s", self.cam.id, self.stats.resolution_wh, wh)
+            self.stats.resolution_wh = wh
+            if (
+                self.cam.fps_cap is not None
+                and self._last_emitted_ts is not None
+                and timestamp - self._last_emitted_ts < 1.0 / self.cam.fps_cap - 1e-6
+            ):
+                self.stats.frames_skipped_fps_cap += 1
+                continue
+            self._last_emitted_ts = timestamp
+            if not self.queue.put(Frame(self.cam.id, index, timestamp, image, now), self.stop):
+                return False
+        return False

@@ -1,0 +1,216 @@
+"""Camera readers: queues, timestamps, end of file, broken frames, reconnect with back-off."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from campusguard.app.config import CameraConfig, ReconnectConfig
+from campusguard.app.sources import (
+    CameraReader,
+    EndOfStream,
+    Frame,
+    FrameQueue,
+    backoff_delays,
+    open_source,
+)
+from campusguard.errors import SourceError
+
+
+def write_video(path: Path, n: int, size_wh: tuple[int, int] = (64, 48), fps: float = 10.0) -> Path:
+    """Write an MP4 of ``n`` frames whose grey level encodes the frame index (i * 10 % 250)."""
+    w, h = size_wh
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    for i in range(n):
+        writer.write(np.full((h, w, 3), (i * 10) % 250, np.uint8))
+    writer.release()
+    return path
+
+
+def drain(queue: FrameQueue) -> list[Frame | EndOfStream]:
+    items = []
+    while (item := queue.get_nowait()) is not None:
+        items.append(item)
+    return items
+
+
+def make_frame(i: int) -> Frame:
+    return Frame("c", i, float(i), np.zeros((2, 2, 3), np.uint8), 0.0)
+
+
+def test_drop_oldest_queue_keeps_newest_and_counts_drops() -> None:
+    q = FrameQueue(3, drop_oldest=True)
+    for i in range(10):
+        assert q.put(make_frame(i))
+    assert q.dropped == 7
+    assert [f.index for f in drain(q)] == [7, 8, 9]  # type: ignore[union-attr]
+
+
+def test_blocking_queue_waits_and_gives_up_on_stop() -> None:
+    q = FrameQueue(1, drop_oldest=False)
+    stop = threading.Event()
+    assert q.put(make_frame(0), stop)
+    stop.set()
+    assert not q.put(make_frame(1), stop)  # full and stopped: not queued
+    assert q.put(EndOfStream("c"), stop)  # the end always gets through
+    assert len(q) == 2 and q.dropped == 0
+
+
+def test_blocking_queue_unblocks_when_consumer_takes() -> None:
+    q = FrameQueue(1, drop_oldest=False)
+    q.put(make_frame(0))
+    t = threading.Thread(target=q.put, args=(make_frame(1),))
+    t.start()
+    assert q.get(1.0).index == 0  # type: ignore[union-attr]
+    t.join(2.0)
+    assert not t.is_alive()
+    assert q.get(1.0).index == 1  # type: ignore[union-attr]
+
+
+def test_doorbell_rings_on_put() -> None:
+    bell = threading.Event()
+    q = FrameQueue(2, drop_oldest=True, doorbell=bell)
+    q.put(make_frame(0))
+    assert bell.is_set()
+
+
+def test_backoff_delays_grow_and_cap() -> None:
+    nxt = backoff_delays(ReconnectConfig(initial_s=0.5, max_s=3.0, factor=2.0))
+    assert [nxt() for _ in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+def run_reader(cam: CameraConfig, **kw: object) -> tuple[list[Frame], EndOfStream, CameraReader]:
+    q = FrameQueue(1000, drop_oldest=False)
+    reader = CameraReader(cam, q, threading.Event(), **kw)  # type: ignore[arg-type]
+    reader.run()
+    items = drain(q)
+    assert isinstance(items[-1], EndOfStream)
+    frames = [f for f in items[:-1] if isinstance(f, Frame)]
+    return frames, items[-1], reader
+
+
+def test_file_reader_reads_every_frame_with_index_timestamps(tmp_path: Path) -> None:
+    video = write_video(tmp_path / "v.mp4", 12, fps=10)
+    frames, end, reader = run_reader(CameraConfig(id="c", source=str(video)))
+    assert [f.index for f in frames] == list(range(12))
+    np.testing.assert_allclose([f.timestamp_s for f in frames], np.arange(12) / 10)
+    assert frames[0].image.shape == (48, 64, 3) and frames[0].image.dtype == np.uint8
+    assert abs(frames[5].image.mean() - 50) < 5  # the right frame (neighbours are 40 and 60), decoded
+    assert end.reason == "end of stream"
+    assert reader.stats.frames_read == 12 and reader.stats.resolution_wh == (64, 48)
+
+
+def test_fps_cap_skips_frames_by_timestamp(tmp_path: Path) -> None:
+    video = write_video(tmp_path / "v.mp4", 20, fps=10)
+    frames, _, reader = run_reader(CameraConfig(id="c", source=str(video), fps_cap=5))
+    assert [f.index for f in frames] == list(range(0, 20, 2))
+    assert reader.stats.frames_skipped_fps_cap == 10
+
+
+def test_looping_file_keeps_timestamps_increasing(tmp_path: Path) -> None:
+    video = write_video(tmp_path / "v.mp4", 5, fps=10)
+    q = FrameQueue(1000, drop_oldest=False)
+    stop = threading.Event()
+    reader = CameraReader(CameraConfig(id="c", source=str(video), loop=True), q, stop)
+    t = threading.Thread(target=reader.run)
+    t.start()
+    while reader.stats.frames_read < 12:
+        t.join(0.01)
+    stop.set()
+    t.join(5)
+    frames = [f for f in drain(q) if isinstance(f, Frame)]
+    ts = [f.timestamp_s for f in frames]
+    assert len(frames) >= 12 and ts == sorted(ts) and len(set(ts)) == len(ts)
+
+
+def test_image_folder_source(tmp_path: Path) -> None:
+    for i in range(3):
+        cv2.imwrite(str(tmp_path / f"{i:03d}.png"), np.full((20, 30), i * 40, np.uint8))  # grayscale on disk
+    (tmp_path / "003.jpg").write_bytes(b"not an image")
+    frames, _, _ = run_reader(CameraConfig(id="c", source=str(tmp_path), folder_fps=2))
+    assert len(frames) == 3 and frames[2].image.shape == (20, 30, 3)
+    np.testing.assert_allclose([f.timestamp_s for f in frames], [0, 0.5, 1.0])
+
+
+def test_missing_file_source_ends_with_the_reason(tmp_path: Path) -> None:
+    frames, end, _ = run_reader(CameraConfig(id="c", source=str(tmp_path / "none.mp4")))
+    assert frames == [] and "does not exist" in end.reason
+    with pytest.raises(SourceError, match="does not exist"):
+        open_source(CameraConfig(id="c", source=str(tmp_path / "none.mp4")))
+
+
+class ScriptedSource:
+    """A fake live source: yields its frames, then fails (a dropped connection)."""
+
+    fps = None
+
+    def __init__(self, frames: list[np.ndarray | None]) -> None:
+        self.frames = list(frames)
+
+    def read(self) -> np.ndarray | None:
+        return self.frames.pop(0) if self.frames else None
+
+    def at_end(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def test_live_reader_reconnects_with_backoff_and_survives_resolution_change() -> None:
+    stop = threading.Event()
+    opened: list[int] = []
+    small, big = np.zeros((4, 6, 3), np.uint8), np.zeros((8, 12, 3), np.uint8)
+
+    def opener(cam: CameraConfig) -> ScriptedSource:
+        opened.append(1)
+        n = len(opened)
+        if n == 2:
+            raise SourceError("connection refused")  # one failed attempt in between
+        if n >= 4:
+            stop.set()
+            return ScriptedSource([])
+        return ScriptedSource([small, small] if n == 1 else [big, big, big])
+
+    cam = CameraConfig(id="live", source="rtsp://127.0.0.1:1/x", reconnect=ReconnectConfig(initial_s=0.01, max_s=0.02))
+    q = FrameQueue(100, drop_oldest=True)
+    reader = CameraReader(cam, q, stop, opener=opener)
+    reader.run()
+    frames = [f for f in drain(q) if isinstance(f, Frame)]
+    assert [f.image.shape[:2] for f in frames] == [(4, 6)] * 2 + [(8, 12)] * 3
+    assert [f.index for f in frames] == list(range(5))
+    assert reader.stats.reconnects >= 2 and len(opened) == 4
+
+
+class BrokenFileSource(ScriptedSource):
+    """A fake file with an undecodable frame in the middle, then a file shorter than announced."""
+
+    fps = 10.0
+
+    def __init__(self) -> None:
+        img = np.zeros((4, 4, 3), np.uint8)
+        super().__init__([img, img, None, img, None])
+        self.reads = 0
+
+    def read(self) -> np.ndarray | None:
+        self.reads += 1
+        return super().read()
+
+    def at_end(self) -> bool:
+        return self.reads >= 10  # announces 10 frames but has only 5
+
+    def skip(self) -> None:
+        pass
+
+
+def test_file_reader_skips_broken_frames_and_ends_a_short_file() -> None:
+    frames, end, reader = run_reader(
+        CameraConfig(id="f", source="f.mp4"), opener=lambda cam: BrokenFileSource(), max_broken_frames=3
+    )
+    assert [f.index for f in frames] == [0, 1, 3]  # frame 2 was broken
+    assert end.reason == "end of stream"
+    assert reader.stats.broken_frames == 4  # one in the middle, then 3 tries at the premature end
