@@ -25,6 +25,19 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and warnings in detail."),
+) -> None:
+    """YOLOv8 detection on any accelerator, benchmarks, training and the CampusGuard camera app."""
+    import logging
+
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+
+
 # feature modules, in the order their commands appear in --help
 _FEATURES = ["doctor", "predict", "export", "bench", "data", "train", "watch"]
 for _name in _FEATURES:
@@ -40,7 +53,9 @@ for _name in _FEATURES:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int):
+            return rv
     except CampusGuardError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -49,13 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # typer/click exit paths
         return int(exc.code or 0) if isinstance(exc.code, int) else 1
-    except Exception as exc:  # click usage errors and friends
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # typer vendors its own click: recognise its usage errors by shape, not by class
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
+            return int(exc.exit_code)
+        if type(exc).__name__ == "Abort":
             return 1
         raise
     return 0

@@ -222,5 +222,5 @@ def quantize_int8(
             nodes_to_exclude=head_float_nodes(pre),
             calibrate_method=methods[method],
         )
-    set_metadata(Path(out), **{k: v for k, v in meta.items()}, campusguard_precision="int8")
+    set_metadata(Path(out), **{**meta, "campusguard_precision": "int8"})
     return Path(out)

@@ -1,0 +1,119 @@
+"""`campusguard export MODEL`: ONNX export (static/dynamic), FP16 and INT8, each checked against FP32."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from campusguard.errors import InvalidInputError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def export(
+        model: str = typer.Argument(
+            ..., help=".pt checkpoint, architecture name (yolov8n..x) or .onnx (for --half/--int8)."
+        ),
+        fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
+        imgsz: list[str] = typer.Option(
+            ["640"], "--imgsz", help="N or H,W; repeat for several shapes, e.g. --imgsz 640 --imgsz 384,640."
+        ),
+        batch: int = typer.Option(1, help="Static batch size."),
+        dynamic: bool = typer.Option(False, help="Dynamic batch and image size."),
+        half: bool = typer.Option(False, help="Also write an FP16 model."),
+        int8: bool = typer.Option(False, help="Also write an INT8 model (needs --data)."),
+        data: Path = typer.Option(None, help="Folder (or data.yaml) of calibration/check images."),
+        calib_images: int = typer.Option(64, help="Calibration images used for INT8."),
+        simplify: bool = typer.Option(True, help="Simplify the graph with onnxslim."),
+        opset: int = typer.Option(17, help="ONNX opset."),
+        out: Path = typer.Option(Path("runs/export"), "--out", "-o", help="Output folder."),
+    ) -> None:
+        """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
+        from campusguard.models.export import convert_fp16, export_onnx, quantize_int8
+        from campusguard.models.registry import parse_model_ref
+        from campusguard.ops.preprocess import parse_imgsz
+
+        if fmt != "onnx":
+            raise InvalidInputError(f"--format {fmt!r} is not supported; use onnx")
+        if batch < 1:
+            raise InvalidInputError(f"--batch {batch} must be at least 1")
+        if int8 and data is None:
+            raise InvalidInputError("--int8 needs --data with calibration images")
+        ref = parse_model_ref(model)
+        check_images = _images(data, calib_images) if data is not None else _sample_images()
+        out.mkdir(parents=True, exist_ok=True)
+        for size in imgsz:
+            hw = parse_imgsz(size)
+            base = Path(model).stem if ref.kind != "arch" else f"{ref.name}-random"
+            tag = f"{hw[0]}x{hw[1]}" + ("-dynamic" if dynamic else f"-b{batch}")
+            fp32 = out / f"{base}.{tag}.onnx"
+            if ref.kind == "onnx":
+                fp32 = ref.path  # type: ignore[assignment]
+            else:
+                export_onnx(ref, fp32, imgsz_hw=hw, batch=batch, dynamic=dynamic, simplify=simplify, opset=opset)
+                _report(fp32, None, check_images, hw)
+            if half:
+                p16 = out / f"{base}.{tag}.fp16.onnx"
+                convert_fp16(fp32, p16)
+                _report(p16, fp32, check_images, hw)
+            if int8:
+                p8 = out / f"{base}.{tag}.int8.onnx"
+                quantize_int8(fp32, p8, check_images)
+                _report(p8, fp32, check_images, hw)
+
+
+def _images(data: Path, limit: int) -> list[Path]:
+    from campusguard.io.images import IMAGE_SUFFIXES
+
+    root = data
+    if data.suffix in (".yaml", ".yml"):
+        import yaml
+
+        cfg = yaml.safe_load(data.read_text())
+        root = Path(cfg.get("path", data.parent)) / cfg.get("val", cfg.get("train", ""))
+    if not root.exists():
+        raise InvalidInputError(f"--data {data}: no such folder")
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise InvalidInputError(f"--data {data}: no images found")
+    from campusguard.errors import ImageReadError
+    from campusguard.io.images import read_image
+
+    good = []
+    for f in files[:: max(1, len(files) // limit)][:limit]:
+        try:
+            read_image(f)
+            good.append(f)
+        except ImageReadError as exc:
+            typer.echo(f"skipped: {exc}", err=True)
+    if not good:
+        raise InvalidInputError(f"--data {data}: no readable images")
+    return good
+
+
+def _sample_images() -> list[Path]:
+    """Ultralytics' two sample photos, when no --data is given (parity check only)."""
+    try:
+        import ultralytics
+
+        assets = Path(ultralytics.__file__).parent / "assets"
+        return sorted(assets.glob("*.jpg"))
+    except ImportError:
+        return []
+
+
+def _report(path: Path, reference: Path | None, images: list[Path], hw: tuple[int, int]) -> None:
+    from campusguard.detector import Detector
+    from campusguard.io.images import read_image
+    from campusguard.models.parity import compare_detections
+
+    size_mb = path.stat().st_size / 1e6
+    if reference is None or not images:
+        typer.echo(f"{path} ({size_mb:.1f} MB)")
+        return
+    frames = [read_image(p) for p in images]
+    ref = Detector(reference, device="cpu", imgsz=hw)
+    cand = Detector(path, device="cpu", imgsz=hw)
+    report = compare_detections(ref.predict_batch(frames), cand.predict_batch(frames))
+    typer.echo(f"{path} ({size_mb:.1f} MB); vs FP32 {report.line()}")
