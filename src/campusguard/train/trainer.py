@@ -1,0 +1,291 @@
+"""Training through Ultralytics' trainer: one device or DDP over a device list, never downloading.
+
+`train` checks everything a user can get wrong (data set, model spec, devices, numbers)
+before a single step runs, then hands over to Ultralytics' ``DetectionTrainer``:
+
+- architecture names (``yolov8n``) map to Ultralytics' model yaml and start from random
+  weights (``pretrained=False``); ``.pt`` files fine-tune from their weights;
+- gradient accumulation is a true effective batch: Ultralytics steps the optimiser every
+  ``max(round(nbs / batch), 1)`` batches and scales weight decay by ``batch * accumulate / nbs``,
+  so ``nbs = batch * accumulate`` gives exactly ``accumulate`` batches per step and the
+  nominal weight decay;
+- a device list (``0,1``) makes Ultralytics launch DDP itself (``nccl``: NCCL on CUDA, RCCL on
+  ROCm); ``batch`` is the total over all devices, as in Ultralytics;
+- Ultralytics' AMP self-test, which downloads a checkpoint, is replaced (``--no-amp`` turns AMP off);
+- after training the best weights are exported to ONNX (dynamic shape, opset 17, simplified).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
+from campusguard.eval.dataset import YoloDataset, load_yolo_dataset, read_data_yaml
+from campusguard.train.devices import parse_train_device
+
+__all__ = ["ARCHITECTURES", "TrainResult", "oom_message", "resolve_model_spec", "train", "write_resolved_data_yaml"]
+
+log = logging.getLogger(__name__)
+
+ARCHITECTURES = ("yolov8n", "yolov8s", "yolov8m", "yolov8l", "yolov8x")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run produced.
+
+    Attributes:
+        save_dir: the run folder (``--out``).
+        best_pt: best weights (by Ultralytics' fitness, 0.9 mAP50-95 + 0.1 mAP50).
+        last_pt: weights after the last epoch.
+        onnx: ONNX export of ``best_pt``, or ``None`` when export was off.
+        metrics: final validation of ``best_pt`` by Ultralytics: ``map50_95``, ``map50``,
+            ``precision``, ``recall`` in 0..1.
+        epochs: epochs trained.
+        seconds: wall time of training (without export), in seconds.
+        train_images: images in the train split; val_images likewise.
+    """
+
+    save_dir: Path
+    best_pt: Path
+    last_pt: Path
+    onnx: Path | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    epochs: int = 0
+    seconds: float = 0.0
+    train_images: int = 0
+    val_images: int = 0
+
+
+def resolve_model_spec(model: str) -> tuple[str, bool]:
+    """Map ``--model`` to what Ultralytics loads.
+
+    Returns:
+        ``(spec, from_weights)``: ``"yolov8n"`` -> ``("yolov8n.yaml", False)``;
+        a ``.yaml`` -> itself; an existing ``.pt`` -> ``(path, True)``.
+
+    Raises:
+        InvalidInputError: unknown name, or a ``.pt``/``.yaml`` path that does not exist
+            (Ultralytics would try to download a missing ``yolov8n.pt``).
+    """
+    text = str(model).strip()
+    if text in ARCHITECTURES:
+        return f"{text}.yaml", False
+    path = Path(text)
+    if path.suffix == ".pt":
+        if not path.is_file():
+            raise InvalidInputError(f"model weights {path} do not exist (nothing is downloaded; give a local .pt)")
+        return str(path.resolve()), True
+    if path.suffix in (".yaml", ".yml"):
+        if path.is_file():
+            return str(path.resolve()), False
+        if path.stem in ARCHITECTURES:  # Ultralytics ships these model yamls
+            return path.name, False
+        raise InvalidInputError(f"model yaml {path} does not exist")
+    raise InvalidInputError(f"model {model!r} is not one of {', '.join(ARCHITECTURES)}, a model .yaml or a .pt file")
+
+
+def write_resolved_data_yaml(data_yaml: str | os.PathLike[str], out_path: Path) -> Path:
+    """Write a copy of ``data_yaml`` with absolute paths, so Ultralytics (which resolves a
+    relative ``path`` against the working directory) reads the same files we validated."""
+    data = read_data_yaml(data_yaml)
+    root = Path(data["path"])
+    for split in ("train", "val", "test"):
+        entry = data.get(split)
+        if entry:
+            items = entry if isinstance(entry, list) else [entry]
+            resolved = [str(p if Path(p).is_absolute() else root / p) for p in map(str, items)]
+            data[split] = resolved if isinstance(entry, list) else resolved[0]
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return out_path
+
+
+def oom_message(device: str, batch: int, accumulate: int, imgsz: int, amp: bool) -> str:
+    """One-line advice for an out-of-memory failure: the options that keep the effective batch."""
+    options = []
+    if batch > 1:
+        half = max(batch // 2, 1)
+        options.append(
+            f"--batch {half} --accumulate {accumulate * batch // half} (same effective batch {batch * accumulate})"
+        )
+    if imgsz > 320:
+        options.append(f"--imgsz {max(imgsz // 2 // 32 * 32, 32)}")
+    if not amp:
+        options.append("--amp (half-precision activations)")
+    return f"out of memory on {device} with batch {batch} at imgsz {imgsz}; try " + "; or ".join(options)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "out of memory" in text or "hip error: out of memory" in text or "cublas_status_alloc_failed" in text
+
+
+def _check_numbers(epochs: int, imgsz: int, batch: int, accumulate: int, workers: int) -> None:
+    for name, value, low in (
+        ("epochs", epochs, 1),
+        ("imgsz", imgsz, 32),
+        ("batch", batch, 1),
+        ("accumulate", accumulate, 1),
+        ("workers", workers, 0),
+    ):
+        if int(value) < low:
+            raise InvalidInputError(f"--{name} {value} must be at least {low}")
+    if imgsz % 32:
+        raise InvalidInputError(f"--imgsz {imgsz} must be a multiple of 32 (the model stride)")
+
+
+def validate_training_inputs(data: str | os.PathLike[str]) -> tuple[YoloDataset, YoloDataset]:
+    """Load and validate the train and val splits; raises `InvalidInputError` on any problem."""
+    return load_yolo_dataset(data, "train"), load_yolo_dataset(data, "val")
+
+
+def _final_metrics(trainer: Any) -> dict[str, float]:
+    m = getattr(trainer, "metrics", None) or {}
+    keys = {
+        "map50_95": "metrics/mAP50-95(B)",
+        "map50": "metrics/mAP50(B)",
+        "precision": "metrics/precision(B)",
+        "recall": "metrics/recall(B)",
+    }
+    return {k: float(m[v]) for k, v in keys.items() if v in m}
+
+
+def train(
+    model: str,
+    data: str | os.PathLike[str],
+    *,
+    epochs: int = 100,
+    imgsz: int = 640,
+    batch: int = 16,
+    device: str = "auto",
+    accumulate: int = 1,
+    amp: bool = True,
+    workers: int = 8,
+    resume: bool = False,
+    out: str | os.PathLike[str] = "runs/train",
+    seed: int = 0,
+    patience: int = 100,
+    export_onnx: bool = True,
+    onnx_opset: int = 17,
+    overrides: dict[str, Any] | None = None,
+) -> TrainResult:
+    """Train a YOLOv8 detector with Ultralytics' trainer.
+
+    Args:
+        model: ``yolov8n``..``yolov8x`` or their ``.yaml`` (random init), or a ``.pt`` to fine-tune.
+        data: ``data.yaml`` of a YOLO-format data set (train and val splits).
+        epochs: passes over the train split.
+        imgsz: square training image size in pixels, a multiple of 32.
+        batch: images per forward pass, in total over all devices.
+        device: ``cpu``, ``auto``, ``0`` or a DDP list ``0,1,2,3``.
+        accumulate: forward passes per optimiser step (effective batch ``batch * accumulate``).
+        amp: mixed precision on GPUs.
+        workers: data loader worker processes per device.
+        resume: continue ``out/weights/last.pt``.
+        out: run folder (weights, logs, ONNX).
+        seed: random seed (Ultralytics' deterministic mode is on).
+        patience: epochs without improvement before early stopping.
+        export_onnx: export the best weights to ONNX after training.
+        onnx_opset: ONNX opset of the export.
+        overrides: extra Ultralytics training arguments (e.g. ``{"mosaic": 0.5}``).
+
+    Raises:
+        InvalidInputError: bad data set, model spec or numbers; DeviceError: missing GPUs or
+        out of memory (with the options that fit); nothing runs before these checks pass.
+    """
+    _check_numbers(epochs, imgsz, batch, accumulate, workers)
+    save_dir = Path(out).resolve()
+    last = save_dir / "weights" / "last.pt"
+    if resume and not last.is_file():
+        raise InvalidInputError(f"--resume: there is no {last} to continue")
+    spec, _from_weights = resolve_model_spec(model) if not resume else (str(last), True)
+    train_ds, val_ds = validate_training_inputs(data)
+    gpus = parse_train_device(device)
+    device_arg = "cpu" if gpus is None else ",".join(map(str, gpus))
+    if gpus is not None and len(gpus) > 1 and batch % len(gpus):
+        raise InvalidInputError(f"--batch {batch} must be a multiple of the {len(gpus)} devices in {device!r}")
+
+    from campusguard.models.ultralytics_env import offline_ultralytics
+
+    offline_ultralytics()
+    require("ultralytics", "torch")
+    from ultralytics import YOLO
+
+    from campusguard.train._ultralytics_trainer import OfflineDetectionTrainer
+
+    resolved_yaml = write_resolved_data_yaml(data, save_dir / "data.resolved.yaml")
+    args: dict[str, Any] = {
+        "data": str(resolved_yaml),
+        "epochs": int(epochs),
+        "imgsz": int(imgsz),
+        "batch": int(batch),
+        "nbs": int(batch) * int(accumulate),
+        "device": device_arg,
+        "amp": bool(amp),
+        "workers": int(workers),
+        "project": str(save_dir.parent),
+        "name": save_dir.name,
+        "exist_ok": True,
+        "pretrained": False,
+        "seed": int(seed),
+        "deterministic": True,
+        "patience": int(patience),
+        "plots": False,
+        "verbose": True,
+    }
+    args.update(overrides or {})
+    t0 = time.perf_counter()
+    try:
+        yolo = YOLO(spec, task="detect")
+        if resume:
+            yolo.train(resume=True, trainer=OfflineDetectionTrainer)
+        else:
+            yolo.train(trainer=OfflineDetectionTrainer, **args)
+    except RuntimeError as exc:
+        if _is_oom(exc):
+            raise DeviceError(oom_message(device_arg, batch, accumulate, imgsz, amp)) from exc
+        raise
+    except FileNotFoundError as exc:
+        raise ModelLoadError(f"model {model}: {exc}") from exc
+    seconds = time.perf_counter() - t0
+    trainer = yolo.trainer
+    run_dir = Path(trainer.save_dir) if trainer is not None else save_dir
+    best = run_dir / "weights" / "best.pt"
+    if not best.is_file():
+        best = run_dir / "weights" / "last.pt"
+    onnx_path = export_best_onnx(best, imgsz=imgsz, opset=onnx_opset) if export_onnx else None
+    return TrainResult(
+        save_dir=run_dir,
+        best_pt=best,
+        last_pt=run_dir / "weights" / "last.pt",
+        onnx=onnx_path,
+        metrics=_final_metrics(trainer) if trainer is not None else {},
+        epochs=int(getattr(trainer, "epoch", epochs - 1)) + 1 if trainer is not None else epochs,
+        seconds=seconds,
+        train_images=len(train_ds),
+        val_images=len(val_ds),
+    )
+
+
+def export_best_onnx(
+    weights: Path, *, imgsz: int, opset: int = 17, dynamic: bool = True, simplify: bool = True
+) -> Path:
+    """Export Ultralytics weights to ONNX beside them (Ultralytics' exporter: names, imgsz and
+    stride kept in the metadata). ``dynamic`` makes batch, height and width free."""
+    from campusguard.models.ultralytics_env import offline_ultralytics
+
+    offline_ultralytics()
+    from ultralytics import YOLO
+
+    out = YOLO(str(weights), task="detect").export(
+        format="onnx", imgsz=imgsz, dynamic=dynamic, simplify=simplify, opset=opset, device="cpu"
+    )
+    return Path(out)
