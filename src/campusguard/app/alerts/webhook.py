@@ -1,0 +1,217 @@
+"""`WebhookSink`: HTTP POST of events from a background thread, with retries, exponential
+back-off and a dead-letter file, so a slow or dead receiver never blocks detection and never
+loses an alert.
+
+Every alert ends in exactly one of two places: delivered (a 2xx answer) or appended to the
+dead-letter JSONL file (``{"event": {...}, "url", "error", "failed_at"}`` per line, fsync'd).
+It goes to the dead-letter file when every retry failed, when the bounded queue is full at
+``send`` time, or when ``close`` runs out of time. After any successful delivery the sink
+re-drives up to ``redrive_batch`` dead letters (one attempt each; the ones that fail again
+stay in the file), so a receiver that comes back gets the backlog without operator action.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from campusguard.app.alerts.sinks import ALL_PHASES
+from campusguard.app.events.types import Event
+from campusguard.errors import InvalidInputError
+
+__all__ = ["WebhookSink"]
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+class WebhookSink:
+    """POST each event's JSON (`Event.to_dict`) to ``url`` from a background thread.
+
+    Args:
+        url: ``http://`` or ``https://`` receiver.
+        dead_letter_path: JSONL file for alerts that could not be delivered.
+        retries: extra attempts after the first (>= 0).
+        backoff_s: wait before the first retry; doubles each retry (seconds, >= 0).
+        backoff_max_s: cap on one wait (seconds).
+        timeout_s: HTTP connect/read timeout per attempt (seconds, > 0).
+        queue_size: bounded queue length (>= 1); a full queue sends the alert to the dead letters.
+        headers: extra HTTP headers (e.g. an authorisation token).
+        redrive: re-drive dead letters after a successful delivery.
+        redrive_batch: most dead letters re-driven per successful delivery.
+        phases: lifecycle phases sent.
+
+    Attributes:
+        delivered: alerts delivered (re-driven ones included).
+        dead_lettered: alerts written to the dead-letter file.
+        redriven: dead letters delivered later.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        dead_letter_path: str | Path,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        timeout_s: float = 5.0,
+        queue_size: int = 1000,
+        headers: Mapping[str, str] | None = None,
+        redrive: bool = True,
+        redrive_batch: int = 100,
+        phases: Collection[str] = ALL_PHASES,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise InvalidInputError(f"webhook url {url!r} must start with http:// or https://")
+        if retries < 0 or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0 or queue_size < 1:
+            raise InvalidInputError(f"webhook {url}: need retries >= 0, backoff_s >= 0, timeout_s > 0, queue_size >= 1")
+        self.url = url
+        self.dead_letter_path = Path(dead_letter_path)
+        self.dead_letter_path.parent.mkdir(parents=True, exist_ok=True)
+        self.retries = int(retries)
+        self.backoff_s = float(backoff_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.timeout_s = float(timeout_s)
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self.redrive = redrive
+        self.redrive_batch = int(redrive_batch)
+        self.phases = frozenset(phases)
+        self.delivered = 0
+        self.dead_lettered = 0
+        self.redriven = 0
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=int(queue_size))
+        self._dead_lock = threading.Lock()
+        self._abort = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=f"webhook-{url}", daemon=True)
+        self._thread.start()
+
+    # caller side ----------------------------------------------------------------------------
+    def send(self, event: Event) -> None:
+        """Queue one event for delivery; never blocks. A full queue dead-letters it at once."""
+        if event.phase not in self.phases:
+            return
+        if self._closed:
+            self._dead_letter(event.to_dict(), "sink closed")
+            return
+        try:
+            self._queue.put_nowait(event.to_dict())
+        except queue.Full:
+            self._dead_letter(event.to_dict(), "queue full")
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Deliver what is queued within ``timeout_s``; dead-letter the rest; stop the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._queue.put(_STOP, timeout=max(timeout_s, 0.001))
+        except queue.Full:
+            self._abort.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self._abort.set()  # stop retrying: remaining alerts go to the dead letters
+            self._thread.join(self.timeout_s + 1.0)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                self._dead_letter(item, "not delivered before close")
+
+    # worker side ----------------------------------------------------------------------------
+    def _post(self, payload: dict[str, Any]) -> None:
+        """One attempt; raises on anything but a 2xx answer."""
+        body = json.dumps(payload, default=str).encode("utf-8")
+        request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            response.read()
+            if not 200 <= response.status < 300:
+                raise urllib.error.HTTPError(self.url, response.status, "not 2xx", response.headers, None)
+
+    def _deliver(self, payload: dict[str, Any], attempts: int) -> str | None:
+        """Try up to ``attempts`` times with back-off; return ``None`` on success, else the last error."""
+        error = "not attempted"
+        for attempt in range(attempts):
+            if attempt and self._abort.wait(min(self.backoff_s * 2 ** (attempt - 1), self.backoff_max_s)):
+                break
+            try:
+                self._post(payload)
+                return None
+            except urllib.error.HTTPError as exc:
+                error = f"HTTP {exc.code}"
+                if 400 <= exc.code < 500 and exc.code not in (408, 429):
+                    break  # the receiver rejects this alert; retrying will not help
+            except (OSError, ValueError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            if self._abort.is_set():
+                break
+        return error
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            error = self._deliver(item, 1 + self.retries)
+            if error is None:
+                self.delivered += 1
+                if self.redrive and not self._abort.is_set():
+                    self._redrive()
+            else:
+                log.warning("webhook %s failed for event %s: %s", self.url, item.get("event_id"), error)
+                self._dead_letter(item, error)
+
+    def _dead_letter(self, payload: dict[str, Any], error: str) -> None:
+        record = {"event": payload, "url": self.url, "error": error, "failed_at": datetime.now(UTC).isoformat()}
+        line = json.dumps(record, default=str) + "\n"
+        with self._dead_lock, open(self.dead_letter_path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+            self.dead_lettered += 1
+
+    def _redrive(self) -> None:
+        """Re-send up to ``redrive_batch`` dead letters once each, stopping at the first failure;
+        what is not delivered stays in the file."""
+        with self._dead_lock:
+            if not self.dead_letter_path.is_file() or self.dead_letter_path.stat().st_size == 0:
+                return
+            lines = self.dead_letter_path.read_text(encoding="utf-8").splitlines()
+            keep: list[str] = []
+            failed = False
+            for i, line in enumerate(lines):
+                if not line.strip():
+                    continue
+                if failed or i >= self.redrive_batch or self._abort.is_set():
+                    keep.append(line)
+                    continue
+                try:
+                    payload = json.loads(line)["event"]
+                except (ValueError, KeyError, TypeError):
+                    keep.append(line)  # not ours to judge: leave it for a human
+                    continue
+                if self._deliver(payload, 1) is None:
+                    self.delivered += 1
+                    self.redriven += 1
+                else:
+                    keep.append(line)
+                    failed = True  # the receiver is down again: stop, do not pay a timeout per line
+            tmp = self.dead_letter_path.with_suffix(self.dead_letter_path.suffix + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write("".join(f"{line}\n" for line in keep))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.dead_letter_path)

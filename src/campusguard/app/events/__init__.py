@@ -1,0 +1,22 @@
+"""Incident events: the typed `Event` rules emit, and the durable event store.
+
+Public API:
+    `Event`: one immutable lifecycle update of an incident (``phase`` start / update / end),
+        ``to_dict()`` / ``Event.from_dict()`` for JSON, ``with_snapshot(path)``.
+    `RULE_KINDS`: the rule kinds (``intrusion``, ``crowd``, ``fire_lane``, ``loitering``,
+        ``line_crossing``).
+    `EventStore`: protocol (``record``, ``add``, ``update``, ``end``, ``query``, ``get``, ``close``).
+    `SQLiteEventStore(path)`: the embedded default, WAL mode, ``synchronous=FULL``; an event is
+        committed when ``record``/``add`` returns, so report it as raised only after that.
+    `read_events(path)`: the latest state of every event in a SQLite store or a JSONL file.
+
+Lifecycle: a rule emits ``phase="start"`` once, any number of ``"update"`` (new objects,
+counts), then one ``"end"``; all share one ``event_id``. Instantaneous events (line
+crossings) are emitted once with ``phase="start"`` and ``end_s == start_s``; the store
+records them as closed.
+"""
+
+from campusguard.app.events.store import EventStore, SQLiteEventStore, read_events
+from campusguard.app.events.types import RULE_KINDS, Event, EventPhase, RuleKind
+
+__all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "EventStore", "SQLiteEventStore", "read_events"]

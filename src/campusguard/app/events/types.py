@@ -1,0 +1,105 @@
+"""The `Event` type: one lifecycle update (start / update / end) of an incident."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+__all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "new_event_id"]
+
+EventPhase = Literal["start", "update", "end"]
+RuleKind = Literal["intrusion", "crowd", "fire_lane", "loitering", "line_crossing"]
+RULE_KINDS: tuple[str, ...] = get_args(RuleKind)
+
+
+def new_event_id() -> str:
+    """A fresh random event id (uuid4, 32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Event:
+    """One lifecycle update of an incident; every update of an incident shares ``event_id``.
+
+    Attributes:
+        event_id: uuid4 hex, unique per incident.
+        phase: ``"start"``, ``"update"`` or ``"end"``.
+        camera_id: camera that saw it.
+        rule_name: the configured rule's name.
+        rule_kind: one of `RULE_KINDS`.
+        zone: zone (or line, for ``line_crossing``) name.
+        start_s: stream time in seconds at which the incident was raised, i.e. the moment its
+            condition had held for the rule's ``min_seconds`` (frame timestamps, not wall clock).
+        end_s: stream time of the end (last moment the condition held), or ``None`` while open.
+        onset_s: stream time the condition first became true (``start_s - onset_s`` is the
+            dwell the rule waited for).
+        start_frame: frame index at ``start_s``.
+        end_frame: frame index at ``end_s`` or ``None``.
+        tracker_ids: tracker ids involved so far (sorted).
+        class_ids: class ids of those objects (sorted, unique).
+        class_names: names of ``class_ids`` where known.
+        count: objects counted (crowd size, line crossings in this direction so far), if any.
+        direction: ``"in"`` / ``"out"`` for line crossings, else ``None``.
+        started_at: wall-clock time at ``start_s`` when the caller passed one (timezone-aware).
+        ended_at: wall-clock time at ``end_s`` when known.
+        snapshot_path: path of a snapshot image, attached by the pipeline.
+        details: small JSON-serialisable extras (e.g. dwell seconds).
+    """
+
+    event_id: str
+    phase: EventPhase
+    camera_id: str
+    rule_name: str
+    rule_kind: RuleKind
+    zone: str
+    start_s: float
+    end_s: float | None = None
+    onset_s: float | None = None
+    start_frame: int | None = None
+    end_frame: int | None = None
+    tracker_ids: tuple[int, ...] = ()
+    class_ids: tuple[int, ...] = ()
+    class_names: tuple[str, ...] = ()
+    count: int | None = None
+    direction: Literal["in", "out"] | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    snapshot_path: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_open(self) -> bool:
+        """True while the incident has not ended."""
+        return self.end_s is None
+
+    def with_snapshot(self, path: str) -> Event:
+        """Return a copy with ``snapshot_path`` set."""
+        return dataclasses.replace(self, snapshot_path=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict (datetimes as ISO 8601 strings, tuples as lists)."""
+        out = dataclasses.asdict(self)
+        for key in ("tracker_ids", "class_ids", "class_names"):
+            out[key] = list(out[key])
+        for key in ("started_at", "ended_at"):
+            value = getattr(self, key)
+            out[key] = None if value is None else value.isoformat()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        """Inverse of `to_dict`; unknown keys are ignored, missing optional keys default."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        for key in ("tracker_ids", "class_ids", "class_names"):
+            if key in kw and kw[key] is not None:
+                kw[key] = tuple(kw[key])
+        for key in ("started_at", "ended_at"):
+            if isinstance(kw.get(key), str):
+                kw[key] = datetime.fromisoformat(kw[key])
+        if kw.get("details") is None:
+            kw["details"] = {}
+        return cls(**kw)

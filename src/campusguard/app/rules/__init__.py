@@ -1,0 +1,54 @@
+"""Incident rules: per-camera stateful objects turning tracked `Detections` into `Event` updates.
+
+Public API (all keyword arguments; see each class):
+    `IntrusionRule(name, camera_id, zone, class_ids=(0,), min_seconds=0, time_windows=None, ...)`
+    `CrowdRule(name, camera_id, zone, min_count, min_seconds, class_ids=(0,), ...)`
+    `FireLaneRule(name, camera_id, zone, min_seconds, class_ids=VEHICLE_CLASS_IDS,
+        max_movement=0.02 (fraction of frame width), stationary_window_s=1.0, ...)`
+    `LoiteringRule(name, camera_id, zone, min_seconds, class_ids=(0,), ...)`
+    `LineCrossingRule(name, camera_id, line, direction="in", class_ids=(0,), cooldown_s=0, ...)`
+    Shared zone-rule knobs: ``inertia`` (frames, 3), ``max_gap_s`` (1.0), ``end_grace_s`` (2.0),
+    ``cooldown_s`` (0), ``class_names``, ``anchor`` ("bottom_center").
+    `RuleEngine(camera_id, rules)`: ``update(timestamp_s, detections, frame_index, wall_time=None)
+        -> list[Event]``, ``open_events()``, ``close(timestamp_s) -> list[Event]``.
+    `RULE_TYPES`: ``{kind: class}`` for building rules from configuration.
+    `Rule`: the protocol (``name``, ``kind``, ``camera_id``, ``update``, ``open_events``, ``close``).
+
+Every rule is fed once per processed frame, in time order, with the frame's timestamp in
+seconds (stream clock: never ``time.time()``), the tracked detections (rows with
+``tracker_id < 0`` are ignored), the frame index, and optionally the wall-clock datetime (needed
+for ``time_windows``). Zones are tested on each box's bottom-centre.
+"""
+
+from campusguard.app.rules.base import Rule, TimeWindow, parse_time_windows
+from campusguard.app.rules.engine import RuleEngine
+from campusguard.app.rules.line_rules import LineCrossingRule
+from campusguard.app.rules.zone_rules import (
+    VEHICLE_CLASS_IDS,
+    CrowdRule,
+    FireLaneRule,
+    IntrusionRule,
+    LoiteringRule,
+)
+
+RULE_TYPES: dict[str, type] = {
+    "intrusion": IntrusionRule,
+    "crowd": CrowdRule,
+    "fire_lane": FireLaneRule,
+    "loitering": LoiteringRule,
+    "line_crossing": LineCrossingRule,
+}
+
+__all__ = [
+    "Rule",
+    "RuleEngine",
+    "RULE_TYPES",
+    "IntrusionRule",
+    "CrowdRule",
+    "FireLaneRule",
+    "LoiteringRule",
+    "LineCrossingRule",
+    "VEHICLE_CLASS_IDS",
+    "TimeWindow",
+    "parse_time_windows",
+]

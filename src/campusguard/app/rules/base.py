@@ -1,0 +1,351 @@
+"""Shared machinery of the rules: the `Rule` protocol, time windows, per-track zone presence
+with inertia, and the debounced event lifecycle (`_Episode`).
+
+Debouncing and hysteresis, all in stream seconds from frame timestamps:
+
+- *inertia*: a track counts as in the zone only after its bottom-centre has been inside for
+  ``inertia`` frames (Frigate's ``inertia``). Its dwell is measured from the first of those
+  frames (the *onset*), so inertia delays confirmation, not the start time.
+- *gap tolerance* (``max_gap_s``): a track missing or outside for at most this long keeps its
+  onset, so a 1-2 frame dropout neither ends nor restarts anything.
+- *end grace* (``end_grace_s``): an open event ends only once its condition has been false for
+  longer than this; ``end_s`` is then the last moment it held.
+- *cooldown* (``cooldown_s``): a new event of the same rule (and, for per-track rules, the same
+  track) does not start until this long after the previous one started.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, time
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from campusguard.app.events.types import Event, EventPhase, RuleKind, new_event_id
+from campusguard.detections import Detections
+from campusguard.errors import InvalidInputError
+from campusguard.zones import PolygonZone
+
+__all__ = ["Rule", "TimeWindow", "parse_time_windows", "in_time_windows", "ClassNames"]
+
+ClassNames = Mapping[int, str] | Sequence[str] | None
+
+_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
+
+
+@runtime_checkable
+class Rule(Protocol):
+    """A stateful incident rule of one camera.
+
+    ``update`` is called once per processed frame, in time order, with that frame's tracked
+    detections; it returns the lifecycle updates (`Event`) that frame caused, possibly none.
+    """
+
+    name: str
+    kind: RuleKind
+    camera_id: str
+
+    def update(
+        self,
+        timestamp_s: float,
+        detections: Detections,
+        frame_index: int,
+        wall_time: datetime | None = None,
+    ) -> list[Event]:
+        """Advance the rule by one frame.
+
+        Args:
+            timestamp_s: frame capture time in seconds (stream clock, non-decreasing).
+            detections: the frame's detections with ``tracker_id`` (rows with id < 0 ignored).
+            frame_index: index of the frame in its stream.
+            wall_time: wall-clock time of the frame; needed by rules with time windows.
+        """
+        ...
+
+    def open_events(self) -> list[Event]:
+        """Open events in their latest state (for overlays)."""
+        ...
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End every open event (at shutdown or end of stream); returns the ``end`` updates."""
+        ...
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """A daily wall-clock window ``[start, end)``; wraps midnight when ``end <= start``."""
+
+    start: time
+    end: time
+
+    def contains(self, moment: datetime) -> bool:
+        """True if the time of day of ``moment`` falls in the window."""
+        t = moment.time().replace(tzinfo=None)
+        if self.start < self.end:
+            return self.start <= t < self.end
+        return t >= self.start or t < self.end
+
+
+def parse_time_windows(windows: Sequence[str] | None, what: str) -> tuple[TimeWindow, ...]:
+    """Parse ``["22:00-06:00", ...]`` into `TimeWindow` objects.
+
+    Raises:
+        InvalidInputError: a window is not ``HH:MM-HH:MM`` with valid times, naming ``what``.
+    """
+    out = []
+    for text in windows or ():
+        m = _WINDOW.match(str(text))
+        if m is None:
+            raise InvalidInputError(f"{what}: time window {text!r} is not HH:MM-HH:MM")
+        h1, m1, h2, m2 = (int(g) for g in m.groups())
+        if not (h1 < 24 and h2 <= 24 and m1 < 60 and m2 < 60) or (h2 == 24 and m2 != 0):
+            raise InvalidInputError(f"{what}: time window {text!r} has an invalid time")
+        end = time(0, 0) if h2 == 24 else time(h2, m2)
+        if time(h1, m1) == end:
+            raise InvalidInputError(f"{what}: time window {text!r} is empty")
+        out.append(TimeWindow(time(h1, m1), end))
+    return tuple(out)
+
+
+def in_time_windows(windows: Sequence[TimeWindow], moment: datetime) -> bool:
+    """True if there are no windows or ``moment`` is in any of them."""
+    return not windows or any(w.contains(moment) for w in windows)
+
+
+def class_name(class_names: ClassNames, class_id: int) -> str | None:
+    """Name of ``class_id`` from a mapping or sequence, or ``None`` when unknown."""
+    if class_names is None:
+        return None
+    if isinstance(class_names, Mapping):
+        return class_names.get(class_id)
+    return class_names[class_id] if 0 <= class_id < len(class_names) else None
+
+
+def check_non_negative(what: str, **values: float) -> None:
+    """Raise `InvalidInputError` naming ``what`` and the argument if any value is < 0 or not finite."""
+    for key, value in values.items():
+        if not (math.isfinite(value) and value >= 0):
+            raise InvalidInputError(f"{what}: {key} must be a finite number >= 0, got {value}")
+
+
+# per-track presence -------------------------------------------------------------------------
+@dataclass
+class TrackPresence:
+    """Zone presence of one track (see module docstring for the semantics)."""
+
+    onset_s: float  # first frame of the current in-zone run
+    last_in_s: float  # last frame seen inside
+    frames_in: int  # frames seen inside during the run
+    class_id: int
+    seen_now: bool = False  # inside on the latest frame
+    confirmed: bool = False  # frames_in >= inertia
+    history: list[tuple[float, float, float]] = field(default_factory=list)  # (t, x, y) anchors
+
+    def dwell_s(self, now_s: float) -> float:
+        """Seconds since onset."""
+        return now_s - self.onset_s
+
+
+class PresenceTracker:
+    """Per-track zone presence with inertia and gap tolerance, for one zone of one rule.
+
+    Args:
+        zone: the polygon.
+        class_ids: classes that count, or ``None`` for every class.
+        inertia: frames inside before a track is confirmed (>= 1).
+        max_gap_s: seconds a track may be missing or outside without losing its onset.
+        anchor: box anchor tested against the zone.
+        history_s: seconds of anchor history kept per track (0 to keep none).
+    """
+
+    def __init__(
+        self,
+        zone: PolygonZone,
+        class_ids: Collection[int] | None,
+        inertia: int,
+        max_gap_s: float,
+        anchor: str = "bottom_center",
+        history_s: float = 0.0,
+    ) -> None:
+        self.zone = zone
+        self.class_ids = None if class_ids is None else frozenset(int(c) for c in class_ids)
+        self.inertia = inertia
+        self.max_gap_s = max_gap_s
+        self.anchor = anchor
+        self.history_s = history_s
+        self.tracks: dict[int, TrackPresence] = {}
+
+    def update(self, timestamp_s: float, detections: Detections) -> dict[int, TrackPresence]:
+        """Update with one frame; return the tracks confirmed and inside on this frame."""
+        for p in self.tracks.values():
+            p.seen_now = False
+        if len(detections):
+            if detections.tracker_id is None:
+                raise InvalidInputError(f"zone {self.zone.name!r}: rules need tracked detections (tracker_id)")
+            inside = self.zone.trigger(detections, self.anchor)
+            if self.class_ids is not None:
+                inside &= np.isin(detections.class_id, list(self.class_ids))
+            anchors = detections.anchor(self.anchor)
+            for i in np.flatnonzero(inside & (detections.tracker_id >= 0)):
+                tid = int(detections.tracker_id[i])
+                p = self.tracks.get(tid)
+                if p is None or timestamp_s - p.last_in_s > self.max_gap_s:
+                    p = TrackPresence(timestamp_s, timestamp_s, 0, int(detections.class_id[i]))
+                    self.tracks[tid] = p
+                if p.seen_now:
+                    continue  # the same id twice in one frame: count it once
+                p.frames_in += 1
+                p.last_in_s = timestamp_s
+                p.seen_now = True
+                p.class_id = int(detections.class_id[i])
+                p.confirmed = p.confirmed or p.frames_in >= self.inertia
+                if self.history_s > 0:
+                    p.history.append((timestamp_s, float(anchors[i, 0]), float(anchors[i, 1])))
+                    cutoff = timestamp_s - self.history_s
+                    while len(p.history) > 1 and p.history[1][0] <= cutoff:
+                        p.history.pop(0)
+        for tid in [t for t, p in self.tracks.items() if timestamp_s - p.last_in_s > self.max_gap_s]:
+            del self.tracks[tid]
+        return {tid: p for tid, p in self.tracks.items() if p.seen_now and p.confirmed}
+
+
+# event lifecycle ----------------------------------------------------------------------------
+class Episode:
+    """Debounced lifecycle of one incident stream (one per rule, or per track for per-track rules).
+
+    Feed `step` once per frame with whether the condition holds; it returns the `Event`
+    updates to emit.
+    """
+
+    def __init__(
+        self,
+        *,
+        camera_id: str,
+        rule_name: str,
+        rule_kind: RuleKind,
+        zone: str,
+        end_grace_s: float,
+        cooldown_s: float,
+        class_names: ClassNames = None,
+    ) -> None:
+        self.camera_id = camera_id
+        self.rule_name = rule_name
+        self.rule_kind = rule_kind
+        self.zone = zone
+        self.end_grace_s = end_grace_s
+        self.cooldown_s = cooldown_s
+        self.class_names = class_names
+        self.current: Event | None = None
+        self.last_active_s: float | None = None
+        self.last_active_frame: int | None = None
+        self.last_active_wall: datetime | None = None
+        self.last_start_s: float | None = None
+        self.seen: dict[int, int] = {}  # tracker_id -> class_id of every object in the open event
+
+    @property
+    def is_open(self) -> bool:
+        return self.current is not None
+
+    def _emit(self, phase: EventPhase, **changes: object) -> Event:
+        assert self.current is not None
+        fields = {**self.current.__dict__, **changes, "phase": phase}
+        self.current = Event(**fields)  # type: ignore[arg-type]
+        return self.current
+
+    def _objects(self, objects: Mapping[int, int]) -> dict[str, tuple]:
+        tids = tuple(sorted(objects))
+        cids = tuple(sorted(set(objects.values())))
+        names = tuple(n for n in (class_name(self.class_names, c) for c in cids) if n is not None)
+        return {"tracker_ids": tids, "class_ids": cids, "class_names": names}
+
+    def step(
+        self,
+        timestamp_s: float,
+        frame_index: int,
+        wall_time: datetime | None,
+        active: bool,
+        objects: Mapping[int, int] | None = None,
+        onset_s: float | None = None,
+        count: int | None = None,
+        details: dict | None = None,
+    ) -> list[Event]:
+        """Advance one frame.
+
+        Args:
+            timestamp_s: frame time, seconds.
+            frame_index: frame index.
+            wall_time: wall-clock time of the frame, if known.
+            active: whether the rule's condition holds on this frame.
+            objects: ``{tracker_id: class_id}`` of the objects making it hold.
+            onset_s: when the condition first became true (for a new event).
+            count: object count to report.
+            details: extras merged into the event's ``details``.
+        """
+        out: list[Event] = []
+        objects = objects or {}
+        if active:
+            self.last_active_s, self.last_active_frame, self.last_active_wall = timestamp_s, frame_index, wall_time
+            if self.current is None:
+                if self.last_start_s is not None and timestamp_s - self.last_start_s < self.cooldown_s:
+                    return out
+                self.current = Event(
+                    event_id=new_event_id(),
+                    phase="start",
+                    camera_id=self.camera_id,
+                    rule_name=self.rule_name,
+                    rule_kind=self.rule_kind,
+                    zone=self.zone,
+                    start_s=float(timestamp_s),
+                    onset_s=float(onset_s if onset_s is not None else timestamp_s),
+                    start_frame=int(frame_index),
+                    count=count,
+                    started_at=wall_time,
+                    details=dict(details or {}),
+                    **self._objects(objects),  # type: ignore[arg-type]
+                )
+                self.seen = dict(objects)
+                self.last_start_s = timestamp_s
+                out.append(self.current)
+                return out
+            new_ids = set(objects) - set(self.seen)
+            new_count = count is not None and (self.current.count is None or count > self.current.count)
+            if new_ids or new_count:
+                self.seen.update(objects)
+                changes: dict[str, object] = dict(self._objects(self.seen))
+                if new_count:
+                    changes["count"] = count
+                if details:
+                    changes["details"] = {**self.current.details, **details}
+                out.append(self._emit("update", **changes))
+            return out
+        if (
+            self.current is not None
+            and self.last_active_s is not None
+            and timestamp_s - self.last_active_s > self.end_grace_s
+        ):
+            out.append(self._end())
+        return out
+
+    def _end(self, end_s: float | None = None, end_frame: int | None = None, ended_at: datetime | None = None) -> Event:
+        ev = self._emit(
+            "end",
+            end_s=float(end_s if end_s is not None else self.last_active_s),  # type: ignore[arg-type]
+            end_frame=end_frame if end_s is not None else self.last_active_frame,
+            ended_at=ended_at if end_s is not None else self.last_active_wall,
+        )
+        self.current = None
+        return ev
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End the open event, if any: at ``timestamp_s`` if the condition still held within the
+        end grace, else at the last moment it held."""
+        if self.current is None:
+            return []
+        assert self.last_active_s is not None
+        if timestamp_s - self.last_active_s <= self.end_grace_s:
+            return [self._end(max(timestamp_s, self.last_active_s), self.last_active_frame, wall_time)]
+        return [self._end()]

@@ -1,0 +1,144 @@
+"""`LineCrossingRule`: an instantaneous event each time a track crosses a line in a direction."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+
+from campusguard.app.events.types import Event, RuleKind, new_event_id
+from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
+from campusguard.detections import Detections
+from campusguard.errors import InvalidInputError
+from campusguard.zones import LineZone
+
+__all__ = ["LineCrossingRule"]
+
+Direction = Literal["in", "out", "both"]
+
+
+class LineCrossingRule:
+    """Events for crossings of a `LineZone` by tracks of ``class_ids``.
+
+    A crossing is when the bottom-centre passes from one side of the line segment to the other
+    (into the line's ``in_side`` for ``"in"``); the line's ``hysteresis_px`` debounces jitter.
+    Each crossing is one instantaneous event: ``phase="start"`` with ``end_s == start_s``,
+    ``direction``, and ``count`` = crossings in that direction so far (of the chosen classes).
+
+    Args:
+        name: rule name.
+        camera_id: camera id.
+        line: the `LineZone` (its state belongs to this rule: do not share it).
+        direction: ``"in"``, ``"out"`` or ``"both"``.
+        class_ids: classes counted, or ``None`` for all (default ``(0,)``, person).
+        cooldown_s: minimum seconds between two events of this rule; crossings inside the
+            cooldown are still counted.
+        time_windows: daily wall-clock windows in which the rule raises events.
+        class_names: names of class ids, copied onto events.
+    """
+
+    kind: RuleKind = "line_crossing"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        camera_id: str,
+        line: LineZone,
+        direction: Direction = "in",
+        class_ids: Collection[int] | None = (0,),
+        cooldown_s: float = 0.0,
+        time_windows: Sequence[str] | None = None,
+        class_names: ClassNames = None,
+    ) -> None:
+        what = f"rule {name!r}"
+        if direction not in ("in", "out", "both"):
+            raise InvalidInputError(f"{what}: direction must be 'in', 'out' or 'both', got {direction!r}")
+        check_non_negative(what, cooldown_s=cooldown_s)
+        if class_ids is not None and len(class_ids) == 0:
+            raise InvalidInputError(f"{what}: class_ids is empty; use None for every class")
+        self.name = name
+        self.camera_id = camera_id
+        self.line = line
+        self.direction: Direction = direction
+        self.class_ids = None if class_ids is None else tuple(sorted(int(c) for c in class_ids))
+        self.cooldown_s = float(cooldown_s)
+        self.time_windows = parse_time_windows(time_windows, what)
+        self.class_names = class_names
+        self._last_event_s: float | None = None
+        self._last_t: float | None = None
+
+    @property
+    def in_count(self) -> int:
+        """Crossings into ``in_side`` so far."""
+        return self.line.in_count
+
+    @property
+    def out_count(self) -> int:
+        """Crossings out of ``in_side`` so far."""
+        return self.line.out_count
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; returns one event per counted crossing (outside the cooldown)."""
+        if self._last_t is not None and timestamp_s < self._last_t:
+            raise InvalidInputError(
+                f"rule {self.name!r}: timestamp {timestamp_s} s is earlier than the previous {self._last_t} s"
+            )
+        self._last_t = timestamp_s
+        if self.time_windows and wall_time is None:
+            raise InvalidInputError(f"rule {self.name!r} has time windows but update() got no wall_time")
+        if self.class_ids is not None and len(detections):
+            detections = detections[np.isin(detections.class_id, self.class_ids)]
+        crossings = self.line.update(detections)
+        if wall_time is not None and not in_time_windows(self.time_windows, wall_time):
+            return []
+        masks = []
+        if self.direction in ("in", "both"):
+            masks.append(("in", crossings.crossed_in, crossings.in_count))
+        if self.direction in ("out", "both"):
+            masks.append(("out", crossings.crossed_out, crossings.out_count))
+        out: list[Event] = []
+        for direction, mask, count in masks:
+            for i in np.flatnonzero(mask):
+                if self._last_event_s is not None and timestamp_s - self._last_event_s < self.cooldown_s:
+                    continue
+                assert detections.tracker_id is not None
+                cid = int(detections.class_id[i])
+                name = class_name(self.class_names, cid)
+                out.append(
+                    Event(
+                        event_id=new_event_id(),
+                        phase="start",
+                        camera_id=self.camera_id,
+                        rule_name=self.name,
+                        rule_kind=self.kind,
+                        zone=self.line.name,
+                        start_s=float(timestamp_s),
+                        end_s=float(timestamp_s),
+                        onset_s=float(timestamp_s),
+                        start_frame=int(frame_index),
+                        end_frame=int(frame_index),
+                        tracker_ids=(int(detections.tracker_id[i]),),
+                        class_ids=(cid,),
+                        class_names=() if name is None else (name,),
+                        count=int(count),
+                        direction=direction,  # type: ignore[arg-type]
+                        started_at=wall_time,
+                        ended_at=wall_time,
+                        details={"in_count": crossings.in_count, "out_count": crossings.out_count},
+                    )
+                )
+                self._last_event_s = timestamp_s
+        return out
+
+    def open_events(self) -> list[Event]:
+        """Always empty: crossings are instantaneous."""
+        return []
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """Nothing to end: crossings are instantaneous."""
+        return []

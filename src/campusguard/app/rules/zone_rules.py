@@ -1,0 +1,366 @@
+"""Zone rules: `IntrusionRule`, `CrowdRule`, `FireLaneRule`, `LoiteringRule`.
+
+Each is one stateful object per camera and zone. They test the bottom-centre of each box,
+debounce with inertia, gap tolerance, end grace and cooldown (see `campusguard.app.rules.base`),
+and measure every duration on the frame timestamps passed in.
+
+Semantics (matching `campusguard.data.synth`'s ground truth):
+
+- intrusion: a track of the chosen classes has been in the zone for ``min_seconds`` (inside
+  the time windows, if any). One event per zone episode; later intruders join it.
+- crowd: at least ``min_count`` tracks in the zone continuously for ``min_seconds``; the event
+  starts at the moment that has held ``min_seconds``.
+- fire_lane: a track of the chosen classes (vehicles by default) in the zone and stationary
+  (its anchor moved less than ``max_movement`` x frame width over ``stationary_window_s``) for
+  ``min_seconds``. One event per zone episode.
+- loitering: one track in the zone for ``min_seconds``. One event per track.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from campusguard.app.events.types import Event, RuleKind
+from campusguard.app.rules.base import (
+    ClassNames,
+    Episode,
+    PresenceTracker,
+    TrackPresence,
+    check_non_negative,
+    in_time_windows,
+    parse_time_windows,
+)
+from campusguard.detections import Detections
+from campusguard.errors import InvalidInputError
+from campusguard.zones import PolygonZone
+
+__all__ = ["IntrusionRule", "CrowdRule", "FireLaneRule", "LoiteringRule", "VEHICLE_CLASS_IDS"]
+
+VEHICLE_CLASS_IDS: tuple[int, ...] = (2, 3, 5, 7)  # COCO car, motorcycle, bus, truck
+
+
+class _ZoneRule:
+    """Common arguments and bookkeeping of the zone rules.
+
+    Args:
+        name: rule name (unique per camera), put on every event.
+        camera_id: camera id, put on every event.
+        zone: the `PolygonZone`.
+        class_ids: classes that count, or ``None`` for all.
+        min_seconds: seconds the condition must hold before the event starts (>= 0).
+        inertia: frames a track's anchor must be inside before it counts (>= 1).
+        max_gap_s: seconds a track may vanish or step out without losing its dwell time.
+        end_grace_s: seconds the condition may lapse before the open event ends.
+        cooldown_s: minimum seconds between the starts of two events of this rule.
+        time_windows: daily wall-clock windows (``"22:00-06:00"``) in which the rule is armed;
+            empty or ``None`` means always. Needs ``wall_time`` in `update`.
+        class_names: names of class ids, copied onto events.
+        anchor: box anchor tested (``"bottom_center"``).
+    """
+
+    kind: RuleKind
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        camera_id: str,
+        zone: PolygonZone,
+        class_ids: Collection[int] | None = None,
+        min_seconds: float = 0.0,
+        inertia: int = 3,
+        max_gap_s: float = 1.0,
+        end_grace_s: float = 2.0,
+        cooldown_s: float = 0.0,
+        time_windows: Sequence[str] | None = None,
+        class_names: ClassNames = None,
+        anchor: str = "bottom_center",
+    ) -> None:
+        what = f"rule {name!r}"
+        check_non_negative(
+            what, min_seconds=min_seconds, max_gap_s=max_gap_s, end_grace_s=end_grace_s, cooldown_s=cooldown_s
+        )
+        if int(inertia) < 1:
+            raise InvalidInputError(f"{what}: inertia must be >= 1 frame, got {inertia}")
+        if class_ids is not None and len(class_ids) == 0:
+            raise InvalidInputError(f"{what}: class_ids is empty; use None for every class")
+        self.name = name
+        self.camera_id = camera_id
+        self.zone = zone
+        self.class_ids = None if class_ids is None else tuple(sorted(int(c) for c in class_ids))
+        self.min_seconds = float(min_seconds)
+        self.inertia = int(inertia)
+        self.max_gap_s = float(max_gap_s)
+        self.end_grace_s = float(end_grace_s)
+        self.cooldown_s = float(cooldown_s)
+        self.time_windows = parse_time_windows(time_windows, what)
+        self.class_names = class_names
+        self.presence = PresenceTracker(zone, self.class_ids, self.inertia, self.max_gap_s, anchor, self._history_s())
+        self._last_t: float | None = None
+
+    def _history_s(self) -> float:
+        return 0.0
+
+    def _episode(self) -> Episode:
+        return Episode(
+            camera_id=self.camera_id,
+            rule_name=self.name,
+            rule_kind=self.kind,
+            zone=self.zone.name,
+            end_grace_s=self.end_grace_s,
+            cooldown_s=self.cooldown_s,
+            class_names=self.class_names,
+        )
+
+    def _check_time(self, timestamp_s: float, wall_time: datetime | None) -> bool:
+        """Validate the frame time; return whether the rule is armed (inside its time windows)."""
+        if not np.isfinite(timestamp_s):
+            raise InvalidInputError(f"rule {self.name!r}: timestamp {timestamp_s} is not finite")
+        if self._last_t is not None and timestamp_s < self._last_t:
+            raise InvalidInputError(
+                f"rule {self.name!r}: timestamp {timestamp_s} s is earlier than the previous {self._last_t} s"
+            )
+        self._last_t = timestamp_s
+        if not self.time_windows:
+            return True
+        if wall_time is None:
+            raise InvalidInputError(f"rule {self.name!r} has time windows but update() got no wall_time")
+        return in_time_windows(self.time_windows, wall_time)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, camera={self.camera_id!r}, zone={self.zone.name!r})"
+
+
+class _EpisodeRule(_ZoneRule):
+    """A zone rule with one event at a time for the whole zone."""
+
+    def __init__(self, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(**kwargs)
+        self.episode = self._episode()
+
+    def open_events(self) -> list[Event]:
+        """The open event, if any, in its latest state."""
+        return [] if self.episode.current is None else [self.episode.current]
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End the open event, if any."""
+        return self.episode.close(timestamp_s, wall_time)
+
+
+class IntrusionRule(_EpisodeRule):
+    """Objects of ``class_ids`` in a restricted zone for ``min_seconds``, optionally only in time windows.
+
+    Arguments as `_ZoneRule`; ``class_ids`` defaults to ``(0,)`` (COCO person).
+    """
+
+    kind: RuleKind = "intrusion"
+
+    def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(class_ids=class_ids, **kwargs)
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        armed = self._check_time(timestamp_s, wall_time)
+        present = self.presence.update(timestamp_s, detections)
+        qualifying = {t: p for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
+        active = armed and bool(qualifying)
+        onset = min((p.onset_s for p in qualifying.values()), default=None)
+        return self.episode.step(
+            timestamp_s,
+            frame_index,
+            wall_time,
+            active,
+            {t: p.class_id for t, p in qualifying.items()},
+            onset_s=onset,
+            count=len(qualifying) if active else None,
+        )
+
+
+class CrowdRule(_EpisodeRule):
+    """At least ``min_count`` objects in the zone continuously for ``min_seconds``.
+
+    Args:
+        min_count: objects needed (>= 1).
+        class_ids: defaults to ``(0,)`` (COCO person).
+        **kwargs: as `_ZoneRule`. Short dips below ``min_count`` (<= ``max_gap_s``) keep the run.
+    """
+
+    kind: RuleKind = "crowd"
+
+    def __init__(self, *, min_count: int, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(class_ids=class_ids, **kwargs)
+        if int(min_count) < 1:
+            raise InvalidInputError(f"rule {self.name!r}: min_count must be >= 1, got {min_count}")
+        self.min_count = int(min_count)
+        self._run_onset_s: float | None = None
+        self._run_last_s: float | None = None
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        armed = self._check_time(timestamp_s, wall_time)
+        present = self.presence.update(timestamp_s, detections)
+        holds = armed and len(present) >= self.min_count
+        if holds:
+            if self._run_onset_s is None or self._run_last_s is None or timestamp_s - self._run_last_s > self.max_gap_s:
+                # the crowd formed when the min_count-th of the present objects arrived
+                onsets = sorted(p.onset_s for p in present.values())
+                self._run_onset_s = onsets[self.min_count - 1]
+            self._run_last_s = timestamp_s
+        elif self._run_last_s is not None and timestamp_s - self._run_last_s > self.max_gap_s:
+            self._run_onset_s = self._run_last_s = None
+        active = holds and self._run_onset_s is not None and timestamp_s - self._run_onset_s >= self.min_seconds
+        return self.episode.step(
+            timestamp_s,
+            frame_index,
+            wall_time,
+            active,
+            {t: p.class_id for t, p in present.items()},
+            onset_s=self._run_onset_s,
+            count=len(present) if active else None,
+        )
+
+
+class FireLaneRule(_EpisodeRule):
+    """An object of ``class_ids`` stationary in the zone for ``min_seconds``.
+
+    Args:
+        class_ids: defaults to `VEHICLE_CLASS_IDS` (COCO car, motorcycle, bus, truck).
+        max_movement: stationary means the anchor moved less than this fraction of the frame
+            width over ``stationary_window_s`` (needs the zone's ``resolution_wh``).
+        max_movement_px: the same threshold in pixels; overrides ``max_movement``.
+        stationary_window_s: the window over which movement is measured (> 0).
+        **kwargs: as `_ZoneRule`.
+    """
+
+    kind: RuleKind = "fire_lane"
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self,
+        *,
+        class_ids: Collection[int] | None = VEHICLE_CLASS_IDS,
+        max_movement: float = 0.02,
+        max_movement_px: float | None = None,
+        stationary_window_s: float = 1.0,
+        **kwargs,
+    ) -> None:
+        self.stationary_window_s = float(stationary_window_s)
+        super().__init__(class_ids=class_ids, **kwargs)
+        what = f"rule {self.name!r}"
+        if not self.stationary_window_s > 0:
+            raise InvalidInputError(f"{what}: stationary_window_s must be > 0, got {stationary_window_s}")
+        if max_movement_px is None:
+            if self.zone.resolution_wh is None:
+                raise InvalidInputError(
+                    f"{what}: max_movement is a fraction of the frame width but zone {self.zone.name!r} has no resolution; "
+                    "give max_movement_px"
+                )
+            max_movement_px = float(max_movement) * self.zone.resolution_wh[0]
+        check_non_negative(what, max_movement_px=max_movement_px)
+        self.max_movement_px = float(max_movement_px)
+        self._still_onset: dict[int, float] = {}
+        self._still_last: dict[int, float] = {}
+
+    def _history_s(self) -> float:
+        return self.stationary_window_s
+
+    def _is_stationary(self, p: TrackPresence, now_s: float) -> bool:
+        """True if the track's anchor history covers the window and stayed within the threshold."""
+        if not p.history or p.history[0][0] > now_s - self.stationary_window_s + 1e-9:
+            return False
+        pts = np.asarray([(x, y) for _, x, y in p.history])
+        return bool(np.max(np.hypot(*(pts - pts[-1]).T)) < self.max_movement_px)
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        armed = self._check_time(timestamp_s, wall_time)
+        present = self.presence.update(timestamp_s, detections)
+        for tid, p in present.items():
+            if self._is_stationary(p, timestamp_s):
+                last = self._still_last.get(tid)
+                if last is None or timestamp_s - last > self.max_gap_s:
+                    # it has been still over the whole window already, but not before it entered
+                    self._still_onset[tid] = max(timestamp_s - self.stationary_window_s, p.onset_s)
+                self._still_last[tid] = timestamp_s
+        for tid in [t for t, last in self._still_last.items() if timestamp_s - last > self.max_gap_s]:
+            del self._still_last[tid]
+            del self._still_onset[tid]
+        qualifying = {
+            t: p
+            for t, p in present.items()
+            if self._still_last.get(t) == timestamp_s and timestamp_s - self._still_onset[t] >= self.min_seconds
+        }
+        active = armed and bool(qualifying)
+        onset = min((self._still_onset[t] for t in qualifying), default=None)
+        return self.episode.step(
+            timestamp_s,
+            frame_index,
+            wall_time,
+            active,
+            {t: p.class_id for t, p in qualifying.items()},
+            onset_s=onset,
+            count=len(qualifying) if active else None,
+        )
+
+
+class LoiteringRule(_ZoneRule):
+    """One track in the zone for ``min_seconds``; one event per track.
+
+    Arguments as `_ZoneRule` (``class_ids`` defaults to ``(0,)``, COCO person); the cooldown
+    applies per track.
+    """
+
+    kind: RuleKind = "loitering"
+
+    def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(class_ids=class_ids, **kwargs)
+        self.episodes: dict[int, Episode] = {}
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        armed = self._check_time(timestamp_s, wall_time)
+        present = self.presence.update(timestamp_s, detections)
+        out: list[Event] = []
+        for tid, p in present.items():
+            if armed and p.dwell_s(timestamp_s) >= self.min_seconds and tid not in self.episodes:
+                self.episodes[tid] = self._episode()
+        for tid, episode in list(self.episodes.items()):
+            p = present.get(tid)
+            active = armed and p is not None and p.dwell_s(timestamp_s) >= self.min_seconds
+            out += episode.step(
+                timestamp_s,
+                frame_index,
+                wall_time,
+                active,
+                {tid: p.class_id} if p is not None else {},
+                onset_s=None if p is None else p.onset_s,
+                details={"dwell_s": round(p.dwell_s(timestamp_s), 3)}
+                if p is not None and not episode.is_open
+                else None,
+            )
+            cooled = episode.last_start_s is None or timestamp_s - episode.last_start_s >= self.cooldown_s
+            if not episode.is_open and tid not in self.presence.tracks and cooled:
+                del self.episodes[tid]  # bounded memory: forget finished tracks
+        return out
+
+    def open_events(self) -> list[Event]:
+        """Open events, one per loitering track."""
+        return [e.current for e in self.episodes.values() if e.current is not None]
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End every open event."""
+        out: list[Event] = []
+        for episode in self.episodes.values():
+            out += episode.close(timestamp_s, wall_time)
+        self.episodes.clear()
+        return out
