@@ -11,7 +11,7 @@ Debouncing and hysteresis, all in stream seconds from frame timestamps:
 - *end grace* (``end_grace_s``): an open event ends only once its condition has been false for
   longer than this; ``end_s`` is then the last moment it held.
 - *cooldown* (``cooldown_s``): a new event of the same rule (and, for per-track rules, the same
-  track) does not start until this long after the previous one started.
+  track) does not start until this long after the previous one ended.
 """
 
 from __future__ import annotations
@@ -90,14 +90,17 @@ class TimeWindow:
         return t >= self.start or t < self.end
 
 
-def parse_time_windows(windows: Sequence[str] | None, what: str) -> tuple[TimeWindow, ...]:
-    """Parse ``["22:00-06:00", ...]`` into `TimeWindow` objects.
+def parse_time_windows(windows: Sequence[str | tuple[str, str]] | None, what: str) -> tuple[TimeWindow, ...]:
+    """Parse ``["22:00-06:00", ("08:00", "09:30"), ...]`` into `TimeWindow` objects.
+
+    ``24:00`` is accepted as an end (midnight at the end of the day).
 
     Raises:
         InvalidInputError: a window is not ``HH:MM-HH:MM`` with valid times, naming ``what``.
     """
     out = []
-    for text in windows or ():
+    for window in windows or ():
+        text = window if isinstance(window, str) else "-".join(window)
         m = _WINDOW.match(str(text))
         if m is None:
             raise InvalidInputError(f"{what}: time window {text!r} is not HH:MM-HH:MM")
@@ -243,7 +246,7 @@ class Episode:
         self.last_active_s: float | None = None
         self.last_active_frame: int | None = None
         self.last_active_wall: datetime | None = None
-        self.last_start_s: float | None = None
+        self.last_end_s: float | None = None
         self.seen: dict[int, int] = {}  # tracker_id -> class_id of every object in the open event
 
     @property
@@ -290,7 +293,7 @@ class Episode:
         if active:
             self.last_active_s, self.last_active_frame, self.last_active_wall = timestamp_s, frame_index, wall_time
             if self.current is None:
-                if self.last_start_s is not None and timestamp_s - self.last_start_s < self.cooldown_s:
+                if self.last_end_s is not None and timestamp_s - self.last_end_s < self.cooldown_s:
                     return out
                 self.current = Event(
                     event_id=new_event_id(),
@@ -308,7 +311,6 @@ class Episode:
                     **self._objects(objects),  # type: ignore[arg-type]
                 )
                 self.seen = dict(objects)
-                self.last_start_s = timestamp_s
                 out.append(self.current)
                 return out
             new_ids = set(objects) - set(self.seen)
@@ -338,6 +340,7 @@ class Episode:
             ended_at=ended_at if end_s is not None else self.last_active_wall,
         )
         self.current = None
+        self.last_end_s = ev.end_s
         return ev
 
     def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:

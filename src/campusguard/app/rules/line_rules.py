@@ -50,7 +50,7 @@ class LineCrossingRule:
         direction: Direction = "in",
         class_ids: Collection[int] | None = (0,),
         cooldown_s: float = 0.0,
-        time_windows: Sequence[str] | None = None,
+        time_windows: Sequence[str | tuple[str, str]] | None = None,
         class_names: ClassNames = None,
     ) -> None:
         what = f"rule {name!r}"

@@ -54,8 +54,9 @@ class _ZoneRule:
         inertia: frames a track's anchor must be inside before it counts (>= 1).
         max_gap_s: seconds a track may vanish or step out without losing its dwell time.
         end_grace_s: seconds the condition may lapse before the open event ends.
-        cooldown_s: minimum seconds between the starts of two events of this rule.
-        time_windows: daily wall-clock windows (``"22:00-06:00"``) in which the rule is armed;
+        cooldown_s: seconds after an event of this rule ends before the next can start.
+        time_windows: daily wall-clock windows (``"22:00-06:00"`` or ``("22:00", "06:00")``) in
+            which the rule is armed, in the time zone of the ``wall_time`` passed to `update`;
             empty or ``None`` means always. Needs ``wall_time`` in `update`.
         class_names: names of class ids, copied onto events.
         anchor: box anchor tested (``"bottom_center"``).
@@ -75,7 +76,7 @@ class _ZoneRule:
         max_gap_s: float = 1.0,
         end_grace_s: float = 2.0,
         cooldown_s: float = 0.0,
-        time_windows: Sequence[str] | None = None,
+        time_windows: Sequence[str | tuple[str, str]] | None = None,
         class_names: ClassNames = None,
         anchor: str = "bottom_center",
     ) -> None:
@@ -348,7 +349,7 @@ class LoiteringRule(_ZoneRule):
                 if p is not None and not episode.is_open
                 else None,
             )
-            cooled = episode.last_start_s is None or timestamp_s - episode.last_start_s >= self.cooldown_s
+            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
             if not episode.is_open and tid not in self.presence.tracks and cooled:
                 del self.episodes[tid]  # bounded memory: forget finished tracks
         return out
