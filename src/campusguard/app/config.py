@@ -168,9 +168,9 @@ class LineConfig(_Model):
         "pixels", title="Units", description="`pixels` or `fraction` of the frame."
     )
     in_side: Literal["left", "right"] = Field(
-        "left",
+        "right",
         title="Inside",
-        description="Which side of the directed line (from the first point to the second) counts as 'in'.",
+        description="Which side of the directed line (walking from the first point to the second, as seen on screen) counts as 'in'.",
     )
 
     @field_validator("points")
@@ -195,62 +195,68 @@ class LineConfig(_Model):
 
 
 # rules -------------------------------------------------------------------------------------
-_HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
-
-
-class TimeWindow(_Model):
-    """A daily time window, local wall-clock time; may wrap midnight (22:00-06:00)."""
-
-    start: str = Field("00:00", title="Start", description="Start time HH:MM (24 h).", pattern=_HHMM.pattern)
-    end: str = Field(
-        "24:00",
-        title="End",
-        description="End time HH:MM (24 h); 24:00 means midnight at the end of the day.",
-        pattern=r"^(([01]\d|2[0-3]):[0-5]\d|24:00)$",
-    )
-
+_WINDOW = r"^([01]?\d|2[0-3]):[0-5]\d-(([01]?\d|2[0-3]):[0-5]\d|24:00)$"
 
 ClassRef = Annotated[int | str, Field(description="A class name (as the model names it) or a class id.")]
 
 
-class _RuleBase(_Model):
+class _RuleCommon(_Model):
     name: str | None = Field(
-        None, title="Name", description="Rule name for events; default `<kind>:<zone or line>`.", max_length=64
-    )
-    zone: str | None = Field(
-        None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera)."
+        None,
+        title="Name",
+        description="Rule name for events, unique per camera; default `<kind>:<zone or line>`.",
+        max_length=64,
     )
     classes: list[ClassRef] = Field(
         default_factory=lambda: ["person"],
         title="Classes",
         description="Classes the rule applies to, by name or id.",
+        min_length=1,
         max_length=100,
+    )
+    cooldown_s: float = Field(
+        0.0,
+        ge=0,
+        le=86400,
+        title="Cooldown",
+        description="Seconds after an event starts before the same rule (per track for loitering) can start another.",
+    )
+    time_windows: list[Annotated[str, Field(pattern=_WINDOW)]] = Field(
+        default_factory=list,
+        title="Time windows",
+        description="Daily local wall-clock windows `HH:MM-HH:MM` (may wrap midnight, e.g. `22:00-06:00`) in which the rule is armed; empty means always.",
+        max_length=24,
+    )
+
+    def display_name(self) -> str:
+        where = getattr(self, "zone", None) or getattr(self, "line", None) or "frame"
+        return self.name or f"{getattr(self, 'kind', 'rule')}:{where}"
+
+
+class _ZoneRuleBase(_RuleCommon):
+    zone: str | None = Field(
+        None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera); required."
     )
     inertia: int = Field(
         3,
         ge=1,
         le=1000,
         title="Inertia",
-        description="Frames an object must be inside the zone before it counts (debouncing).",
+        description="Frames an object's anchor must be inside the zone before it counts (debouncing).",
     )
-    cooldown_s: float = Field(
-        30.0,
+    max_gap_s: float = Field(
+        1.0,
         ge=0,
-        le=86400,
-        title="Cooldown",
-        description="Seconds after an event ends before the same rule can raise another one.",
+        le=3600,
+        title="Gap tolerance",
+        description="Seconds an object may vanish or step out without losing its time in the zone.",
     )
-    min_confidence: float = Field(
-        0.0, ge=0, le=1, title="Minimum confidence", description="Ignore detections below this score."
+    end_grace_s: float = Field(
+        2.0, ge=0, le=3600, title="End grace", description="Seconds the condition may lapse before an open event ends."
     )
 
-    def display_name(self) -> str:
-        kind = getattr(self, "kind", "rule")
-        where = self.zone or getattr(self, "line", None) or "frame"
-        return self.name or f"{kind}:{where}"
 
-
-class IntrusionRule(_RuleBase):
+class IntrusionRule(_ZoneRuleBase):
     """An object of the given classes inside a restricted zone."""
 
     kind: Literal["intrusion"] = Field("intrusion", title="Kind", description="Rule kind.")
@@ -261,15 +267,9 @@ class IntrusionRule(_RuleBase):
         title="Minimum seconds",
         description="Seconds an object must stay inside before the event starts.",
     )
-    windows: list[TimeWindow] = Field(
-        default_factory=list,
-        title="Time windows",
-        description="Active only inside these daily windows; empty means always.",
-        max_length=24,
-    )
 
 
-class CrowdRule(_RuleBase):
+class CrowdRule(_ZoneRuleBase):
     """At least N objects inside a zone for at least T seconds."""
 
     kind: Literal["crowd"] = Field("crowd", title="Kind", description="Rule kind.")
@@ -279,7 +279,7 @@ class CrowdRule(_RuleBase):
     )
 
 
-class FireLaneRule(_RuleBase):
+class FireLaneRule(_ZoneRuleBase):
     """An object stationary inside the fire lane for at least T seconds."""
 
     kind: Literal["fire_lane"] = Field("fire_lane", title="Kind", description="Rule kind.")
@@ -287,21 +287,32 @@ class FireLaneRule(_RuleBase):
         default_factory=lambda: ["car", "truck", "bus", "motorcycle"],
         title="Classes",
         description="Classes the rule applies to, by name or id.",
+        min_length=1,
         max_length=100,
     )
     min_seconds: float = Field(
         10.0, ge=0, le=86400, title="Minimum seconds", description="Seconds an object must stand still in the lane."
     )
-    max_speed_px_s: float = Field(
-        8.0,
+    max_movement: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        title="Stationary movement",
+        description="Stationary means the anchor moved less than this fraction of the frame width over `stationary_window_s`.",
+    )
+    max_movement_px: float | None = Field(
+        None,
         ge=0,
         le=10000,
-        title="Stationary speed",
-        description="Anchor speed (pixels per second) under which an object counts as stationary.",
+        title="Stationary movement (pixels)",
+        description="The same threshold in pixels; overrides `max_movement`.",
+    )
+    stationary_window_s: float = Field(
+        1.0, gt=0, le=600, title="Stationary window", description="Seconds over which movement is measured."
     )
 
 
-class LoiteringRule(_RuleBase):
+class LoiteringRule(_ZoneRuleBase):
     """One tracked object inside a zone for at least T seconds."""
 
     kind: Literal["loitering"] = Field("loitering", title="Kind", description="Rule kind.")
@@ -310,13 +321,20 @@ class LoiteringRule(_RuleBase):
     )
 
 
-class LineCrossingRule(_RuleBase):
+class LineCrossingRule(_RuleCommon):
     """A tracked object crossing a line in a given direction; counts kept per direction."""
 
     kind: Literal["line_crossing"] = Field("line_crossing", title="Kind", description="Rule kind.")
     line: str = Field("line", title="Line", description="Name of the line (a line of the same camera).")
     direction: Literal["in", "out", "both"] = Field(
         "in", title="Direction", description="Crossing direction that raises an event."
+    )
+    hysteresis_px: float = Field(
+        0.0,
+        ge=0,
+        le=1000,
+        title="Hysteresis",
+        description="Anchors closer than this many pixels to the line keep their previous side (debounces jitter).",
     )
 
 
@@ -496,24 +514,39 @@ class DetectorConfig(_Model):
 
 
 class TrackerConfig(_Model):
-    """Multi-object tracking, one tracker per camera."""
+    """Multi-object tracking (ByteTrack), one tracker per camera."""
 
     kind: Literal["bytetrack"] = Field("bytetrack", title="Tracker", description="Tracking algorithm.")
-    lost_track_buffer: int = Field(
-        30, ge=1, le=10000, title="Lost buffer", description="Frames a lost track is kept before its id is retired."
+    lost_track_s: float = Field(
+        1.0, ge=0, le=600, title="Lost-track time", description="Seconds a track survives without a matching detection."
     )
     track_activation_threshold: float = Field(
-        0.25, ge=0, le=1, title="Activation threshold", description="Score needed to start a track."
-    )
-    minimum_matching_threshold: float = Field(
-        0.8,
+        0.5,
         ge=0,
         le=1,
-        title="Matching threshold",
-        description="IoU-cost threshold used to match detections to tracks.",
+        title="Activation threshold",
+        description="Minimum confidence for a detection to start a track.",
     )
-    minimum_consecutive_frames: int = Field(
-        1, ge=1, le=100, title="Confirmation frames", description="Frames a track must be seen before it is reported."
+    high_conf_threshold: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        title="High-confidence threshold",
+        description="Confidence splitting ByteTrack's first (high) and second (low) association stages.",
+    )
+    min_iou: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        title="Minimum IoU",
+        description="Minimum IoU between a predicted track box and a detection to match them.",
+    )
+    min_consecutive_frames: int = Field(
+        2,
+        ge=1,
+        le=100,
+        title="Confirmation frames",
+        description="Frames a new track must be matched in a row before it gets an id.",
     )
 
 
@@ -641,7 +674,15 @@ def _reference_errors(cfg: WatchConfig) -> list[tuple[Loc, str]]:
                     )
         if cam.resolution_wh is not None:
             errors.extend(_outside_frame_errors(cam, ci, cam.resolution_wh, "the declared resolution"))
+        rule_names = [r.display_name() for r in cam.rules]
         for ri, rule in enumerate(cam.rules):
+            if rule_names[ri] in rule_names[:ri]:
+                errors.append(
+                    (
+                        ("cameras", ci, "rules", ri),
+                        f"rule name {rule_names[ri]!r} is used twice in camera {cam.id!r}; give `name`",
+                    )
+                )
             if isinstance(rule, LineCrossingRule):
                 if rule.line not in line_names:
                     errors.append(
@@ -650,7 +691,7 @@ def _reference_errors(cfg: WatchConfig) -> list[tuple[Loc, str]]:
                             f"rule names unknown line {rule.line!r}; camera {cam.id!r} has lines {line_names}",
                         )
                     )
-            elif rule.zone is None:
+            elif rule.zone is None:  # type: ignore[union-attr]
                 errors.append((("cameras", ci, "rules", ri), f"a {rule.kind} rule needs `zone`"))
             elif rule.zone not in zone_names:
                 errors.append(

@@ -1,0 +1,129 @@
+"""Drawing the watch view: zones, lines, tracked boxes with ids, active incidents; and a video writer.
+
+Drawing is in place on a copy the caller owns; `AnnotatedVideoWriter` keeps one open
+``cv2.VideoWriter`` per camera and always releases it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from campusguard.detections import Detections
+from campusguard.errors import SourceError
+
+__all__ = ["AnnotatedVideoWriter", "draw_overlay", "color_for"]
+
+_ZONE_COLOR = (0, 200, 255)  # BGR amber
+_ALERT_COLOR = (0, 0, 255)  # BGR red
+_LINE_COLOR = (255, 200, 0)  # BGR cyan-ish
+
+
+def color_for(key: int) -> tuple[int, int, int]:
+    """A stable, distinct BGR colour for an id (golden-angle hue walk)."""
+    hue = int((key * 137.508) % 180)
+    hsv = np.uint8([[[hue, 200, 255]]])
+    b, g, r = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0]
+    return int(b), int(g), int(r)
+
+
+def draw_overlay(
+    image: np.ndarray,
+    detections: Detections,
+    names: dict[int, str],
+    zones: Sequence[tuple[str, np.ndarray]] = (),
+    lines: Sequence[tuple[str, np.ndarray]] = (),
+    alert_zones: Sequence[str] = (),
+    incidents: Sequence[str] = (),
+    header: str | None = None,
+) -> np.ndarray:
+    """Draw zones, lines, boxes and the active incidents onto ``image`` (modified and returned).
+
+    Args:
+        image: ``(H, W, 3) uint8`` BGR frame.
+        detections: boxes in this frame's pixels; labelled ``#id class conf`` when tracked.
+        names: class id to name.
+        zones: ``(name, (K, 2) polygon in pixels)``; zones in ``alert_zones`` are drawn red.
+        lines: ``(name, (2, 2) end points in pixels)``.
+        alert_zones: names of zones with an open incident.
+        incidents: text lines listed in the top-left corner (one per open incident).
+        header: optional first line (camera id, time).
+    """
+    h, w = image.shape[:2]
+    scale = max(0.35, min(w, h) / 900)
+    thick = max(1, round(min(w, h) / 360))
+    for name, poly in zones:
+        color = _ALERT_COLOR if name in alert_zones else _ZONE_COLOR
+        pts = np.round(poly).astype(np.int32).reshape(-1, 1, 2)
+        cv2.polylines(image, [pts], True, color, thick, cv2.LINE_AA)
+        x, y = pts[:, 0, 0].min(), pts[:, 0, 1].min()
+        cv2.putText(
+            image,
+            name,
+            (int(x) + 3, int(y) + int(14 * scale + 4)),
+            cv2.FONT_HERSHEY_SIMPLEX,
+            scale,
+            color,
+            1,
+            cv2.LINE_AA,
+        )
+    for name, pts in lines:
+        p = np.round(pts).astype(np.int32)
+        cv2.line(image, tuple(p[0]), tuple(p[1]), _LINE_COLOR, thick, cv2.LINE_AA)
+        cv2.putText(image, name, tuple(p[0] + 4), cv2.FONT_HERSHEY_SIMPLEX, scale, _LINE_COLOR, 1, cv2.LINE_AA)
+    tids = detections.tracker_id
+    for i in range(len(detections)):
+        x1, y1, x2, y2 = (int(round(v)) for v in detections.xyxy[i])
+        cid = int(detections.class_id[i])
+        tid = None if tids is None else int(tids[i])
+        color = color_for(tid if tid is not None and tid >= 0 else cid + 1000)
+        cv2.rectangle(image, (x1, y1), (x2, y2), color, thick, cv2.LINE_AA)
+        label = f"{'#' + str(tid) + ' ' if tid is not None and tid >= 0 else ''}{names.get(cid, str(cid))} {detections.confidence[i]:.2f}"
+        cv2.putText(image, label, (x1, max(10, y1 - 3)), cv2.FONT_HERSHEY_SIMPLEX, scale * 0.9, color, 1, cv2.LINE_AA)
+    texts = ([header] if header else []) + [f"! {t}" for t in incidents]
+    for k, text in enumerate(texts):
+        y = int((k + 1) * (18 * scale + 6))
+        color = (255, 255, 255) if k == 0 and header else _ALERT_COLOR
+        cv2.putText(image, text, (6, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 3, cv2.LINE_AA)
+        cv2.putText(image, text, (6, y), cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
+    return image
+
+
+class AnnotatedVideoWriter:
+    """An MP4 writer for one camera that keeps its first frame size (later frames are resized to it).
+
+    Args:
+        path: output ``.mp4`` file (folder created).
+        fps: frames per second of the output.
+    """
+
+    def __init__(self, path: str | Path, fps: float) -> None:
+        self.path = Path(path)
+        self.fps = float(fps)
+        self._writer: cv2.VideoWriter | None = None
+        self._size_wh: tuple[int, int] | None = None
+        self.frames = 0
+
+    def write(self, image: np.ndarray) -> None:
+        """Append one ``(H, W, 3) uint8`` BGR frame."""
+        if self._writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._size_wh = (int(image.shape[1]), int(image.shape[0]))
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), self.fps, self._size_wh)
+            if not self._writer.isOpened():
+                self._writer = None
+                raise SourceError(f"cannot write annotated video {self.path}")
+        assert self._size_wh is not None
+        if (image.shape[1], image.shape[0]) != self._size_wh:
+            image = cv2.resize(image, self._size_wh, interpolation=cv2.INTER_AREA)
+        self._writer.write(image)
+        self.frames += 1
+
+    def close(self) -> None:
+        """Finish the file (idempotent)."""
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None

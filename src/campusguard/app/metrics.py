@@ -1,0 +1,154 @@
+"""Per-camera metrics: input FPS, processed FPS, inference ms, queue depth, dropped frames.
+
+Counters live in one `CameraMetrics` per camera; each counter has a single writer thread
+(reader, detection or analytics), so plain attribute updates are enough. `MetricsReporter`
+turns two snapshots into rates and prints one line per camera.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TextIO
+
+__all__ = ["CameraMetrics", "MetricsReporter", "MetricsSnapshot", "format_snapshot"]
+
+
+@dataclass
+class CameraMetrics:
+    """Running counters of one camera (never reset; rates come from differences).
+
+    Attributes:
+        frames_in: frames read from the source.
+        frames_dropped: frames dropped by the drop-oldest queue.
+        frames_processed: frames that went through tracking and rules.
+        inference_ms_total: this camera's share of batch inference time, milliseconds.
+        frames_detected: frames that went through detection.
+        events: event updates emitted (start, update, end).
+        reconnects: times the source was reopened.
+        queue_depth: callable returning the current depth of the camera's frame queue.
+    """
+
+    camera_id: str
+    frames_in: int = 0
+    frames_dropped: int = 0
+    frames_processed: int = 0
+    frames_detected: int = 0
+    inference_ms_total: float = 0.0
+    events: int = 0
+    reconnects: int = 0
+    queue_depth: Callable[[], int] = field(default=lambda: 0, repr=False)
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """Rates of one camera over an interval, and totals so far."""
+
+    camera_id: str
+    interval_s: float
+    input_fps: float
+    processed_fps: float
+    inference_ms: float
+    queue_depth: int
+    dropped: int
+    frames_processed: int
+    events: int
+    reconnects: int
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _snapshot(m: CameraMetrics, prev: dict[str, float], interval_s: float) -> MetricsSnapshot:
+    det = m.frames_detected - prev.get("frames_detected", 0)
+    inf = m.inference_ms_total - prev.get("inference_ms_total", 0.0)
+    per_s = 1.0 / interval_s if interval_s > 0 else 0.0
+    return MetricsSnapshot(
+        camera_id=m.camera_id,
+        interval_s=round(interval_s, 3),
+        input_fps=round((m.frames_in - prev.get("frames_in", 0)) * per_s, 2),
+        processed_fps=round((m.frames_processed - prev.get("frames_processed", 0)) * per_s, 2),
+        inference_ms=round(inf / det, 2) if det else 0.0,
+        queue_depth=int(m.queue_depth()),
+        dropped=m.frames_dropped,
+        frames_processed=m.frames_processed,
+        events=m.events,
+        reconnects=m.reconnects,
+    )
+
+
+def format_snapshot(s: MetricsSnapshot) -> str:
+    """One human-readable line of a snapshot."""
+    return (
+        f"[metrics] {s.camera_id}: in {s.input_fps:.1f} fps, processed {s.processed_fps:.1f} fps, "
+        f"inference {s.inference_ms:.1f} ms/frame, queue {s.queue_depth}, dropped {s.dropped}, "
+        f"frames {s.frames_processed}, events {s.events}, reconnects {s.reconnects}"
+    )
+
+
+class MetricsReporter:
+    """Prints per-camera rates every ``interval_s`` seconds (0: never) and a summary at `final`.
+
+    Args:
+        metrics: the cameras' counters.
+        stop: shared stop event.
+        interval_s: seconds between reports; 0 reports only at the end.
+        out: where lines go.
+        jsonl_path: also append each snapshot as a JSON line here.
+        refresh: called before each snapshot to pull counters owned elsewhere (e.g. reader stats).
+    """
+
+    def __init__(
+        self,
+        metrics: list[CameraMetrics],
+        stop: threading.Event,
+        interval_s: float,
+        out: TextIO,
+        jsonl_path: str | None = None,
+        refresh: Callable[[], None] | None = None,
+    ) -> None:
+        self.metrics = metrics
+        self.stop = stop
+        self.interval_s = interval_s
+        self.out = out
+        self.jsonl_path = jsonl_path
+        self.refresh = refresh or (lambda: None)
+        self._started = time.monotonic()
+        self._prev_t = self._started
+        self._prev: dict[str, dict[str, float]] = {m.camera_id: {} for m in metrics}
+
+    def _counters(self, m: CameraMetrics) -> dict[str, float]:
+        return {k: getattr(m, k) for k in ("frames_in", "frames_processed", "frames_detected", "inference_ms_total")}
+
+    def report(self, since_start: bool = False) -> list[MetricsSnapshot]:
+        """Print one line per camera with rates since the last report (or since start)."""
+        self.refresh()
+        now = time.monotonic()
+        interval = now - (self._started if since_start else self._prev_t)
+        snaps = []
+        for m in self.metrics:
+            prev = {} if since_start else self._prev[m.camera_id]
+            snaps.append(_snapshot(m, prev, interval))
+            self._prev[m.camera_id] = self._counters(m)
+        self._prev_t = now
+        for s in snaps:
+            print(format_snapshot(s), file=self.out, flush=True)
+        if self.jsonl_path:
+            with open(self.jsonl_path, "a", encoding="utf-8") as fh:
+                for s in snaps:
+                    fh.write(json.dumps({"final": since_start, **s.to_dict()}) + "\n")
+        return snaps
+
+    def run(self) -> None:
+        """Report every ``interval_s`` until stopped."""
+        if self.interval_s <= 0:
+            return
+        while not self.stop.wait(self.interval_s):
+            self.report()
+
+    def final(self) -> list[MetricsSnapshot]:
+        """Print the whole-run averages."""
+        return self.report(since_start=True)

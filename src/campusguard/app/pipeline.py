@@ -1,0 +1,524 @@
+"""Pipeline workers: one class per stage, each with `run()`, joined by bounded queues of typed messages.
+
+::
+
+    CameraReader (one per camera)  --FrameQueue-->  DetectionWorker (shared, batches across cameras)
+        --queue[DetectedFrame]-->  AnalyticsWorker (one per camera: track, rules, annotate, snapshots)
+        --queue[EventMessage]-->   EventWorker (store commit, then alert sinks)
+    Watchdog: stalled sources reconnect, dead workers stop the pipeline.
+
+Every stage forwards `EndOfStream` for a camera once that camera is done, so a shutdown
+(stop event, end of files) drains in order: open events are ended by the analytics workers and
+committed by the event worker before it closes the store and the sinks.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from campusguard.app.annotate import AnnotatedVideoWriter, draw_overlay
+from campusguard.app.events.types import Event
+from campusguard.app.metrics import CameraMetrics
+from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue
+from campusguard.detections import Detections
+
+__all__ = [
+    "AnalyticsWorker",
+    "CameraGeometry",
+    "DetectedFrame",
+    "DetectionWorker",
+    "DetectorLike",
+    "EventMessage",
+    "EventWorker",
+    "RuleLike",
+    "SinkLike",
+    "TrackerLike",
+    "Watchdog",
+    "put_until",
+]
+
+log = logging.getLogger("campusguard.app.pipeline")
+
+
+# protocols of the parts the workers drive ---------------------------------------------------
+class DetectorLike(Protocol):
+    """What detection needs from `campusguard.Detector`."""
+
+    names: dict[int, str]
+
+    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
+
+    def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]: ...
+
+
+class TrackerLike(Protocol):
+    def update(self, detections: Detections, timestamp_s: float | None = None) -> Detections: ...
+
+
+class RuleLike(Protocol):
+    """`campusguard.app.rules.Rule`."""
+
+    name: str
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]: ...
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]: ...
+
+
+class SinkLike(Protocol):
+    """An alert sink: gets each stored event update; must not block for long."""
+
+    def send(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# messages ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DetectedFrame:
+    """A frame with its detections (``xyxy`` in this frame's pixels) and its share of inference time (ms)."""
+
+    frame: Frame
+    detections: Detections
+    inference_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class EventMessage:
+    """One event lifecycle update on its way to the store and the sinks."""
+
+    event: Event
+
+
+def put_until(q: queue.Queue, item: object, give_up: Callable[[], bool], poll_s: float = 0.1) -> bool:
+    """Put ``item`` on a bounded queue, waiting for room; False if ``give_up()`` turns true first."""
+    while True:
+        try:
+            q.put(item, timeout=poll_s)
+            return True
+        except queue.Full:
+            if give_up():
+                return False
+
+
+def wall_time_of(frame: Frame) -> datetime:
+    """Local wall-clock time at which ``frame`` was read (timezone-aware)."""
+    return datetime.fromtimestamp(time.time() - (time.monotonic() - frame.read_at)).astimezone()
+
+
+# detection ---------------------------------------------------------------------------------
+class DetectionWorker:
+    """Runs detection for all cameras, batching frames across cameras.
+
+    Takes frames round-robin from the cameras' queues until ``batch_size`` frames are in hand
+    or ``batch_wait_s`` has passed since the first; frames of cameras sharing a detector go in
+    one `predict_batch` call, which groups them by network input shape.
+
+    Args:
+        inputs: camera id to its frame queue.
+        outputs: camera id to the queue of its analytics worker.
+        detectors: camera id to its detector (cameras may share one object).
+        metrics: camera id to its counters.
+        stop: shared stop event; after it is set queued frames are skipped, ends still forwarded.
+        failed: set when any worker died; puts then give up.
+        doorbell: set by every frame queue put.
+        batch_size: most frames per inference batch.
+        batch_wait_s: longest wait for a fuller batch, seconds.
+    """
+
+    def __init__(
+        self,
+        inputs: dict[str, FrameQueue],
+        outputs: dict[str, queue.Queue],
+        detectors: dict[str, DetectorLike],
+        metrics: dict[str, CameraMetrics],
+        stop: threading.Event,
+        failed: threading.Event,
+        doorbell: threading.Event,
+        batch_size: int = 4,
+        batch_wait_s: float = 0.005,
+    ) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self.detectors = detectors
+        self.metrics = metrics
+        self.stop = stop
+        self.failed = failed
+        self.doorbell = doorbell
+        self.batch_size = batch_size
+        self.batch_wait_s = batch_wait_s
+        self.heartbeat = time.monotonic()
+        self.batches = 0
+        self._order = list(inputs)
+        self._rr = 0
+
+    def _take_round(self, items: list[Frame | EndOfStream], open_cams: set[str]) -> bool:
+        """Take one item from each open camera, starting after the last one served; True if any."""
+        took = False
+        cams = [c for c in self._order if c in open_cams]
+        start = self._rr % max(1, len(cams))
+        for cam in cams[start:] + cams[:start]:
+            if sum(isinstance(i, Frame) for i in items) >= self.batch_size:
+                break
+            item = self.inputs[cam].get_nowait()
+            if item is not None:
+                items.append(item)
+                took = True
+                if isinstance(item, EndOfStream):
+                    open_cams.discard(cam)
+        self._rr += 1
+        return took
+
+    def _collect(self, open_cams: set[str]) -> list[Frame | EndOfStream]:
+        items: list[Frame | EndOfStream] = []
+        deadline: float | None = None
+        while True:
+            self.doorbell.clear()
+            while self._take_round(items, open_cams):
+                pass
+            n_frames = sum(isinstance(i, Frame) for i in items)
+            if n_frames >= self.batch_size or not open_cams or any(isinstance(i, EndOfStream) for i in items):
+                return items
+            now = time.monotonic()
+            if items:
+                deadline = deadline if deadline is not None else now + self.batch_wait_s
+                if now >= deadline:
+                    return items
+                self.doorbell.wait(deadline - now)
+            else:
+                self.heartbeat = now
+                self.doorbell.wait(0.1)
+                if self.failed.is_set():
+                    return items
+
+    def run(self) -> None:
+        """Detect until every camera has ended."""
+        open_cams = set(self.inputs)
+        while open_cams and not self.failed.is_set():
+            items = self._collect(open_cams)
+            self.heartbeat = time.monotonic()
+            frames = [i for i in items if isinstance(i, Frame)]
+            if frames and not self.stop.is_set():
+                for msg in self._detect(frames):
+                    self._put(msg.frame.camera_id, msg)
+            for item in items:
+                if isinstance(item, EndOfStream):
+                    self._put(item.camera_id, item)
+
+    def _detect(self, frames: list[Frame]) -> list[DetectedFrame]:
+        by_detector: dict[int, list[Frame]] = {}
+        for f in frames:
+            by_detector.setdefault(id(self.detectors[f.camera_id]), []).append(f)
+        out: list[DetectedFrame] = []
+        for group in by_detector.values():
+            detector = self.detectors[group[0].camera_id]
+            t0 = time.perf_counter()
+            dets = detector.predict_batch([f.image for f in group])
+            share_ms = (time.perf_counter() - t0) * 1000 / len(group)
+            self.batches += 1
+            for f, d in zip(group, dets, strict=True):
+                m = self.metrics[f.camera_id]
+                m.frames_detected += 1
+                m.inference_ms_total += share_ms
+                out.append(DetectedFrame(f, d, share_ms))
+        out.sort(key=lambda m: (m.frame.camera_id, m.frame.index))  # per-camera order kept
+        return out
+
+    def _put(self, camera_id: str, item: DetectedFrame | EndOfStream) -> None:
+        put_until(self.outputs[camera_id], item, self.failed.is_set)
+
+
+# analytics ---------------------------------------------------------------------------------
+@dataclass
+class CameraGeometry:
+    """A camera's zones and lines in pixels of its reference frame size (for drawing).
+
+    Attributes:
+        resolution_wh: the frame size rules were built for; frames of another size (after a
+            reconnect) have their boxes scaled to it.
+        zones: ``(name, (K, 2) float32 polygon)``.
+        lines: ``(name, (2, 2) float32 end points)``.
+    """
+
+    resolution_wh: tuple[int, int]
+    zones: Sequence[tuple[str, np.ndarray]] = ()
+    lines: Sequence[tuple[str, np.ndarray]] = ()
+
+
+def scale_detections(det: Detections, from_wh: tuple[int, int], to_wh: tuple[int, int]) -> Detections:
+    """Detections with ``xyxy`` rescaled from a frame of ``from_wh`` to one of ``to_wh`` (new object)."""
+    if from_wh == to_wh or len(det) == 0:
+        return det
+    sx, sy = to_wh[0] / from_wh[0], to_wh[1] / from_wh[1]
+    xyxy = det.xyxy * np.array([sx, sy, sx, sy], np.float32)
+    return Detections(xyxy, det.confidence, det.class_id, det.tracker_id, dict(det.data))
+
+
+class AnalyticsWorker:
+    """Tracking, rules, snapshots and the annotated video of one camera.
+
+    Args:
+        camera_id: the camera.
+        inbox: its `DetectedFrame` / `EndOfStream` queue.
+        events_out: the event worker's queue.
+        tracker: this camera's tracker.
+        rules: this camera's rules.
+        geometry: zones and lines in the reference frame's pixels.
+        names: class id to name.
+        metrics: this camera's counters.
+        failed: set when any worker died; puts then give up.
+        video: annotated video writer, or None.
+        snapshots_dir: folder for event-start JPEGs, or None.
+        wall_clock: whether rules get the wall-clock time of each frame (needed by time windows).
+    """
+
+    def __init__(
+        self,
+        camera_id: str,
+        inbox: queue.Queue,
+        events_out: queue.Queue,
+        tracker: TrackerLike,
+        rules: Sequence[RuleLike],
+        geometry: CameraGeometry,
+        names: dict[int, str],
+        metrics: CameraMetrics,
+        failed: threading.Event,
+        video: AnnotatedVideoWriter | None = None,
+        snapshots_dir: Path | None = None,
+    ) -> None:
+        self.camera_id = camera_id
+        self.inbox = inbox
+        self.events_out = events_out
+        self.tracker = tracker
+        self.rules = list(rules)
+        self.geometry = geometry
+        self.names = names
+        self.metrics = metrics
+        self.failed = failed
+        self.video = video
+        self.snapshots_dir = snapshots_dir
+        self.heartbeat = time.monotonic()
+        self._open: dict[str, Event] = {}  # event_id -> latest open state, for drawing
+        self._last_ts = 0.0
+        self._last_frame: Frame | None = None
+
+    def run(self) -> None:
+        """Process frames until the camera's `EndOfStream`; then end open events and close the video."""
+        try:
+            while not self.failed.is_set():
+                try:
+                    item = self.inbox.get(timeout=0.2)
+                except queue.Empty:
+                    self.heartbeat = time.monotonic()
+                    continue
+                self.heartbeat = time.monotonic()
+                if isinstance(item, EndOfStream):
+                    self._finish()
+                    put_until(self.events_out, item, self.failed.is_set)
+                    return
+                self.process(item)
+        finally:
+            if self.video is not None:
+                self.video.close()
+
+    def process(self, msg: DetectedFrame) -> list[Event]:
+        """Track, evaluate rules and annotate one frame; return the events it raised."""
+        frame = msg.frame
+        wall = wall_time_of(frame)
+        dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
+        tracked = self.tracker.update(dets, frame.timestamp_s)
+        events: list[Event] = []
+        for rule in self.rules:
+            events.extend(rule.update(frame.timestamp_s, tracked, frame.index, wall))
+        self._last_ts = frame.timestamp_s
+        self._last_frame = frame
+        for ev in events:
+            self._emit(ev, frame)
+        if self.video is not None:
+            self._annotate(frame, tracked)
+        self.metrics.frames_processed += 1
+        return events
+
+    def _emit(self, ev: Event, frame: Frame | None) -> None:
+        if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
+            ev = ev.with_snapshot(str(self._snapshot(ev, frame)))
+        elif ev.event_id in self._open and self._open[ev.event_id].snapshot_path:
+            ev = ev.with_snapshot(self._open[ev.event_id].snapshot_path)  # type: ignore[arg-type]
+        if ev.phase == "end" or ev.end_s is not None:
+            self._open.pop(ev.event_id, None)
+        else:
+            self._open[ev.event_id] = ev
+        self.metrics.events += 1
+        put_until(self.events_out, EventMessage(ev), self.failed.is_set)
+
+    def _snapshot(self, ev: Event, frame: Frame) -> Path:
+        assert self.snapshots_dir is not None
+        self.snapshots_dir.mkdir(parents=True, exist_ok=True)
+        path = (
+            self.snapshots_dir
+            / f"{self.camera_id}_{frame.index:07d}_{ev.rule_name.replace(':', '-')}_{ev.event_id[:8]}.jpg"
+        )
+        cv2.imwrite(str(path), frame.image)
+        return path
+
+    def _annotate(self, frame: Frame, tracked: Detections) -> None:
+        assert self.video is not None
+        canvas = frame.image.copy()
+        ref = self.geometry.resolution_wh
+        if frame.resolution_wh != ref:
+            canvas = cv2.resize(canvas, ref, interpolation=cv2.INTER_AREA)
+        open_events = list(self._open.values())
+        draw_overlay(
+            canvas,
+            tracked,
+            self.names,
+            zones=self.geometry.zones,
+            lines=self.geometry.lines,
+            alert_zones=[e.zone for e in open_events],
+            incidents=[f"{e.rule_kind} in {e.zone} ({frame.timestamp_s - e.start_s:.0f} s)" for e in open_events],
+            header=f"{self.camera_id}  t={frame.timestamp_s:7.1f} s  frame {frame.index}",
+        )
+        self.video.write(canvas)
+
+    def _finish(self) -> None:
+        """End every open event at the last frame's time."""
+        wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
+        for rule in self.rules:
+            for ev in rule.close(self._last_ts, wall):
+                self._emit(ev, None)
+
+
+# events ------------------------------------------------------------------------------------
+class EventWorker:
+    """Commits each event update to the store, then hands it to the alert sinks.
+
+    An event is reported (sinks, stdout) only after `store.record` returned, i.e. after the
+    commit. When every camera has ended, the sinks and the store are closed.
+
+    Args:
+        inbox: `EventMessage` / `EndOfStream` queue from the analytics workers.
+        store: the event store (``record(event)``, ``close()``).
+        sinks: alert sinks.
+        cameras: ids of the cameras whose ends to wait for.
+        failed: set when any worker died; the worker then drains what is queued and stops.
+        on_event: called with each stored event (after the sinks), e.g. for the demo's summary.
+    """
+
+    def __init__(
+        self,
+        inbox: queue.Queue,
+        store: object,
+        sinks: Sequence[SinkLike],
+        cameras: Sequence[str],
+        failed: threading.Event,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.inbox = inbox
+        self.store = store
+        self.sinks = list(sinks)
+        self.cameras = set(cameras)
+        self.failed = failed
+        self.on_event = on_event
+        self.stored = 0
+        self.heartbeat = time.monotonic()
+
+    def run(self) -> None:
+        """Store and dispatch until every camera has ended (or a worker failed and the queue is empty)."""
+        open_cams = set(self.cameras)
+        try:
+            while open_cams:
+                try:
+                    item = self.inbox.get(timeout=0.2)
+                except queue.Empty:
+                    self.heartbeat = time.monotonic()
+                    if self.failed.is_set():
+                        break
+                    continue
+                self.heartbeat = time.monotonic()
+                if isinstance(item, EndOfStream):
+                    open_cams.discard(item.camera_id)
+                    continue
+                self.handle(item.event)
+        finally:
+            self.close()
+
+    def handle(self, event: Event) -> None:
+        """Commit, then report."""
+        self.store.record(event)  # type: ignore[attr-defined]
+        self.stored += 1
+        for sink in self.sinks:
+            try:
+                sink.send(event)
+            except Exception:  # one broken sink must not stop storage or the others
+                log.exception("alert sink %s failed on event %s", type(sink).__name__, event.event_id)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception:
+                log.exception("closing alert sink %s failed", type(sink).__name__)
+        self.store.close()  # type: ignore[attr-defined]
+
+
+# watchdog ----------------------------------------------------------------------------------
+class Watchdog:
+    """Reconnects live sources that stalled, and stops the pipeline when a worker thread died.
+
+    Args:
+        readers: the camera readers.
+        stall_timeout_s: camera id to seconds without a frame before a reconnect is requested.
+        threads: worker threads that must stay alive while the pipeline runs.
+        stop: shared stop event.
+        failed: set here when a worker died.
+        period_s: seconds between checks.
+    """
+
+    def __init__(
+        self,
+        readers: Sequence[CameraReader],
+        threads: Sequence[threading.Thread],
+        stop: threading.Event,
+        failed: threading.Event,
+        period_s: float = 1.0,
+    ) -> None:
+        self.readers = list(readers)
+        self.threads = list(threads)
+        self.stop = stop
+        self.failed = failed
+        self.period_s = period_s
+        self.stalls = 0
+
+    def check(self, now: float | None = None) -> None:
+        """One round of checks."""
+        now = time.monotonic() if now is None else now
+        for r in self.readers:
+            if r.live and r.stats.connected and now - r.stats.last_frame_at > r.cam.stall_timeout_s:
+                log.warning("camera %s: no frame for %.1f s; reconnecting", r.cam.id, now - r.stats.last_frame_at)
+                r.stats.last_frame_at = now  # one request per stall period
+                self.stalls += 1
+                r.request_reconnect()
+        for t in self.threads:
+            if not t.is_alive() and getattr(t, "crashed", False) and not self.failed.is_set():
+                log.error("worker %s died; stopping", t.name)
+                self.failed.set()
+                self.stop.set()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.period_s):
+            self.check()

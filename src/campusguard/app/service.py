@@ -1,0 +1,337 @@
+"""`WatchService`: the running `campusguard watch`, assembled from its config.
+
+`WatchService.start` reads like the system diagram: probe the cameras, load the shared
+detectors, build each camera's tracker and rules, open the event store and alert sinks, then
+start the workers from the sources downstream. `stop` asks everything to wind down; the ends
+of the streams drain through every stage so open events are ended and committed before the
+store and the sinks close.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from campusguard.app.annotate import AnnotatedVideoWriter
+from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
+from campusguard.app.events.types import Event
+from campusguard.app.metrics import CameraMetrics, MetricsReporter
+from campusguard.app.pipeline import AnalyticsWorker, DetectionWorker, DetectorLike, EventWorker, SinkLike, Watchdog
+from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, open_source
+from campusguard.app.wiring import build_camera
+from campusguard.errors import CampusGuardError, ConfigError, SourceError
+
+__all__ = ["DetectorFactory", "WatchService", "default_detector_factory", "probe_source"]
+
+log = logging.getLogger("campusguard.app.service")
+
+DetectorFactory = Callable[[str | None, str, "int | tuple[int, int] | None"], DetectorLike]
+
+
+def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
+    """Build `campusguard.Detector` objects with the config's thresholds."""
+    det = loaded.config.detector
+
+    def make(model: str | None, device: str, imgsz: int | tuple[int, int] | None) -> DetectorLike:
+        from campusguard.detector import Detector
+
+        return Detector(model=model, device=device, imgsz=imgsz or 640, conf=det.conf, iou=det.iou, max_det=det.max_det)
+
+    return make
+
+
+@dataclass(frozen=True)
+class SourceProbe:
+    """What opening a source once told: frame size (width, height) and nominal frame rate."""
+
+    resolution_wh: tuple[int, int]
+    fps: float
+
+
+def probe_source(cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_source) -> SourceProbe:
+    """Open a camera's source, read one frame and close it; `SourceError` when that fails."""
+    source = opener(cam)
+    try:
+        image = source.read()
+        if image is None:
+            raise SourceError(f"source {cam.source!r} opened but gave no frame")
+        return SourceProbe(
+            (int(image.shape[1]), int(image.shape[0])),
+            float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0)),
+        )
+    finally:
+        source.close()
+
+
+class _WorkerThread(threading.Thread):
+    """A daemon thread around a worker's ``run``; a crash is logged and stops the pipeline."""
+
+    def __init__(self, name: str, target: Callable[[], None], stop: threading.Event, failed: threading.Event) -> None:
+        super().__init__(name=name, daemon=True)
+        self._work = target
+        self._stop_event = stop
+        self._failed = failed
+        self.crashed = False
+
+    def run(self) -> None:
+        try:
+            self._work()
+        except Exception:
+            log.exception("worker %s crashed; stopping the pipeline", self.name)
+            self.crashed = True
+            self._failed.set()
+            self._stop_event.set()
+
+
+class WatchService:
+    """The camera app: readers, shared detection, per-camera analytics, event storage and alerts.
+
+    Args:
+        loaded: the validated config (with its line numbers for start-up errors).
+        detector_factory: ``(model, device, imgsz) -> detector``; default builds `campusguard.Detector`.
+        opener: opens a camera source (injectable for tests).
+        out: where metrics and stdout alerts go.
+        on_event: called with every stored event update (after the sinks).
+        store: an event store to use instead of the config's SQLite file.
+    """
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        detector_factory: DetectorFactory | None = None,
+        opener: Callable[[CameraConfig], FrameSource] = open_source,
+        out: TextIO | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        store: Any = None,
+    ) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.detector_factory = detector_factory or default_detector_factory(loaded)
+        self.opener = opener
+        self.out = out or sys.stdout
+        self.on_event = on_event
+        self.store = store
+        self.stop_event = threading.Event()
+        self.failed = threading.Event()
+        self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
+        self.probes: dict[str, SourceProbe] = {}
+        self.detectors: dict[str, DetectorLike] = {}
+        self.metrics: dict[str, CameraMetrics] = {}
+        self.readers: list[CameraReader] = []
+        self.threads: list[_WorkerThread] = []
+        self.event_worker: EventWorker | None = None
+        self.detection: DetectionWorker | None = None
+        self.reporter: MetricsReporter | None = None
+        self._started = False
+        self._finished = False
+
+    # the system diagram ---------------------------------------------------------------------
+    def start(self) -> None:
+        """Check everything that can fail at start-up, then start the workers, sources first."""
+        if not self.cameras:
+            raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
+        self._probe_cameras()  # every source opens and gives a frame
+        self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
+        parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
+        store, sinks = self._open_store_and_sinks()
+        doorbell = threading.Event()
+        frame_queues = self._start_readers(doorbell)  # camera -> FrameQueue
+        detected = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
+        events: queue.Queue = queue.Queue(maxsize=256)
+        self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
+        self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
+        self._start_event_worker(events, store, sinks)  # commit to the store, then alert sinks
+        self._start_metrics_and_watchdog()
+        self._started = True
+
+    # steps ----------------------------------------------------------------------------------
+    def _probe_cameras(self) -> None:
+        for i, cam in self.cameras:
+            try:
+                self.probes[cam.id] = probe_source(cam, self.opener)
+            except SourceError as exc:
+                raise self.loaded.error(("cameras", i, "source"), f"camera {cam.id!r}: {exc}") from None
+
+    def _load_detectors(self) -> None:
+        det = self.config.detector
+        cache: dict[tuple[Any, ...], DetectorLike] = {}
+        for i, cam in self.cameras:
+            key = (cam.model or det.model, cam.device or det.device, cam.imgsz or det.imgsz)
+            if key not in cache:
+                try:
+                    cache[key] = self.detector_factory(*key)
+                except CampusGuardError as exc:
+                    field = "model" if cam.model else None
+                    loc = ("cameras", i, field) if field else ("detector", "model")
+                    raise self.loaded.error(loc, str(exc)) from None
+            self.detectors[cam.id] = cache[key]
+
+    def _build_cameras(self) -> dict[str, Any]:
+        parts = {}
+        for i, cam in self.cameras:
+            probe = self.probes[cam.id]
+            parts[cam.id] = build_camera(self.loaded, i, self.detectors[cam.id].names, probe.resolution_wh, probe.fps)
+        return parts
+
+    def _open_store_and_sinks(self) -> tuple[Any, list[SinkLike]]:
+        store = self.store
+        if store is None:
+            from campusguard.app.events import SQLiteEventStore
+
+            try:
+                store = SQLiteEventStore(self.config.storage.sqlite)
+            except CampusGuardError as exc:
+                raise self.loaded.error(("storage", "sqlite"), str(exc)) from None
+        sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
+        return store, sinks
+
+    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> SinkLike:
+        from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
+
+        try:
+            if cfg.kind == "stdout":
+                return StdoutSink(self.out, phases=cfg.phases)
+            if cfg.kind == "jsonl":
+                assert cfg.path is not None
+                return JsonlSink(cfg.path, phases=cfg.phases)
+            assert cfg.url is not None
+            dead = cfg.dead_letter or str(Path(self.config.storage.sqlite).with_suffix(".dead-letter.jsonl"))
+            return WebhookSink(
+                cfg.url,
+                dead_letter_path=dead,
+                retries=cfg.retries,
+                backoff_s=cfg.backoff_s,
+                timeout_s=cfg.timeout_s,
+                phases=cfg.phases,
+            )
+        except (CampusGuardError, OSError) as exc:
+            raise self.loaded.error(("alerts", index), str(exc)) from None
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> _WorkerThread:
+        t = _WorkerThread(name, target, self.stop_event, self.failed)
+        self.threads.append(t)
+        t.start()
+        return t
+
+    def _start_readers(self, doorbell: threading.Event) -> dict[str, FrameQueue]:
+        queues = {}
+        for _, cam in self.cameras:
+            q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
+            queues[cam.id] = q
+            self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
+            reader = CameraReader(cam, q, self.stop_event, opener=self.opener)
+            self.readers.append(reader)
+        for reader in self.readers:
+            self._spawn(f"reader-{reader.cam.id}", reader.run)
+        return queues
+
+    def _start_detection(
+        self, inputs: dict[str, FrameQueue], outputs: dict[str, queue.Queue], doorbell: threading.Event
+    ) -> None:
+        det = self.config.detector
+        self.detection = DetectionWorker(
+            inputs,
+            outputs,
+            self.detectors,
+            self.metrics,
+            self.stop_event,
+            self.failed,
+            doorbell,
+            batch_size=det.batch_size,
+            batch_wait_s=det.batch_wait_ms / 1000,
+        )
+        self._spawn("detection", self.detection.run)
+
+    def _start_analytics(self, parts: dict[str, Any], inboxes: dict[str, queue.Queue], events: queue.Queue) -> None:
+        outputs = self.config.outputs
+        for _, cam in self.cameras:
+            p = parts[cam.id]
+            video = None
+            if outputs.annotated_video_dir:
+                fps = outputs.annotated_fps or self.probes[cam.id].fps
+                video = AnnotatedVideoWriter(Path(outputs.annotated_video_dir) / f"{cam.id}.mp4", fps)
+            worker = AnalyticsWorker(
+                cam.id,
+                inboxes[cam.id],
+                events,
+                p.tracker,
+                [p.rules],
+                p.geometry,
+                self.detectors[cam.id].names,
+                self.metrics[cam.id],
+                self.failed,
+                video=video,
+                snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
+            )
+            self._spawn(f"analytics-{cam.id}", worker.run)
+
+    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[SinkLike]) -> None:
+        self.event_worker = EventWorker(
+            inbox, store, sinks, [c.id for _, c in self.cameras], self.failed, self.on_event
+        )
+        self._events_thread = self._spawn("events", self.event_worker.run)
+
+    def _refresh_metrics(self) -> None:
+        for r in self.readers:
+            m = self.metrics[r.cam.id]
+            m.frames_in = r.stats.frames_read
+            m.frames_dropped = r.queue.dropped
+            m.reconnects = r.stats.reconnects
+
+    def _start_metrics_and_watchdog(self) -> None:
+        outputs = self.config.outputs
+        self._background_stop = threading.Event()
+        self.reporter = MetricsReporter(
+            list(self.metrics.values()),
+            self._background_stop,
+            outputs.metrics_interval_s,
+            self.out,
+            outputs.metrics_file,
+            self._refresh_metrics,
+        )
+        threading.Thread(target=self.reporter.run, name="metrics", daemon=True).start()
+        self.watchdog = Watchdog(self.readers, list(self.threads), self._background_stop, self.failed)
+        threading.Thread(target=self.watchdog.run, name="watchdog", daemon=True).start()
+
+    # lifecycle ------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask every stage to wind down (idempotent; safe from a signal handler)."""
+        self.stop_event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every camera has ended and events are committed; True when finished."""
+        if not self._started:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._events_thread.is_alive():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            self._events_thread.join(0.2 if remaining is None else min(0.2, remaining))
+        return True
+
+    def finish(self, timeout_s: float = 30.0) -> bool:
+        """Stop the background threads and print the final metrics; False if workers did not end in time."""
+        done = self.wait(timeout_s)
+        if not self._finished and self._started:
+            self._finished = True
+            self._background_stop.set()
+            assert self.reporter is not None
+            self.reporter.final()
+        return done and not self.failed.is_set()
+
+    def run(self, stop_after_s: float | None = None) -> bool:
+        """Start, run until every source ends (or ``stop_after_s``), finish; True on a clean run."""
+        self.start()
+        if stop_after_s is not None and not self.wait(stop_after_s):
+            self.stop()
+        self.wait()
+        return self.finish()
