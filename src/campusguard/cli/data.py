@@ -1,0 +1,76 @@
+"""`campusguard synth`: write the deterministic synthetic campus data set."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from campusguard.errors import InvalidInputError
+
+__all__ = ["register", "parse_size_wh"]
+
+
+def parse_size_wh(text: str, option: str = "--video-size") -> tuple[int, int]:
+    """Parse ``"640x360"`` into ``(640, 360)``; raise `InvalidInputError` naming ``option``."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise InvalidInputError(f"{option} must look like WIDTHxHEIGHT (e.g. 640x360), got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+def synth(
+    out: Path = typer.Option(
+        ..., "--out", help="Output folder (created; existing files with the same names are replaced)."
+    ),
+    images: int = typer.Option(1000, "--images", help="Number of still images (train + val)."),
+    videos: int = typer.Option(0, "--videos", help="Number of videos with ground-truth JSON."),
+    seed: int = typer.Option(0, "--seed", help="Seed; the same seed gives the same bytes."),
+    imgsz: int = typer.Option(640, "--imgsz", help="Side of the square still images in pixels."),
+    video_size: str = typer.Option("640x360", "--video-size", help="Video frame size WIDTHxHEIGHT."),
+    video_seconds: float = typer.Option(40.0, "--video-seconds", help="Length of each video in seconds."),
+    fps: int = typer.Option(10, "--fps", help="Video frame rate."),
+    val_fraction: float = typer.Option(0.2, "--val-fraction", help="Fraction of the images in the val split."),
+) -> None:
+    """Render synthetic campus images (YOLO format, data.yaml) and videos with ground truth."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from campusguard.data.synth.dataset import generate_dataset, validate_generate_args
+
+    size_wh = parse_size_wh(video_size)
+    validate_generate_args(images, videos, seed, imgsz, size_wh, video_seconds, fps, val_fraction)
+    t0 = time.perf_counter()
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
+    ) as bar:
+        tasks = {"images": bar.add_task("images", total=images)}
+        if videos:
+            tasks["videos"] = bar.add_task("videos", total=videos)
+
+        def progress(stage: str, done: int) -> None:
+            bar.update(tasks[stage], completed=done)
+
+        summary = generate_dataset(
+            out,
+            images=images,
+            videos=videos,
+            seed=seed,
+            imgsz=imgsz,
+            video_size_wh=size_wh,
+            video_seconds=video_seconds,
+            fps=fps,
+            val_fraction=val_fraction,
+            progress=progress,
+        )
+    dt = time.perf_counter() - t0
+    typer.echo(
+        f"wrote {summary.n_train} train + {summary.n_val} val images ({summary.n_objects} objects), "
+        f"{len(summary.videos)} videos to {summary.out_dir} in {dt:.1f} s"
+    )
+    typer.echo(f"data: {summary.data_yaml}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``synth`` command to the CLI."""
+    app.command("synth")(synth)

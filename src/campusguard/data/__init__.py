@@ -1,0 +1,1 @@
+"""Data sets: the deterministic synthetic campus generator lives in `campusguard.data.synth`."""
