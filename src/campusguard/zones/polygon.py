@@ -135,10 +135,13 @@ class PolygonZone:
             pts = pts[:-1]  # tolerate an explicitly closed ring
         x, y = pts[:, 0], pts[:, 1]
         area = 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
-        if abs(area) < 1e-6:
+        spread = pts - pts.mean(axis=0)
+        if np.linalg.matrix_rank(spread, tol=1e-6 * max(1.0, float(np.abs(pts).max()))) < 2:
             raise InvalidInputError(f"{what}: polygon has zero area (degenerate or collinear points)")
         if _is_self_intersecting(pts):
             raise InvalidInputError(f"{what}: polygon edges intersect each other (self-intersecting)")
+        if abs(area) < 1e-6:
+            raise InvalidInputError(f"{what}: polygon has zero area (degenerate or collinear points)")
         if resolution_wh is not None:
             w, h = resolution_wh
             if np.any((x < 0) | (x > w) | (y < 0) | (y > h)):

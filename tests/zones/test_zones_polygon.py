@@ -1,0 +1,87 @@
+"""PolygonZone: validation naming the zone, fractions, vectorised containment, bottom-centre trigger."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from campusguard.errors import InvalidInputError
+from campusguard.zones import PolygonZone, points_in_polygon
+
+SQUARE = [[10, 10], [110, 10], [110, 110], [10, 110]]
+# a "U": concave, the notch x in (40, 80), y < 80 is outside
+U_SHAPE = [[0, 0], [40, 0], [40, 80], [80, 80], [80, 0], [120, 0], [120, 120], [0, 120]]
+
+
+@pytest.mark.parametrize(
+    ("polygon", "kwargs", "message"),
+    [
+        ([[0, 0], [10, 0]], {}, "at least 3"),
+        ([[0, 0], [10, 10], [20, 20]], {}, "zero area"),
+        ([[5, 5], [5, 5], [5, 5], [5, 5]], {}, "zero area"),
+        ([[0, 0], [100, 100], [100, 0], [0, 100]], {}, "self-intersecting"),  # bow tie
+        ([[0, 0], [50, 0], [50, 50], [0, 50], [25, -10]], {}, "self-intersecting"),
+        (SQUARE, {"resolution_wh": (100, 100)}, "outside the 100x100 frame"),
+        ([[0, 0], [0.5, 0], [0.5, 0.5]], {}, "no resolution"),
+        ([[0, 0], [2, 0], [2, 2]], {"units": "fraction", "resolution_wh": (10, 10)}, "0..1"),
+        ([[0, 0], [np.nan, 0], [2, 2]], {}, "finite"),
+    ],
+)
+def test_invalid_polygons_raise_naming_the_zone(polygon, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message) as info:
+        PolygonZone(polygon, "gate", **kwargs)
+    assert "'gate'" in str(info.value)
+
+
+def test_fractions_are_converted_with_resolution():
+    zone = PolygonZone([[0, 0], [0.5, 0], [0.5, 1], [0, 1]], "left half", resolution_wh=(640, 360))
+    np.testing.assert_allclose(zone.polygon_xy, [[0, 0], [320, 0], [320, 360], [0, 360]])
+    assert zone.area_px == pytest.approx(320 * 360)
+
+
+def test_pixel_units_are_kept_even_when_small():
+    zone = PolygonZone([[0, 0], [1, 0], [1, 1], [0, 1]], "tiny", units="px")
+    np.testing.assert_allclose(zone.polygon_xy, [[0, 0], [1, 0], [1, 1], [0, 1]])
+
+
+def test_closed_ring_is_accepted():
+    zone = PolygonZone([*SQUARE, SQUARE[0]], "ring")
+    assert len(zone.polygon_xy) == 4
+
+
+@pytest.mark.parametrize(
+    ("polygon", "points", "expected"),
+    [
+        (SQUARE, [[50, 50], [10, 50], [110, 110], [5, 50], [50, 111], [200, 200]], [1, 1, 1, 0, 0, 0]),
+        (U_SHAPE, [[20, 40], [60, 40], [100, 40], [60, 100], [60, 80], [40, 40], [130, 10]], [1, 0, 1, 1, 1, 1, 0]),
+        ([[0, 0], [100, 0], [50, 100]], [[50, 50], [50, 99], [10, 90], [50, 0]], [1, 1, 0, 1]),
+    ],
+)
+def test_contains_table(polygon, points, expected):
+    zone = PolygonZone(polygon, "z")
+    np.testing.assert_array_equal(zone.contains(np.array(points, dtype=np.float32)), np.array(expected, dtype=bool))
+
+
+def test_contains_agrees_with_opencv_off_the_boundary():
+    rng = np.random.default_rng(0)
+    polygon = np.array(U_SHAPE, dtype=np.float32)
+    points = rng.uniform(-10, 130, size=(2000, 2)).astype(np.float32)
+    dist = np.array([cv2.pointPolygonTest(polygon.reshape(-1, 1, 2), (float(x), float(y)), True) for x, y in points])
+    off_boundary = np.abs(dist) > 1e-3
+    ours = points_in_polygon(points, polygon)
+    np.testing.assert_array_equal(ours[off_boundary], dist[off_boundary] > 0)
+    assert 0.2 < ours.mean() < 0.8  # the sample really exercises both answers
+
+
+def test_contains_empty():
+    assert PolygonZone(SQUARE, "z").contains(np.zeros((0, 2))).shape == (0,)
+
+
+def test_trigger_uses_bottom_centre_by_default(make_detections):
+    zone = PolygonZone([[0, 100], [200, 100], [200, 200], [0, 200]], "lower band")
+    # box 1: centre (50, 80) outside, bottom-centre (50, 120) inside; box 2: the reverse
+    dets = make_detections([[30, 40, 70, 120], [130, 100, 170, 220]])
+    np.testing.assert_array_equal(zone.trigger(dets), [True, False])
+    np.testing.assert_array_equal(zone.trigger(dets, anchor="center"), [False, True])
+    assert zone.trigger(make_detections([])).shape == (0,)
