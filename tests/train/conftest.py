@@ -48,3 +48,9 @@ def draw_toy_dataset(root: Path, n_train: int = 16, n_val: int = 8, size: int = 
 @pytest.fixture
 def toy_dataset(tmp_path: Path) -> Path:
     return draw_toy_dataset(tmp_path / "toy")
+
+
+@pytest.fixture
+def draw_dataset():
+    """The `draw_toy_dataset` function, for tests that need other sizes."""
+    return draw_toy_dataset

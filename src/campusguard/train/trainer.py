@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,7 @@ def train(
     export_onnx: bool = True,
     onnx_opset: int = 17,
     overrides: dict[str, Any] | None = None,
+    callbacks: dict[str, Callable[[Any], None]] | None = None,
 ) -> TrainResult:
     """Train a YOLOv8 detector with Ultralytics' trainer.
 
@@ -196,6 +198,8 @@ def train(
         export_onnx: export the best weights to ONNX after training.
         onnx_opset: ONNX opset of the export.
         overrides: extra Ultralytics training arguments (e.g. ``{"mosaic": 0.5}``).
+        callbacks: Ultralytics callbacks by event (``"on_train_batch_end"``: ``fn(trainer)``);
+            they run in this process only (not in DDP workers).
 
     Raises:
         InvalidInputError: bad data set, model spec or numbers; DeviceError: missing GPUs or
@@ -245,6 +249,8 @@ def train(
     t0 = time.perf_counter()
     try:
         yolo = YOLO(spec, task="detect")
+        for event, fn in (callbacks or {}).items():
+            yolo.add_callback(event, fn)
         if resume:
             yolo.train(resume=True, trainer=OfflineDetectionTrainer)
         else:
