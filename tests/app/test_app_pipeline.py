@@ -1,0 +1,208 @@
+"""The watch pipeline end to end on a real video file, with a colour-blob detector in place of the network."""
+
+from __future__ import annotations
+
+import io
+import json
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
+
+from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.events import read_events  # noqa: E402
+from campusguard.app.events.types import Event  # noqa: E402
+from campusguard.app.pipeline import EventMessage, EventWorker, scale_detections  # noqa: E402
+from campusguard.app.service import WatchService  # noqa: E402
+from campusguard.app.sources import EndOfStream  # noqa: E402
+from campusguard.detections import Detections  # noqa: E402
+from campusguard.errors import ConfigError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_scene(tmp_path_factory.mktemp("video") / "scene.mp4")
+
+
+def run_service(text: str, detector: BlobDetector | None = None) -> tuple[WatchService, str]:
+    out = io.StringIO()
+    service = WatchService(
+        parse_config(text, "watch.yaml"), detector_factory=lambda *a: detector or BlobDetector(), out=out
+    )
+    assert service.run()
+    return service, out.getvalue()
+
+
+def test_end_to_end_events_video_snapshots_and_metrics(scene: Path, tmp_path: Path) -> None:
+    service, printed = run_service(scene_config(scene, tmp_path))
+    events = {e.rule_kind: e for e in read_events(tmp_path / "events.db")}
+    assert set(events) == {"intrusion", "fire_lane"}
+    intr = events["intrusion"]
+    # the person's bottom-centre enters the zone (x >= 160) on frame 18 and leaves the frame after frame 36
+    assert intr.onset_s == pytest.approx(1.8)
+    assert 2.8 <= intr.start_s <= 3.0 and intr.end_s == pytest.approx(3.6)
+    assert events["fire_lane"].end_s == pytest.approx(5.9)  # ended at the last frame by the shutdown
+    # every stored event was also reported, after storage, on both sinks
+    lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert {d["event_id"] for d in lines} == {e.event_id for e in events.values()}
+    assert printed.count("[start]") == 2 and printed.count("[end]") == 2
+    assert "[metrics] cam1:" in printed and "frames 60" in printed
+    cap = cv2.VideoCapture(str(tmp_path / "video" / "cam1.mp4"))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 60
+    cap.release()
+    snaps = sorted((tmp_path / "snaps").iterdir())
+    assert len(snaps) == 2 and all(cv2.imread(str(p)) is not None for p in snaps)
+    assert all(e.snapshot_path and Path(e.snapshot_path).exists() for e in events.values())
+
+
+def test_file_runs_are_deterministic(scene: Path, tmp_path: Path) -> None:
+    def starts(d: Path) -> list[tuple[str, float, float | None]]:
+        d.mkdir()
+        run_service(scene_config(scene, d))
+        return sorted((e.rule_kind, e.start_s, e.end_s) for e in read_events(d / "events.db"))
+
+    assert starts(tmp_path / "a") == starts(tmp_path / "b")
+
+
+def test_two_cameras_are_batched_together_and_keep_their_order(scene: Path, tmp_path: Path) -> None:
+    text = scene_config(scene, tmp_path).replace("batch_size: 2", "batch_size: 4\n  batch_wait_ms: 50")
+    second = text.split("cameras:\n")[1].split("alerts:")[0].replace("id: cam1", "id: cam2")
+    text = text.replace("alerts:", second + "alerts:", 1)
+    detector = BlobDetector()
+    service, printed = run_service(text, detector)
+    assert detector.images == 120
+    assert max(detector.batch_sizes) > 1  # frames of both cameras shared inference calls
+    events = read_events(tmp_path / "events.db")
+    by_cam = {c: sorted((e.rule_kind, e.start_s) for e in events if e.camera_id == c) for c in ("cam1", "cam2")}
+    assert by_cam["cam1"] == by_cam["cam2"] and len(by_cam["cam1"]) == 2
+    assert "[metrics] cam2:" in printed
+
+
+def test_stop_mid_run_ends_open_events(scene: Path, tmp_path: Path) -> None:
+    text = scene_config(scene, tmp_path).replace(
+        f"source: {scene}", f"source: {scene}\n    loop: true\n    realtime: true"
+    )
+    service = WatchService(
+        parse_config(text, "watch.yaml"), detector_factory=lambda *a: BlobDetector(), out=io.StringIO()
+    )
+    service.start()
+    deadline = time.monotonic() + 30
+    while not any(e.rule_kind == "fire_lane" for e in read_events(tmp_path / "events.db")):
+        assert time.monotonic() < deadline, "no event raised"
+        time.sleep(0.1)
+    service.stop()
+    assert service.wait(20)
+    assert service.finish()
+    events = read_events(tmp_path / "events.db")
+    assert events and all(e.end_s is not None for e in events)
+
+
+class CrashingDetector(BlobDetector):
+    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
+        raise RuntimeError("boom")
+
+
+def test_a_crashing_worker_stops_the_pipeline(scene: Path, tmp_path: Path) -> None:
+    service = WatchService(
+        parse_config(scene_config(scene, tmp_path), "w.yaml"),
+        detector_factory=lambda *a: CrashingDetector(),
+        out=io.StringIO(),
+    )
+    service.start()
+    assert service.wait(20)
+    assert not service.finish()  # reported as a failed run, and nothing hangs
+
+
+def test_start_up_errors_name_the_line(scene: Path, tmp_path: Path) -> None:
+    good = scene_config(scene, tmp_path)
+    cases = [
+        (
+            good.replace(f"source: {scene}", f"source: {tmp_path / 'missing.mp4'}"),
+            r"watch.yaml:7: cameras\[0\].source: camera 'cam1': video file .* does not exist",
+        ),
+        (
+            good.replace(f"source: {scene}", "source: rtsp://127.0.0.1:9/none\n    stall_timeout_s: 1"),
+            r"watch.yaml:7: cameras\[0\].source: camera 'cam1': cannot open video source",
+        ),
+        (
+            good.replace("classes: [car]", "classes: [tractor]"),
+            r"watch.yaml:\d+: cameras\[0\].rules\[1\].classes\[0\]: unknown class 'tractor'",
+        ),
+        (
+            good.replace(
+                "[[160, 0], [320, 0], [320, 180], [160, 180]]", "[[160, 0], [640, 0], [640, 180], [160, 180]]"
+            ),
+            r"watch.yaml:10: cameras\[0\].zones\[0\].polygon: .*outside the 320x180 frame",
+        ),
+    ]
+    for text, pattern in cases:
+        service = WatchService(
+            parse_config(text, "watch.yaml"), detector_factory=lambda *a: BlobDetector(), out=io.StringIO()
+        )
+        with pytest.raises(ConfigError, match=pattern):
+            service.start()
+
+
+class RecordingStore:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def record(self, event: Event) -> None:
+        self.log.append(f"store {event.phase}")
+
+    def close(self) -> None:
+        self.log.append("store closed")
+
+
+class RecordingSink:
+    def __init__(self, log: list[str], fail: bool = False) -> None:
+        self.log, self.fail = log, fail
+
+    def send(self, event: Event) -> None:
+        if self.fail:
+            raise OSError("sink down")
+        self.log.append(f"sink {event.phase}")
+
+    def close(self) -> None:
+        self.log.append("sink closed")
+
+
+def make_event(phase: str) -> Event:
+    return Event(
+        event_id="e1",
+        phase=phase,
+        camera_id="c",
+        rule_name="r",
+        rule_kind="intrusion",
+        zone="z",
+        start_s=1.0,
+        end_s=2.0 if phase == "end" else None,
+    )  # type: ignore[arg-type]
+
+
+def test_event_worker_commits_before_reporting_and_survives_a_broken_sink() -> None:
+    log: list[str] = []
+    inbox: queue.Queue = queue.Queue()
+    for phase in ("start", "end"):
+        inbox.put(EventMessage(make_event(phase)))
+    inbox.put(EndOfStream("c"))
+    worker = EventWorker(
+        inbox, RecordingStore(log), [RecordingSink(log, fail=True), RecordingSink(log)], ["c"], threading.Event()
+    )
+    worker.run()
+    assert log == ["store start", "sink start", "store end", "sink end", "sink closed", "sink closed", "store closed"]
+
+
+def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:
+    det = Detections(np.array([[10, 20, 30, 40]], np.float32), np.array([0.5], np.float32), np.array([0]))
+    out = scale_detections(det, (640, 360), (320, 180))
+    np.testing.assert_allclose(out.xyxy, [[5, 10, 15, 20]])
+    assert scale_detections(det, (320, 180), (320, 180)) is det
