@@ -152,6 +152,14 @@ class WatchService:
         self._start_metrics_and_watchdog()
         self._started = True
 
+    def check(self) -> None:
+        """The start-up checks alone: sources open, models load, zones fit the frames, classes exist."""
+        if not self.cameras:
+            raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
+        self._probe_cameras()
+        self._load_detectors()
+        self._build_cameras()
+
     # steps ----------------------------------------------------------------------------------
     def _probe_cameras(self) -> None:
         for i, cam in self.cameras:

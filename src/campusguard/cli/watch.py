@@ -1,0 +1,130 @@
+"""`campusguard watch CONFIG`, `campusguard demo`, and `campusguard config schema|check`."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import typer
+
+config_app = typer.Typer(name="config", help="The watch configuration: JSON Schema and checks.", no_args_is_help=True)
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def run_until_stopped(service: object, seconds: float | None = None) -> bool:
+    """Start ``service`` and wait for it; SIGINT/SIGTERM stop it cleanly (a second SIGINT aborts)."""
+    from campusguard.app.service import WatchService
+
+    assert isinstance(service, WatchService)
+    hits = {"n": 0}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        hits["n"] += 1
+        if hits["n"] > 1 and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        print(f"{signal.Signals(signum).name}: stopping, ending open events...", file=sys.stderr, flush=True)
+        service.stop()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        service.start()
+        if seconds is not None and not service.wait(seconds):
+            service.stop()
+        service.wait()
+        return service.finish()
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def watch(
+        config: Path = typer.Argument(..., help="Watch configuration YAML (see `campusguard config schema`)."),
+        seconds: float = typer.Option(
+            None,
+            "--seconds",
+            min=0,
+            help="Stop after this many seconds (default: run until the sources end or Ctrl-C).",
+        ),
+        log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning or error."),
+    ) -> None:
+        """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
+        from campusguard.app.config import load_config
+        from campusguard.app.service import WatchService
+
+        _setup_logging(log_level)
+        service = WatchService(load_config(config))
+        if not run_until_stopped(service, seconds):
+            raise typer.Exit(1)
+
+    @app.command()
+    def demo(
+        seed: int = typer.Option(
+            0, "--seed", help="Scenario seed: each seed scripts a different campus scene and incidents."
+        ),
+        out: Path = typer.Option(
+            Path("campusguard-demo"), "--out", help="Folder for the video, config, events, annotated video and summary."
+        ),
+        seconds: float = typer.Option(
+            40.0, "--seconds", min=5, max=600, help="Length of the generated video in seconds."
+        ),
+        model: str = typer.Option(None, "--model", help="Model to use instead of the bundled default."),
+        log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning or error."),
+    ) -> None:
+        """Generate a synthetic campus video with scripted incidents, watch it, and score what was found."""
+        from campusguard.app.demo import run_demo
+
+        _setup_logging(log_level)
+        result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model)
+        if not result.clean:
+            raise typer.Exit(1)
+
+    @config_app.command("schema")
+    def schema(
+        out: Path = typer.Option(None, "--out", help="Write the schema to this file instead of stdout."),
+    ) -> None:
+        """Print the JSON Schema of the watch configuration."""
+        from campusguard.app.config import config_schema
+
+        text = config_schema()
+        if out is None:
+            typer.echo(text)
+        else:
+            out.write_text(text + "\n", encoding="utf-8")
+
+    @config_app.command("check")
+    def check(
+        config: Path = typer.Argument(..., help="Watch configuration YAML."),
+        probe: bool = typer.Option(
+            False, "--probe", help="Also open every source and load the models (checks frame size and class names)."
+        ),
+    ) -> None:
+        """Validate a watch configuration; with --probe also the sources, models, zones and classes."""
+        from campusguard.app.config import load_config
+
+        loaded = load_config(config)
+        cfg = loaded.config
+        if probe:
+            from campusguard.app.service import WatchService
+
+            WatchService(loaded).check()
+        rules = sum(len(c.rules) for c in cfg.cameras)
+        typer.echo(
+            f"{config}: OK ({len(cfg.cameras)} camera(s), {rules} rule(s), {len(cfg.alerts)} alert sink(s){', sources and models probed' if probe else ''})"
+        )
+
+    app.add_typer(config_app)
+
+
+__all__ = ["register", "run_until_stopped"]
