@@ -101,7 +101,9 @@ def fall_onnx_static(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return export_onnx(ModelRef("pt", fall_pt), out, imgsz_hw=(640, 640), dynamic=False)
 
 
-def build_tiny_detector_onnx(path: Path, nc: int = 2, hw: tuple[int, int] = (64, 64), boxes: list[list[float]] | None = None) -> Path:
+def build_tiny_detector_onnx(
+    path: Path, nc: int = 2, hw: tuple[int, int] = (64, 64), boxes: list[list[float]] | None = None
+) -> Path:
     """A tiny ONNX 'detector' whose head output is fixed: ``(1, 4+nc, N)`` built from ``boxes``.
 
     Each box is ``[cx, cy, w, h, score_class0, ..., score_class{nc-1}]`` in input pixels. The

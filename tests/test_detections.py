@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
-from conftest import make_detections
 
 from campusguard.detections import Detections
+from conftest import make_detections
 
 
 def test_shapes_and_dtypes_are_normalised():
@@ -18,8 +18,14 @@ def test_shapes_and_dtypes_are_normalised():
     [
         ({"xyxy": np.zeros((2, 3)), "confidence": np.zeros(2), "class_id": np.zeros(2)}, "shape"),
         ({"xyxy": np.zeros((2, 4)), "confidence": np.zeros(3), "class_id": np.zeros(2)}, "disagree"),
-        ({"xyxy": np.zeros((2, 4)), "confidence": np.zeros(2), "class_id": np.zeros(2), "tracker_id": np.zeros(1)}, "tracker_id"),
-        ({"xyxy": np.zeros((2, 4)), "confidence": np.zeros(2), "class_id": np.zeros(2), "data": {"x": np.zeros(3)}}, "data"),
+        (
+            {"xyxy": np.zeros((2, 4)), "confidence": np.zeros(2), "class_id": np.zeros(2), "tracker_id": np.zeros(1)},
+            "tracker_id",
+        ),
+        (
+            {"xyxy": np.zeros((2, 4)), "confidence": np.zeros(2), "class_id": np.zeros(2), "data": {"x": np.zeros(3)}},
+            "data",
+        ),
     ],
 )
 def test_bad_shapes_raise(kwargs, message):

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import build_tiny_detector_onnx
 
 from campusguard.detector import Detector
 from campusguard.errors import DeviceError, ImageReadError, InvalidInputError, ModelLoadError
 from campusguard.io.images import read_image
+from conftest import build_tiny_detector_onnx
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "campusguard.cli.main", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "campusguard.cli.main", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, pattern: str) -> None:
@@ -110,7 +112,12 @@ def test_allow_cpu_fallback_warns_and_runs(tiny_onnx, caplog):
 
 @pytest.mark.parametrize(
     "kwargs, pattern",
-    [({"imgsz": 100}, "multiple of 32"), ({"conf": 1.5}, "outside 0..1"), ({"iou": -0.1}, "outside 0..1"), ({"device": "tpu:0"}, "device")],
+    [
+        ({"imgsz": 100}, "multiple of 32"),
+        ({"conf": 1.5}, "outside 0..1"),
+        ({"iou": -0.1}, "outside 0..1"),
+        ({"device": "tpu:0"}, "device"),
+    ],
 )
 def test_bad_arguments(tiny_onnx, kwargs, pattern):
     with pytest.raises(InvalidInputError, match=pattern):
@@ -152,7 +159,15 @@ def test_cli_bad_input_is_one_line(args, pattern, tiny_onnx, classifier_onnx, ba
 
 @pytest.mark.torch
 def test_cli_pt_not_a_checkpoint(bad_files, assets_dir):
-    proc = run_cli("predict", str(bad_files["notyolo.pt"]), str(assets_dir / "bus.jpg"), "--backend", "torch", "--out", str(bad_files["notyolo.pt"].parent / "o"))
+    proc = run_cli(
+        "predict",
+        str(bad_files["notyolo.pt"]),
+        str(assets_dir / "bus.jpg"),
+        "--backend",
+        "torch",
+        "--out",
+        str(bad_files["notyolo.pt"].parent / "o"),
+    )
     assert_one_line_error(proc, "not an Ultralytics")
 
 

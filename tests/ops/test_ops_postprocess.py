@@ -47,19 +47,21 @@ def test_nms_matches_torchvision_on_random_boxes():
 
 
 def test_decode_confidence_filter_classes_and_max_det():
-    out = head([
-        [50, 50, 20, 20, 0.9, 0.1],
-        [52, 50, 20, 20, 0.8, 0.1],   # overlaps the first, same class: suppressed
-        [150, 50, 20, 20, 0.1, 0.7],  # class 1
-        [250, 50, 20, 20, 0.2, 0.1],  # below conf
-    ])
-    (xyxy, conf, cls), = decode_yolov8(out, 0.25, 0.7)
+    out = head(
+        [
+            [50, 50, 20, 20, 0.9, 0.1],
+            [52, 50, 20, 20, 0.8, 0.1],  # overlaps the first, same class: suppressed
+            [150, 50, 20, 20, 0.1, 0.7],  # class 1
+            [250, 50, 20, 20, 0.2, 0.1],  # below conf
+        ]
+    )
+    ((xyxy, conf, cls),) = decode_yolov8(out, 0.25, 0.7)
     np.testing.assert_allclose(conf, [0.9, 0.7])
     np.testing.assert_array_equal(cls, [0, 1])
     np.testing.assert_allclose(xyxy[0], [40, 40, 60, 60])
-    (_, conf1, cls1), = decode_yolov8(out, 0.25, 0.7, classes=[1])
+    ((_, conf1, cls1),) = decode_yolov8(out, 0.25, 0.7, classes=[1])
     assert cls1.tolist() == [1]
-    (_, conf2, _), = decode_yolov8(out, 0.25, 0.7, max_det=1)
+    ((_, conf2, _),) = decode_yolov8(out, 0.25, 0.7, max_det=1)
     assert conf2.tolist() == pytest.approx([0.9])
 
 

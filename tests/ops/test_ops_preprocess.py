@@ -76,7 +76,9 @@ def test_to_bgr_uint8_converts(image):
     assert abs(int(out[0, 0, 0]) - 128) <= 1
 
 
-@pytest.mark.parametrize("bad", [np.zeros((0, 0, 3), np.uint8), np.zeros((4, 4, 2), np.uint8), "x", np.zeros(5, np.uint8)])
+@pytest.mark.parametrize(
+    "bad", [np.zeros((0, 0, 3), np.uint8), np.zeros((4, 4, 2), np.uint8), "x", np.zeros(5, np.uint8)]
+)
 def test_to_bgr_uint8_rejects(bad):
     with pytest.raises(InvalidInputError):
         to_bgr_uint8(bad)
