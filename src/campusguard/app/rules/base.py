@@ -247,6 +247,7 @@ class Episode:
         self.last_active_frame: int | None = None
         self.last_active_wall: datetime | None = None
         self.last_end_s: float | None = None
+        self.active_now = False  # the condition held on the latest frame
         self.seen: dict[int, int] = {}  # tracker_id -> class_id of every object in the open event
 
     @property
@@ -290,6 +291,7 @@ class Episode:
         """
         out: list[Event] = []
         objects = objects or {}
+        self.active_now = active
         if active:
             self.last_active_s, self.last_active_frame, self.last_active_wall = timestamp_s, frame_index, wall_time
             if self.current is None:
@@ -344,11 +346,11 @@ class Episode:
         return ev
 
     def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
-        """End the open event, if any: at ``timestamp_s`` if the condition still held within the
-        end grace, else at the last moment it held."""
+        """End the open event, if any: at ``timestamp_s`` if the condition held on the latest
+        frame (still ongoing), else at the last moment it held."""
         if self.current is None:
             return []
-        assert self.last_active_s is not None
-        if timestamp_s - self.last_active_s <= self.end_grace_s:
+        if self.active_now:
+            assert self.last_active_s is not None
             return [self._end(max(timestamp_s, self.last_active_s), self.last_active_frame, wall_time)]
         return [self._end()]

@@ -102,8 +102,10 @@ class LineCrossingRule:
         if self.direction in ("out", "both"):
             masks.append(("out", crossings.crossed_out, crossings.out_count))
         out: list[Event] = []
-        for direction, mask, count in masks:
-            for i in np.flatnonzero(mask):
+        for direction, mask, total in masks:
+            rows = np.flatnonzero(mask)
+            for k, i in enumerate(rows):
+                count = total - len(rows) + k + 1  # several crossings on one frame are numbered in row order
                 if self._last_event_s is not None and timestamp_s - self._last_event_s < self.cooldown_s:
                     continue
                 assert detections.tracker_id is not None

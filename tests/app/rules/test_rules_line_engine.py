@@ -1,0 +1,93 @@
+"""LineCrossingRule and RuleEngine."""
+
+from __future__ import annotations
+
+import pytest
+
+from campusguard.app.rules import RULE_TYPES, IntrusionRule, LineCrossingRule, RuleEngine
+from campusguard.errors import InvalidInputError
+from campusguard.zones import LineZone, PolygonZone
+
+
+def _line():
+    # vertical line x=320 drawn downwards: "left" (on screen, walking down) is x > 320
+    return LineZone((320, 20), (320, 340), "gate", in_side="left", hysteresis_px=2.0)
+
+
+def _tracks(scene):
+    right_walker = scene.Track(1, 0, [(0.0, 250.0, 200.0), (2.0, 390.0, 200.0)])  # crosses x=320 at 1.0
+    left_walker = scene.Track(2, 0, [(0.0, 400.0, 300.0), (2.0, 240.0, 300.0)])  # crosses at 1.0
+    car = scene.Track(3, 2, [(0.0, 250.0, 100.0), (2.0, 390.0, 100.0)], size_wh=(100, 50))
+    return [right_walker, left_walker, car]
+
+
+@pytest.mark.parametrize(
+    ("direction", "class_ids", "expected"),
+    [
+        ("in", (0,), [("in", (1,), 1)]),
+        ("out", (0,), [("out", (2,), 1)]),
+        ("both", (0,), [("in", (1,), 1), ("out", (2,), 1)]),
+        ("in", None, [("in", (1,), 1), ("in", (3,), 2)]),
+        ("in", (2,), [("in", (3,), 1)]),
+    ],
+)
+def test_line_crossing_table(scene, direction, class_ids, expected):
+    rule = LineCrossingRule(name="count", camera_id="c", line=_line(), direction=direction, class_ids=class_ids)
+    events = scene.run(rule, scene.frames(_tracks(scene), 3.0))
+    assert [(e.direction, e.tracker_ids, e.count) for e in events] == expected
+    for e in events:
+        # crossing between frames 1.0 and 1.1 (x=320 exactly at 1.0 is on the line, within hysteresis)
+        assert e.phase == "start" and e.start_s == e.end_s == pytest.approx(1.1)
+        assert e.rule_kind == "line_crossing" and e.zone == "gate"
+    assert rule.in_count + rule.out_count >= len(events)
+
+
+def test_line_crossing_cooldown_still_counts(scene):
+    tracks = [
+        scene.Track(i + 1, 0, [(0.0 + i * 0.5, 250.0, 100.0 + 60 * i), (2.0 + i * 0.5, 390.0, 100.0 + 60 * i)])
+        for i in range(3)
+    ]
+    rule = LineCrossingRule(name="count", camera_id="c", line=_line(), cooldown_s=5.0)
+    events = scene.run(rule, scene.frames(tracks, 4.0))
+    assert len(events) == 1 and rule.in_count == 3
+
+
+def test_engine_runs_rules_and_closes(scene):
+    zone = PolygonZone([[200, 100], [400, 100], [400, 300], [200, 300]], "yard")
+    engine = RuleEngine(
+        "c",
+        [
+            IntrusionRule(name="intrusion", camera_id="c", zone=zone, min_seconds=0.5),
+            LineCrossingRule(name="count", camera_id="c", line=_line()),
+        ],
+    )
+    walker = scene.Track(1, 0, [(0.0, 250.0, 200.0), (2.0, 390.0, 200.0), (5.0, 390.0, 200.0)])
+    events = []
+    for t, f, d in scene.frames([walker], 5.0):
+        events += engine.update(t, d, f)
+    assert [(e.rule_name, e.phase) for e in events] == [("intrusion", "start"), ("count", "start")]
+    assert [e.rule_name for e in engine.open_events()] == ["intrusion"]
+    closing = engine.close(5.0)
+    assert [(e.rule_name, e.phase, e.end_s) for e in closing] == [("intrusion", "end", 5.0)]
+    assert engine.open_events() == []
+
+
+def test_engine_validation():
+    zone = PolygonZone([[0, 0], [10, 0], [10, 10]], "z")
+    a = IntrusionRule(name="x", camera_id="c", zone=zone)
+    with pytest.raises(InvalidInputError, match="unique"):
+        RuleEngine("c", [a, IntrusionRule(name="x", camera_id="c", zone=zone)])
+    with pytest.raises(InvalidInputError, match="belongs to camera 'c'"):
+        RuleEngine("d", [a])
+
+
+def test_rule_types_cover_every_kind():
+    from campusguard.app.events import RULE_KINDS
+
+    assert set(RULE_TYPES) == set(RULE_KINDS)
+    assert all(cls.kind == kind for kind, cls in RULE_TYPES.items())
+
+
+def test_line_rule_validation():
+    with pytest.raises(InvalidInputError, match="direction"):
+        LineCrossingRule(name="r", camera_id="c", line=_line(), direction="up")
