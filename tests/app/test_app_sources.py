@@ -125,6 +125,7 @@ def test_looping_file_keeps_timestamps_increasing(tmp_path: Path) -> None:
     frames = [f for f in drain(q) if isinstance(f, Frame)]
     ts = [f.timestamp_s for f in frames]
     assert len(frames) >= 12 and ts == sorted(ts) and len(set(ts)) == len(ts)
+    assert reader.stats.loops >= 2 and reader.stats.reconnects == 0  # restarted at once, not as a lost stream
 
 
 def test_image_folder_source(tmp_path: Path) -> None:

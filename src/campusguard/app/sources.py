@@ -277,6 +277,7 @@ class ReaderStats:
     frames_skipped_fps_cap: int = 0
     broken_frames: int = 0
     reconnects: int = 0
+    loops: int = 0
     last_frame_at: float = field(default_factory=time.monotonic)
     resolution_wh: tuple[int, int] | None = None
     connected: bool = False
@@ -348,7 +349,10 @@ class CameraReader:
                 source.close()
                 self.stats.connected = False
             if finished:
-                return "end of stream"
+                if not self.cam.loop:
+                    return "end of stream"
+                self.stats.loops += 1
+                continue  # a looping file starts again at once
             if self.stop.is_set():
                 break
             self.stats.reconnects += 1
@@ -358,7 +362,7 @@ class CameraReader:
         return "stopped"
 
     def _read_all(self, source: FrameSource) -> bool:
-        """Read frames until the source fails; True when the stream is finished for good (end of a file)."""
+        """Read frames until the source fails; True at the end of a file, False when the stream was lost or stopped."""
         fps = source.fps or self.cam.folder_fps
         realtime = self.cam.is_realtime()
         started = time.monotonic()
@@ -379,7 +383,7 @@ class CameraReader:
                     source.skip()  # type: ignore[attr-defined]
                     self._index += 1
                     continue
-                return not self.cam.loop  # a looping file is reopened by _run
+                return True
             broken = 0
             now = time.monotonic()
             index = self._index
