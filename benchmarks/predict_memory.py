@@ -26,7 +26,7 @@ import psutil
 def write_video(path: Path, frames: int, size_wh: tuple[int, int] = (640, 360), fps: float = 25.0) -> None:
     """Moving rectangles on a grey background; deterministic."""
     w, h = size_wh
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, size_wh)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, size_wh)
     for i in range(frames):
         img = np.full((h, w, 3), 90, np.uint8)
         x = (i * 3) % (w - 60)

@@ -6,6 +6,8 @@ so messages must be complete sentences that name the offending input.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CampusGuardError(Exception):
     """Base class of every error CampusGuard raises on purpose."""
@@ -41,7 +43,7 @@ class SourceError(CampusGuardError):
     """A video source cannot be opened or read."""
 
 
-def require(module: str, extra: str) -> object:
+def require(module: str, extra: str) -> Any:
     """Import an optional dependency or raise a one-line error naming the pip extra.
 
     Args:

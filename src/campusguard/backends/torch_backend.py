@@ -59,7 +59,7 @@ def build_architecture(name: str, nc: int = 80, seed: int = 0) -> Any:
     from campusguard.data_names import COCO_NAMES
 
     model.names = dict(enumerate(COCO_NAMES[:nc]))
-    model.args = {"imgsz": 640}
+    model.args = {"imgsz": 640}  # type: ignore[assignment]
     return model
 
 

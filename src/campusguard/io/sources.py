@@ -92,7 +92,7 @@ def iter_media(source: str | Path) -> Iterator[MediaItem]:
 
 def open_video_writer(path: Path, fps: float, size_wh: tuple[int, int]) -> cv2.VideoWriter:
     """An mp4 writer; raise `SourceError` if OpenCV cannot create it."""
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, size_wh)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, size_wh)
     if not writer.isOpened():
         raise SourceError(f"{path}: cannot create video writer")
     return writer

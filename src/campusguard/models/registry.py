@@ -48,7 +48,7 @@ class ModelRef:
     name: str | None = None
 
     def __str__(self) -> str:
-        return self.name if self.kind == "arch" else str(self.path)
+        return str(self.name) if self.kind == "arch" else str(self.path)
 
 
 def parse_model_ref(model: str | Path | None) -> ModelRef:
@@ -114,12 +114,9 @@ def load_backend(
             raise InvalidInputError(f"{ref.path}: the torch backend needs a .pt checkpoint or an architecture name")
         from campusguard.backends.torch_backend import TorchBackend
 
-        return TorchBackend(
-            ref.name if ref.kind == "arch" else ref.path,
-            device=device,
-            half=half,
-            allow_cpu_fallback=allow_cpu_fallback,
-        )  # type: ignore[arg-type]
+        target = str(ref.name) if ref.kind == "arch" else ref.path
+        assert target is not None
+        return TorchBackend(target, device=device, half=half, allow_cpu_fallback=allow_cpu_fallback)
 
     from campusguard.backends.onnxruntime_backend import OnnxRuntimeBackend
 
