@@ -162,9 +162,17 @@ class WebhookSink:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                if self._abort.is_set():
+                    return  # closing and nothing left (close may not have managed to queue _STOP)
+                continue
             if item is _STOP:
                 return
+            if self._abort.is_set():
+                self._dead_letter(item, "not delivered before close")
+                continue
             error = self._deliver(item, 1 + self.retries)
             if error is None:
                 self.delivered += 1

@@ -1,0 +1,158 @@
+"""Alert sinks: stdout, JSONL, fan-out; webhook retries, dead letters, recovery, never blocking."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pytest
+
+from campusguard.app.alerts import AlertSink, JsonlSink, MultiSink, StdoutSink, WebhookSink, format_event
+from campusguard.app.events import read_events
+from campusguard.errors import InvalidInputError
+
+
+def _dead_ids(path) -> list[str]:
+    if not path.exists():
+        return []
+    return [json.loads(line)["event"]["event_id"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def _wait(predicate, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_stdout_sink_and_phase_filter(make_event):
+    buf = io.StringIO()
+    sink = StdoutSink(buf, phases=("start",))
+    assert isinstance(sink, AlertSink)
+    sink.send(make_event())
+    sink.send(make_event(phase="end", end_s=20.0))
+    lines = buf.getvalue().splitlines()
+    assert lines == [format_event(make_event())]
+    assert lines[0].startswith(
+        "[start] cam0 no entry(intrusion) zone=yard t=12.50s ids=[3, 7] classes=[person] count=2"
+    )
+
+
+def test_jsonl_sink_appends_readable_events(tmp_path, make_event):
+    path = tmp_path / "out" / "alerts.jsonl"
+    sink = JsonlSink(path)
+    sink.send(make_event())
+    sink.send(make_event(phase="end", end_s=20.0))
+    sink.close()
+    JsonlSink(path).close()  # reopening appends, never truncates
+    assert len(path.read_text().splitlines()) == 2
+    assert [(e.event_id, e.end_s) for e in read_events(path)] == [("e1", 20.0)]
+
+
+def test_multisink_isolates_a_failing_sink(make_event):
+    class Broken:
+        def send(self, event):
+            raise RuntimeError("boom")
+
+        def close(self, timeout_s=5.0):
+            raise RuntimeError("boom")
+
+    buf = io.StringIO()
+    multi = MultiSink([Broken(), StdoutSink(buf)])
+    multi.send(make_event())
+    multi.close()
+    assert multi.errors == 2 and buf.getvalue().count("\n") == 1
+
+
+def test_webhook_retries_through_500s_and_delivers_everything(tmp_path, make_event, receiver_factory):
+    receiver = receiver_factory(fail_first=4)
+    dead = tmp_path / "dead.jsonl"
+    sink = WebhookSink(receiver.url, dead_letter_path=dead, retries=6, backoff_s=0.01)
+    ids = [f"e{i}" for i in range(5)]
+    for i in ids:
+        sink.send(make_event(event_id=i))
+    sink.close(timeout_s=20)
+    assert sorted(receiver.ids) == ids
+    assert _dead_ids(dead) == [] and sink.delivered == 5 and sink.dead_lettered == 0
+
+
+def test_webhook_dead_receiver_then_recovery_loses_nothing(tmp_path, make_event, receiver_factory, unused_port):
+    dead = tmp_path / "dead.jsonl"
+    url = f"http://127.0.0.1:{unused_port}/hook"
+    sink = WebhookSink(url, dead_letter_path=dead, retries=1, backoff_s=0.01, timeout_s=2.0)
+    first = [f"down-{i}" for i in range(3)]
+    for i in first:
+        sink.send(make_event(event_id=i))  # connection refused
+    assert _wait(lambda: sorted(_dead_ids(dead)) == first)
+    receiver = receiver_factory(port=unused_port)  # the receiver comes back on the same port
+    sink.send(make_event(event_id="up-0"))
+    assert _wait(lambda: len(receiver.ids) == 4)
+    sink.close(timeout_s=10)
+    assert sorted(receiver.ids) == sorted([*first, "up-0"])  # dead letters re-driven
+    assert _dead_ids(dead) == [] and sink.redriven == 3
+
+
+def test_webhook_never_blocks_and_full_queue_goes_to_dead_letters(tmp_path, make_event, unused_port):
+    dead = tmp_path / "dead.jsonl"
+    # a receiver that never answers would hold the worker; a refused port with long back-off does too
+    sink = WebhookSink(
+        f"http://127.0.0.1:{unused_port}/", dead_letter_path=dead, retries=50, backoff_s=5.0, queue_size=2
+    )
+    ids = [f"e{i}" for i in range(10)]
+    for i in ids:
+        sink.send(make_event(event_id=i))  # returns at once even though nothing is delivered
+    assert sink.dead_lettered >= 7  # at most 1 in flight + 2 queued
+    sink.close(timeout_s=0.5)  # gives up retrying: the rest goes to the dead letters too
+    assert sorted(_dead_ids(dead)) == ids
+    sink.send(make_event(event_id="late"))
+    assert "late" in _dead_ids(dead)
+
+
+def test_webhook_4xx_is_not_retried(tmp_path, make_event):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits = []
+
+    class Reject(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            hits.append(1)
+            self.send_response(400)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Reject)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        dead = tmp_path / "dead.jsonl"
+        sink = WebhookSink(
+            f"http://127.0.0.1:{server.server_address[1]}/", dead_letter_path=dead, retries=5, backoff_s=0.01
+        )
+        sink.send(make_event())
+        sink.close(timeout_s=10)
+        assert len(hits) == 1 and _dead_ids(dead) == ["e1"]
+        assert json.loads(dead.read_text())["error"] == "HTTP 400"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"url": "ftp://x"}, "http"),
+        ({"url": "http://x", "retries": -1}, "retries"),
+        ({"url": "http://x", "timeout_s": 0}, "timeout_s"),
+        ({"url": "http://x", "queue_size": 0}, "queue_size"),
+    ],
+)
+def test_webhook_validation(tmp_path, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        WebhookSink(dead_letter_path=tmp_path / "d.jsonl", **kwargs)
