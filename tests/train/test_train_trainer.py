@@ -109,7 +109,7 @@ def test_cli_bad_numbers(toy_dataset: Path, capsys) -> None:
 
 @pytest.mark.slow
 @pytest.mark.torch
-def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset) -> None:
+def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset, capsys) -> None:
     pytest.importorskip("ultralytics")
     from campusguard.eval.validate import validate_model
 
@@ -134,3 +134,10 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
     assert yaml.safe_load((result.save_dir / "args.yaml").read_text())["nbs"] == 4
     v = validate_model(result.onnx, data, imgsz=128, device="cpu")  # the export runs in CampusGuard's pipeline
     assert v.metrics.num_images == 8 and 0.0 <= v.metrics.map50_95 <= 1.0
+    assert main(["val", "--model", str(result.onnx), "--data", str(data), "--imgsz", "128", "--device", "cpu"]) == 0
+    assert "mAP50-95" in capsys.readouterr().out
+
+    other = yaml.safe_load(data.read_text()) | {"names": {0: "person", 1: "car"}}
+    (data.parent / "other.yaml").write_text(yaml.safe_dump(other))
+    with pytest.raises(InvalidInputError, match="model classes .* do not match the data set classes"):
+        validate_model(result.onnx, data.parent / "other.yaml", imgsz=128, device="cpu")

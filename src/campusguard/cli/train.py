@@ -115,6 +115,7 @@ def register(app: typer.Typer) -> None:
         out: str = typer.Option("runs/train", "--out", help="Run folder: weights, logs, ONNX export."),
         seed: int = typer.Option(0, "--seed", help="Random seed."),
         patience: int = typer.Option(100, "--patience", help="Epochs without improvement before stopping early."),
+        cache: str = typer.Option(None, "--cache", help="Keep decoded training images in 'ram' or on 'disk'."),
         onnx: bool = typer.Option(True, "--onnx/--no-onnx", help="Export the best weights to ONNX after training."),
     ) -> None:
         """Train a YOLOv8 detector with Ultralytics' trainer (one device or DDP), then export the best weights to ONNX."""
@@ -136,6 +137,7 @@ def register(app: typer.Typer) -> None:
             out=out,
             seed=seed,
             patience=patience,
+            cache=cache,
             export_onnx=onnx,
         )
         t = Table(title="CampusGuard training summary", show_header=False)

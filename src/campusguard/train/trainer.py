@@ -174,6 +174,7 @@ def train(
     out: str | os.PathLike[str] = "runs/train",
     seed: int = 0,
     patience: int = 100,
+    cache: str | None = None,
     export_onnx: bool = True,
     onnx_opset: int = 17,
     overrides: dict[str, Any] | None = None,
@@ -195,6 +196,8 @@ def train(
         out: run folder (weights, logs, ONNX).
         seed: random seed (Ultralytics' deterministic mode is on).
         patience: epochs without improvement before early stopping.
+        cache: keep decoded, resized training images in ``"ram"`` or on ``"disk"``
+            (saves JPEG decoding every epoch); ``None``: read them each time.
         export_onnx: export the best weights to ONNX after training.
         onnx_opset: ONNX opset of the export.
         overrides: extra Ultralytics training arguments (e.g. ``{"mosaic": 0.5}``).
@@ -206,6 +209,8 @@ def train(
         out of memory (with the options that fit); nothing runs before these checks pass.
     """
     _check_numbers(epochs, imgsz, batch, accumulate, workers)
+    if cache not in (None, "ram", "disk"):
+        raise InvalidInputError(f"--cache {cache!r} must be ram or disk")
     save_dir = Path(out).resolve()
     last = save_dir / "weights" / "last.pt"
     if resume and not last.is_file():
@@ -242,6 +247,7 @@ def train(
         "seed": int(seed),
         "deterministic": True,
         "patience": int(patience),
+        "cache": cache or False,
         "plots": False,
         "verbose": True,
     }
