@@ -41,6 +41,37 @@ GPU_PROVIDERS = {
 }
 
 
+def register_migraphx_plugin(ort: Any) -> str | None:
+    """Register the MIGraphX plugin execution provider (``onnxruntime-ep-migraphx``) if installed.
+
+    ONNX Runtime >= 1.23 loads hardware providers as plugin libraries; the AMD one ships as the
+    ``onnxruntime_ep_migraphx`` package. Returns the provider name, or ``None`` when absent.
+    """
+    try:
+        import onnxruntime_ep_migraphx as plugin  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    name = str(plugin.get_ep_name())
+    if name not in ort.get_available_providers():
+        try:
+            import ctypes
+            import glob
+
+            import migraphx_libs  # type: ignore[import-not-found]
+
+            for pattern in (
+                str(Path(ort.__file__).parent / "capi" / "libonnxruntime.so.1*"),
+                str(Path(migraphx_libs.__file__).parent / "libmigraphx_c.so.3*"),
+            ):
+                if hits := sorted(glob.glob(pattern)):
+                    ctypes.CDLL(hits[0], mode=ctypes.RTLD_GLOBAL)
+            ort.register_execution_provider_library(name, plugin.get_library_path())
+        except Exception as exc:  # a broken plugin install is reported as "not available"
+            log.warning("MIGraphX plugin provider could not be registered: %s", exc)
+            return None
+    return name
+
+
 def providers_for(spec: DeviceSpec, available: list[str], tensorrt: bool = False) -> list[Any]:
     """The provider list to hand to ``InferenceSession`` for a resolved device.
 
@@ -113,6 +144,12 @@ class OnnxRuntimeBackend:
 
         self.path = Path(path)
         available = ort.get_available_providers()
+        plugin = None
+        if str(device).startswith("rocm") and "MIGraphXExecutionProvider" not in available:
+            plugin = register_migraphx_plugin(ort)
+            available = [*available, "MIGraphXExecutionProvider"] if plugin else available
+        # MIGraphX compiles the graph on first load; keep the compiled program between runs
+        os.environ.setdefault("ORT_MIGRAPHX_CACHE_DIR", str(Path.home() / ".cache" / "campusguard" / "migraphx"))
         try:
             spec = resolve_device(device)
             providers = providers_for(spec, available, tensorrt)
@@ -126,8 +163,16 @@ class OnnxRuntimeBackend:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.intra_op_num_threads = intra_op_threads
         opts.log_severity_level = 3
+        session_providers: list[Any] | None = providers
+        if plugin and spec.kind == "rocm":
+            # plugin providers are attached to devices, not named in the providers list
+            ep_devices = [d for d in ort.get_ep_devices() if d.ep_name == plugin]
+            if spec.index >= len(ep_devices):
+                raise DeviceError(f"invalid device ordinal: {spec} requested, MIGraphX sees {len(ep_devices)} GPU(s)")
+            opts.add_provider_for_devices(ep_devices[spec.index : spec.index + 1], {})
+            session_providers = None
         try:
-            self.session = ort.InferenceSession(str(self.path), sess_options=opts, providers=providers)
+            self.session = ort.InferenceSession(str(self.path), sess_options=opts, providers=session_providers)
         except Exception as exc:  # onnxruntime raises its own, untyped, exception classes
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelLoadError(f"{self.path}: cannot load ONNX model ({first[:200]})") from exc
