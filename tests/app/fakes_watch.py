@@ -112,3 +112,19 @@ outputs:
   snapshots_dir: {tmp / "snaps"}
   metrics_interval_s: 0
 {extra}"""
+
+
+def main(argv: list[str]) -> int:
+    """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests)."""
+    from campusguard.app.config import load_config
+    from campusguard.app.service import WatchService
+    from campusguard.cli.watch import run_until_stopped
+
+    service = WatchService(load_config(argv[0]), detector_factory=lambda *a: BlobDetector())
+    return 0 if run_until_stopped(service) else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

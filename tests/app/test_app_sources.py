@@ -204,9 +204,6 @@ class BrokenFileSource(ScriptedSource):
     def at_end(self) -> bool:
         return self.reads >= 10  # announces 10 frames but has only 5
 
-    def skip(self) -> None:
-        pass
-
 
 def test_file_reader_skips_broken_frames_and_ends_a_short_file() -> None:
     frames, end, reader = run_reader(

@@ -212,3 +212,18 @@ def test_odd_seed_has_several_incidents() -> None:
 def test_video_truth_is_a_dataclass_roundtrip() -> None:
     t = SynthVideo(3, seconds=3.0).truth()
     assert isinstance(t, VideoTruth) and t.num_frames == 30
+
+
+def test_images_and_video_share_the_object_scale() -> None:
+    """Scale contract: a detector trained on the images sees the same pixel sizes in the videos."""
+    from campusguard.data.synth import Camera, render_image
+
+    img_cam, vid_cam = Camera.for_frame(640, 640), Camera.for_frame(640, 360)
+    assert img_cam.focal_px == vid_cam.focal_px
+    assert img_cam.near_depth_m == pytest.approx(vid_cam.near_depth_m)
+    img_h = [o.xyxy[3] - o.xyxy[1] for i in range(40) for o in render_image(1, i).objects if o.class_id == 0]
+    vid_h = [o["xyxy"][3] - o["xyxy"][1] for f in _truth(0)["frames"] for o in f["objects"] if o["class_id"] == 0]
+    assert min(img_h) >= 24 and max(img_h) <= 160
+    assert min(vid_h) >= 24 and max(vid_h) <= 140
+    lo, hi = np.percentile(img_h, [5, 95])
+    assert lo <= np.median(vid_h) <= hi

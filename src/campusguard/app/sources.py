@@ -194,23 +194,19 @@ class CaptureSource:
         self.fps = fps if 0 < fps < 1000 else None
         self.frame_count = int(self.cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if kind == "path" else 0
         self.is_file = kind == "path"
-        self._pos = 0
+        self._attempts = 0
 
     def read(self) -> np.ndarray | None:
         ok, image = self.cap.read()
+        self._attempts += 1
         if not ok or image is None or image.size == 0:
             return None
-        self._pos += 1
         return _to_bgr(image)
 
     def at_end(self) -> bool:
-        # files only: a failed read before the announced frame count is a broken frame, past it the end
-        return not self.is_file or self.frame_count <= 0 or self._pos >= self.frame_count - 1
-
-    def skip(self) -> None:
-        """Step over one undecodable frame of a file."""
-        self._pos += 1
-        self.cap.set(cv2.CAP_PROP_POS_FRAMES, self._pos)
+        # files only: a failed read before the announced frame count is a broken frame (the decoder
+        # goes on at the next key frame when read again), past it the end
+        return not self.is_file or self.frame_count <= 0 or self._attempts >= self.frame_count
 
     def close(self) -> None:
         self.cap.release()
@@ -291,7 +287,7 @@ class CameraReader:
         queue: where frames go.
         stop: shared stop event.
         opener: opens the source (injectable for tests); default `open_source`.
-        max_broken_frames: consecutive undecodable frames of a file tolerated before it is treated as ended.
+        max_broken_frames: consecutive failed reads of a file tolerated (the decoder resumes at the next key frame) before it is treated as ended.
     """
 
     def __init__(
@@ -300,7 +296,7 @@ class CameraReader:
         queue: FrameQueue,
         stop: threading.Event,
         opener: Callable[[CameraConfig], FrameSource] = open_source,
-        max_broken_frames: int = 5,
+        max_broken_frames: int = 300,
     ) -> None:
         self.cam = cam
         self.queue = queue
@@ -376,14 +372,14 @@ class CameraReader:
             if image is None:
                 if self.live:
                     return False
-                if not source.at_end() and broken < self.max_broken_frames and hasattr(source, "skip"):
+                if not source.at_end() and broken < self.max_broken_frames:
                     broken += 1
                     self.stats.broken_frames += 1
-                    log.warning("camera %s: undecodable frame near %d skipped", self.cam.id, self._index)
-                    source.skip()  # type: ignore[attr-defined]
-                    self._index += 1
+                    self._index += 1  # keep timestamps aligned with the file's frame numbers
                     continue
                 return True
+            if broken:
+                log.warning("camera %s: %d undecodable frame(s) skipped before frame %d", self.cam.id, broken, self._index)
             broken = 0
             now = time.monotonic()
             index = self._index

@@ -178,6 +178,8 @@ class OnnxRuntimeBackend:
             raise ModelLoadError(f"{self.path}: cannot load ONNX model ({first[:200]})") from exc
         used = self.session.get_providers()
         wanted = providers[0][0] if isinstance(providers[0], tuple) else providers[0]
+        if session_providers is None and plugin:
+            wanted = plugin
         if used[0] != wanted and spec.kind not in ("cpu", "auto"):
             msg = f"ONNX Runtime silently fell back from {wanted} to {used[0]} for {spec}"
             if not allow_cpu_fallback:

@@ -65,14 +65,22 @@ def test_intrusion_ignores_other_classes_and_names_classes(scene):
     assert events[0].class_names == ("car",)
 
 
-def test_intrusion_second_intruder_updates_the_open_event(scene):
+@pytest.mark.parametrize(
+    ("per_track", "expected"),
+    [
+        # one event per intruder, as the ground truth counts them
+        (True, [("start", (1,), 2.0), ("start", (2,), 3.5), ("end", (2,), 4.0), ("end", (1,), 5.9)]),
+        # one event for the zone: the second intruder joins it
+        (False, [("start", (1,), 2.0), ("update", (1, 2), 3.5), ("end", (1, 2), 5.9)]),
+    ],
+)
+def test_intrusion_two_intruders(scene, per_track, expected):
     first = _walker(scene, tid=1)
     second = scene.Track(2, 0, [(2.5, 300.0, 150.0), (4.0, 300.0, 150.0)])
-    rule = IntrusionRule(name="r", camera_id="c", zone=ZONE, min_seconds=1.0)
+    rule = IntrusionRule(name="r", camera_id="c", zone=ZONE, min_seconds=1.0, per_track=per_track)
     events = scene.run(rule, scene.frames([first, second], 9.0))
-    assert [e.phase for e in events] == ["start", "update", "end"]
-    assert events[1].start_s == events[0].start_s and events[1].tracker_ids == (1, 2)
-    assert events[-1].tracker_ids == (1, 2)
+    got = [(e.phase, e.tracker_ids, e.end_s if e.phase == "end" else e.start_s) for e in events]
+    assert got == expected
 
 
 @pytest.mark.parametrize(("wall_time", "n_events"), [(NIGHT, 2), (NOON, 0)])
@@ -176,15 +184,15 @@ def _car(scene, stop_at=3.0, leave_at=10.0, jitter=0.0, tid=5, cls=2, speed=200.
 @pytest.mark.parametrize(
     ("car_kwargs", "min_seconds", "expected"),
     [
-        # stops at 3.0; still over [3, 4] at 4.0 -> still since 3.0 -> raised at 7.0; moves off after 10.0
-        ({}, 4.0, (7.0, 3.0, 10.0)),
-        ({"jitter": 4.0}, 4.0, (7.0, 3.0, 10.0)),  # 4 px jitter < 2% of 640 px
+        # stops at 3.0; first still over a whole 1 s window at 4.0 -> raised at 8.0; moves off after 10.0
+        ({}, 4.0, (8.0, 4.0, 10.0)),
+        ({"jitter": 4.0}, 4.0, (8.0, 4.0, 10.0)),  # 4 px jitter < 2% of 640 px
         ({"jitter": 20.0}, 4.0, None),  # 20 px jumps every half second: not stationary
         ({"cls": 0}, 4.0, None),  # a standing person is not a vehicle
-        ({}, 8.0, None),  # parked 7 s only
+        ({}, 7.0, None),  # still for 6 s only
         ({"speed": 20.0, "stop_at": 12.0, "leave_at": 12.0}, 2.0, None),  # crawling 20 px/s (> 12.8 px per 1 s)
-        # 10 px/s counts as still: in the zone from 2.0, still over [2, 3] -> raised at 4.0; the track ends at 15
-        ({"speed": 10.0, "stop_at": 12.0, "leave_at": 12.0}, 2.0, (4.0, 2.0, 15.0)),
+        # 10 px/s counts as still: in the zone from 2.0, still over [2, 3] -> raised at 5.0; the track ends at 15
+        ({"speed": 10.0, "stop_at": 12.0, "leave_at": 12.0}, 2.0, (5.0, 3.0, 15.0)),
     ],
 )
 def test_fire_lane_table(scene, car_kwargs, min_seconds, expected):

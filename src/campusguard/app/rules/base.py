@@ -195,10 +195,11 @@ class PresenceTracker:
             anchors = detections.anchor(self.anchor)
             for i in np.flatnonzero(inside & (detections.tracker_id >= 0)):
                 tid = int(detections.tracker_id[i])
-                p = self.tracks.get(tid)
-                if p is None or timestamp_s - p.last_in_s > self.max_gap_s:
-                    p = TrackPresence(timestamp_s, timestamp_s, 0, int(detections.class_id[i]))
-                    self.tracks[tid] = p
+                known = self.tracks.get(tid)
+                if known is None or timestamp_s - known.last_in_s > self.max_gap_s:
+                    known = TrackPresence(timestamp_s, timestamp_s, 0, int(detections.class_id[i]))
+                    self.tracks[tid] = known
+                p = known
                 if p.seen_now:
                     continue  # the same id twice in one frame: count it once
                 p.frames_in += 1

@@ -4,16 +4,22 @@ Each is one stateful object per camera and zone. They test the bottom-centre of 
 debounce with inertia, gap tolerance, end grace and cooldown (see `campusguard.app.rules.base`),
 and measure every duration on the frame timestamps passed in.
 
-Semantics (matching `campusguard.data.synth`'s ground truth):
+Semantics (matching `campusguard.data.synth`'s ground truth, `campusguard.data.synth.incidents`):
+``start_s`` is the first frame time at which the condition has held for ``min_seconds``,
+``end_s`` the last frame time at which it held.
 
 - intrusion: a track of the chosen classes has been in the zone for ``min_seconds`` (inside
-  the time windows, if any). One event per zone episode; later intruders join it.
-- crowd: at least ``min_count`` tracks in the zone continuously for ``min_seconds``; the event
-  starts at the moment that has held ``min_seconds``.
+  the time windows, if any). One event per track (``per_track=True``, the default, as the
+  ground truth counts them) or one per zone episode that later intruders join.
+- crowd: at least ``min_count`` tracks in the zone continuously for ``min_seconds``. One event
+  per zone episode.
 - fire_lane: a track of the chosen classes (vehicles by default) in the zone and stationary
-  (its anchor moved less than ``max_movement`` x frame width over ``stationary_window_s``) for
-  ``min_seconds``. One event per zone episode.
+  (its anchor moved less than ``max_movement`` x frame width over the last
+  ``stationary_window_s``) for ``min_seconds``, counted from the first frame it is stationary.
+  One event per track by default, or per zone episode.
 - loitering: one track in the zone for ``min_seconds``. One event per track.
+
+Per-track rules apply the cooldown per track.
 """
 
 from __future__ import annotations
@@ -101,9 +107,51 @@ class _ZoneRule:
         self.class_names = class_names
         self.presence = PresenceTracker(zone, self.class_ids, self.inertia, self.max_gap_s, anchor, self._history_s())
         self._last_t: float | None = None
+        self.track_episodes: dict[int, Episode] = {}
 
     def _history_s(self) -> float:
         return 0.0
+
+    def _step_per_track(
+        self,
+        timestamp_s: float,
+        frame_index: int,
+        wall_time: datetime | None,
+        qualifying: dict[int, tuple[int, float]],
+    ) -> list[Event]:
+        """Advance one `Episode` per track; ``qualifying`` maps tracker id -> (class id, onset s)."""
+        out: list[Event] = []
+        for tid in qualifying:
+            if tid not in self.track_episodes:
+                self.track_episodes[tid] = self._episode()
+        for tid, episode in list(self.track_episodes.items()):
+            q = qualifying.get(tid)
+            out += episode.step(
+                timestamp_s,
+                frame_index,
+                wall_time,
+                q is not None,
+                {tid: q[0]} if q is not None else {},
+                onset_s=None if q is None else q[1],
+                count=1 if q is not None else None,
+                details=None if q is None or episode.is_open else {"dwell_s": round(timestamp_s - q[1], 3)},
+            )
+            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
+            if not episode.is_open and tid not in self.presence.tracks and cooled:
+                del self.track_episodes[tid]  # bounded memory: forget finished tracks
+        return out
+
+    def open_events(self) -> list[Event]:
+        """Open events in their latest state."""
+        return [e.current for e in self.track_episodes.values() if e.current is not None]
+
+    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End every open event."""
+        out: list[Event] = []
+        for episode in self.track_episodes.values():
+            out += episode.close(timestamp_s, wall_time)
+        self.track_episodes.clear()
+        return out
 
     def _episode(self) -> Episode:
         return Episode(
@@ -136,31 +184,60 @@ class _ZoneRule:
 
 
 class _EpisodeRule(_ZoneRule):
-    """A zone rule with one event at a time for the whole zone."""
+    """A zone rule raising one event per track (``per_track=True``) or one at a time for the zone."""
 
-    def __init__(self, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *, per_track: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(**kwargs)
+        self.per_track = bool(per_track)
         self.episode = self._episode()
 
+    def _step(
+        self,
+        timestamp_s: float,
+        frame_index: int,
+        wall_time: datetime | None,
+        armed: bool,
+        qualifying: dict[int, tuple[int, float]],
+    ) -> list[Event]:
+        """Advance per track or per zone; ``qualifying`` maps tracker id -> (class id, onset s)."""
+        if not armed:
+            qualifying = {}
+        if self.per_track:
+            return self._step_per_track(timestamp_s, frame_index, wall_time, qualifying)
+        active = bool(qualifying)
+        return self.episode.step(
+            timestamp_s,
+            frame_index,
+            wall_time,
+            active,
+            {t: c for t, (c, _) in qualifying.items()},
+            onset_s=min((o for _, o in qualifying.values()), default=None),
+            count=len(qualifying) if active else None,
+        )
+
     def open_events(self) -> list[Event]:
-        """The open event, if any, in its latest state."""
-        return [] if self.episode.current is None else [self.episode.current]
+        """Open events in their latest state."""
+        zone_event = [] if self.episode.current is None else [self.episode.current]
+        return zone_event + super().open_events()
 
     def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
-        """End the open event, if any."""
-        return self.episode.close(timestamp_s, wall_time)
+        """End every open event."""
+        return self.episode.close(timestamp_s, wall_time) + super().close(timestamp_s, wall_time)
 
 
 class IntrusionRule(_EpisodeRule):
     """Objects of ``class_ids`` in a restricted zone for ``min_seconds``, optionally only in time windows.
 
-    Arguments as `_ZoneRule`; ``class_ids`` defaults to ``(0,)`` (COCO person).
+    Args:
+        class_ids: defaults to ``(0,)`` (COCO person).
+        per_track: one event per intruding track (default) or one per zone episode.
+        **kwargs: as `_ZoneRule`.
     """
 
     kind: RuleKind = "intrusion"
 
-    def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(class_ids=class_ids, **kwargs)
+    def __init__(self, *, class_ids: Collection[int] | None = (0,), per_track: bool = True, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(class_ids=class_ids, per_track=per_track, **kwargs)
 
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
@@ -168,18 +245,10 @@ class IntrusionRule(_EpisodeRule):
         """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
         armed = self._check_time(timestamp_s, wall_time)
         present = self.presence.update(timestamp_s, detections)
-        qualifying = {t: p for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
-        active = armed and bool(qualifying)
-        onset = min((p.onset_s for p in qualifying.values()), default=None)
-        return self.episode.step(
-            timestamp_s,
-            frame_index,
-            wall_time,
-            active,
-            {t: p.class_id for t, p in qualifying.items()},
-            onset_s=onset,
-            count=len(qualifying) if active else None,
-        )
+        qualifying = {
+            t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds
+        }
+        return self._step(timestamp_s, frame_index, wall_time, armed, qualifying)
 
 
 class CrowdRule(_EpisodeRule):
@@ -237,6 +306,7 @@ class FireLaneRule(_EpisodeRule):
             width over ``stationary_window_s`` (needs the zone's ``resolution_wh``).
         max_movement_px: the same threshold in pixels; overrides ``max_movement``.
         stationary_window_s: the window over which movement is measured (> 0).
+        per_track: one event per stationary vehicle (default) or one per zone episode.
         **kwargs: as `_ZoneRule`.
     """
 
@@ -249,10 +319,11 @@ class FireLaneRule(_EpisodeRule):
         max_movement: float = 0.02,
         max_movement_px: float | None = None,
         stationary_window_s: float = 1.0,
+        per_track: bool = True,
         **kwargs,
     ) -> None:
         self.stationary_window_s = float(stationary_window_s)
-        super().__init__(class_ids=class_ids, **kwargs)
+        super().__init__(class_ids=class_ids, per_track=per_track, **kwargs)
         what = f"rule {self.name!r}"
         if not self.stationary_window_s > 0:
             raise InvalidInputError(f"{what}: stationary_window_s must be > 0, got {stationary_window_s}")
@@ -288,28 +359,18 @@ class FireLaneRule(_EpisodeRule):
             if self._is_stationary(p, timestamp_s):
                 last = self._still_last.get(tid)
                 if last is None or timestamp_s - last > self.max_gap_s:
-                    # it has been still over the whole window already, but not before it entered
-                    self._still_onset[tid] = max(timestamp_s - self.stationary_window_s, p.onset_s)
+                    # the first frame at which it has been still over the whole window
+                    self._still_onset[tid] = timestamp_s
                 self._still_last[tid] = timestamp_s
         for tid in [t for t, last in self._still_last.items() if timestamp_s - last > self.max_gap_s]:
             del self._still_last[tid]
             del self._still_onset[tid]
         qualifying = {
-            t: p
+            t: (p.class_id, self._still_onset[t])
             for t, p in present.items()
             if self._still_last.get(t) == timestamp_s and timestamp_s - self._still_onset[t] >= self.min_seconds
         }
-        active = armed and bool(qualifying)
-        onset = min((self._still_onset[t] for t in qualifying), default=None)
-        return self.episode.step(
-            timestamp_s,
-            frame_index,
-            wall_time,
-            active,
-            {t: p.class_id for t, p in qualifying.items()},
-            onset_s=onset,
-            count=len(qualifying) if active else None,
-        )
+        return self._step(timestamp_s, frame_index, wall_time, armed, qualifying)
 
 
 class LoiteringRule(_ZoneRule):
@@ -323,7 +384,6 @@ class LoiteringRule(_ZoneRule):
 
     def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(class_ids=class_ids, **kwargs)
-        self.episodes: dict[int, Episode] = {}
 
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
@@ -331,37 +391,9 @@ class LoiteringRule(_ZoneRule):
         """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
         armed = self._check_time(timestamp_s, wall_time)
         present = self.presence.update(timestamp_s, detections)
-        out: list[Event] = []
-        for tid, p in present.items():
-            if armed and p.dwell_s(timestamp_s) >= self.min_seconds and tid not in self.episodes:
-                self.episodes[tid] = self._episode()
-        for tid, episode in list(self.episodes.items()):
-            p = present.get(tid)
-            active = armed and p is not None and p.dwell_s(timestamp_s) >= self.min_seconds
-            out += episode.step(
-                timestamp_s,
-                frame_index,
-                wall_time,
-                active,
-                {tid: p.class_id} if p is not None else {},
-                onset_s=None if p is None else p.onset_s,
-                details={"dwell_s": round(p.dwell_s(timestamp_s), 3)}
-                if p is not None and not episode.is_open
-                else None,
-            )
-            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
-            if not episode.is_open and tid not in self.presence.tracks and cooled:
-                del self.episodes[tid]  # bounded memory: forget finished tracks
-        return out
-
-    def open_events(self) -> list[Event]:
-        """Open events, one per loitering track."""
-        return [e.current for e in self.episodes.values() if e.current is not None]
-
-    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
-        """End every open event."""
-        out: list[Event] = []
-        for episode in self.episodes.values():
-            out += episode.close(timestamp_s, wall_time)
-        self.episodes.clear()
-        return out
+        qualifying = {
+            t: (p.class_id, p.onset_s)
+            for t, p in present.items()
+            if armed and p.dwell_s(timestamp_s) >= self.min_seconds
+        }
+        return self._step_per_track(timestamp_s, frame_index, wall_time, qualifying)

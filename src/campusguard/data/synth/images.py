@@ -186,7 +186,7 @@ def render_image(
     li = int(rng.choice(len(LIGHTINGS), p=[0.4, 0.25, 0.15, 0.2]))
     sc = bank.scenes[k]
     bg = bank.background(k, li)
-    frame = np.ascontiguousarray(bg[:, ::-1]) if rng.random() < 0.5 else bg.copy()
+    frame = cv2.flip(bg, 1) if rng.random() < 0.5 else bg.copy()
     items = _place_objects(rng, sc, LIGHTINGS[li], params)
     s = imgsz / 640.0
     objects = compose(

@@ -434,8 +434,8 @@ def draw_object(class_id: int, px_per_m: float, view: str, look: Look, light: Li
     }
     draw[class_id]()
     img = cv.img
-    if view == "left" and class_id != PERSON or (class_id == PERSON and view == "left"):
-        img = np.ascontiguousarray(img[:, ::-1])
+    if view == "left":
+        img = cv2.flip(img, 1)
     return Sprite(img, (img.shape[1] // 2, img.shape[0] - 1))
 
 
