@@ -1,0 +1,309 @@
+"""Merge benchmark results from several machines into one matrix with deltas against a baseline.
+
+Rows are keyed by (model, backend, precision, batch, scenario); the same key on two machines
+gives a relative delta (``+0.07`` is 7% more). A second machine's result file needs nothing
+but to be passed in: machines are told apart by the ``machine`` field of each file, and the
+baseline is chosen by that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from campusguard.bench.results import find_result_files, load_result
+from campusguard.bench.stats import relative_delta
+from campusguard.errors import InvalidInputError
+
+__all__ = ["Row", "Comparison", "load_results", "merge_results", "compare", "conclusions", "RowKey"]
+
+RowKey = tuple[str, str, str, int, str]
+"""(model, backend, precision, batch, scenario)."""
+
+
+@dataclass
+class Row:
+    """One combination on one machine, with the figures the report shows (None where not measured)."""
+
+    machine: str
+    model: str
+    backend: str
+    precision: str
+    batch: int
+    scenario: str
+    status: str
+    reason: str | None
+    fps: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    first_inference_ms: float | None = None
+    rss_peak_mb: float | None = None
+    rss_slope_mb_per_s: float | None = None
+    device_mem_mb: float | None = None
+    map50_95: float | None = None
+    map50: float | None = None
+    accuracy_note: str | None = None
+    cost_per_million: float | None = None
+    price_per_hour: float | None = None
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    repeat_spread: float | None = None
+    other_cpu_share: float | None = None
+    provider: str | None = None
+    samples_ms: list[float] = field(default_factory=list)
+    deltas: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def key(self) -> RowKey:
+        return (self.model, self.backend, self.precision, self.batch, self.scenario)
+
+    @property
+    def label(self) -> str:
+        tag = f"{self.batch} streams" if self.scenario == "multi-stream" else f"b{self.batch}"
+        return f"{self.model} {self.backend} {self.precision} {tag}"
+
+
+@dataclass
+class Comparison:
+    """The merged matrix: rows of every machine, the baseline machine's name and the source files."""
+
+    rows: list[Row]
+    baseline: str
+    machines: list[str]
+    sources: list[str]
+    commands: dict[str, list[str]]
+    notes: dict[str, list[str]]
+
+
+def load_results(paths: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """Load and validate every result file named or found in folders."""
+    return [(p, load_result(p)) for p in find_result_files(paths)]
+
+
+def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
+    lat = rec.get("latency_ms") or {}
+    mem = rec.get("memory") or {}
+    acc = rec.get("accuracy") or {}
+    first = rec.get("first_inference_ms") or {}
+    return Row(
+        machine=machine,
+        model=str(rec["model"]),
+        backend=str(rec["backend"]),
+        precision=str(rec["precision"]),
+        batch=int(rec["batch"]),
+        scenario=str(rec.get("scenario", "batch")),
+        status=str(rec["status"]),
+        reason=rec.get("reason"),
+        fps=rec.get("throughput_ips"),
+        p50_ms=lat.get("p50"),
+        p90_ms=lat.get("p90"),
+        p99_ms=lat.get("p99"),
+        first_inference_ms=first.get("total_ms"),
+        rss_peak_mb=mem.get("host_rss_peak_mb"),
+        rss_slope_mb_per_s=mem.get("host_rss_slope_mb_per_s"),
+        device_mem_mb=mem.get("device_peak_mb"),
+        map50_95=acc.get("map50_95"),
+        map50=acc.get("map50"),
+        accuracy_note=acc.get("reason"),
+        cost_per_million=rec.get("cost_per_million_usd"),
+        price_per_hour=price,
+        stages_ms=dict(rec.get("stages_ms") or {}),
+        repeat_spread=rec.get("repeat_spread"),
+        other_cpu_share=(rec.get("contention") or {}).get("other_processes_cpu_share"),
+        provider=rec.get("provider"),
+        samples_ms=list(rec.get("samples_ms") or []),
+    )
+
+
+def merge_results(
+    results: Sequence[tuple[Path, dict[str, Any]]],
+) -> tuple[list[Row], dict[str, list[str]], dict[str, list[str]]]:
+    """Rows of all files; for a key measured twice on one machine the later run (``created_utc``) wins."""
+    chosen: dict[tuple[str, RowKey], tuple[str, Row]] = {}
+    commands: dict[str, list[str]] = {}
+    notes: dict[str, list[str]] = {}
+    for _path, res in results:
+        machine = str(res["machine"])
+        commands.setdefault(machine, []).append(str(res.get("command", "")))
+        if res.get("notes"):
+            notes.setdefault(machine, []).append(str(res["notes"]))
+        price = (res.get("config") or {}).get("price_per_hour")
+        created = str(res.get("created_utc", ""))
+        for rec in res.get("results", []):
+            row = _row(machine, rec, price)
+            k = (machine, row.key)
+            if k not in chosen or created >= chosen[k][0]:
+                chosen[k] = (created, row)
+    return [r for _, r in chosen.values()], commands, notes
+
+
+_DELTA_FIELDS = ("fps", "p50_ms", "p99_ms", "rss_peak_mb", "device_mem_mb", "cost_per_million")
+
+
+def compare(paths: Sequence[str | Path], baseline: str | None = None) -> Comparison:
+    """Load result files, merge them and compute deltas of every machine against ``baseline``.
+
+    Args:
+        paths: result files or folders holding them.
+        baseline: machine name to compare against; default: the first machine found.
+
+    Raises:
+        InvalidInputError: no results, or a baseline that names no machine in them.
+    """
+    results = load_results(paths)
+    rows, commands, notes = merge_results(results)
+    machines = list(dict.fromkeys(str(res["machine"]) for _, res in results))
+    if baseline is None:
+        baseline = machines[0]
+    elif baseline not in machines:
+        raise InvalidInputError(
+            f"baseline {baseline!r} is not a machine in these results (machines: {', '.join(machines)})"
+        )
+    base = {r.key: r for r in rows if r.machine == baseline and r.status == "ok"}
+    for r in rows:
+        b = base.get(r.key)
+        if r.status != "ok" or b is None or r.machine == baseline:
+            continue
+        r.deltas = {f: relative_delta(getattr(r, f), getattr(b, f)) for f in _DELTA_FIELDS}
+        r.deltas["map50_95_points"] = (
+            (r.map50_95 - b.map50_95) * 100 if r.map50_95 is not None and b.map50_95 is not None else None
+        )
+    order = {m: i for i, m in enumerate(machines)}
+    rows.sort(key=lambda r: (r.model, order[r.machine], r.backend, r.precision, r.scenario, r.batch))
+    return Comparison(rows, baseline, machines, [str(p) for p, _ in results], commands, notes)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.0f}%"
+
+
+def _best(rows: Sequence[Row]) -> Row | None:
+    ok = [r for r in rows if r.status == "ok" and r.fps and r.scenario == "batch"]
+    return max(ok, key=lambda r: r.fps or 0.0) if ok else None
+
+
+def conclusions(cmp: Comparison, repeat_tolerance: float = 0.10, contention_warn: float = 0.10) -> list[str]:
+    """Plain sentences an engineer would write after the study, each backed by a number in the table.
+
+    Args:
+        cmp: the comparison.
+        repeat_tolerance: spread of repeat medians above which a combination is called not repeatable.
+        contention_warn: share of the CPU used by other processes above which a machine's numbers are flagged.
+    """
+    out: list[str] = []
+    ok = [r for r in cmp.rows if r.status == "ok"]
+    models = list(dict.fromkeys(r.model for r in ok))
+    # machine against baseline, like for like and best against best
+    for m in models:
+        for machine in cmp.machines:
+            if machine == cmp.baseline:
+                continue
+            mine = [r for r in ok if r.model == m and r.machine == machine and r.deltas]
+            same = sorted(
+                (r for r in mine if r.scenario == "batch" and r.deltas.get("fps") is not None),
+                key=lambda r: r.fps or 0.0,
+                reverse=True,
+            )
+            if same:
+                r = same[0]
+                parts = [f"FPS {_pct(r.deltas['fps'])}"]  # type: ignore[arg-type]
+                if r.deltas.get("p50_ms") is not None:
+                    parts.append(f"p50 latency {_pct(r.deltas['p50_ms'])}")  # type: ignore[arg-type]
+                if r.deltas.get("cost_per_million") is not None:
+                    parts.append(f"cost per image {_pct(r.deltas['cost_per_million'])}")  # type: ignore[arg-type]
+                if r.deltas.get("map50_95_points") is not None:
+                    parts.append(f"mAP50-95 {r.deltas['map50_95_points']:+.1f} points")
+                out.append(
+                    f"{machine} vs {cmp.baseline} on {m} ({r.backend} {r.precision}, batch {r.batch}, like for like): "
+                    + ", ".join(parts)
+                    + "."
+                )
+            b_best = _best([r for r in ok if r.model == m and r.machine == cmp.baseline])
+            m_best = _best([r for r in ok if r.model == m and r.machine == machine])
+            if b_best and m_best and b_best.fps and m_best.fps:
+                out.append(
+                    f"Best {m} configuration on each machine: {machine} {m_best.backend} {m_best.precision} batch "
+                    f"{m_best.batch} at {m_best.fps:.1f} img/s against {cmp.baseline} {b_best.backend} "
+                    f"{b_best.precision} batch {b_best.batch} at {b_best.fps:.1f} img/s ({m_best.fps / b_best.fps:.1f}x)."
+                )
+    # precision and backend on each machine
+    for machine in cmp.machines:
+        rows = [r for r in ok if r.machine == machine and r.scenario == "batch"]
+        idx = {r.key: r for r in rows}
+        for r in rows:
+            if r.precision == "fp32":
+                continue
+            ref = idx.get((r.model, r.backend, "fp32", r.batch, "batch"))
+            if ref and ref.fps and r.fps:
+                sentence = (
+                    f"{r.precision.upper()} gives {r.fps / ref.fps:.2f}x the FP32 throughput of {r.model} at batch "
+                    f"{r.batch} on {machine} ({r.backend}: {r.fps:.1f} vs {ref.fps:.1f} img/s)"
+                )
+                if r.map50_95 is not None and ref.map50_95 is not None:
+                    sentence += f", mAP50-95 {(r.map50_95 - ref.map50_95) * 100:+.1f} points"
+                out.append(sentence + ".")
+        for r in rows:
+            if r.backend != "onnxruntime":
+                continue
+            ref = idx.get((r.model, "torch", r.precision, r.batch, "batch"))
+            if ref and ref.fps and r.fps:
+                out.append(
+                    f"ONNX Runtime runs {r.model} {r.precision.upper()} batch {r.batch} at {r.fps / ref.fps:.1f}x "
+                    f"PyTorch's throughput on {machine} ({r.fps:.1f} vs {ref.fps:.1f} img/s)."
+                )
+        for m in dict.fromkeys(r.model for r in rows):
+            for be in dict.fromkeys(r.backend for r in rows):
+                for p in dict.fromkeys(r.precision for r in rows):
+                    sizes = sorted(
+                        (r for r in rows if (r.model, r.backend, r.precision) == (m, be, p)), key=lambda r: r.batch
+                    )
+                    lo_fps = sizes[0].fps if sizes else None
+                    hi_fps = sizes[-1].fps if sizes else None
+                    if len(sizes) >= 2 and lo_fps and hi_fps:
+                        lo, hi = sizes[0], sizes[-1]
+                        out.append(
+                            f"On {machine}, batch {hi.batch} instead of {lo.batch} changes {m} {be} {p} throughput by "
+                            f"{_pct(hi_fps / lo_fps - 1)} ({lo_fps:.1f} to {hi_fps:.1f} img/s) and p50 latency per "
+                            f"batch from {lo.p50_ms:.0f} to {hi.p50_ms:.0f} ms."
+                        )
+    # cost
+    priced = [r for r in ok if r.cost_per_million is not None and r.scenario == "batch"]
+    if priced:
+        cheapest = min(priced, key=lambda r: r.cost_per_million or 0.0)
+        out.append(
+            f"Cheapest per image: {cheapest.machine} {cheapest.label} at ${cheapest.cost_per_million:.2f} per million images."
+        )
+    # measurement quality
+    spreads = [r for r in ok if r.repeat_spread is not None]
+    if spreads:
+        bad = [r for r in spreads if (r.repeat_spread or 0.0) > repeat_tolerance]
+        worst = max(spreads, key=lambda r: r.repeat_spread or 0.0)
+        out.append(
+            f"Repeatability: {len(spreads) - len(bad)} of {len(spreads)} repeated combinations agree within "
+            f"{repeat_tolerance:.0%} on the median; the worst spread is {worst.repeat_spread:.1%} "
+            f"({worst.machine} {worst.label})."
+        )
+    for machine in cmp.machines:
+        shares = [r.other_cpu_share for r in ok if r.machine == machine and r.other_cpu_share is not None]
+        if shares and max(shares) > contention_warn:
+            out.append(
+                f"Other processes used {sum(shares) / len(shares):.0%} of {machine}'s CPU on average during its timed "
+                f"runs (up to {max(shares):.0%}): its figures are lower bounds of what the machine does alone."
+            )
+        leaks = [r for r in ok if r.machine == machine and (r.rss_slope_mb_per_s or 0.0) > 1.0]
+        if leaks:
+            worst = max(leaks, key=lambda r: r.rss_slope_mb_per_s or 0.0)
+            out.append(
+                f"Host memory grew by up to {worst.rss_slope_mb_per_s:.1f} MiB/s during {machine} {worst.label}: look for a leak."
+            )
+    notdone = [r for r in cmp.rows if r.status != "ok"]
+    if notdone:
+        out.append(
+            f"{len(notdone)} combination(s) did not run: "
+            + "; ".join(f"{r.machine} {r.label} {r.status} ({r.reason})" for r in notdone[:6])
+            + ("; ..." if len(notdone) > 6 else "")
+            + "."
+        )
+    return out

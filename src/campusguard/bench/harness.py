@@ -1,0 +1,516 @@
+"""The benchmark harness: plan the matrix, time each combination, assemble the result.
+
+Per combination (model x backend x precision x batch, plus multi-stream runs):
+
+1. skip rules (`prepare.skip_reason`) - a combination that cannot run here is recorded with
+   its reason and the matrix goes on;
+2. preparation (export / FP16 / INT8, cached) - timed as ``prepare_s``, never mixed in;
+3. first inference - session creation (``load_ms``, where TensorRT / MIGraphX compile) and the
+   first call (``first_run_ms``), reported on their own;
+4. warm-up calls, then timed calls for at least ``iters`` iterations and ``min_seconds`` seconds,
+   ``repeat`` times back to back, with memory sampled throughout;
+5. accuracy on a YOLO data set (skipped with the reason for random-weight models);
+6. cost per million images from the price per hour and the measured throughput.
+
+Any error in one combination is recorded as ``failed`` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from campusguard.backends.devices import DeviceSpec, resolve_device
+from campusguard.bench.memory import CpuShare, MemorySampler, device_memory_reader, torch_peak_allocated_mb
+from campusguard.bench.prepare import BACKENDS, PRECISIONS, prepare_onnx, skip_reason
+from campusguard.bench.results import SCHEMA_VERSION
+from campusguard.bench.stats import cost_per_million, latency_stats, spread, throughput
+from campusguard.bench.timing import run_timed
+from campusguard.errors import CampusGuardError, DeviceError, InvalidInputError, MissingDependencyError
+from campusguard.models.registry import parse_model_ref
+
+__all__ = [
+    "SCENARIOS",
+    "BenchSettings",
+    "Combination",
+    "plan_matrix",
+    "check_batches",
+    "bench_combination",
+    "run_matrix",
+    "summarise_scenarios",
+    "build_result",
+]
+
+log = logging.getLogger(__name__)
+
+SCENARIOS = ("single-stream", "offline", "multi-stream")
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """How every combination is measured.
+
+    Attributes:
+        imgsz_hw: network input (height, width) in pixels.
+        device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
+        warmup: untimed calls after the first inference.
+        iters: minimum timed calls per repeat.
+        min_seconds: minimum timed seconds per repeat.
+        max_iters: hard cap on timed calls per repeat.
+        repeat: back-to-back timed phases (repeatability check when >= 2).
+        repeat_tolerance: largest relative spread of the repeats' medians that counts as agreement.
+        price_per_hour: machine price in US dollars per hour (cost per million images), or ``None``.
+        conf: confidence threshold while timing (0..1).
+        iou: NMS IoU threshold (0..1).
+        accuracy_conf: confidence threshold for mAP (COCO practice: 0.001).
+        accuracy_images: evaluate on at most this many data set images (``None``: all).
+        dynamic: ONNX export with dynamic batch instead of one static export per batch size.
+        memory_interval_s: memory sampling period in seconds.
+        max_samples: latency samples kept in the result for distribution plots.
+        int8_per_channel: INT8 per-channel weight scales.
+        int8_reduce_range: INT8 7-bit weights.
+        torch_threads: PyTorch intra-op threads (``None``: PyTorch's default, one per core).
+    """
+
+    imgsz_hw: tuple[int, int] = (640, 640)
+    device: str = "auto"
+    warmup: int = 3
+    iters: int = 20
+    min_seconds: float = 5.0
+    max_iters: int | None = 100_000
+    repeat: int = 1
+    repeat_tolerance: float = 0.10
+    price_per_hour: float | None = None
+    conf: float = 0.25
+    iou: float = 0.7
+    accuracy_conf: float = 0.001
+    accuracy_images: int | None = None
+    dynamic: bool = False
+    memory_interval_s: float = 0.05
+    max_samples: int = 2000
+    int8_per_channel: bool = False
+    int8_reduce_range: bool = True
+    torch_threads: int | None = None
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One cell of the matrix. ``scenario`` is ``batch`` or ``multi-stream`` (then ``batch == streams``)."""
+
+    model: str
+    backend: str
+    precision: str
+    batch: int
+    scenario: str = "batch"
+
+    @property
+    def label(self) -> str:
+        tag = f"streams={self.batch}" if self.scenario == "multi-stream" else f"b{self.batch}"
+        return f"{self.model} {self.backend} {self.precision} {tag}"
+
+
+def check_batches(batches: Sequence[int]) -> list[int]:
+    """Validate batch sizes (each >= 1, at least one); return them without duplicates, in order."""
+    if not batches:
+        raise InvalidInputError("give at least one batch size")
+    for b in batches:
+        if int(b) < 1:
+            raise InvalidInputError(f"batch size {b} must be at least 1")
+    return list(dict.fromkeys(int(b) for b in batches))
+
+
+def plan_matrix(
+    models: Sequence[str],
+    backends: Sequence[str],
+    precisions: Sequence[str],
+    batches: Sequence[int],
+    scenarios: Sequence[str] = ("single-stream", "offline"),
+    streams: int = 4,
+) -> list[Combination]:
+    """All combinations to run, validated up front (unknown models, backends, precisions, bad batches raise).
+
+    Single-stream needs batch 1 and offline the batch list; multi-stream adds one run per
+    model/backend/precision with ``streams`` sources.
+    """
+    if not models:
+        raise InvalidInputError("give at least one model")
+    for m in models:
+        parse_model_ref(m)
+    for b in backends:
+        if b not in BACKENDS:
+            raise InvalidInputError(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise InvalidInputError(f"unknown precision {p!r}; choose from {', '.join(PRECISIONS)}")
+    for s in scenarios:
+        if s not in SCENARIOS:
+            raise InvalidInputError(f"unknown scenario {s!r}; choose from {', '.join(SCENARIOS)}")
+    sizes = check_batches(batches)
+    if "single-stream" in scenarios and 1 not in sizes:
+        sizes = [1, *sizes]
+    if streams < 1:
+        raise InvalidInputError(f"streams={streams} must be at least 1")
+    combos = [Combination(m, be, p, b) for m in models for be in backends for p in precisions for b in sizes]
+    if "multi-stream" in scenarios:
+        combos += [
+            Combination(m, be, p, streams, "multi-stream") for m in models for be in backends for p in precisions
+        ]
+    return combos
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def _queries(combo: Combination, frames: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
+    """The frame lists of successive calls: batches drawn from the pool, or one frame per stream."""
+    from campusguard.bench.inputs import stream_frames
+
+    if combo.scenario == "multi-stream":
+        sources = stream_frames(frames, combo.batch)
+        n = len(sources[0])
+        return [[src[k] for src in sources] for k in range(n)]
+    n = max(1, len(frames))
+    return [[frames[(k * combo.batch + j) % n] for j in range(combo.batch)] for k in range(n)]
+
+
+def _base_record(combo: Combination, spec: DeviceSpec) -> dict[str, Any]:
+    return {
+        "model": combo.model,
+        "backend": combo.backend,
+        "precision": combo.precision,
+        "batch": combo.batch,
+        "scenario": combo.scenario,
+        "streams": combo.batch if combo.scenario == "multi-stream" else None,
+        "status": "skipped",
+        "reason": None,
+        "device": str(spec),
+    }
+
+
+def _accuracy(detector: Any, dataset: Any, batch: int, settings: BenchSettings) -> dict[str, Any]:
+    """mAP of ``detector`` on ``dataset`` at ``settings.accuracy_conf`` (threshold restored after)."""
+    from campusguard.eval import evaluate_detections
+    from campusguard.io.images import read_image
+
+    n = len(dataset.image_paths) if settings.accuracy_images is None else min(settings.accuracy_images, len(dataset))
+    paths, truths = dataset.image_paths[:n], dataset.truths[:n]
+    saved = detector.conf
+    detector.conf = settings.accuracy_conf
+    try:
+        preds = []
+        for i in range(0, n, batch):
+            preds.extend(detector.predict_batch([read_image(p) for p in paths[i : i + batch]]))
+    finally:
+        detector.conf = saved
+    metrics = evaluate_detections(preds, truths, dataset.names)
+    return {
+        "status": "ok",
+        "reason": None,
+        "map50_95": float(metrics.map50_95),
+        "map50": float(metrics.map50),
+        "images": n,
+        "data": str(dataset.data_yaml),
+        "conf": settings.accuracy_conf,
+    }
+
+
+def _accuracy_skipped(reason: str) -> dict[str, Any]:
+    return {"status": "skipped", "reason": reason, "map50_95": None, "map50": None, "images": None, "data": None}
+
+
+def bench_combination(
+    combo: Combination,
+    settings: BenchSettings,
+    frames: Sequence[np.ndarray],
+    spec: DeviceSpec,
+    dataset: Any = None,
+    calibration: Sequence[Path] | None = None,
+    measure_accuracy: bool = True,
+) -> dict[str, Any]:
+    """Measure one combination; never raises for a problem of this combination alone (recorded instead)."""
+    rec = _base_record(combo, spec)
+    ref = parse_model_ref(combo.model)
+    reason = skip_reason(ref, combo.backend, combo.precision, spec.kind)
+    if reason:
+        rec["reason"] = reason
+        return rec
+    try:
+        rec.update(_measure(combo, settings, frames, spec, dataset, calibration, measure_accuracy))
+        rec["status"], rec["reason"] = "ok", None
+    except (DeviceError, MissingDependencyError) as exc:
+        rec["status"], rec["reason"] = "skipped", _first_line(exc)
+    except CampusGuardError as exc:
+        rec["status"], rec["reason"] = "failed", _first_line(exc)
+    except Exception as exc:  # one broken combination must not stop the matrix
+        log.exception("combination %s failed", combo.label)
+        rec["status"], rec["reason"] = "failed", f"{type(exc).__name__}: {_first_line(exc)}"
+    return rec
+
+
+def _measure(
+    combo: Combination,
+    settings: BenchSettings,
+    frames: Sequence[np.ndarray],
+    spec: DeviceSpec,
+    dataset: Any,
+    calibration: Sequence[Path] | None,
+    measure_accuracy: bool,
+) -> dict[str, Any]:
+    from campusguard.detector import Detector
+
+    t0 = time.perf_counter()
+    model_arg: str | Path = combo.model
+    if combo.backend == "onnxruntime":
+        model_arg = prepare_onnx(
+            combo.model,
+            combo.precision,
+            combo.batch,
+            settings.imgsz_hw,
+            dynamic=settings.dynamic,
+            calibration=calibration,
+            per_channel=settings.int8_per_channel,
+            reduce_range=settings.int8_reduce_range,
+        )
+    prepare_s = time.perf_counter() - t0
+
+    if combo.backend == "torch" and settings.torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+    queries = _queries(combo, frames)
+    images_per_call = len(queries[0])
+    gpu_torch = combo.backend == "torch" and spec.kind in ("cuda", "rocm")
+    if gpu_torch:
+        torch_peak_allocated_mb(reset=True)
+    t0 = time.perf_counter()
+    det = Detector(
+        model_arg,
+        device=str(spec),
+        imgsz=settings.imgsz_hw,
+        conf=settings.conf,
+        iou=settings.iou,
+        backend=combo.backend,
+        half=combo.precision == "fp16" and combo.backend == "torch",
+        batch=combo.batch,
+        dynamic=settings.dynamic,
+        rect=False,
+    )
+    t1 = time.perf_counter()
+    det.predict_batch(queries[0])
+    t2 = time.perf_counter()
+    for i in range(settings.warmup):
+        det.predict_batch(queries[(i + 1) % len(queries)])
+
+    def call(i: int) -> tuple[float, float, float]:
+        det.predict_batch(queries[i % len(queries)])
+        t = det.timings
+        return (t.preprocess_ms, t.inference_ms, t.postprocess_ms)
+
+    reader, source = device_memory_reader(spec.kind, spec.index)
+    runs = []
+    load_start = os.getloadavg()[0]
+    with CpuShare() as cpu, MemorySampler(settings.memory_interval_s, reader, source) as sampler:
+        for _ in range(settings.repeat):
+            runs.append(run_timed(call, settings.iters, settings.min_seconds, settings.max_iters))
+    torch_peak = torch_peak_allocated_mb() if gpu_torch else None
+    memory = sampler.report(torch_peak, "torch.cuda.max_memory_allocated" if torch_peak is not None else None)
+
+    latencies = [x for r in runs for x in r.latency_ms]
+    stages = np.array([s for r in runs for s in r.stages_ms], dtype=np.float64).reshape(-1, 3)
+    seconds = sum(r.seconds for r in runs)
+    ips = throughput(images_per_call * len(latencies), seconds)
+    medians = [float(np.median(r.latency_ms)) for r in runs]
+    agreement = spread(medians) if len(runs) > 1 else None
+    stage_mean = stages.mean(axis=0)
+
+    notes = []
+    if combo.backend == "onnxruntime":
+        notes.append("ONNX Runtime exposes no arena counter in Python; its CPU arena is inside host RSS")
+    mem = {**memory.__dict__, "notes": notes + list(memory.notes)}
+
+    info = det.info
+    if not measure_accuracy:
+        accuracy = None
+    elif dataset is None:
+        accuracy = _accuracy_skipped("no --data set given")
+    elif info.random_weights:
+        accuracy = _accuracy_skipped("random-weight architecture model: mAP is meaningless (speed and memory only)")
+    else:
+        accuracy = _accuracy(det, dataset, combo.batch, settings)
+
+    samples = latencies
+    if len(samples) > settings.max_samples:
+        idx = np.linspace(0, len(samples) - 1, settings.max_samples).astype(int)
+        samples = [latencies[i] for i in idx]
+    return {
+        "provider": det.provider,
+        "export": None if combo.backend == "torch" else ("dynamic" if info.batch is None else "static"),
+        "model_batch": info.batch,
+        "input_hw": list(det.input_hw(frames[0].shape[:2])),
+        "random_weights": bool(info.random_weights),
+        "prepare_s": prepare_s,
+        "first_inference_ms": {
+            "load_ms": (t1 - t0) * 1000.0,
+            "first_run_ms": (t2 - t1) * 1000.0,
+            "total_ms": (t2 - t0) * 1000.0,
+        },
+        "latency_ms": latency_stats(latencies).to_dict(),
+        "per_image_ms": float(np.mean(latencies)) / images_per_call,
+        "throughput_ips": ips,
+        "stages_ms": {
+            "preprocess": float(stage_mean[0]),
+            "inference": float(stage_mean[1]),
+            "postprocess": float(stage_mean[2]),
+        },
+        "harness_overhead_ms": float(np.mean(np.asarray(latencies) - stages.sum(axis=1))),
+        "iterations": len(latencies),
+        "seconds": seconds,
+        "repeats": [
+            {
+                "p50_ms": m,
+                "throughput_ips": throughput(images_per_call * r.iterations, r.seconds),
+                "iterations": r.iterations,
+            }
+            for m, r in zip(medians, runs, strict=True)
+        ],
+        "repeat_spread": agreement,
+        "repeat_agree": None if agreement is None else bool(agreement <= settings.repeat_tolerance),
+        "memory": mem,
+        "accuracy": accuracy,
+        "cost_per_million_usd": cost_per_million(ips, settings.price_per_hour),
+        "contention": {
+            "own_cpu_share": cpu.own_share,
+            "other_processes_cpu_share": cpu.other_share,
+            "loadavg_1m_start": load_start,
+            "loadavg_1m_end": os.getloadavg()[0],
+        },
+        "samples_ms": [round(x, 4) for x in samples],
+    }
+
+
+def run_matrix(
+    combos: Sequence[Combination],
+    settings: BenchSettings,
+    frames: Sequence[np.ndarray],
+    dataset: Any = None,
+    calibration: Sequence[Path] | None = None,
+    on_result: Callable[[int, Combination, dict[str, Any]], None] | None = None,
+    on_start: Callable[[int, Combination], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every combination in order; accuracy is measured once per model/backend/precision.
+
+    ``on_start(i, combo)`` and ``on_result(i, combo, record)`` let a caller drive a progress bar.
+
+    Raises:
+        DeviceError: when the requested device does not exist (nothing could run at all).
+    """
+    spec = resolve_device(settings.device)
+    records: list[dict[str, Any]] = []
+    accuracy_done: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for i, combo in enumerate(combos):
+        if on_start:
+            on_start(i, combo)
+        key = (combo.model, combo.backend, combo.precision)
+        first = key not in accuracy_done and combo.scenario == "batch"
+        rec = bench_combination(combo, settings, frames, spec, dataset, calibration, measure_accuracy=first)
+        if rec["status"] == "ok":
+            if first and rec.get("accuracy") is not None:
+                accuracy_done[key] = {**rec["accuracy"], "measured_at_batch": combo.batch}
+            elif key in accuracy_done:
+                rec["accuracy"] = dict(accuracy_done[key])
+            else:
+                rec["accuracy"] = None
+        records.append(rec)
+        if on_result:
+            on_result(i, combo, rec)
+    return records
+
+
+def summarise_scenarios(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MLPerf-style scores: single-stream p90 at batch 1, offline best throughput, multi-stream p99 per frame set."""
+    out: list[dict[str, Any]] = []
+    ok = [r for r in records if r.get("status") == "ok"]
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in ok:
+        key = (r["model"], r["backend"], r["precision"])
+        if r["scenario"] == "batch":
+            groups.setdefault(key, []).append(r)
+            if r["batch"] == 1:
+                out.append(_score("single-stream", r, "p90_latency", r["latency_ms"]["p90"], "ms"))
+        elif r["scenario"] == "multi-stream":
+            out.append(_score("multi-stream", r, "p99_latency_per_frame_set", r["latency_ms"]["p99"], "ms"))
+    for rows in groups.values():
+        best = max(rows, key=lambda r: r["throughput_ips"])
+        out.append(_score("offline", best, "throughput", best["throughput_ips"], "img/s"))
+    return out
+
+
+def _score(scenario: str, r: dict[str, Any], metric: str, value: float, unit: str) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "model": r["model"],
+        "backend": r["backend"],
+        "precision": r["precision"],
+        "batch": r["batch"],
+        "metric": metric,
+        "value": float(value),
+        "unit": unit,
+    }
+
+
+def build_result(
+    records: list[dict[str, Any]],
+    settings: BenchSettings,
+    config: dict[str, Any],
+    machine: str,
+    command: str,
+    environment: dict[str, Any],
+    timer_overhead_ms: float,
+    notes: str | None = None,
+    started: _dt.datetime | None = None,
+) -> dict[str, Any]:
+    """The result document (see ``result.schema.json``)."""
+    started = started or _dt.datetime.now(_dt.UTC)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "campusguard-bench",
+        "run_id": f"{started.strftime('%Y%m%dT%H%M%SZ')}-{machine}",
+        "machine": machine,
+        "created_utc": started.isoformat(timespec="seconds"),
+        "command": command,
+        "notes": notes,
+        "environment": environment,
+        "config": {
+            **config,
+            "imgsz": list(settings.imgsz_hw),
+            "device": settings.device,
+            "warmup": settings.warmup,
+            "iters": settings.iters,
+            "min_seconds": settings.min_seconds,
+            "repeat": settings.repeat,
+            "repeat_tolerance": settings.repeat_tolerance,
+            "price_per_hour": settings.price_per_hour,
+            "conf": settings.conf,
+            "iou": settings.iou,
+            "export": "dynamic" if settings.dynamic else "static",
+            "int8": {"per_channel": settings.int8_per_channel, "reduce_range": settings.int8_reduce_range},
+            "torch_threads": settings.torch_threads,
+        },
+        "harness": {
+            "timer_overhead_ms": timer_overhead_ms,
+            "description": "timer_overhead_ms: mean cost of one timed loop iteration around a no-op call; "
+            "per combination, harness_overhead_ms is wall time per call minus the detector's pre+inference+post",
+        },
+        "results": records,
+        "scenarios": summarise_scenarios(records),
+    }

@@ -1,0 +1,121 @@
+"""What each combination needs before it can be timed: the skip rules and the model file.
+
+`skip_reason` decides, before anything is loaded, whether a combination can run on this
+machine (FP16 on a CPU, INT8 on a GPU provider, a backend that is not installed). `prepare_onnx`
+produces the ONNX file of a precision (export, FP16 conversion, INT8 quantisation), cached so
+that a second run does not pay for it; preparation time is reported apart from load time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+from campusguard.errors import InvalidInputError
+from campusguard.models.registry import ModelRef, cache_dir, exported_onnx_path, parse_model_ref
+
+__all__ = ["PRECISIONS", "BACKENDS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path"]
+
+PRECISIONS = ("fp32", "fp16", "int8")
+BACKENDS = ("onnxruntime", "torch")
+EXPORT_MODES = ("static", "dynamic")
+
+
+def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -> str | None:
+    """Why ``backend``/``precision`` cannot run ``ref`` on a ``device_kind`` (cpu, cuda, rocm); ``None`` if it can.
+
+    Args:
+        ref: the parsed model reference.
+        backend: ``onnxruntime`` or ``torch``.
+        precision: ``fp32``, ``fp16`` or ``int8``.
+        device_kind: the resolved device kind.
+    """
+    if backend not in BACKENDS:
+        raise InvalidInputError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    if precision not in PRECISIONS:
+        raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+    gpu = device_kind in ("cuda", "rocm")
+    if backend == "torch":
+        if importlib.util.find_spec("torch") is None:
+            return "PyTorch is not installed (pip install 'campusguard[torch]')"
+        if ref.kind == "onnx":
+            return "the torch backend needs a .pt checkpoint or an architecture name, not an .onnx file"
+        if precision == "int8":
+            return "INT8 is built for ONNX Runtime only (static QOperator quantisation); the PyTorch backend has none"
+        if precision == "fp16" and not gpu:
+            return "FP16 needs a GPU; PyTorch on the CPU has no fast FP16 convolutions"
+        return None
+    if precision == "fp16" and not gpu:
+        return "FP16 needs a GPU provider; ONNX Runtime's CPU provider has no fast FP16 kernels"
+    if precision == "int8" and gpu:
+        return (
+            "the INT8 model is QOperator U8S8 for ONNX Runtime's CPU kernels; CUDA/MIGraphX INT8 needs a "
+            "QDQ model and TensorRT or MIGraphX calibration, which this build does not make"
+        )
+    if ref.kind in ("pt", "arch") and importlib.util.find_spec("ultralytics") is None:
+        return "exporting .pt/architecture models to ONNX needs Ultralytics (pip install 'campusguard[torch]')"
+    return None
+
+
+def int8_path(fp32: Path, calibration: Sequence[Path], per_channel: bool, reduce_range: bool) -> Path:
+    """Cache path of the INT8 model made from ``fp32`` with these calibration images and options."""
+    key = hashlib.sha1(
+        "|".join(
+            [str(fp32.resolve()), str(fp32.stat().st_size), str(per_channel), str(reduce_range)]
+            + [str(p) for p in calibration]
+        ).encode()
+    ).hexdigest()[:10]
+    return cache_dir() / f"{fp32.stem}.int8-{key}.onnx"
+
+
+def prepare_onnx(
+    model: str | Path,
+    precision: str,
+    batch: int,
+    imgsz_hw: tuple[int, int],
+    dynamic: bool = False,
+    calibration: Sequence[Path] | None = None,
+    per_channel: bool = False,
+    reduce_range: bool = True,
+) -> Path:
+    """The ONNX file to time for ``model`` at ``precision``: exported, converted or quantised once, then cached.
+
+    Args:
+        model: ``.onnx``/``.pt`` path or architecture name.
+        precision: ``fp32``, ``fp16`` or ``int8``.
+        batch: batch size of a static export.
+        imgsz_hw: network input (height, width) of the export.
+        dynamic: export with dynamic batch and shape instead of static.
+        calibration: images for INT8 (required for ``int8``).
+        per_channel: INT8 per-channel weight scales.
+        reduce_range: INT8 7-bit weights (avoids u8s8 saturation on AVX2 kernels).
+    """
+    from campusguard.models.export import convert_fp16, export_onnx, quantize_int8
+
+    ref = parse_model_ref(model)
+    if ref.kind == "onnx":
+        assert ref.path is not None
+        fp32 = ref.path
+    else:
+        fp32 = exported_onnx_path(ref, imgsz_hw, batch, dynamic, "fp32")
+        if not fp32.is_file():
+            export_onnx(ref, fp32, imgsz_hw=imgsz_hw, batch=batch, dynamic=dynamic)
+    if precision == "fp32":
+        return fp32
+    if precision == "fp16":
+        out = fp32.with_name(fp32.stem.replace("-fp32", "") + "-fp16.onnx")
+        if ref.kind == "onnx":
+            out = cache_dir() / f"{fp32.stem}-{hashlib.sha1(str(fp32.resolve()).encode()).hexdigest()[:8]}-fp16.onnx"
+        if not out.is_file():
+            convert_fp16(fp32, out)
+        return out
+    if precision == "int8":
+        if not calibration:
+            raise InvalidInputError("INT8 needs calibration images: pass --calib DIR or --data DATASET_YAML")
+        out = int8_path(fp32, calibration, per_channel, reduce_range)
+        if not out.is_file():
+            quantize_int8(fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range)
+        return out
+    raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")

@@ -1,0 +1,227 @@
+"""Benchmark result files: versioned JSON (schema in ``result.schema.json``) and a CSV beside it.
+
+A result file holds one run on one machine. Readers accept every schema version up to
+`SCHEMA_VERSION` and refuse newer ones with a one-line error, so an old campusguard never
+misreads a file whose meaning changed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from campusguard.errors import InvalidInputError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SCHEMA_PATH",
+    "CSV_COLUMNS",
+    "load_schema",
+    "validate_result",
+    "load_result",
+    "find_result_files",
+    "write_result",
+    "write_csv",
+    "flatten_combination",
+]
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("result.schema.json")
+
+CSV_COLUMNS = (
+    "machine",
+    "model",
+    "backend",
+    "precision",
+    "batch",
+    "scenario",
+    "streams",
+    "status",
+    "reason",
+    "device",
+    "provider",
+    "export",
+    "random_weights",
+    "load_ms",
+    "first_run_ms",
+    "mean_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "min_ms",
+    "max_ms",
+    "std_ms",
+    "iterations",
+    "per_image_ms",
+    "throughput_ips",
+    "preprocess_ms",
+    "inference_ms",
+    "postprocess_ms",
+    "harness_overhead_ms",
+    "repeat_spread",
+    "host_rss_peak_mb",
+    "host_rss_slope_mb_per_s",
+    "device_peak_mb",
+    "map50_95",
+    "map50",
+    "accuracy_status",
+    "accuracy_reason",
+    "cost_per_million_usd",
+)
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema of result files (draft 2020-12)."""
+    with SCHEMA_PATH.open(encoding="utf-8") as f:
+        schema: dict[str, Any] = json.load(f)
+    return schema
+
+
+def validate_result(result: dict[str, Any], source: str = "result") -> None:
+    """Check a result mapping: version first (newer: refused), then the JSON Schema.
+
+    Raises:
+        InvalidInputError: one line naming ``source`` and the first problem found.
+    """
+    version = result.get("schema_version") if isinstance(result, dict) else None
+    if not isinstance(version, int):
+        raise InvalidInputError(f"{source}: not a campusguard bench result (no integer schema_version)")
+    if version > SCHEMA_VERSION:
+        raise InvalidInputError(
+            f"{source}: written with result schema version {version}, newer than the {SCHEMA_VERSION} this "
+            "campusguard reads; upgrade campusguard to read it"
+        )
+    try:
+        import jsonschema
+    except ImportError:  # dev extra missing: the version and key checks above and below still apply
+        jsonschema = None
+    if jsonschema is None:
+        missing = [k for k in load_schema()["required"] if k not in result]
+        if missing:
+            raise InvalidInputError(f"{source}: not a valid bench result (missing {', '.join(missing)})")
+        return
+    validator = jsonschema.Draft202012Validator(load_schema())
+    error = next(iter(sorted(validator.iter_errors(result), key=lambda e: list(e.absolute_path))), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise InvalidInputError(f"{source}: not a valid bench result at {where}: {error.message[:200]}")
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """Read and validate one result JSON file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: result file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(
+            f"{path}: not JSON ({exc.__class__.__name__} at line {getattr(exc, 'lineno', '?')})"
+        ) from exc
+    validate_result(data, str(path))
+    return data  # type: ignore[no-any-return]
+
+
+def find_result_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Result JSON files named directly or found (recursively, ``*.json``) in the given folders."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*.json")):
+                if _looks_like_result(f):
+                    found.append(f)
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise InvalidInputError(f"{p}: no such result file or folder")
+    if not found:
+        raise InvalidInputError(f"no bench result files in {', '.join(map(str, paths))}")
+    return found
+
+
+def _looks_like_result(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return '"campusguard-bench"' in head or '"schema_version"' in head
+
+
+def write_result(result: dict[str, Any], path: str | Path) -> Path:
+    """Validate and write a result as indented JSON."""
+    validate_result(result, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def _get(d: dict[str, Any] | None, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def flatten_combination(machine: str, rec: dict[str, Any]) -> dict[str, Any]:
+    """One CSV row (`CSV_COLUMNS`) of a combination record."""
+    lat = rec.get("latency_ms") or {}
+    return {
+        "machine": machine,
+        "model": rec.get("model"),
+        "backend": rec.get("backend"),
+        "precision": rec.get("precision"),
+        "batch": rec.get("batch"),
+        "scenario": rec.get("scenario"),
+        "streams": rec.get("streams"),
+        "status": rec.get("status"),
+        "reason": rec.get("reason"),
+        "device": rec.get("device"),
+        "provider": rec.get("provider"),
+        "export": rec.get("export"),
+        "random_weights": rec.get("random_weights"),
+        "load_ms": _get(rec, "first_inference_ms", "load_ms"),
+        "first_run_ms": _get(rec, "first_inference_ms", "first_run_ms"),
+        "mean_ms": lat.get("mean"),
+        "p50_ms": lat.get("p50"),
+        "p90_ms": lat.get("p90"),
+        "p99_ms": lat.get("p99"),
+        "min_ms": lat.get("min"),
+        "max_ms": lat.get("max"),
+        "std_ms": lat.get("std"),
+        "iterations": rec.get("iterations"),
+        "per_image_ms": rec.get("per_image_ms"),
+        "throughput_ips": rec.get("throughput_ips"),
+        "preprocess_ms": _get(rec, "stages_ms", "preprocess"),
+        "inference_ms": _get(rec, "stages_ms", "inference"),
+        "postprocess_ms": _get(rec, "stages_ms", "postprocess"),
+        "harness_overhead_ms": rec.get("harness_overhead_ms"),
+        "repeat_spread": rec.get("repeat_spread"),
+        "host_rss_peak_mb": _get(rec, "memory", "host_rss_peak_mb"),
+        "host_rss_slope_mb_per_s": _get(rec, "memory", "host_rss_slope_mb_per_s"),
+        "device_peak_mb": _get(rec, "memory", "device_peak_mb"),
+        "map50_95": _get(rec, "accuracy", "map50_95"),
+        "map50": _get(rec, "accuracy", "map50"),
+        "accuracy_status": _get(rec, "accuracy", "status"),
+        "accuracy_reason": _get(rec, "accuracy", "reason"),
+        "cost_per_million_usd": rec.get("cost_per_million_usd"),
+    }
+
+
+def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
+    """Write flattened combination rows (`flatten_combination`) as CSV; floats rounded to 4 decimals."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(CSV_COLUMNS), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()})
+    return path
