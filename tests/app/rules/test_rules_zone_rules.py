@@ -70,8 +70,8 @@ def test_intrusion_ignores_other_classes_and_names_classes(scene):
     [
         # one event per intruder, as the ground truth counts them
         (True, [("start", (1,), 2.0), ("start", (2,), 3.5), ("end", (2,), 4.0), ("end", (1,), 5.9)]),
-        # one event for the zone: the second intruder joins it
-        (False, [("start", (1,), 2.0), ("update", (1, 2), 3.5), ("end", (1, 2), 5.9)]),
+        # one event for the zone: the second intruder joins it (an update keeps the start time)
+        (False, [("start", (1,), 2.0), ("update", (1, 2), 2.0), ("end", (1, 2), 5.9)]),
     ],
 )
 def test_intrusion_two_intruders(scene, per_track, expected):
@@ -98,14 +98,36 @@ def test_time_windows_need_wall_time(scene, make_detections):
         rule.update(0.0, make_detections([], tracker_id=[]), 0)
 
 
-@pytest.mark.parametrize(("cooldown_s", "n_starts"), [(0.0, 2), (10.0, 1)])
-def test_cooldown_after_end(scene, cooldown_s, n_starts):
-    # two visits: inside 1.0-5.9 and again 9.0-13.9 (a different track)
-    tracks = [_walker(scene, tid=1), _walker(scene, tid=2, t0=8.0, stay=(10.0, 13.0))]
-    rule = IntrusionRule(name="r", camera_id="c", zone=ZONE, min_seconds=1.0, cooldown_s=cooldown_s)
+@pytest.mark.parametrize(
+    ("per_track", "same_track", "cooldown_s", "starts"),
+    [
+        (False, False, 0.0, [2.0, 10.0]),
+        (False, False, 10.0, [2.0]),  # the zone-level cooldown covers every track
+        (True, False, 10.0, [2.0, 10.0]),  # per-track events: the cooldown is per track
+        (True, True, 10.0, [2.0]),
+        (True, True, 0.0, [2.0, 10.1]),
+    ],
+)
+def test_cooldown_after_end(scene, per_track, same_track, cooldown_s, starts):
+    if same_track:  # out after 5.9, back in from 9.1 to 13.9
+        wp = [
+            (0.0, 105.0, 200.0),
+            (2.0, 305.0, 200.0),
+            (5.0, 305.0, 200.0),
+            (7.0, 505.0, 200.0),
+            (8.0, 505.0, 200.0),
+            (10.0, 305.0, 200.0),
+            (13.0, 305.0, 200.0),
+            (15.0, 505.0, 200.0),
+        ]
+        tracks = [scene.Track(1, 0, wp)]
+    else:  # two visits: inside 1.0-5.9 and again 9.0-13.9 (a different track)
+        tracks = [_walker(scene, tid=1), _walker(scene, tid=2, t0=8.0, stay=(10.0, 13.0))]
+    rule = IntrusionRule(
+        name="r", camera_id="c", zone=ZONE, min_seconds=1.0, cooldown_s=cooldown_s, per_track=per_track
+    )
     events = scene.run(rule, scene.frames(tracks, 17.0))
-    starts = [e.start_s for e in events if e.phase == "start"]
-    assert starts == [2.0, 10.0][:n_starts]
+    assert [e.start_s for e in events if e.phase == "start"] == starts
 
 
 def test_rules_reject_time_going_backwards(make_detections):
