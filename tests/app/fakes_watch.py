@@ -63,9 +63,10 @@ def person_box(i: int) -> tuple[int, int, int, int] | None:
 
 
 def write_scene(path: Path, n: int = 60, fps: float = 10.0, size_wh: tuple[int, int] = (320, 180)) -> Path:
-    """An MP4 of a red 'person' walking right (see `person_box`) and a parked blue 'car'."""
+    """An MP4 (or MJPEG AVI for ``.avi``) of a red 'person' walking right (see `person_box`) and a parked blue 'car'."""
     w, h = size_wh
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    fourcc = "MJPG" if path.suffix == ".avi" else "mp4v"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), fps, (w, h))
     for i in range(n):
         img = np.full((h, w, 3), 30, np.uint8)
         cv2.rectangle(img, (20, 150), (60, 170), BLUE, -1)

@@ -379,7 +379,9 @@ class CameraReader:
                     continue
                 return True
             if broken:
-                log.warning("camera %s: %d undecodable frame(s) skipped before frame %d", self.cam.id, broken, self._index)
+                log.warning(
+                    "camera %s: %d undecodable frame(s) skipped before frame %d", self.cam.id, broken, self._index
+                )
             broken = 0
             now = time.monotonic()
             index = self._index
