@@ -101,7 +101,9 @@ def point_in_polygon(point_xy: Sequence[float], polygon_xy: np.ndarray) -> bool:
     return inside
 
 
-def side_of_line(point_xy: Sequence[float], start_xy: Sequence[float], end_xy: Sequence[float]) -> float:
+def side_of_line(
+    point_xy: Sequence[float] | np.ndarray, start_xy: Sequence[float] | np.ndarray, end_xy: Sequence[float] | np.ndarray
+) -> float:
     """Signed cross product: positive on the right-hand side (on screen) of ``start -> end``."""
     (x, y), (x1, y1), (x2, y2) = point_xy, start_xy, end_xy
     return float((x2 - x1) * (y - y1) - (y2 - y1) * (x - x1))

@@ -223,9 +223,9 @@ def render_background(layout: Layout, cam: Camera, light: Lighting, rng: np.rand
         _draw_fence(img, cam, fence, light)
     for b in sorted(layout.buildings, key=lambda b: -b.z):
         _draw_building(img, cam, b, light)
-    for kind, x, z in sorted(layout.props, key=lambda p: -p[2]):
-        sp = draw_prop(kind, cam.px_per_m(z), rng, light)
-        u, v = cam.project(np.array([[x, z]]))[0]
+    for kind, px, pz in sorted(layout.props, key=lambda p: -p[2]):
+        sp = draw_prop(kind, cam.px_per_m(pz), rng, light)
+        u, v = cam.project(np.array([[px, pz]]))[0]
         paste_sprite_opaque(img, sp.bgra, int(round(u)) - sp.anchor_xy[0], int(round(v)) - sp.anchor_xy[1])
         if light.night and kind == "lamp":
             _glow(
@@ -298,7 +298,7 @@ def _draw_fence(img: np.ndarray, cam: Camera, fence: tuple[XZ, XZ], light: Light
     n = max(2, int(np.hypot(*(b - a)) / 2.5))
     post = shade((80, 80, 80), light)
     mesh_layer = img.copy()
-    tops = []
+    tops: list[tuple[float, float, float] | None] = []
     for i in range(n + 1):
         p = a + (b - a) * i / n
         if p[1] < cam.near_depth_m * 0.7:
@@ -325,7 +325,11 @@ def _draw_building(img: np.ndarray, cam: Camera, b: Building, light: Lighting) -
     top = v0 - b.height_m * s
     cv2.rectangle(img, (int(u0), int(top)), (int(u1), int(v0)), shade(b.color, light), -1)
     cv2.rectangle(
-        img, (int(u0), int(top)), (int(u1), int(top + 0.6 * s)), shade(tuple(int(c * 0.7) for c in b.color), light), -1
+        img,
+        (int(u0), int(top)),
+        (int(u1), int(top + 0.6 * s)),
+        shade((int(b.color[0] * 0.7), int(b.color[1] * 0.7), int(b.color[2] * 0.7)), light),
+        -1,
     )  # type: ignore[arg-type]
     floor_px = (b.height_m - 1.0) * s / b.floors
     n_cols = max(1, int((b.x1 - b.x0) / 3.0))

@@ -433,7 +433,7 @@ def draw_object(class_id: int, px_per_m: float, view: str, look: Look, light: Li
         BICYCLE: lambda: _bicycle_side(cv, look) if side else _bicycle_end(cv, look),
     }
     draw[class_id]()
-    img = cv.img
+    img: np.ndarray = cv.img
     if view == "left":
         img = cv2.flip(img, 1)
     return Sprite(img, (img.shape[1] // 2, img.shape[0] - 1))

@@ -616,7 +616,7 @@ def generate_video(
     out.mkdir(parents=True, exist_ok=True)
     video = SynthVideo(seed, size_wh, seconds, fps)
     path = out / f"{name}.mp4"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), video.size_wh)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
     if not writer.isOpened():
         raise InvalidInputError(f"cannot open {path} for writing with the mp4v codec")
     per_frame: list[list[dict]] = []
