@@ -36,6 +36,7 @@ echo "train+export wall time: ${SECONDS} s"
 $CG val --model "$WORK/run/weights/best.onnx" --data "$WORK/synth-val/data.yaml" --imgsz 320 --device cpu
 python "$REPO/scripts/val_parity.py" --model "$WORK/run/weights/best.onnx" --data "$WORK/synth-val/data.yaml" --imgsz 320
 
+mkdir -p "$REPO/src/campusguard/models/assets"
 cp "$WORK/run/weights/best.onnx" "$REPO/src/campusguard/models/assets/campusguard-default.onnx"
 ls -l "$REPO/src/campusguard/models/assets/campusguard-default.onnx"
 date -u +"done %Y-%m-%dT%H:%M:%SZ"
