@@ -118,8 +118,7 @@ outputs:
 def main(argv: list[str]) -> int:
     """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests)."""
     from campusguard.app.config import load_config
-    from campusguard.app.service import WatchService
-    from campusguard.cli.watch import run_until_stopped
+    from campusguard.app.service import WatchService, run_until_stopped
 
     service = WatchService(load_config(argv[0]), detector_factory=lambda *a: BlobDetector())
     return 0 if run_until_stopped(service) else 1
@@ -129,3 +128,40 @@ if __name__ == "__main__":
     import sys
 
     raise SystemExit(main(sys.argv[1:]))
+
+
+class TruthDetector:
+    """Returns the ground-truth boxes of a synthetic video, frame after frame (one camera, every frame in order).
+
+    Args:
+        truth_path: the ground-truth JSON written next to the video; read lazily on first use, so
+            the detector can be built before the video exists.
+        names: class names (COCO).
+    """
+
+    def __init__(self, truth_path: Path, names: dict[int, str]) -> None:
+        self.truth_path = truth_path
+        self.names = names
+        self._frames: list[dict] | None = None
+        self._next = 0
+
+    def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]:
+        return frame_hw
+
+    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
+        import json
+
+        if self._frames is None:
+            self._frames = json.loads(self.truth_path.read_text())["frames"]
+        out = []
+        for _ in images:
+            objects = self._frames[self._next]["objects"]
+            self._next += 1
+            if not objects:
+                out.append(Detections.empty())
+                continue
+            xyxy = np.asarray([o["xyxy"] for o in objects], np.float32)
+            out.append(
+                Detections(xyxy, np.full(len(objects), 0.9, np.float32), np.asarray([o["class_id"] for o in objects]))
+            )
+        return out

@@ -267,6 +267,9 @@ class IntrusionRule(_ZoneRuleBase):
         title="Minimum seconds",
         description="Seconds an object must stay inside before the event starts.",
     )
+    per_track: bool = Field(
+        True, title="Per track", description="One event per intruding object (true) or one per zone episode (false)."
+    )
 
 
 class CrowdRule(_ZoneRuleBase):
@@ -309,6 +312,9 @@ class FireLaneRule(_ZoneRuleBase):
     )
     stationary_window_s: float = Field(
         1.0, gt=0, le=600, title="Stationary window", description="Seconds over which movement is measured."
+    )
+    per_track: bool = Field(
+        True, title="Per track", description="One event per stopped vehicle (true) or one per zone episode (false)."
     )
 
 

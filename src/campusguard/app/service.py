@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import queue
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, TextIO
 
 from campusguard.app.annotate import AnnotatedVideoWriter
@@ -28,7 +30,7 @@ from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, open_
 from campusguard.app.wiring import build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
-__all__ = ["DetectorFactory", "WatchService", "default_detector_factory", "probe_source"]
+__all__ = ["DetectorFactory", "WatchService", "default_detector_factory", "probe_source", "run_until_stopped"]
 
 log = logging.getLogger("campusguard.app.service")
 
@@ -343,3 +345,30 @@ class WatchService:
             self.stop()
         self.wait()
         return self.finish()
+
+
+def run_until_stopped(service: WatchService, seconds: float | None = None) -> bool:
+    """Run ``service`` in the main thread until its sources end, ``seconds`` pass, or SIGINT/SIGTERM.
+
+    A signal stops the service cleanly (open events ended and committed); a second SIGINT
+    aborts. Returns True on a clean run.
+    """
+    hits = {"n": 0}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        hits["n"] += 1
+        if hits["n"] > 1 and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        print(f"{signal.Signals(signum).name}: stopping, ending open events...", file=sys.stderr, flush=True)
+        service.stop()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        service.start()
+        if seconds is not None and not service.wait(seconds):
+            service.stop()
+        service.wait()
+        return service.finish()
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)

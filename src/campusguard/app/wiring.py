@@ -116,11 +116,14 @@ def build_camera(
                         max_movement=rule.max_movement,
                         max_movement_px=rule.max_movement_px,
                         stationary_window_s=rule.stationary_window_s,
+                        per_track=rule.per_track,
                         **zone_kw,
                     )
                 )
-            elif isinstance(rule, (IntrusionRule, LoiteringRule)):
-                rules.append(RULE_TYPES[rule.kind](min_seconds=rule.min_seconds, **zone_kw))
+            elif isinstance(rule, IntrusionRule):
+                rules.append(RULE_TYPES["intrusion"](min_seconds=rule.min_seconds, per_track=rule.per_track, **zone_kw))
+            elif isinstance(rule, LoiteringRule):
+                rules.append(RULE_TYPES["loitering"](min_seconds=rule.min_seconds, **zone_kw))
         except InvalidInputError as exc:
             raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
     geometry = CameraGeometry(

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import typer
 
@@ -19,32 +17,6 @@ def _setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-
-
-def run_until_stopped(service: object, seconds: float | None = None) -> bool:
-    """Start ``service`` and wait for it; SIGINT/SIGTERM stop it cleanly (a second SIGINT aborts)."""
-    from campusguard.app.service import WatchService
-
-    assert isinstance(service, WatchService)
-    hits = {"n": 0}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        hits["n"] += 1
-        if hits["n"] > 1 and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        print(f"{signal.Signals(signum).name}: stopping, ending open events...", file=sys.stderr, flush=True)
-        service.stop()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        service.start()
-        if seconds is not None and not service.wait(seconds):
-            service.stop()
-        service.wait()
-        return service.finish()
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 def register(app: typer.Typer) -> None:
@@ -61,7 +33,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
-        from campusguard.app.service import WatchService
+        from campusguard.app.service import WatchService, run_until_stopped
 
         _setup_logging(log_level)
         service = WatchService(load_config(config))
@@ -127,4 +99,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(config_app)
 
 
-__all__ = ["register", "run_until_stopped"]
+__all__ = ["register"]
