@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_labels_tight_inside_and_every_visible_object_labelled(index: int) -> No
         x1, y1, x2, y2 = o.xyxy
         assert 0 <= x1 < x2 <= 640 and 0 <= y1 < y2 <= 640
         assert o.class_id in SYNTH_CLASS_IDS
-        assert x2 - x1 >= 10 and y2 - y1 >= 10
+        assert x2 - x1 >= 6 and y2 - y1 >= 12  # thin upright people: see render.compose
         assert o.visible_fraction >= 0.4
     # labelled objects' visible pixels lie inside their box, and their box is tight on the drawn extent
     for o in im.objects:
@@ -106,3 +107,31 @@ def test_bad_arguments_raise_one_line_errors(tmp_path: Path, capsys: pytest.Capt
     assert cli_main(["synth", "--out", str(tmp_path / "x"), "--images", "2", "--val-fraction", "1.5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("error: --") for line in err)
+
+
+def test_cli_writes_images_and_videos(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ds"
+    rc = cli_main(
+        [
+            "synth",
+            "--out",
+            str(out),
+            "--images",
+            "4",
+            "--videos",
+            "1",
+            "--seed",
+            "2",
+            "--video-seconds",
+            "3",
+            "--fps",
+            "5",
+            "--video-size",
+            "480x270",
+        ]
+    )
+    assert rc == 0, capsys.readouterr().err
+    truth = json.loads((out / "videos" / "video_000.json").read_text())
+    assert truth["seed"] == 2000 and truth["num_frames"] == 15 and truth["resolution_wh"] == [480, 270]
+    assert (out / "videos" / "video_000.mp4").stat().st_size > 0
+    assert len(list((out / "images" / "train").glob("*.jpg"))) == 3

@@ -13,7 +13,16 @@ from campusguard.data.synth.camera import Camera
 from campusguard.data.synth.classes import COCO_NAMES, SYNTH_CLASS_IDS, SYNTH_NC, VEHICLE_CLASS_IDS
 from campusguard.data.synth.dataset import DatasetSummary, generate_dataset, video_seed
 from campusguard.data.synth.images import ImageParams, SynthImage, render_image
+from campusguard.data.synth.incidents import Incident, RuleParams, compute_incidents
 from campusguard.data.synth.render import RenderedObject
+from campusguard.data.synth.video import (
+    SynthVideo,
+    VideoTruth,
+    generate_video,
+    iter_video_frames,
+    load_video_truth,
+    video_truth,
+)
 
 __all__ = [
     "COCO_NAMES",
@@ -28,4 +37,13 @@ __all__ = [
     "DatasetSummary",
     "generate_dataset",
     "video_seed",
+    "SynthVideo",
+    "VideoTruth",
+    "generate_video",
+    "iter_video_frames",
+    "video_truth",
+    "load_video_truth",
+    "Incident",
+    "RuleParams",
+    "compute_incidents",
 ]

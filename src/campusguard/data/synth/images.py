@@ -34,7 +34,7 @@ class ImageParams:
         layouts: number of random scene layouts per seed (each rendered under every lighting).
         min_objects, max_objects: objects placed per image (groups count member by member).
         min_person_px: smallest person height drawn.
-        min_size_px: smallest box side drawn (objects smaller in either dimension are not drawn).
+        min_size_px: smallest box height drawn; the smallest width is half of it (see `render.compose`).
         min_visible: smallest visible fraction of an object's pixels (see `render.compose`).
         jpeg_quality: inclusive range of JPEG quality.
     """
@@ -43,7 +43,7 @@ class ImageParams:
     min_objects: int = 3
     max_objects: int = 14
     min_person_px: float = 30.0
-    min_size_px: float = 10.0
+    min_size_px: float = 12.0
     min_visible: float = 0.4
     jpeg_quality: tuple[int, int] = (50, 95)
 
@@ -102,12 +102,20 @@ def _max_depth(class_id: int, cam: Camera, params: ImageParams, far_z: float) ->
     if class_id == PERSON:
         return min(far_z, PERSON_HEIGHT_M * cam.focal_px / (params.min_person_px * k))
     w, h = object_size_m(class_id, "front")
-    return min(far_z, min(w, h) * cam.focal_px / (params.min_size_px * k * 1.5))
+    return min(far_z, min(w, h) * cam.focal_px / (params.min_size_px * k * 1.25))
 
 
-def _sample_ground(rng: np.random.Generator, cam: Camera, z_lo: float, z_hi: float, w_m: float) -> tuple[float, float]:
-    """Random ground point ``(x, z)``: uniform in image row between depths, uniform across the view."""
+def _sample_ground(
+    rng: np.random.Generator, cam: Camera, z_lo: float, z_hi: float, w_m: float, far_bias: float = 0.0
+) -> tuple[float, float]:
+    """Random ground point ``(x, z)``: uniform in image row between depths, uniform across the view.
+
+    With probability ``far_bias`` the row is drawn from the farthest third of the range instead
+    (more small objects: the fixed video camera sees most people far away on the sidewalks).
+    """
     v_lo, v_hi = float(cam.row_of_depth(z_hi)), float(cam.row_of_depth(z_lo))
+    if rng.random() < far_bias:
+        v_hi = v_lo + (v_hi - v_lo) / 3.0
     z = cam.depth_of_row(float(rng.uniform(v_lo, v_hi)))
     hw = cam.half_width_m(z) + 0.3 * w_m
     return float(rng.uniform(-hw, hw)), z
@@ -132,7 +140,7 @@ def _place_objects(rng: np.random.Generator, sc: _Scene, light: Lighting, params
         z_lo, z_hi = max(near, _MIN_DEPTH_M[cls]), _max_depth(cls, cam, params, layout.far_z)
         if z_hi <= z_lo:
             continue
-        x, z = _sample_ground(rng, cam, z_lo, z_hi, w_m)
+        x, z = _sample_ground(rng, cam, z_lo, z_hi, w_m, far_bias=0.35)
         if cls != PERSON and layout.roads and rng.random() < 0.5:
             zr0, zr1 = layout.roads[int(rng.integers(0, len(layout.roads)))]
             zr = float(rng.uniform(zr0 + 0.5, zr1 - 0.5))

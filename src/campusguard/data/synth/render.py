@@ -3,7 +3,9 @@
 Placement rule (documented contract of the generator): sprites are composited far to near.
 An object is drawn and labelled only if at least ``min_visible`` of its drawn pixels are
 visible (inside the frame and not covered by nearer objects or props) and its in-frame box is
-at least ``min_size_px`` in both dimensions; otherwise it is not drawn at all. So every drawn
+at least ``min_size_px`` tall and ``min_width_frac * min_size_px`` wide (upright people are
+thin: a walker with closed legs is about a sixth as wide as tall, and must not flicker in and
+out of the labels from one stride to the next); otherwise it is not drawn at all. So every drawn
 object is labelled, and its label is the tight box of all its drawn in-frame pixels, including
 the parts covered by nearer objects (an amodal box: a person behind a car keeps the box down to
 the feet). Partially visible objects are therefore at least ``min_visible`` visible.
@@ -63,7 +65,8 @@ def compose(
     items: list[Placed],
     *,
     min_visible: float = 0.4,
-    min_size_px: float = 10.0,
+    min_size_px: float = 12.0,
+    min_width_frac: float = 0.5,
     shadows: bool = True,
     instance_map: np.ndarray | None = None,
 ) -> list[RenderedObject]:
@@ -73,7 +76,9 @@ def compose(
         frame: ``(H, W, 3) uint8`` BGR background, modified in place.
         items: sprites to draw; props (``class_id == -1``) are always drawn.
         min_visible: objects with a smaller visible fraction of their pixels are not drawn.
-        min_size_px: objects whose in-frame box is smaller in width or height are not drawn.
+        min_size_px: objects whose in-frame box is less tall than this are not drawn.
+        min_width_frac: objects whose in-frame box is narrower than ``min_width_frac * min_size_px``
+            are not drawn.
         shadows: draw a dark ellipse on the ground under each drawn object (never labelled).
         instance_map: optional ``(H, W) int32`` array filled with ``index in items + 1`` of the
             sprite visible at each pixel (0 for background); for tests.
@@ -108,7 +113,7 @@ def compose(
         bx1, bx2 = ax0 + cols[0], ax0 + cols[-1] + 1
         by1, by2 = ay0 + rows[0], ay0 + rows[-1] + 1
         frac = visible / total
-        if frac < min_visible or (bx2 - bx1) < min_size_px or (by2 - by1) < min_size_px:
+        if frac < min_visible or (bx2 - bx1) < min_width_frac * min_size_px or (by2 - by1) < min_size_px:
             continue
         occ |= sub
         keep[i] = RenderedObject(p.key, p.class_id, (float(bx1), float(by1), float(bx2), float(by2)), frac)

@@ -63,6 +63,7 @@ _ROAD = (16.0, 22.0)
 _NEAR_LANE_Z, _FAR_LANE_Z = 16.6, 19.6  # near side of vehicles in each lane
 _NEAR_WALK, _FAR_WALK = (14.4, 15.6), (22.3, 23.2)
 _GAP_S = 2.5  # minimum time between two scripted incidents
+_VIDEO_MIN_VISIBLE = 0.25  # lower than for stills: people passing behind each other should not blink out
 _FIRST_INCIDENT_S = 3.0  # earliest start of the first incident
 
 
@@ -299,9 +300,9 @@ def _simulated_window(
     rules: RuleParams,
 ) -> tuple[float, float] | None:
     """Span of the incidents the script's actors alone trigger, from their projected ground points."""
-    t_end = max(a.t_end for a in script.actors)
+    t_start, t_end = max(0.0, min(a.t_start for a in script.actors)), max(a.t_end for a in script.actors)
     frames = []
-    for i in range(max(0, int(t_end * fps) + 2)):
+    for i in range(int(t_start * fps), max(0, int(t_end * fps) + 2)):
         objs = []
         for a in script.actors:
             st = a.state(i / fps)
@@ -334,26 +335,38 @@ def _schedule(
         kinds = kinds[: int(rng.integers(2, 4))]
     scripts: list[_Script] = []
     prev_end = -_GAP_S
-    for kind in kinds:
-        saved = ids.next
-        script = _SCRIPTS[kind](rng, cam, 0.0, ids)
-        window = _simulated_window(script, cam, zones, fence, fps, rules)
-        if window is None:
-            ids.next = saved
-            continue
-        # actors may already be on their way at t=0, as long as the incident itself is unchanged
-        dt = max(_FIRST_INCIDENT_S, prev_end + _GAP_S) - window[0]
-        shifted = _shift(_Script(kind, script.actors, window), dt)
-        while True:
-            seen = _simulated_window(shifted, cam, zones, fence, fps, rules)
-            if seen is not None and abs(seen[0] - shifted.window[0]) < 0.15 and abs(seen[1] - shifted.window[1]) < 0.15:
-                break
-            shifted = _shift(shifted, 0.5)
-        if shifted.window[1] + 1.0 > seconds:
-            ids.next = saved
-            continue
-        scripts.append(shifted)
-        prev_end = shifted.window[1]
+    added = True
+    while added:  # cycle through the kinds until the video is full (long videos repeat them)
+        added = False
+        for kind in kinds:
+            saved = ids.next
+            script = _SCRIPTS[kind](rng, cam, 0.0, ids)
+            window = _simulated_window(script, cam, zones, fence, fps, rules)
+            if window is None:
+                ids.next = saved
+                continue
+            # actors may already be on their way at t=0, as long as the incident itself is unchanged
+            shifted: _Script | None = _shift(
+                _Script(kind, script.actors, window), max(_FIRST_INCIDENT_S, prev_end + _GAP_S) - window[0]
+            )
+            for _ in range(40):
+                assert shifted is not None
+                seen = _simulated_window(shifted, cam, zones, fence, fps, rules)
+                if (
+                    seen is not None
+                    and abs(seen[0] - shifted.window[0]) < 0.15
+                    and abs(seen[1] - shifted.window[1]) < 0.15
+                ):
+                    break
+                shifted = _shift(shifted, 0.5)
+            else:
+                shifted = None
+            if shifted is None or shifted.window[1] + 1.0 > seconds:
+                ids.next = saved
+                continue
+            scripts.append(shifted)
+            prev_end = shifted.window[1]
+            added = True
     return scripts
 
 
@@ -518,7 +531,9 @@ class SynthVideo:
         )
 
     def frame(self, index: int) -> tuple[np.ndarray, list[dict]]:
-        """Render frame ``index``: ``(H, W, 3) uint8`` BGR and its objects ``[{track_id, class_id, xyxy}]``."""
+        """Render frame ``index``: ``(H, W, 3) uint8`` BGR and its objects ``[{track_id, class_id, xyxy}]``.
+        Stateless: frames can be rendered in any order, nothing is kept between calls.
+        """
         t = index / self.fps
         frame = self.background.copy()
         items: list[Placed] = []
@@ -538,12 +553,11 @@ class SynthVideo:
             u, v = self.camera.project(np.array([[x, z]]))[0]
             items.append(Placed(sprite, float(u), float(v), z, a.class_id, a.track_id))
         s = self.size_wh[0] / 640.0
-        objects = compose(frame, items, min_size_px=10.0 * s)
+        objects = compose(frame, items, min_visible=_VIDEO_MIN_VISIBLE, min_size_px=12.0 * s)
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xF4A3E, index]))
         self.noise.add(frame, rng, self.noise_level)
-        return frame, [
-            {"track_id": o.key, "class_id": o.class_id, "xyxy": [round(c, 1) for c in o.xyxy]} for o in objects
-        ]
+        labels = [{"track_id": o.key, "class_id": o.class_id, "xyxy": [round(c, 1) for c in o.xyxy]} for o in objects]
+        return frame, labels
 
     def frames(self) -> Iterator[tuple[int, float, np.ndarray]]:
         """Yield ``(frame_index, t_seconds, frame_bgr)`` for the whole video."""
@@ -551,7 +565,8 @@ class SynthVideo:
             yield i, i / self.fps, self.frame(i)[0]
 
     def truth(self, frames_objects: list[list[dict]] | None = None, video_name: str = "video_000.mp4") -> VideoTruth:
-        """Ground truth; renders every frame unless ``frames_objects`` (per-frame objects) is given."""
+        """Ground truth; renders every frame unless the per-frame objects are given (e.g. collected
+        from `frame` while writing or showing the video)."""
         if frames_objects is None:
             frames_objects = [self.frame(i)[1] for i in range(self.num_frames)]
         frames = [{"frame": i, "t": round(i / self.fps, 4), "objects": objs} for i, objs in enumerate(frames_objects)]
