@@ -206,3 +206,23 @@ def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:
     out = scale_detections(det, (640, 360), (320, 180))
     np.testing.assert_allclose(out.xyxy, [[5, 10, 15, 20]])
     assert scale_detections(det, (320, 180), (320, 180)) is det
+
+
+def test_watchdog_reconnects_a_stalled_live_camera_once_per_stall() -> None:
+    from campusguard.app.config import CameraConfig
+    from campusguard.app.pipeline import Watchdog
+    from campusguard.app.sources import CameraReader, FrameQueue
+
+    stop, failed = threading.Event(), threading.Event()
+    reader = CameraReader(
+        CameraConfig(id="live", source="rtsp://127.0.0.1:1/x", stall_timeout_s=5), FrameQueue(2, True), stop
+    )
+    reader.stats.connected = True
+    reader.stats.last_frame_at = 100.0
+    dog = Watchdog([reader], [], stop, failed)
+    dog.check(now=104.0)
+    assert not reader._reconnect_requested.is_set()
+    dog.check(now=106.0)
+    assert reader._reconnect_requested.is_set() and dog.stalls == 1
+    dog.check(now=107.0)  # the same stall is not reported again
+    assert dog.stalls == 1
