@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from campusguard.data.synth.camera import PERSON_HEIGHT_M, Camera
+from campusguard.data.synth.campus import campus_layout
 from campusguard.data.synth.classes import BICYCLE, BUS, CAR, MOTORCYCLE, PERSON, TRUCK
 from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, RenderedObject, apply_effects, compose
@@ -32,6 +33,7 @@ class ImageParams:
 
     Attributes:
         layouts: number of random scene layouts per seed (each rendered under every lighting).
+        campus_fraction: share of images showing the video camera's campus (`campus.campus_layout`).
         min_objects, max_objects: objects placed per image (groups count member by member).
         min_person_px: smallest person height drawn.
         min_size_px: smallest box height drawn; the smallest width is half of it (see `render.compose`).
@@ -39,7 +41,8 @@ class ImageParams:
         jpeg_quality: inclusive range of JPEG quality.
     """
 
-    layouts: int = 8
+    layouts: int = 12
+    campus_fraction: float = 0.2
     min_objects: int = 3
     max_objects: int = 14
     min_person_px: float = 30.0
@@ -79,6 +82,9 @@ class _SceneBank:
                 focal_per_width=float(rng.uniform(0.68, 0.82)),
             )
             self.scenes.append(_Scene(random_layout(rng), cam))
+        # the campus the video camera watches, through the same camera model (last scene)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA3F05]))
+        self.scenes.append(_Scene(campus_layout(rng), Camera.for_frame(imgsz, imgsz)))
         self.seed = seed
         self.backgrounds: dict[tuple[int, int], np.ndarray] = {}
         self.noise = NoiseBank(seed, (imgsz, imgsz))
@@ -190,7 +196,8 @@ def render_image(
     params = params or ImageParams()
     bank = _bank(seed, imgsz, params)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x1A6E, index]))
-    k = int(rng.integers(0, len(bank.scenes)))
+    n_random = len(bank.scenes) - 1
+    k = n_random if rng.random() < params.campus_fraction else int(rng.integers(0, n_random))
     li = int(rng.choice(len(LIGHTINGS), p=[0.4, 0.25, 0.15, 0.2]))
     sc = bank.scenes[k]
     bg = bank.background(k, li)

@@ -25,11 +25,20 @@ import cv2
 import numpy as np
 
 from campusguard.data.synth.camera import Camera
+from campusguard.data.synth.campus import (
+    FAR_LANE_Z,
+    FAR_WALK_Z,
+    FENCE_LINE_XZ,
+    NEAR_LANE_Z,
+    NEAR_WALK_Z,
+    ZONES_XZ,
+    campus_layout,
+)
 from campusguard.data.synth.classes import BICYCLE, BUS, CAR, MOTORCYCLE, PERSON, TRUCK
 from campusguard.data.synth.incidents import RuleParams, compute_incidents, side_of_line
 from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, compose
-from campusguard.data.synth.scene import Building, Layout, Patch, render_background
+from campusguard.data.synth.scene import render_background
 from campusguard.data.synth.sprites import Look, draw_object, random_look
 from campusguard.errors import InvalidInputError
 
@@ -47,21 +56,6 @@ __all__ = [
 
 SCHEMA = "campusguard.synth.video/1"
 
-XZ = tuple[float, float]
-ZONES_XZ: dict[str, tuple[XZ, ...]] = {
-    "restricted": ((3.0, 7.5), (12.0, 7.5), (12.0, 12.5), (3.0, 12.5)),
-    "fire_lane": ((-10.0, 16.0), (-3.0, 16.0), (-3.0, 18.8), (-10.0, 18.8)),
-    "danger_area": ((-4.5, 8.5), (-1.0, 8.5), (-1.0, 11.5), (-4.5, 11.5)),
-    "loiter_area": ((-0.3, 7.0), (2.2, 7.0), (2.2, 10.5), (-0.3, 10.5)),
-}
-"""Zone polygons on the ground, world metres ``(x, z)``."""
-
-FENCE_LINE_XZ: tuple[XZ, XZ] = ((3.0, 7.5), (3.0, 12.5))
-"""The fence between the plaza and the restricted yard, near end first."""
-
-_ROAD = (16.0, 22.0)
-_NEAR_LANE_Z, _FAR_LANE_Z = 16.6, 19.6  # near side of vehicles in each lane
-_NEAR_WALK, _FAR_WALK = (14.4, 15.6), (22.3, 23.2)
 _GAP_S = 2.5  # minimum time between two scripted incidents
 _VIDEO_MIN_VISIBLE = 0.25  # lower than for stills: people passing behind each other should not blink out
 _FIRST_INCIDENT_S = 3.0  # earliest start of the first incident
@@ -150,45 +144,6 @@ class _Script:
 
 
 # -- scene --------------------------------------------------------------------------------
-def _video_layout(rng: np.random.Generator) -> Layout:
-    walk = (170, 180, 185)
-    asphalt = (85, 85, 88)
-    patches = (
-        Patch(((-200, _NEAR_WALK[0] - 0.4), (200, _NEAR_WALK[0] - 0.4), (200, _ROAD[0]), (-200, _ROAD[0])), walk),
-        Patch(((-200, _ROAD[1]), (200, _ROAD[1]), (200, _FAR_WALK[1] + 0.4), (-200, _FAR_WALK[1] + 0.4)), walk),
-        Patch(((-200, _ROAD[0]), (200, _ROAD[0]), (200, _ROAD[1]), (-200, _ROAD[1])), asphalt, "dashed_center"),
-        Patch(ZONES_XZ["fire_lane"], (60, 60, 200), "hatch_red"),
-        Patch(((3.0, 7.0), (30.0, 7.0), (30.0, 12.5), (3.0, 12.5)), (120, 135, 140)),
-        Patch(ZONES_XZ["danger_area"], (70, 110, 140), "hazard"),
-        Patch(((-0.5, 6.0), (2.4, 6.0), (2.4, 10.7), (-0.5, 10.7)), (165, 175, 190)),
-        Patch(((0.6, 10.7), (1.8, 10.7), (1.8, _NEAR_WALK[0] - 0.4), (0.6, _NEAR_WALK[0] - 0.4)), (165, 175, 190)),
-    )
-    fences = (FENCE_LINE_XZ, ((3.0, 12.5), (30.0, 12.5)))
-    buildings: list[Building] = []
-    x = -60.0
-    while x < 60:
-        w = float(rng.uniform(14, 30))
-        c = int(rng.integers(120, 210))
-        floors = int(rng.integers(3, 7))
-        buildings.append(
-            Building(
-                x,
-                x + w,
-                float(rng.uniform(46, 54)),
-                floors * 3.5 + 1,
-                (c - 20, c - 10, c),
-                (120, 100, 70),
-                floors,
-                tuple(bool(v) for v in rng.random(64) < 0.45),
-            )
-        )
-        x += w + float(rng.uniform(2, 8))
-    props = [("tree", float(x), float(rng.uniform(30, 40))) for x in rng.uniform(-30, 30, 8)]
-    props += [("lamp", float(x), 23.6) for x in (-14.0, -4.0, 6.0, 16.0)]
-    props += [("bench", 1.4, 10.6), ("bin", -0.2, 10.6)]
-    return Layout((60, 140, 80), patches, tuple(buildings), fences, tuple(props), 40.0, (_ROAD,))
-
-
 def _clip_to_frame(poly_uv: np.ndarray, width: int, height: int) -> np.ndarray:
     frame = np.array([[0, 0], [width, 0], [width, height], [0, height]], np.float32)
     area, inter = cv2.intersectConvexConvex(poly_uv.astype(np.float32), frame)
@@ -240,13 +195,13 @@ def _fire_lane(rng: np.random.Generator, cam: Camera, t0: float, ids: _Ids) -> _
     cls = CAR if rng.random() < 0.7 else TRUCK
     a = Actor(ids(), cls, random_look(rng, cls))
     x_stop = float(rng.uniform(-7.5, -5.5))
-    a.start(t0, -cam.half_width_m(_NEAR_LANE_Z) - 6.0, _NEAR_LANE_Z)
-    a.to(x_stop - 2.5, _NEAR_LANE_Z, float(rng.uniform(6, 8)))
-    a.to(x_stop, _NEAR_LANE_Z, 1.6)
+    a.start(t0, -cam.half_width_m(NEAR_LANE_Z) - 6.0, NEAR_LANE_Z)
+    a.to(x_stop - 2.5, NEAR_LANE_Z, float(rng.uniform(6, 8)))
+    a.to(x_stop, NEAR_LANE_Z, 1.6)
     stopped = a.t_end
     a.wait(float(rng.uniform(7.0, 9.0)))
-    a.to(x_stop + 3.0, _NEAR_LANE_Z, 2.0)
-    a.to(cam.half_width_m(_NEAR_LANE_Z) + 8.0, _NEAR_LANE_Z, 7.0)
+    a.to(x_stop + 3.0, NEAR_LANE_Z, 2.0)
+    a.to(cam.half_width_m(NEAR_LANE_Z) + 8.0, NEAR_LANE_Z, 7.0)
     return _Script("fire_lane", [a], (stopped + 5.0, a.keys[-3][0]))
 
 
@@ -262,7 +217,7 @@ def _intrusion(rng: np.random.Generator, cam: Camera, t0: float, ids: _Ids) -> _
     a.wait(float(rng.uniform(1.5, 2.5)))
     a.to(x_walk, 11.8, speed)
     leave = a.keys[-2][0] + (a.t_end - a.keys[-2][0]) * 0.5
-    z_walk = float(rng.uniform(*_NEAR_WALK))
+    z_walk = float(rng.uniform(*NEAR_WALK_Z))
     a.to(1.2, z_walk, speed).to(-cam.half_width_m(z_walk) - 1.0, z_walk, speed)
     return _Script("intrusion", [a], (enter, leave))
 
@@ -383,24 +338,24 @@ def _background(
 ) -> list[Actor]:
     actors: list[Actor] = []
     fire_busy = _busy(scripts, "fire_lane", 4.0)
-    for z_range, gap in ((_NEAR_WALK, (3.0, 7.0)), (_FAR_WALK, (3.0, 8.0))):
+    for z_range, gap in ((NEAR_WALK_Z, (3.0, 7.0)), (FAR_WALK_Z, (3.0, 8.0))):
         t = float(rng.uniform(-12, 0))
         while t < seconds:
             z = float(rng.uniform(*z_range))
             hw = cam.half_width_m(z) + 1.0
             d = 1 if rng.random() < 0.5 else -1
-            blocked = z_range == _NEAR_WALK and any(a - 15 < t < b for a, b in fire_busy)
+            blocked = z_range == NEAR_WALK_Z and any(a - 15 < t < b for a, b in fire_busy)
             if not blocked:
                 a = _person(rng, ids).start(t, -d * hw, z).to(d * hw, z, float(rng.uniform(1.1, 1.6)))
                 actors.append(a)
             t += float(rng.uniform(*gap))
-    for lane_z, direction, gap in ((_NEAR_LANE_Z, 1, (5.0, 10.0)), (_FAR_LANE_Z, -1, (4.0, 9.0))):
+    for lane_z, direction, gap in ((NEAR_LANE_Z, 1, (5.0, 10.0)), (FAR_LANE_Z, -1, (4.0, 9.0))):
         t = float(rng.uniform(-6, 2))
         while t < seconds:
             cls = int(rng.choice([CAR, CAR, CAR, CAR, BUS, TRUCK, TRUCK, MOTORCYCLE]))
             hw = cam.half_width_m(lane_z) + 8.0
             speed = float(rng.uniform(6.0, 10.0))
-            if not (lane_z == _NEAR_LANE_Z and any(a - 6 < t < b for a, b in fire_busy)):
+            if not (lane_z == NEAR_LANE_Z and any(a - 6 < t < b for a, b in fire_busy)):
                 actors.append(
                     Actor(ids(), cls, random_look(rng, cls))
                     .start(t, -direction * hw, lane_z)
@@ -514,7 +469,7 @@ class SynthVideo:
         self.camera = Camera.for_frame(W, H)
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x71DE0]))
         self.lighting: Lighting = LIGHTINGS[int(rng.choice(len(LIGHTINGS), p=[0.4, 0.2, 0.15, 0.25]))]
-        self.layout = _video_layout(rng)
+        self.layout = campus_layout(rng)
         self.background = render_background(self.layout, self.camera, self.lighting, rng)
         self.noise = NoiseBank(seed, (H, W), sigmas=(2.0, 4.0))
         self.noise_level = int(rng.integers(0, 2))
