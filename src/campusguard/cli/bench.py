@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 import typer
@@ -25,13 +24,27 @@ def _ints(text: str, name: str) -> list[int]:
         raise InvalidInputError(f"--{name} {text!r} must be comma-separated integers") from None
 
 
-def _command() -> str:
-    return "campusguard " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+def _command(ctx: typer.Context) -> str:
+    """The command line as given: options from the command line (not defaults), in declaration order."""
+    parts = ["campusguard", ctx.info_name or "bench"]
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = ctx.params[param.name]  # type: ignore[index]
+        if getattr(param, "param_type_name", "") != "option":
+            parts += [shlex.quote(str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
+        elif getattr(param, "is_flag", False):
+            parts.append(param.opts[0] if value else (getattr(param, "secondary_opts", None) or param.opts)[0])
+        else:
+            parts += [param.opts[0], shlex.quote(str(value))]
+    return " ".join(parts)
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
+        ctx: typer.Context,
         models: str = typer.Option(
             "yolov8n", "--models", help="Comma-separated: yolov8n..x names, .pt or .onnx files."
         ),
@@ -149,7 +162,7 @@ def register(app: typer.Typer) -> None:
             "scenarios": _split(scenarios), "streams": streams, "data": str(data) if data else None,
             "frames": frames_from, "calibration_images": len(calibration) if calibration else None,
         }  # fmt: skip
-        result = build_result(records, settings, config, name, _command(), env, overhead, notes, started)
+        result = build_result(records, settings, config, name, _command(ctx), env, overhead, notes, started)
         stem = f"bench-{result['run_id']}"
         json_path = write_result(result, out / f"{stem}.json")
         csv_path = write_csv((flatten_combination(name, r) for r in records), out / f"{stem}.csv")
@@ -238,9 +251,7 @@ def _print_summary(console: Console, result: dict) -> None:
         table.add_column(col)
     for r in result["results"]:
         if r["status"] != "ok":
-            table.add_row(
-                r["model"], r["backend"], r["precision"], str(r["batch"]), f"{r['status']}: {escape(str(r['reason']))}"
-            )
+            table.add_row(r["model"], r["backend"], r["precision"], str(r["batch"]), r["status"])
             continue
         acc = r.get("accuracy") or {}
         table.add_row(
@@ -251,3 +262,8 @@ def _print_summary(console: Console, result: dict) -> None:
             f"{acc['map50_95'] * 100:.1f}" if acc.get("map50_95") is not None else "n/a",
         )  # fmt: skip
     console.print(table)
+    for r in result["results"]:
+        if r["status"] != "ok":
+            console.print(
+                f"{r['status']}: {escape(r['model'])} {r['backend']} {r['precision']} b{r['batch']}: {escape(str(r['reason']))}"
+            )

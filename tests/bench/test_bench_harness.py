@@ -1,0 +1,201 @@
+"""The harness on a tiny real ONNX model: ok, skipped and failed combinations, scenarios, accuracy wiring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakes_bench import write_tiny_dataset
+
+from campusguard.backends.devices import DeviceSpec
+from campusguard.bench import harness
+from campusguard.bench.harness import (
+    BenchSettings,
+    Combination,
+    bench_combination,
+    build_result,
+    plan_matrix,
+    run_matrix,
+)
+from campusguard.bench.inputs import calibration_images, stream_frames, synthetic_frame
+from campusguard.bench.prepare import skip_reason
+from campusguard.bench.results import validate_result
+from campusguard.errors import InvalidInputError
+from campusguard.models.registry import parse_model_ref
+from conftest import build_tiny_detector_onnx
+
+SETTINGS = BenchSettings(imgsz_hw=(64, 64), device="cpu", warmup=1, iters=3, min_seconds=0.0, repeat=2)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(build_tiny_detector_onnx(tmp_path_factory.mktemp("tiny") / "tiny.onnx"))
+
+
+@pytest.fixture(scope="module")
+def frames() -> list:
+    return [synthetic_frame(64, 64, s) for s in range(3)]
+
+
+def test_matrix_records_ok_skipped_and_failed_and_validates(tiny: str, frames: list) -> None:
+    combos = plan_matrix(
+        [tiny], ["onnxruntime", "torch"], ["fp32", "fp16", "int8"], [1, 2], ["single-stream", "offline"]
+    )
+    records = run_matrix(combos, SETTINGS, frames, calibration=None)
+    by = {(r["backend"], r["precision"], r["batch"]): r for r in records}
+    assert len(records) == 12
+    ok = by[("onnxruntime", "fp32", 1)]
+    assert ok["status"] == "ok" and ok["reason"] is None
+    assert ok["iterations"] == 6 and len(ok["repeats"]) == 2  # 3 iterations x 2 repeats
+    assert ok["latency_ms"]["n"] == 6
+    assert ok["first_inference_ms"]["total_ms"] == pytest.approx(
+        ok["first_inference_ms"]["load_ms"] + ok["first_inference_ms"]["first_run_ms"]
+    )
+    assert set(ok["stages_ms"]) == {"preprocess", "inference", "postprocess"}
+    assert ok["memory"]["host_rss_peak_mb"] > 0 and ok["memory"]["samples"] >= 2
+    assert ok["accuracy"]["status"] == "skipped" and "no --data" in ok["accuracy"]["reason"]
+    assert ok["repeat_agree"] in (True, False)
+    assert by[("onnxruntime", "fp32", 2)]["model_batch"] == 1  # a batch-1 model is called per image
+    assert by[("onnxruntime", "fp16", 1)]["status"] == "skipped"
+    assert "GPU provider" in by[("onnxruntime", "fp16", 1)]["reason"]
+    assert by[("onnxruntime", "int8", 1)]["status"] == "failed"
+    assert "calibration images" in by[("onnxruntime", "int8", 1)]["reason"]
+    assert by[("torch", "fp32", 1)]["status"] == "skipped"
+    assert ".onnx" in by[("torch", "fp32", 1)]["reason"]
+    result = build_result(
+        records,
+        SETTINGS,
+        {
+            "models": [tiny],
+            "backends": ["onnxruntime", "torch"],
+            "precisions": ["fp32", "fp16", "int8"],
+            "batch": [1, 2],
+        },
+        "cpu-test",
+        "cmd",
+        {},
+        0.001,
+    )
+    validate_result(result)
+    scen = {(s["scenario"], s["batch"]) for s in result["scenarios"]}
+    assert ("single-stream", 1) in scen and ("offline", 1) in scen or ("offline", 2) in scen
+
+
+def test_unexpected_exception_is_recorded_as_failed(tiny: str, frames: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("kernel exploded\nsecond line")
+
+    monkeypatch.setattr(harness, "prepare_onnx", boom)
+    rec = bench_combination(Combination(tiny, "onnxruntime", "fp32", 1), SETTINGS, frames, DeviceSpec("cpu"))
+    assert rec["status"] == "failed"
+    assert rec["reason"] == "RuntimeError: kernel exploded"
+
+
+def test_multi_stream_sends_one_frame_per_source(tiny: str, frames: list) -> None:
+    rec = bench_combination(
+        Combination(tiny, "onnxruntime", "fp32", 3, "multi-stream"), SETTINGS, frames, DeviceSpec("cpu")
+    )
+    assert rec["status"] == "ok" and rec["streams"] == 3
+    # three frames per query: throughput counts images, latency counts frame sets
+    assert rec["throughput_ips"] == pytest.approx(3 * rec["iterations"] / rec["seconds"])
+    sources = stream_frames(frames, 3)
+    assert [s[0].shape[:2] for s in sources] == [(720, 1280), (1080, 1920), (480, 640)]
+
+
+def test_accuracy_is_measured_for_trained_models(tiny: str, frames: list, tmp_path: Path) -> None:
+    from campusguard.eval import load_yolo_dataset
+
+    # the tiny model always answers one class-0 box at the image centre, 20x20 px; the labels say so
+    ds = load_yolo_dataset(write_tiny_dataset(tmp_path), "val")
+    rec = bench_combination(Combination(tiny, "onnxruntime", "fp32", 1), SETTINGS, frames, DeviceSpec("cpu"), ds)
+    assert rec["accuracy"]["status"] == "ok"
+    assert rec["accuracy"]["map50_95"] == pytest.approx(1.0)
+    assert rec["accuracy"]["images"] == 3
+
+
+def test_random_weight_models_skip_accuracy_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tiny: str, frames: list, tmp_path: Path
+) -> None:
+    from campusguard.backends.base import ModelInfo
+    from campusguard.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from campusguard.eval import load_yolo_dataset
+
+    real = OnnxRuntimeBackend._model_info
+
+    def random_info(self: OnnxRuntimeBackend) -> ModelInfo:
+        info = real(self)
+        return ModelInfo(**{**info.__dict__, "random_weights": True})
+
+    monkeypatch.setattr(OnnxRuntimeBackend, "_model_info", random_info)
+    ds = load_yolo_dataset(write_tiny_dataset(tmp_path), "val")
+    rec = bench_combination(Combination(tiny, "onnxruntime", "fp32", 1), SETTINGS, frames, DeviceSpec("cpu"), ds)
+    assert rec["random_weights"] is True
+    assert rec["accuracy"]["status"] == "skipped" and "random-weight" in rec["accuracy"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "precision", "device", "expected"),
+    [
+        ("onnxruntime", "fp32", "cpu", None),
+        ("onnxruntime", "fp16", "cpu", "GPU provider"),
+        ("onnxruntime", "int8", "cuda", "QOperator"),
+        ("onnxruntime", "int8", "cpu", None),
+        ("torch", "int8", "cpu", "ONNX Runtime only"),
+        ("torch", "fp16", "cpu", "needs a GPU"),
+        ("torch", "fp16", "cuda", None),
+    ],
+)
+def test_skip_rules(backend: str, precision: str, device: str, expected: str | None) -> None:
+    reason = skip_reason(parse_model_ref("yolov8n"), backend, precision, device)
+    assert reason is None if expected is None else expected in (reason or "")
+
+
+def test_torch_missing_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert "PyTorch is not installed" in (skip_reason(parse_model_ref("yolov8n"), "torch", "fp32", "cpu") or "")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"models": ["yolov8q"]}, "unknown model 'yolov8q'"),
+        ({"models": []}, "at least one model"),
+        ({"batches": [0]}, "batch size 0 must be at least 1"),
+        ({"batches": []}, "at least one batch size"),
+        ({"backends": ["tensorflow"]}, "unknown backend"),
+        ({"precisions": ["int4"]}, "unknown precision"),
+        ({"scenarios": ["server"]}, "unknown scenario"),
+        ({"streams": 0}, "streams=0"),
+    ],
+)
+def test_plan_matrix_rejects_bad_input(kwargs: dict, message: str) -> None:
+    args = {
+        "models": ["yolov8n"],
+        "backends": ["onnxruntime"],
+        "precisions": ["fp32"],
+        "batches": [1],
+        "scenarios": ["offline"],
+        "streams": 4,
+    }
+    args.update(kwargs)
+    with pytest.raises(InvalidInputError, match=message):
+        plan_matrix(**args)
+
+
+def test_plan_matrix_adds_batch_1_for_single_stream_and_multi_stream_runs() -> None:
+    combos = plan_matrix(
+        ["yolov8n"], ["onnxruntime"], ["fp32"], [8, 8], ["single-stream", "offline", "multi-stream"], 4
+    )
+    assert [(c.batch, c.scenario) for c in combos] == [(1, "batch"), (8, "batch"), (4, "multi-stream")]
+
+
+def test_calibration_images_are_written_once_and_reused(tmp_path: Path) -> None:
+    first = calibration_images(tmp_path, 5)
+    again = calibration_images(tmp_path, 5)
+    assert first == again and len(first) == 5 and all(p.is_file() for p in first)
+    assert calibration_images(tmp_path, 3, sources=[Path("a.jpg")]) == [Path("a.jpg")] * 3
+    with pytest.raises(InvalidInputError):
+        calibration_images(tmp_path, 0)
