@@ -19,7 +19,7 @@ from campusguard.data.synth.classes import BICYCLE, BUS, CAR, MOTORCYCLE, PERSON
 from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, RenderedObject, apply_effects, compose
 from campusguard.data.synth.scene import Layout, random_layout, render_background
-from campusguard.data.synth.sprites import PROP_KINDS, draw_object, draw_prop, object_size_m, random_look
+from campusguard.data.synth.sprites import PROP_KINDS, draw_object, draw_prop, draw_rider, object_size_m, random_look
 
 __all__ = ["SynthImage", "ImageParams", "render_image", "encode_jpeg", "yolo_label_text"]
 
@@ -34,6 +34,7 @@ class ImageParams:
     Attributes:
         layouts: number of random scene layouts per seed (each rendered under every lighting).
         campus_fraction: share of images showing the video camera's campus (`campus.campus_layout`).
+        rider_fraction: share of side-view bicycles and motorcycles with a rider (labelled person).
         min_objects, max_objects: objects placed per image (groups count member by member).
         min_person_px: smallest person height drawn.
         min_size_px: smallest box height drawn; the smallest width is half of it (see `render.compose`).
@@ -43,6 +44,7 @@ class ImageParams:
 
     layouts: int = 12
     campus_fraction: float = 0.2
+    rider_fraction: float = 0.5
     min_objects: int = 3
     max_objects: int = 14
     min_person_px: float = 30.0
@@ -165,6 +167,9 @@ def _place_objects(rng: np.random.Generator, sc: _Scene, light: Lighting, params
             sprite = draw_object(cls, cam.px_per_m(mz), mview, look, light, phase=float(rng.uniform(0, 2 * np.pi)))
             u, v = cam.project(np.array([[mx, mz]]))[0]
             items.append(Placed(sprite, float(u), float(v), mz, cls, len(items)))
+            if cls in (BICYCLE, MOTORCYCLE) and mview in ("left", "right") and rng.random() < params.rider_fraction:
+                rider = draw_rider(cls, cam.px_per_m(mz), mview, random_look(rng, PERSON), light, look.size)
+                items.append(Placed(rider, float(u), float(v), mz - 0.05, PERSON, len(items)))
     for _ in range(int(rng.integers(0, 4))):  # unlabelled occluders and distractors
         kind = str(rng.choice(PROP_KINDS))
         x, z = _sample_ground(rng, cam, near, layout.far_z, 1.0)

@@ -23,6 +23,7 @@ __all__ = [
     "random_look",
     "draw_object",
     "draw_prop",
+    "draw_rider",
     "object_size_m",
     "PROP_KINDS",
     "VIEWS",
@@ -484,3 +485,75 @@ def draw_prop(kind: str, px_per_m: float, rng: np.random.Generator, light: Light
         cv.rect(0.0, 0.9, 1.0, 1.0, (0, 100, 220))
         cv.rect(0.3, 0.4, 0.7, 0.55, (240, 240, 240))
     return Sprite(cv.img, (cv.w // 2, cv.h - 1))
+
+
+# rider joints in metres, x forward from the vehicle's rear end, y up from the ground
+_RIDER_POSE: dict[int, dict[str, tuple[float, float]]] = {
+    BICYCLE: {
+        "hip": (0.67, 0.95),
+        "knee": (1.0, 0.66),
+        "foot": (0.86, 0.28),
+        "shoulder": (0.92, 1.45),
+        "head": (1.02, 1.63),
+        "hand": (1.28, 1.0),
+    },
+    MOTORCYCLE: {
+        "hip": (0.55, 0.88),
+        "knee": (0.98, 0.78),
+        "foot": (0.9, 0.36),
+        "shoulder": (0.86, 1.36),
+        "head": (0.96, 1.54),
+        "hand": (1.45, 1.02),
+    },
+}
+
+
+def draw_rider(
+    vehicle_class: int, px_per_m: float, view: str, look: Look, light: Lighting, vehicle_size: float = 1.0
+) -> Sprite:
+    """Draw a person riding a bicycle or motorcycle seen from the side (``view`` left or right).
+
+    The sprite's anchor is the ground point under the vehicle's centre (it lies below the
+    canvas), so the rider is placed with the same ground point as its vehicle.
+
+    Args:
+        vehicle_class: `BICYCLE` or `MOTORCYCLE`.
+        px_per_m: scale at the vehicle's depth.
+        view: ``"left"`` or ``"right"``: the direction the vehicle faces.
+        look: the rider's colours (a person `Look`).
+        light: lighting.
+        vehicle_size: the vehicle's ``Look.size``, so the rider sits on it.
+    """
+    pose = _RIDER_POSE[vehicle_class]
+    length_m = object_size_m(vehicle_class, "right")[0] * vehicle_size
+    s = px_per_m * vehicle_size
+    head_r = 0.12
+    x0, x1 = 0.4, 1.62 if vehicle_class == MOTORCYCLE else 1.42
+    top = pose["head"][1] + head_r + 0.02
+    bottom = pose["foot"][1] - 0.08
+    w, h = int(round((x1 - x0) * s)) + 2, int(round((top - bottom) * s)) + 2
+    cv = _Canvas(w, h, light)
+
+    def p(name: str) -> tuple[float, float]:
+        x, y = pose[name]
+        return ((x - x0) / (x1 - x0), (top - y) / (top - bottom))
+
+    helmet = look.main if vehicle_class == MOTORCYCLE else look.third
+    cv.line(p("hip"), p("knee"), look.second, 0.15 * s)
+    cv.line(p("knee"), p("foot"), look.second, 0.12 * s)
+    cv.line(p("hip"), p("shoulder"), look.main, 0.3 * s)
+    cv.line(p("shoulder"), p("hand"), _darker(look.main, 0.8), 0.09 * s)
+    hx, hy = p("hand")
+    cv.circle(hx, hy, 0.05 * s, look.skin)
+    fx, fy = p("foot")
+    cv.line((fx - 0.02, fy), (fx + 0.12 * s / w, fy), (30, 30, 30), 0.05 * s)
+    cx, cy = p("head")
+    cv.circle(cx, cy, head_r * s, look.skin)
+    cv.ellipse(cx - 0.02, cy - 0.35 * head_r * s / h, head_r * s, 0.7 * head_r * s, helmet)
+    img: np.ndarray = cv.img
+    ax = int(round((length_m / 2 - x0) * s))
+    ay = int(round(top * s))
+    if view == "left":
+        img = cv2.flip(img, 1)
+        ax = img.shape[1] - 1 - ax
+    return Sprite(img, (ax, ay))

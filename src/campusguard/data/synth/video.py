@@ -39,7 +39,7 @@ from campusguard.data.synth.incidents import RuleParams, compute_incidents, side
 from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, compose
 from campusguard.data.synth.scene import render_background
-from campusguard.data.synth.sprites import Look, draw_object, random_look
+from campusguard.data.synth.sprites import Look, draw_object, draw_rider, random_look
 from campusguard.errors import InvalidInputError
 
 __all__ = [
@@ -71,6 +71,7 @@ class Actor:
     look: Look
     keys: list[tuple[float, float, float]] = field(default_factory=list)
     stride_m: float = 1.4
+    rider: tuple[int, Look] | None = None  # (track id, look) of a person riding this bicycle/motorcycle
 
     def start(self, t: float, x: float, z: float) -> Actor:
         self.keys = [(t, x, z)]
@@ -352,15 +353,14 @@ def _background(
     for lane_z, direction, gap in ((NEAR_LANE_Z, 1, (5.0, 10.0)), (FAR_LANE_Z, -1, (4.0, 9.0))):
         t = float(rng.uniform(-6, 2))
         while t < seconds:
-            cls = int(rng.choice([CAR, CAR, CAR, CAR, BUS, TRUCK, TRUCK, MOTORCYCLE]))
+            cls = int(rng.choice([CAR, CAR, CAR, CAR, BUS, TRUCK, TRUCK, MOTORCYCLE, BICYCLE]))
             hw = cam.half_width_m(lane_z) + 8.0
-            speed = float(rng.uniform(6.0, 10.0))
+            speed = float(rng.uniform(4.0, 6.0) if cls == BICYCLE else rng.uniform(6.0, 10.0))
             if not (lane_z == NEAR_LANE_Z and any(a - 6 < t < b for a, b in fire_busy)):
-                actors.append(
-                    Actor(ids(), cls, random_look(rng, cls))
-                    .start(t, -direction * hw, lane_z)
-                    .to(direction * hw, lane_z, speed)
-                )
+                actor = Actor(ids(), cls, random_look(rng, cls))
+                if cls in (BICYCLE, MOTORCYCLE):
+                    actor.rider = (ids(), random_look(rng, PERSON))
+                actors.append(actor.start(t, -direction * hw, lane_z).to(direction * hw, lane_z, speed))
             t += float(rng.uniform(*gap)) + 12.0 / speed
     for x in rng.uniform(-9.0, -5.5, int(rng.integers(0, 3))):  # parked bicycles at the near curb, left of the path
         cls = BICYCLE if rng.random() < 0.75 else MOTORCYCLE
@@ -507,6 +507,9 @@ class SynthVideo:
             sprite = draw_object(a.class_id, self.camera.px_per_m(z), view, a.look, self.lighting, phase=phase)
             u, v = self.camera.project(np.array([[x, z]]))[0]
             items.append(Placed(sprite, float(u), float(v), z, a.class_id, a.track_id))
+            if a.rider is not None:
+                rider = draw_rider(a.class_id, self.camera.px_per_m(z), view, a.rider[1], self.lighting, a.look.size)
+                items.append(Placed(rider, float(u), float(v), z - 0.05, PERSON, a.rider[0]))
         s = self.size_wh[0] / 640.0
         objects = compose(frame, items, min_visible=_VIDEO_MIN_VISIBLE, min_size_px=12.0 * s)
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xF4A3E, index]))
