@@ -138,7 +138,7 @@ def test_random_weight_models_skip_accuracy_with_the_reason(
     [
         ("onnxruntime", "fp32", "cpu", None),
         ("onnxruntime", "fp16", "cpu", "GPU provider"),
-        ("onnxruntime", "int8", "cuda", "QOperator"),
+        ("onnxruntime", "fp32", "cuda", "install onnxruntime-gpu"),  # this CPU-only build
         ("onnxruntime", "int8", "cpu", None),
         ("torch", "int8", "cpu", "ONNX Runtime only"),
         ("torch", "fp16", "cpu", "needs a GPU"),
@@ -148,6 +148,14 @@ def test_random_weight_models_skip_accuracy_with_the_reason(
 def test_skip_rules(backend: str, precision: str, device: str, expected: str | None) -> None:
     reason = skip_reason(parse_model_ref("yolov8n"), backend, precision, device)
     assert reason is None if expected is None else expected in (reason or "")
+
+
+def test_int8_on_a_gpu_provider_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime as ort
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert "QOperator" in (skip_reason(parse_model_ref("yolov8n"), "onnxruntime", "int8", "cuda") or "")
+    assert skip_reason(parse_model_ref("yolov8n"), "onnxruntime", "fp16", "cuda") is None
 
 
 def test_torch_missing_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:

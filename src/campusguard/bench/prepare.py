@@ -47,6 +47,19 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
         if precision == "fp16" and not gpu:
             return "FP16 needs a GPU; PyTorch on the CPU has no fast FP16 convolutions"
         return None
+    if gpu:
+        import onnxruntime as ort
+
+        from campusguard.backends.onnxruntime_backend import GPU_PROVIDERS
+
+        available = ort.get_available_providers()
+        plugin = device_kind == "rocm" and importlib.util.find_spec("onnxruntime_ep_migraphx") is not None
+        if not plugin and not any(p in available for p in GPU_PROVIDERS[device_kind]):
+            package = "onnxruntime-gpu" if device_kind == "cuda" else "onnxruntime-migraphx"
+            return (
+                f"this ONNX Runtime build has no {' or '.join(GPU_PROVIDERS[device_kind])} "
+                f"(available: {', '.join(available)}); install {package}"
+            )
     if precision == "fp16" and not gpu:
         return "FP16 needs a GPU provider; ONNX Runtime's CPU provider has no fast FP16 kernels"
     if precision == "int8" and gpu:

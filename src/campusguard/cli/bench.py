@@ -100,6 +100,7 @@ def register(app: typer.Typer) -> None:
 
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from campusguard.backends.devices import resolve_device
         from campusguard.bench.environment import default_machine_name, environment_fingerprint
         from campusguard.bench.harness import BenchSettings, build_result, plan_matrix, run_matrix
         from campusguard.bench.inputs import calibration_images, list_images, load_frames
@@ -125,6 +126,7 @@ def register(app: typer.Typer) -> None:
         batches = _ints(batch, "batch")
         combos = plan_matrix(model_list, backend_list, precision_list, batches, _split(scenarios), streams)
         imgsz_hw = parse_imgsz(imgsz)
+        resolve_device(device)  # a missing device is one error before anything runs
         dataset = None
         if data is not None:
             from campusguard.eval import load_yolo_dataset

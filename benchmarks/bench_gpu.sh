@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Short GPU benchmark for one NVIDIA (or AMD) GPU machine: PyTorch FP32 and FP16 of yolov8n/s/m at
+# batch 1, 8 and 32, plus the multi-stream scenario; ONNX Runtime rows are recorded as skipped when
+# the installed ONNX Runtime has no GPU provider (the CPU-only wheel). Designed to finish in < 4 minutes
+# on an H200 with only torch, ultralytics, onnxruntime (CPU), numpy and opencv installed.
+#
+# Usage: benchmarks/bench_gpu.sh [OUT_DIR] [MACHINE]
+#   OUT_DIR  default docs/results/gpu-<date>
+#   MACHINE  default gpu-nvidia-h200 (the name `campusguard compare --baseline` uses)
+# Without an installed campusguard, run from the repository root with PYTHONPATH=src.
+# --price-per-hour 3.50 is an assumed on-demand price of one H200 GPU, not a quote.
+set -euo pipefail
+DATE=$(date -u +%Y-%m-%d)
+OUT=${1:-docs/results/gpu-$DATE}
+MACHINE=${2:-gpu-nvidia-h200}
+export YOLO_OFFLINE=1
+PY=${PYTHON:-python3}
+"$PY" -m campusguard.cli.main bench \
+  --models yolov8n,yolov8s,yolov8m --backends torch,onnxruntime --precisions fp32,fp16 --batch 1,8,32 --imgsz 640 \
+  --device cuda:0 --scenarios single-stream,offline,multi-stream --streams 4 \
+  --warmup 3 --iters 20 --min-seconds 1.5 --repeat 2 --price-per-hour 3.50 \
+  --machine "$MACHINE" --notes "one GPU of the machine; pre- and post-processing on its CPU; torch backend (onnxruntime-gpu not installed)" \
+  --out "$OUT"
