@@ -128,6 +128,15 @@ def _inside(poly: np.ndarray, x: float, y: float) -> bool:
     return cv2.pointPolygonTest(poly.astype(np.float32), (float(x), float(y)), False) >= 0
 
 
+def _segments_intersect(p: tuple, q: tuple, a: tuple, b: tuple) -> bool:
+    """Whether segment p-q meets segment a-b (shapely-free orientation test)."""
+
+    def orient(o: tuple, s: tuple, t: tuple) -> float:
+        return (s[0] - o[0]) * (t[1] - o[1]) - (s[1] - o[1]) * (t[0] - o[0])
+
+    return orient(a, b, p) * orient(a, b, q) <= 0 and orient(p, q, a) * orient(p, q, b) <= 0
+
+
 def _held_frames(times: list[float], flags: list[bool], min_s: float) -> set[int]:
     held, run_start = set(), None
     for i, f in enumerate(flags):
@@ -181,14 +190,17 @@ def test_incidents_consistent_with_tracks_and_zones(seed: int) -> None:
                 for i in range(n)
             ]
             assert _held_frames(times, flags, p["fire_lane"]["min_seconds"]) == _covered(times, mine("fire_lane"))
-        # line crossings into the restricted side: side sign flips between consecutive frames
+        # line crossings into the restricted side: side sign flips between consecutive frames and
+        # the anchor's move intersects the fence segment
         (x1, y1), (x2, y2) = d["lines"]["fence_line"]["points"]
         sgn = 1 if d["lines"]["fence_line"]["in_side"] == "right" else -1
         side = {i: sgn * ((x2 - x1) * (v[1] - y1) - (y2 - y1) * (v[0] - x1)) for i, v in a.items()}
         crossings = [
             times[i]
             for i in sorted(side)
-            if i - 1 in side and side[i - 1] <= 0 < side[i] and min(y1, y2) <= a[i][1] <= max(y1, y2) + 20
+            if i - 1 in side
+            and side[i - 1] <= 0 < side[i]
+            and _segments_intersect(a[i - 1][:2], a[i][:2], (x1, y1), (x2, y2))
         ]
         assert crossings == [i["start_s"] for i in mine("line_crossing")]
 

@@ -100,7 +100,7 @@ class _SceneBank:
         return self.backgrounds[key]
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)  # about 60 MB of backgrounds per (seed, imgsz) at 640
 def _bank(seed: int, imgsz: int, params: ImageParams) -> _SceneBank:
     return _SceneBank(seed, imgsz, params)
 
