@@ -324,14 +324,17 @@ def write_profile(res: ProfileResult, out_dir: str | Path, top: int = 15) -> dic
     import matplotlib.pyplot as plt
 
     items = [(o.op_type, o.ms, o.category) for o in res.op_types[:top]]
-    items += [("(pre-processing)", res.preprocess_ms, "around"), ("(post-processing)", res.postprocess_ms, "around")]
+    items += [
+        ("(pre-processing)", res.preprocess_ms, "pre/post"),
+        ("(post-processing)", res.postprocess_ms, "pre/post"),
+    ]
     items.sort(key=lambda t: t[1])
     colours = {
         "conv": "tab:blue",
         "elementwise": "tab:orange",
         "quant": "tab:purple",
         "other": "tab:gray",
-        "around": "tab:green",
+        "pre/post": "tab:green",
     }
     fig, ax = plt.subplots(figsize=(7, 0.3 * len(items) + 1.5))
     ax.barh([t[0] for t in items], [t[1] for t in items], color=[colours[t[2]] for t in items])
