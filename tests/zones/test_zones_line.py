@@ -102,3 +102,12 @@ def test_invalid_lines(args, kwargs, message):
     with pytest.raises(InvalidInputError, match=message) as info:
         LineZone(*args, "door", **kwargs)
     assert "'door'" in str(info.value)
+
+
+@pytest.mark.parametrize(("stitch_radius", "expected_in"), [(0.5, 1), (0.0, 0)])
+def test_id_switch_at_the_line_still_counts_once(make_detections, stitch_radius, expected_in):
+    line = LineZone((0, 50), (100, 50), "door", stitch_radius=stitch_radius)
+    line.update(_feet(make_detections, [(50, 40), (90, 60)], [1, 2]))
+    line.update(make_detections([], tracker_id=[]))  # missed frame, then the tracker gives a new id
+    c = line.update(_feet(make_detections, [(50, 60), (90, 60)], [7, 2]))
+    assert line.in_count == expected_in and c.crossed_in.tolist() == [bool(expected_in), False]

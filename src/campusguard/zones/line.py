@@ -56,9 +56,11 @@ class LineCrossings:
 
 @dataclass
 class _TrackSide:
-    side: int  # +1 right, -1 left
+    side: int  # +1 right, -1 left, 0 not yet clear of the hysteresis band
     point_xy: np.ndarray  # last anchor seen clearly on ``side``
     last_update: int
+    last_xy: np.ndarray  # last anchor seen
+    class_id: int
 
 
 class LineZone:
@@ -74,6 +76,11 @@ class LineZone:
         hysteresis_px: anchors closer than this to the line keep their previous side (>= 0).
         anchor: box anchor tested (``"bottom_center"`` by default).
         forget_after_updates: a track not seen for this many updates is forgotten (bounds memory).
+        stitch_radius: id-switch stitching: a track id seen for the first time continues the
+            nearest track of the same class lost within ``stitch_max_updates`` updates whose last
+            anchor lies within this many box heights (0 disables), so a tracker id switch next
+            to the line neither loses nor doubles a crossing.
+        stitch_max_updates: how recently a track must have been seen to be continued.
 
     Raises:
         InvalidInputError: zero-length line, end points outside the frame, bad ``in_side``.
@@ -91,6 +98,8 @@ class LineZone:
         hysteresis_px: float = 0.0,
         anchor: str = "bottom_center",
         forget_after_updates: int = 300,
+        stitch_radius: float = 0.5,
+        stitch_max_updates: int = 10,
     ) -> None:
         what = f"line {name!r}"
         pts = to_pixels(np.asarray([start_xy, end_xy], dtype=np.float64), resolution_wh, units, what)
@@ -104,6 +113,8 @@ class LineZone:
             raise InvalidInputError(f"{what}: in_side must be 'left' or 'right', got {in_side!r}")
         if hysteresis_px < 0:
             raise InvalidInputError(f"{what}: hysteresis_px must be >= 0, got {hysteresis_px}")
+        if stitch_radius < 0:
+            raise InvalidInputError(f"{what}: stitch_radius must be >= 0, got {stitch_radius}")
         self.name = name
         self.start_xy = pts[0]
         self.end_xy = pts[1]
@@ -111,6 +122,8 @@ class LineZone:
         self.hysteresis_px = float(hysteresis_px)
         self.anchor = anchor
         self.forget_after_updates = int(forget_after_updates)
+        self.stitch_radius = float(stitch_radius)
+        self.stitch_max_updates = int(stitch_max_updates)
         self.in_count = 0
         self.out_count = 0
         self._tracks: dict[int, _TrackSide] = {}
@@ -132,6 +145,18 @@ class LineZone:
         t = float(np.dot(hit - s, d) / np.dot(d, d))
         return 0.0 <= t <= 1.0
 
+    def _stitch(self, xy: np.ndarray, height: float, class_id: int) -> _TrackSide | None:
+        """Take over the state of the nearest recently lost same-class track, or ``None``."""
+        best, best_d = None, self.stitch_radius * max(height, 1.0)
+        for tid, state in self._tracks.items():
+            age = self._n_updates - state.last_update
+            if age < 1 or age > self.stitch_max_updates or state.class_id != class_id:
+                continue  # seen on this update (not lost), lost too long ago, or another class
+            d = float(np.hypot(*(xy - state.last_xy)))
+            if d <= best_d:
+                best, best_d = tid, d
+        return None if best is None else self._tracks.pop(best)
+
     def update(self, detections: Detections) -> LineCrossings:
         """Update per-track sides with one frame and report crossings.
 
@@ -152,26 +177,39 @@ class LineZone:
             raise InvalidInputError(f"line {self.name!r}: crossing detection needs tracked detections")
         if n:
             points = detections.anchor(self.anchor).astype(np.float64)
+            heights = (detections.xyxy[:, 3] - detections.xyxy[:, 1]).astype(np.float64)
             dist = side_of_line(points, self.start_xy, self.end_xy)
             assert detections.tracker_id is not None
-            for i, tid in enumerate(detections.tracker_id.tolist()):
+            ids = detections.tracker_id.tolist()
+            classes = detections.class_id.tolist()
+            # known ids first, so a new id never takes over a track that is still detected
+            for i in sorted(range(n), key=lambda k: ids[k] not in self._tracks):
+                tid = ids[i]
                 if tid < 0:
                     continue
-                if abs(dist[i]) <= self.hysteresis_px or dist[i] == 0:
-                    state = self._tracks.get(tid)
-                    if state is not None:
-                        state.last_update = self._n_updates
-                    continue
-                side = 1 if dist[i] > 0 else -1
                 state = self._tracks.get(tid)
-                if state is not None and side != state.side and self._passes_through_segment(state.point_xy, points[i]):
+                if state is None and self.stitch_radius > 0:
+                    state = self._stitch(points[i], heights[i], classes[i])
+                    if state is not None:
+                        self._tracks[tid] = state
+                side = 0 if abs(dist[i]) <= self.hysteresis_px or dist[i] == 0 else (1 if dist[i] > 0 else -1)
+                if state is None:
+                    state = _TrackSide(side, points[i].copy(), self._n_updates, points[i].copy(), classes[i])
+                    self._tracks[tid] = state
+                    continue
+                state.last_update = self._n_updates
+                state.last_xy = points[i].copy()
+                if side == 0:
+                    continue  # inside the hysteresis band: keep the previous side
+                if state.side not in (0, side) and self._passes_through_segment(state.point_xy, points[i]):
                     if side == self._in_sign:
                         crossed_in[i] = True
                         self.in_count += 1
                     else:
                         crossed_out[i] = True
                         self.out_count += 1
-                self._tracks[tid] = _TrackSide(side, points[i].copy(), self._n_updates)
+                state.side = side
+                state.point_xy = points[i].copy()
         stale = [t for t, s in self._tracks.items() if self._n_updates - s.last_update > self.forget_after_updates]
         for tid in stale:
             del self._tracks[tid]

@@ -267,3 +267,37 @@ def test_invalid_rule_arguments_name_the_rule(cls, kwargs, message):
     with pytest.raises(InvalidInputError, match=message) as info:
         cls(name="r1", camera_id="c", zone=ZONE, **kwargs)
     assert "'r1'" in str(info.value)
+
+
+@pytest.mark.parametrize(("stitch_radius", "n_events"), [(0.5, 1), (0.0, 2)])
+def test_tracker_id_switch_continues_the_event(scene, make_detections, stitch_radius, n_events):
+    """A person standing in the zone loses its id after a missed frame (id 1 -> 9)."""
+    rule = IntrusionRule(name="r", camera_id="c", zone=ZONE, min_seconds=1.0, stitch_radius=stitch_radius)
+    events = []
+    for f in range(60):
+        t = f / 10
+        if f == 25:
+            dets = make_detections([], tracker_id=[])  # missed frame
+        else:
+            # a second person nearby keeps its id: stitching must not take it over
+            dets = make_detections([[290, 120, 310, 200], [345, 120, 365, 200]], tracker_id=[1 if f < 25 else 9, 4])
+        events += rule.update(t, dets, f)
+    events += rule.close(6.0)
+    mine = [e for e in events if 1 in e.tracker_ids or 9 in e.tracker_ids]
+    assert len({e.event_id for e in mine}) == n_events
+    if n_events == 1:
+        assert [e.phase for e in mine] == ["start", "update", "end"] and mine[-1].tracker_ids == (1, 9)
+        assert mine[0].start_s == 1.0 and mine[-1].end_s == 6.0
+    assert len({e.event_id for e in events if e.tracker_ids == (4,)}) == 1
+
+
+def test_stitching_ignores_other_classes_and_far_tracks(make_detections):
+    rule = LoiteringRule(name="r", camera_id="c", zone=ZONE, min_seconds=2.0, class_ids=None)
+    for f in range(15):
+        rule.update(f / 10, make_detections([[290, 120, 310, 200]], class_id=0, tracker_id=[1]), f)
+    # id 1 vanishes; a car (other class) and a far person appear: neither inherits its 1.4 s dwell
+    rule.update(
+        1.5, make_detections([[280, 150, 320, 200], [200, 200, 220, 280]], class_id=[2, 0], tracker_id=[2, 3]), 15
+    )
+    assert rule.presence.renamed == {}
+    assert {t: p.onset_s for t, p in rule.presence.tracks.items()} == {1: 0.0, 2: 1.5, 3: 1.5}

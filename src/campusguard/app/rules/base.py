@@ -8,6 +8,9 @@ Debouncing and hysteresis, all in stream seconds from frame timestamps:
   frames (the *onset*), so inertia delays confirmation, not the start time.
 - *gap tolerance* (``max_gap_s``): a track missing or outside for at most this long keeps its
   onset, so a 1-2 frame dropout neither ends nor restarts anything.
+- *id-switch stitching* (``stitch_radius``): a new tracker id appearing where a track of the
+  same class was lost within ``max_gap_s`` continues that track (see `PresenceTracker`), so a
+  tracker id switch does not restart a per-track event.
 - *end grace* (``end_grace_s``): an open event ends only once its condition has been false for
   longer than this; ``end_s`` is then the last moment it held.
 - *cooldown* (``cooldown_s``): a new event of the same rule (and, for per-track rules, the same
@@ -146,6 +149,7 @@ class TrackPresence:
     class_id: int
     seen_now: bool = False  # inside on the latest frame
     confirmed: bool = False  # frames_in >= inertia
+    last_xy: tuple[float, float] = (0.0, 0.0)  # anchor on the last frame seen, pixels
     history: list[tuple[float, float, float]] = field(default_factory=list)  # (t, x, y) anchors
 
     def dwell_s(self, now_s: float) -> float:
@@ -154,7 +158,13 @@ class TrackPresence:
 
 
 class PresenceTracker:
-    """Per-track zone presence with inertia and gap tolerance, for one zone of one rule.
+    """Per-track zone presence with inertia, gap tolerance and id-switch stitching, for one zone.
+
+    Id-switch stitching: trackers lose an object now and then (a missed frame while it changes
+    speed) and give it a new id. A track id new to this zone inherits the presence (onset, dwell,
+    history) of a track of the same class lost within ``max_gap_s`` whose last anchor lies within
+    ``stitch_radius`` x the new box height; `renamed` reports it so rules can carry their own
+    per-track state over.
 
     Args:
         zone: the polygon.
@@ -163,6 +173,11 @@ class PresenceTracker:
         max_gap_s: seconds a track may be missing or outside without losing its onset.
         anchor: box anchor tested against the zone.
         history_s: seconds of anchor history kept per track (0 to keep none).
+        stitch_radius: id-switch stitching distance in box heights (0 disables).
+
+    Attributes:
+        tracks: ``{tracker_id: TrackPresence}`` of tracks inside or lost within ``max_gap_s``.
+        renamed: ``{new_id: old_id}`` stitched on the latest update.
     """
 
     def __init__(
@@ -173,6 +188,7 @@ class PresenceTracker:
         max_gap_s: float,
         anchor: str = "bottom_center",
         history_s: float = 0.0,
+        stitch_radius: float = 0.5,
     ) -> None:
         self.zone = zone
         self.class_ids = None if class_ids is None else frozenset(int(c) for c in class_ids)
@@ -180,10 +196,26 @@ class PresenceTracker:
         self.max_gap_s = max_gap_s
         self.anchor = anchor
         self.history_s = history_s
+        self.stitch_radius = stitch_radius
         self.tracks: dict[int, TrackPresence] = {}
+        self.renamed: dict[int, int] = {}
+
+    def _stitch(self, timestamp_s: float, class_id: int, xy: np.ndarray, height: float) -> int | None:
+        """Id of the nearest lost track this new detection continues, or ``None``."""
+        best, best_d = None, self.stitch_radius * max(height, 1.0)
+        for tid, p in self.tracks.items():
+            if p.seen_now or p.class_id != class_id or timestamp_s - p.last_in_s > self.max_gap_s:
+                continue
+            if p.last_in_s >= timestamp_s:
+                continue  # seen on this very frame: not lost
+            d = float(np.hypot(xy[0] - p.last_xy[0], xy[1] - p.last_xy[1]))
+            if d <= best_d:
+                best, best_d = tid, d
+        return best
 
     def update(self, timestamp_s: float, detections: Detections) -> dict[int, TrackPresence]:
         """Update with one frame; return the tracks confirmed and inside on this frame."""
+        self.renamed = {}
         for p in self.tracks.values():
             p.seen_now = False
         if len(detections):
@@ -193,11 +225,22 @@ class PresenceTracker:
             if self.class_ids is not None:
                 inside &= np.isin(detections.class_id, list(self.class_ids))
             anchors = detections.anchor(self.anchor)
-            for i in np.flatnonzero(inside & (detections.tracker_id >= 0)):
-                tid = int(detections.tracker_id[i])
+            heights = detections.xyxy[:, 3] - detections.xyxy[:, 1]
+            rows = np.flatnonzero(inside & (detections.tracker_id >= 0))
+            # known ids first, so a new id never takes over a track that is still detected
+            rows = sorted(rows, key=lambda i: int(detections.tracker_id[i]) not in self.tracks)  # type: ignore[index]
+            for i in rows:
+                tid = int(detections.tracker_id[i])  # type: ignore[index]
+                cid = int(detections.class_id[i])
                 known = self.tracks.get(tid)
+                if known is None and self.stitch_radius > 0:
+                    old = self._stitch(timestamp_s, cid, anchors[i], float(heights[i]))
+                    if old is not None:
+                        known = self.tracks.pop(old)
+                        self.tracks[tid] = known
+                        self.renamed[tid] = old
                 if known is None or timestamp_s - known.last_in_s > self.max_gap_s:
-                    known = TrackPresence(timestamp_s, timestamp_s, 0, int(detections.class_id[i]))
+                    known = TrackPresence(timestamp_s, timestamp_s, 0, cid)
                     self.tracks[tid] = known
                 p = known
                 if p.seen_now:
@@ -205,7 +248,8 @@ class PresenceTracker:
                 p.frames_in += 1
                 p.last_in_s = timestamp_s
                 p.seen_now = True
-                p.class_id = int(detections.class_id[i])
+                p.class_id = cid
+                p.last_xy = (float(anchors[i, 0]), float(anchors[i, 1]))
                 p.confirmed = p.confirmed or p.frames_in >= self.inertia
                 if self.history_s > 0:
                     p.history.append((timestamp_s, float(anchors[i, 0]), float(anchors[i, 1])))

@@ -66,6 +66,8 @@ class _ZoneRule:
             empty or ``None`` means always. Needs ``wall_time`` in `update`.
         class_names: names of class ids, copied onto events.
         anchor: box anchor tested (``"bottom_center"``).
+        stitch_radius: a new track id continues a same-class track lost within ``max_gap_s``
+            whose last anchor is within this many box heights (id-switch stitching; 0 disables).
     """
 
     kind: RuleKind
@@ -85,10 +87,16 @@ class _ZoneRule:
         time_windows: Sequence[str | tuple[str, str]] | None = None,
         class_names: ClassNames = None,
         anchor: str = "bottom_center",
+        stitch_radius: float = 0.5,
     ) -> None:
         what = f"rule {name!r}"
         check_non_negative(
-            what, min_seconds=min_seconds, max_gap_s=max_gap_s, end_grace_s=end_grace_s, cooldown_s=cooldown_s
+            what,
+            min_seconds=min_seconds,
+            max_gap_s=max_gap_s,
+            end_grace_s=end_grace_s,
+            cooldown_s=cooldown_s,
+            stitch_radius=stitch_radius,
         )
         if int(inertia) < 1:
             raise InvalidInputError(f"{what}: inertia must be >= 1 frame, got {inertia}")
@@ -105,7 +113,9 @@ class _ZoneRule:
         self.cooldown_s = float(cooldown_s)
         self.time_windows = parse_time_windows(time_windows, what)
         self.class_names = class_names
-        self.presence = PresenceTracker(zone, self.class_ids, self.inertia, self.max_gap_s, anchor, self._history_s())
+        self.presence = PresenceTracker(
+            zone, self.class_ids, self.inertia, self.max_gap_s, anchor, self._history_s(), stitch_radius
+        )
         self._last_t: float | None = None
         self.track_episodes: dict[int, Episode] = {}
 
@@ -121,6 +131,9 @@ class _ZoneRule:
     ) -> list[Event]:
         """Advance one `Episode` per track; ``qualifying`` maps tracker id -> (class id, onset s)."""
         out: list[Event] = []
+        for new, old in self.presence.renamed.items():
+            if old in self.track_episodes and new not in self.track_episodes:
+                self.track_episodes[new] = self.track_episodes.pop(old)  # an id switch continues the event
         for tid in qualifying:
             if tid not in self.track_episodes:
                 self.track_episodes[tid] = self._episode()
@@ -355,6 +368,10 @@ class FireLaneRule(_EpisodeRule):
         """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
         armed = self._check_time(timestamp_s, wall_time)
         present = self.presence.update(timestamp_s, detections)
+        for new, old in self.presence.renamed.items():
+            if old in self._still_last:
+                self._still_last[new] = self._still_last.pop(old)
+                self._still_onset[new] = self._still_onset.pop(old)
         for tid, p in present.items():
             if self._is_stationary(p, timestamp_s):
                 last = self._still_last.get(tid)
