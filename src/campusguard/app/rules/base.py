@@ -226,11 +226,12 @@ class PresenceTracker:
                 inside &= np.isin(detections.class_id, list(self.class_ids))
             anchors = detections.anchor(self.anchor)
             heights = detections.xyxy[:, 3] - detections.xyxy[:, 1]
-            rows = np.flatnonzero(inside & (detections.tracker_id >= 0))
+            ids = detections.tracker_id.tolist()
+            rows = [int(i) for i in np.flatnonzero(inside & (detections.tracker_id >= 0))]
             # known ids first, so a new id never takes over a track that is still detected
-            rows = sorted(rows, key=lambda i: int(detections.tracker_id[i]) not in self.tracks)  # type: ignore[index]
+            rows.sort(key=lambda i: ids[i] not in self.tracks)
             for i in rows:
-                tid = int(detections.tracker_id[i])  # type: ignore[index]
+                tid = int(ids[i])
                 cid = int(detections.class_id[i])
                 known = self.tracks.get(tid)
                 if known is None and self.stitch_radius > 0:
