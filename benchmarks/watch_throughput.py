@@ -185,7 +185,8 @@ def main() -> int:
         "",
         f"`python benchmarks/watch_throughput.py --rounds {args.rounds} --frames {args.frames}` on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, model {args.model} ({'RANDOM weights' if wide.random_weights else 'trained'}), provider {wide.provider}, "
-        f"1280x720 video; median of {args.rounds} interleaved rounds.",
+        f"1280x720 video; median of {args.rounds} interleaved rounds; load average at the end {os.getloadavg()[0]:.1f} "
+        "(other processes on the machine slow every contender alike within a round, not the ratios' meaning).",
         "",
         "| contender | frames/s (median) | per round |",
         "| --- | ---: | --- |",
