@@ -301,3 +301,28 @@ def test_stitching_ignores_other_classes_and_far_tracks(make_detections):
     )
     assert rule.presence.renamed == {}
     assert {t: p.onset_s for t, p in rule.presence.tracks.items()} == {1: 0.0, 2: 1.5, 3: 1.5}
+
+
+def test_updates_are_throttled_and_ids_capped(scene):
+    # people keep joining a crowd, one every 0.5 s, until 9.5 s
+    tracks = [scene.Track(i + 1, 0, [(0.5 * i, 210.0 + 9 * i, 200.0), (12.0, 210.0 + 9 * i, 200.0)]) for i in range(20)]
+    rule = CrowdRule(
+        name="crowd", camera_id="c", zone=ZONE, min_count=2, min_seconds=1.0, update_interval_s=2.0, max_ids_per_event=5
+    )
+    emitted = []
+    for t, f, d in scene.frames(tracks, 13.0):
+        emitted += [(t, e) for e in rule.update(t, d, f)]
+    emitted += [(13.0, e) for e in rule.close(13.0)]
+    got = [(t, e.phase, e.count) for t, e in emitted]
+    # 2nd person inside from 0.5 -> raised at 1.5 (3 confirmed by then); then one update per 2 s at most
+    assert got == [
+        (1.5, "start", 3),
+        (3.5, "update", 7),
+        (5.5, "update", 11),
+        (7.5, "update", 15),
+        (9.5, "update", 19),
+        (11.5, "update", 20),
+        (13.0, "end", 20),
+    ]
+    assert all(e.tracker_ids == (1, 2, 3, 4, 5) for _, e in emitted[1:])  # capped at 5 ids
+    assert emitted[-1][1].details["n_objects"] == 20

@@ -8,7 +8,10 @@ Public API (all keyword arguments; see each class):
     `LoiteringRule(name, camera_id, zone, min_seconds, class_ids=(0,), ...)`
     `LineCrossingRule(name, camera_id, line, direction="in", class_ids=(0,), cooldown_s=0, ...)`
     Shared zone-rule knobs: ``inertia`` (frames, 3), ``max_gap_s`` (1.0), ``end_grace_s`` (2.0),
-    ``cooldown_s`` (0), ``class_names``, ``anchor`` ("bottom_center").
+    ``cooldown_s`` (0, after the end), ``time_windows``, ``class_names``, ``anchor``
+    ("bottom_center"), ``stitch_radius`` (0.5 box heights; id-switch stitching),
+    ``update_interval_s`` (2.0), ``max_ids_per_event`` (100); intrusion and fire_lane also
+    ``per_track`` (True: one event per object, as the synthetic ground truth counts them).
     `RuleEngine(camera_id, rules)`: ``update(timestamp_s, detections, frame_index, wall_time=None)
         -> list[Event]``, ``open_events()``, ``close(timestamp_s) -> list[Event]``.
     `RULE_TYPES`: ``{kind: class}`` for building rules from configuration.

@@ -267,7 +267,10 @@ class Episode:
     """Debounced lifecycle of one incident stream (one per rule, or per track for per-track rules).
 
     Feed `step` once per frame with whether the condition holds; it returns the `Event`
-    updates to emit.
+    updates to emit. ``update`` events (new objects joined, a higher count) are emitted at most
+    once per ``update_interval_s``, so a long busy incident does not flood the store and the
+    sinks; events list at most ``max_ids`` tracker ids (the end event then gives the total
+    in ``details["n_objects"]``).
     """
 
     def __init__(
@@ -280,6 +283,8 @@ class Episode:
         end_grace_s: float,
         cooldown_s: float,
         class_names: ClassNames = None,
+        update_interval_s: float = 2.0,
+        max_ids: int = 100,
     ) -> None:
         self.camera_id = camera_id
         self.rule_name = rule_name
@@ -288,7 +293,11 @@ class Episode:
         self.end_grace_s = end_grace_s
         self.cooldown_s = cooldown_s
         self.class_names = class_names
+        self.update_interval_s = update_interval_s
+        self.max_ids = max_ids
         self.current: Event | None = None
+        self.last_emit_s: float | None = None
+        self.max_count: int | None = None
         self.last_active_s: float | None = None
         self.last_active_frame: int | None = None
         self.last_active_wall: datetime | None = None
@@ -307,7 +316,7 @@ class Episode:
         return self.current
 
     def _objects(self, objects: Mapping[int, int]) -> dict[str, tuple]:
-        tids = tuple(sorted(objects))
+        tids = tuple(sorted(objects)[: self.max_ids])
         cids = tuple(sorted(set(objects.values())))
         names = tuple(n for n in (class_name(self.class_names, c) for c in cids) if n is not None)
         return {"tracker_ids": tids, "class_ids": cids, "class_names": names}
@@ -359,18 +368,20 @@ class Episode:
                     **self._objects(objects),  # type: ignore[arg-type]
                 )
                 self.seen = dict(objects)
+                self.max_count = count
+                self.last_emit_s = timestamp_s
                 out.append(self.current)
                 return out
-            new_ids = set(objects) - set(self.seen)
-            new_count = count is not None and (self.current.count is None or count > self.current.count)
-            if new_ids or new_count:
-                self.seen.update(objects)
-                changes: dict[str, object] = dict(self._objects(self.seen))
-                if new_count:
-                    changes["count"] = count
-                if details:
-                    changes["details"] = {**self.current.details, **details}
-                out.append(self._emit("update", **changes))
+            self.seen.update(objects)
+            if count is not None:
+                self.max_count = max(self.max_count or 0, count)
+            if self.last_emit_s is None or timestamp_s - self.last_emit_s >= self.update_interval_s:
+                changes = self._pending_changes()
+                if changes:
+                    if details:
+                        changes["details"] = {**self.current.details, **details}
+                    out.append(self._emit("update", **changes))
+                    self.last_emit_s = timestamp_s
             return out
         if (
             self.current is not None
@@ -380,9 +391,24 @@ class Episode:
             out.append(self._end())
         return out
 
+    def _pending_changes(self) -> dict[str, object]:
+        """Fields of the open event that the objects and counts seen since differ from."""
+        assert self.current is not None
+        changes: dict[str, object] = {
+            k: v for k, v in self._objects(self.seen).items() if getattr(self.current, k) != v
+        }
+        if self.max_count is not None and (self.current.count is None or self.max_count > self.current.count):
+            changes["count"] = self.max_count
+        return changes
+
     def _end(self, end_s: float | None = None, end_frame: int | None = None, ended_at: datetime | None = None) -> Event:
+        assert self.current is not None
+        final: dict[str, object] = self._pending_changes()
+        if len(self.seen) > self.max_ids:
+            final["details"] = {**self.current.details, "n_objects": len(self.seen)}
         ev = self._emit(
             "end",
+            **final,
             end_s=float(end_s if end_s is not None else self.last_active_s),  # type: ignore[arg-type]
             end_frame=end_frame if end_s is not None else self.last_active_frame,
             ended_at=ended_at if end_s is not None else self.last_active_wall,

@@ -68,6 +68,8 @@ class _ZoneRule:
         anchor: box anchor tested (``"bottom_center"``).
         stitch_radius: a new track id continues a same-class track lost within ``max_gap_s``
             whose last anchor is within this many box heights (id-switch stitching; 0 disables).
+        update_interval_s: minimum seconds between two ``update`` events of one incident.
+        max_ids_per_event: most tracker ids listed on an event (the end gives the total).
     """
 
     kind: RuleKind
@@ -88,6 +90,8 @@ class _ZoneRule:
         class_names: ClassNames = None,
         anchor: str = "bottom_center",
         stitch_radius: float = 0.5,
+        update_interval_s: float = 2.0,
+        max_ids_per_event: int = 100,
     ) -> None:
         what = f"rule {name!r}"
         check_non_negative(
@@ -97,7 +101,10 @@ class _ZoneRule:
             end_grace_s=end_grace_s,
             cooldown_s=cooldown_s,
             stitch_radius=stitch_radius,
+            update_interval_s=update_interval_s,
         )
+        if int(max_ids_per_event) < 1:
+            raise InvalidInputError(f"{what}: max_ids_per_event must be >= 1, got {max_ids_per_event}")
         if int(inertia) < 1:
             raise InvalidInputError(f"{what}: inertia must be >= 1 frame, got {inertia}")
         if class_ids is not None and len(class_ids) == 0:
@@ -113,6 +120,8 @@ class _ZoneRule:
         self.cooldown_s = float(cooldown_s)
         self.time_windows = parse_time_windows(time_windows, what)
         self.class_names = class_names
+        self.update_interval_s = float(update_interval_s)
+        self.max_ids_per_event = int(max_ids_per_event)
         self.presence = PresenceTracker(
             zone, self.class_ids, self.inertia, self.max_gap_s, anchor, self._history_s(), stitch_radius
         )
@@ -175,6 +184,8 @@ class _ZoneRule:
             end_grace_s=self.end_grace_s,
             cooldown_s=self.cooldown_s,
             class_names=self.class_names,
+            update_interval_s=self.update_interval_s,
+            max_ids=self.max_ids_per_event,
         )
 
     def _check_time(self, timestamp_s: float, wall_time: datetime | None) -> bool:
