@@ -25,7 +25,7 @@ _LINE_COLOR = (255, 200, 0)  # BGR cyan-ish
 def color_for(key: int) -> tuple[int, int, int]:
     """A stable, distinct BGR colour for an id (golden-angle hue walk)."""
     hue = int((key * 137.508) % 180)
-    hsv = np.uint8([[[hue, 200, 255]]])
+    hsv = np.array([[[hue, 200, 255]]], dtype=np.uint8)
     b, g, r = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0]
     return int(b), int(g), int(r)
 
@@ -112,7 +112,7 @@ class AnnotatedVideoWriter:
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._size_wh = (int(image.shape[1]), int(image.shape[0]))
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), self.fps, self._size_wh)
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter.fourcc(*"mp4v"), self.fps, self._size_wh)
             if not self._writer.isOpened():
                 self._writer = None
                 raise SourceError(f"cannot write annotated video {self.path}")

@@ -55,7 +55,8 @@ log = logging.getLogger("campusguard.app.pipeline")
 class DetectorLike(Protocol):
     """What detection needs from `campusguard.Detector`."""
 
-    names: dict[int, str]
+    @property
+    def names(self) -> dict[int, str]: ...
 
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
 

@@ -146,7 +146,7 @@ class WatchService:
         store, sinks = self._open_store_and_sinks()
         doorbell = threading.Event()
         frame_queues = self._start_readers(doorbell)  # camera -> FrameQueue
-        detected = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
+        detected: dict[str, queue.Queue] = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
         events: queue.Queue = queue.Queue(maxsize=256)
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots

@@ -90,7 +90,8 @@ def build_camera(
             if isinstance(rule, LineCrossingRule):
                 ln = line_cfgs[rule.line]
                 line = LineZone(
-                    *ln.points,
+                    ln.points[0],
+                    ln.points[1],
                     ln.name,
                     in_side=ln.in_side,
                     resolution_wh=resolution_wh,
