@@ -108,9 +108,19 @@ def validate_model(
 
     from campusguard.detector import Detector
 
+    if batch < 1:
+        raise InvalidInputError(f"batch={batch} must be at least 1")
     ds = load_yolo_dataset(data, split)
     detector = Detector(
-        model, device=device, imgsz=imgsz, conf=conf, iou=iou, max_det=max_det, backend=backend, half=half, dynamic=True
+        None if model is None else str(model),
+        device=device,
+        imgsz=imgsz,
+        conf=conf,
+        iou=iou,
+        max_det=max_det,
+        backend=backend,
+        half=half,
+        dynamic=True,
     )
     missing = sorted(set(ds.names) - set(detector.names))
     if missing or any(detector.names[k] != v for k, v in ds.names.items()):

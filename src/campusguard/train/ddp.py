@@ -87,7 +87,7 @@ def build_detection_model(
         d["scale"] = scale
     torch.manual_seed(seed)  # type: ignore[attr-defined]
     model = DetectionModel(d, ch=3, nc=nc, verbose=False)
-    model.args = get_cfg()
+    model.args = get_cfg()  # type: ignore[assignment]
     model.train()
     return model
 
@@ -125,7 +125,7 @@ class SummedDetectionLoss:
             captured["T"] = out[2].sum().clamp(min=1).detach()  # out[2]: target_scores (b, anchors, nc)
             return out
 
-        self.inner.assigner = recording_assigner
+        self.inner.assigner = recording_assigner  # type: ignore[assignment]
         try:
             _, loss, items = self.inner.get_assigned_targets_and_loss(self.inner.parse_output(preds), batch)
         finally:
