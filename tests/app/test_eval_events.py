@@ -186,11 +186,12 @@ def test_cli_events_query(tmp_path, capsys):
         (["events", "--db", "{db}", "--since", "yesterday"], "--since 'yesterday'"),
         (["events", "--db", "{db}", "--format", "xml"], "--format"),
         (["eval-events", "--truth", "{tmp}/none.json", "--events", "{db}"], "none.json does not exist"),
+        (["eval-events", "--truth", "{gt}", "--truth", "{gt}", "--events", "{db}"], "both describe camera 'cam0'"),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path, capsys, argv, message):
     db = _store(tmp_path)
-    argv = [a.format(tmp=tmp_path, db=db) for a in argv]
+    argv = [a.format(tmp=tmp_path, db=db, gt=_truth_file(tmp_path)) for a in argv]
     assert main(argv) != 0
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err

@@ -32,7 +32,15 @@ import numpy as np
 from campusguard.app.events.types import Event
 from campusguard.errors import InvalidInputError
 
-__all__ = ["Incident", "KindScore", "EventScores", "load_truth", "incidents_from_events", "evaluate_events"]
+__all__ = [
+    "Incident",
+    "KindScore",
+    "EventScores",
+    "load_truth",
+    "load_truth_file",
+    "incidents_from_events",
+    "evaluate_events",
+]
 
 
 @dataclass(frozen=True)
@@ -94,13 +102,7 @@ class EventScores:
         }
 
 
-def load_truth(path: str | Path) -> list[Incident]:
-    """Read a ground-truth JSON file into incidents.
-
-    Raises:
-        InvalidInputError: missing file, bad JSON, or a missing key, naming the file.
-    """
-    path = Path(path)
+def _read_truth_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise InvalidInputError(f"ground-truth file {path} does not exist")
     try:
@@ -109,6 +111,22 @@ def load_truth(path: str | Path) -> list[Incident]:
         raise InvalidInputError(f"ground-truth file {path} is not valid JSON: {exc}") from exc
     if not isinstance(data, dict) or "camera_id" not in data or "incidents" not in data:
         raise InvalidInputError(f"ground-truth file {path} needs keys 'camera_id' and 'incidents'")
+    return data
+
+
+def load_truth(path: str | Path) -> list[Incident]:
+    """Read a ground-truth JSON file into incidents.
+
+    Raises:
+        InvalidInputError: missing file, bad JSON, or a missing key, naming the file.
+    """
+    return load_truth_file(path)[1]
+
+
+def load_truth_file(path: str | Path) -> tuple[str, list[Incident]]:
+    """The camera id a ground-truth JSON file describes, and its incidents (see `load_truth`)."""
+    path = Path(path)
+    data = _read_truth_json(path)
     camera = str(data["camera_id"])
     out = []
     for i, inc in enumerate(data["incidents"]):
@@ -127,7 +145,7 @@ def load_truth(path: str | Path) -> list[Incident]:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"ground-truth file {path}: incidents[{i}] is invalid ({exc!r})") from exc
-    return out
+    return camera, out
 
 
 def incidents_from_events(events: Iterable[Event]) -> list[Incident]:

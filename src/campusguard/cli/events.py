@@ -109,10 +109,20 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
     ) -> None:
         """Precision, recall and F1 of detected incidents against ground truth, and the start-time error."""
-        from campusguard.app.eval_events import evaluate_events, incidents_from_events, load_truth
+        from campusguard.app.eval_events import evaluate_events, incidents_from_events, load_truth_file
         from campusguard.app.events import read_events
 
-        gt = [inc for path in truth for inc in load_truth(path)]
+        gt = []
+        owner: dict[str, Path] = {}
+        for path in truth:
+            camera_id, incidents = load_truth_file(path)
+            if camera_id in owner:
+                raise InvalidInputError(
+                    f"ground-truth files {owner[camera_id]} and {path} both describe camera {camera_id!r}; "
+                    "give one truth file per camera"
+                )
+            owner[camera_id] = path
+            gt += incidents
         predicted = incidents_from_events(read_events(events_path))
         scores = evaluate_events(gt, predicted, tolerance_s=tolerance, camera_id=camera)
         if as_json:
