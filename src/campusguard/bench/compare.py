@@ -50,6 +50,7 @@ class Row:
     price_per_hour: float | None = None
     stages_ms: dict[str, float] = field(default_factory=dict)
     repeat_spread: float | None = None
+    repeat_other_shares: list[float] = field(default_factory=list)
     other_cpu_share: float | None = None
     provider: str | None = None
     samples_ms: list[float] = field(default_factory=list)
@@ -82,6 +83,11 @@ def load_results(paths: Sequence[str | Path]) -> list[tuple[Path, dict[str, Any]
     return [(p, load_result(p)) for p in find_result_files(paths)]
 
 
+def _model_label(model: str) -> str:
+    """Architecture names as they are; model files by file name (paths differ between machines)."""
+    return Path(model).name if "/" in model or "\\" in model else model
+
+
 def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
     lat = rec.get("latency_ms") or {}
     mem = rec.get("memory") or {}
@@ -89,7 +95,7 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
     first = rec.get("first_inference_ms") or {}
     return Row(
         machine=machine,
-        model=str(rec["model"]),
+        model=_model_label(str(rec["model"])),
         backend=str(rec["backend"]),
         precision=str(rec["precision"]),
         batch=int(rec["batch"]),
@@ -111,6 +117,11 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
         price_per_hour=price,
         stages_ms=dict(rec.get("stages_ms") or {}),
         repeat_spread=rec.get("repeat_spread"),
+        repeat_other_shares=[
+            float(x["other_processes_cpu_share"])
+            for x in rec.get("repeats") or []
+            if x.get("other_processes_cpu_share") is not None
+        ],
         other_cpu_share=(rec.get("contention") or {}).get("other_processes_cpu_share"),
         provider=rec.get("provider"),
         samples_ms=list(rec.get("samples_ms") or []),
@@ -280,11 +291,15 @@ def conclusions(cmp: Comparison, repeat_tolerance: float = 0.10, contention_warn
     if spreads:
         bad = [r for r in spreads if (r.repeat_spread or 0.0) > repeat_tolerance]
         worst = max(spreads, key=lambda r: r.repeat_spread or 0.0)
-        out.append(
+        sentence = (
             f"Repeatability: {len(spreads) - len(bad)} of {len(spreads)} repeated combinations agree within "
             f"{repeat_tolerance:.0%} on the median; the worst spread is {worst.repeat_spread:.1%} "
-            f"({worst.machine} {worst.label})."
+            f"({worst.machine} {worst.label})"
         )
+        if len(worst.repeat_other_shares) >= 2:
+            phases = ", ".join(f"{x:.0%}" for x in worst.repeat_other_shares)
+            sentence += f", while other processes used {phases} of the CPU in its repeats"
+        out.append(sentence + ".")
     for machine in cmp.machines:
         shares = [r.other_cpu_share for r in ok if r.machine == machine and r.other_cpu_share is not None]
         if shares and max(shares) > contention_warn:

@@ -318,10 +318,13 @@ def _measure(
         torch_peak_allocated_mb(reset=True)
     reader, source = device_memory_reader(spec.kind, spec.index)
     runs = []
+    phase_shares: list[float] = []  # other processes' CPU share during each repeat: explains disagreement
     load_start = os.getloadavg()[0]
     with CpuShare() as cpu, MemorySampler(settings.memory_interval_s, reader, source) as sampler:
         for _ in range(settings.repeat):
-            runs.append(run_timed(call, settings.iters, settings.min_seconds, settings.max_iters))
+            with CpuShare() as phase:
+                runs.append(run_timed(call, settings.iters, settings.min_seconds, settings.max_iters))
+            phase_shares.append(phase.other_share)
     torch_peak = torch_peak_allocated_mb() if gpu_torch else None
     memory = sampler.report(torch_peak, "torch.cuda.max_memory_allocated" if torch_peak is not None else None)
 
@@ -380,8 +383,9 @@ def _measure(
                 "p50_ms": m,
                 "throughput_ips": throughput(images_per_call * r.iterations, r.seconds),
                 "iterations": r.iterations,
+                "other_processes_cpu_share": share,
             }
-            for m, r in zip(medians, runs, strict=True)
+            for m, r, share in zip(medians, runs, phase_shares, strict=True)
         ],
         "repeat_spread": agreement,
         "repeat_agree": None if agreement is None else bool(agreement <= settings.repeat_tolerance),
