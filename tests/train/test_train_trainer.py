@@ -11,6 +11,7 @@ import yaml
 from campusguard.cli.main import main
 from campusguard.errors import DeviceError, InvalidInputError
 from campusguard.train import oom_message, parse_train_device, resolve_model_spec, train
+from campusguard.train.trainer import metrics_from_results_csv
 
 
 @pytest.mark.parametrize(
@@ -141,3 +142,19 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
     (data.parent / "other.yaml").write_text(yaml.safe_dump(other))
     with pytest.raises(InvalidInputError, match="model classes .* do not match the data set classes"):
         validate_model(result.onnx, data.parent / "other.yaml", imgsz=128, device="cpu")
+
+
+def test_resume_without_last_checkpoint(toy_dataset: Path, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match=r"--resume: there is no .*last\.pt to continue"):
+        train("yolov8n", toy_dataset, epochs=1, imgsz=64, batch=2, device="cpu", out=tmp_path / "run", resume=True)
+
+
+def test_best_epoch_metrics_from_results_csv(tmp_path: Path) -> None:
+    csv = tmp_path / "results.csv"
+    head = "epoch,time,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B)"
+    # epoch 2 has the best fitness (0.9 mAP50-95 + 0.1 mAP50) although epoch 3 has the best mAP50
+    csv.write_text(f"{head}\n1,10,0.5,0.4,0.60,0.30\n2,20,0.8,0.7,0.80,0.55\n3,30,0.7,0.7,0.95,0.50\n")
+    metrics, epochs = metrics_from_results_csv(csv)
+    assert epochs == 3
+    assert metrics == {"map50_95": 0.55, "map50": 0.80, "precision": 0.8, "recall": 0.7}
+    assert metrics_from_results_csv(tmp_path / "missing.csv") == ({}, 0)

@@ -244,10 +244,12 @@ def train_steps(model: Any, cfg: DDPRunConfig, rank: int = 0, world_size: int = 
     freeze_batchnorm(inner)
     loss_fn = SummedDetectionLoss(inner)
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)  # type: ignore[attr-defined]
+    device = next(inner.parameters()).device
     losses = []
     for step in range(cfg.steps):
         full = make_random_batch(cfg.images_per_rank * world_size, imgsz=cfg.imgsz, nc=cfg.nc, seed=cfg.seed + 1 + step)
         shard = _rank_shard(full, rank, world_size) if world_size > 1 else full
+        shard = {k: v.to(device) for k, v in shard.items()}
         micro = split_batch(shard, cfg.images_per_rank // cfg.accumulate)
         losses.append(accumulation_step(model, optimizer, loss_fn, micro, cfg.images_per_rank))
     return losses
@@ -255,7 +257,10 @@ def train_steps(model: Any, cfg: DDPRunConfig, rank: int = 0, world_size: int = 
 
 def ddp_worker(rank: int, world_size: int, port: int, cfg: DDPRunConfig, out_dir: str) -> None:
     """Entry point of one rank (``torch.multiprocessing.spawn``): join the process group,
-    build the same model as every rank, wrap it in DDP, train, save ``rank{r}.pt``."""
+    build the same model as every rank, wrap it in DDP, train, save ``rank{r}.pt``.
+
+    ``cfg.backend`` ``"gloo"`` runs on the CPU; ``"nccl"`` puts rank ``r`` on GPU ``r`` (NCCL on
+    CUDA, RCCL on ROCm builds of PyTorch)."""
     torch = require("torch", "torch")
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
@@ -266,9 +271,15 @@ def ddp_worker(rank: int, world_size: int, port: int, cfg: DDPRunConfig, out_dir
     dist.init_process_group(cfg.backend, rank=rank, world_size=world_size)
     try:
         model = build_detection_model(nc=cfg.nc, depth=cfg.depth, width=cfg.width, seed=cfg.seed)
-        ddp = DistributedDataParallel(model, broadcast_buffers=False)
+        if cfg.backend == "nccl":
+            torch.cuda.set_device(rank)  # type: ignore[attr-defined]
+            model = model.to(f"cuda:{rank}")
+            ddp = DistributedDataParallel(model, device_ids=[rank], broadcast_buffers=False)
+        else:
+            ddp = DistributedDataParallel(model, broadcast_buffers=False)
         losses = train_steps(ddp, cfg, rank, world_size)
-        torch.save({"state_dict": model.state_dict(), "losses": losses}, Path(out_dir) / f"rank{rank}.pt")  # type: ignore[attr-defined]
+        state = {k: v.cpu() for k, v in model.state_dict().items()}
+        torch.save({"state_dict": state, "losses": losses}, Path(out_dir) / f"rank{rank}.pt")  # type: ignore[attr-defined]
     finally:
         dist.destroy_process_group()
 

@@ -148,15 +148,36 @@ def validate_training_inputs(data: str | os.PathLike[str]) -> tuple[YoloDataset,
     return load_yolo_dataset(data, "train"), load_yolo_dataset(data, "val")
 
 
+_CSV_KEYS = {
+    "map50_95": "metrics/mAP50-95(B)",
+    "map50": "metrics/mAP50(B)",
+    "precision": "metrics/precision(B)",
+    "recall": "metrics/recall(B)",
+}
+
+
 def _final_metrics(trainer: Any) -> dict[str, float]:
     m = getattr(trainer, "metrics", None) or {}
-    keys = {
-        "map50_95": "metrics/mAP50-95(B)",
-        "map50": "metrics/mAP50(B)",
-        "precision": "metrics/precision(B)",
-        "recall": "metrics/recall(B)",
-    }
-    return {k: float(m[v]) for k, v in keys.items() if v in m}
+    return {k: float(m[v]) for k, v in _CSV_KEYS.items() if v in m}
+
+
+def metrics_from_results_csv(results_csv: Path) -> tuple[dict[str, float], int]:
+    """Validation metrics of the best epoch in Ultralytics' ``results.csv`` (best by Ultralytics'
+    fitness, 0.9 mAP50-95 + 0.1 mAP50, the epoch ``best.pt`` comes from) and the epochs run.
+
+    Used after DDP, whose training ran in worker processes. Returns ``({}, 0)`` without a file.
+    """
+    import csv
+
+    if not results_csv.is_file():
+        return {}, 0
+    with results_csv.open(newline="", encoding="utf-8") as f:
+        rows = [{k.strip(): v.strip() for k, v in row.items() if k} for row in csv.DictReader(f)]
+    rows = [r for r in rows if all(r.get(v) not in (None, "") for v in _CSV_KEYS.values())]
+    if not rows:
+        return {}, 0
+    best = max(rows, key=lambda r: 0.9 * float(r[_CSV_KEYS["map50_95"]]) + 0.1 * float(r[_CSV_KEYS["map50"]]))
+    return {k: float(best[v]) for k, v in _CSV_KEYS.items()}, len(rows)
 
 
 def train(
@@ -274,13 +295,15 @@ def train(
     if not best.is_file():
         best = run_dir / "weights" / "last.pt"
     onnx_path = export_best_onnx(best, imgsz=imgsz, opset=onnx_opset) if export_onnx else None
+    metrics = _final_metrics(trainer) if trainer is not None else {}
+    csv_metrics, csv_epochs = metrics_from_results_csv(run_dir / "results.csv")
     return TrainResult(
         save_dir=run_dir,
         best_pt=best,
         last_pt=run_dir / "weights" / "last.pt",
         onnx=onnx_path,
-        metrics=_final_metrics(trainer) if trainer is not None else {},
-        epochs=int(getattr(trainer, "epoch", epochs - 1)) + 1 if trainer is not None else epochs,
+        metrics=metrics or csv_metrics,  # after DDP the parent's trainer holds no metrics
+        epochs=csv_epochs or epochs,
         seconds=seconds,
         train_images=len(train_ds),
         val_images=len(val_ds),
