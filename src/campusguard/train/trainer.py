@@ -295,7 +295,7 @@ def train(
     if not best.is_file():
         best = run_dir / "weights" / "last.pt"
     onnx_path = export_best_onnx(best, imgsz=imgsz, opset=onnx_opset) if export_onnx else None
-    metrics = _final_metrics(trainer) if trainer is not None else {}
+    metrics: dict[str, float] = _final_metrics(trainer) if trainer is not None else {}
     csv_metrics, csv_epochs = metrics_from_results_csv(run_dir / "results.csv")
     return TrainResult(
         save_dir=run_dir,
