@@ -207,3 +207,24 @@ def test_calibration_images_are_written_once_and_reused(tmp_path: Path) -> None:
     assert calibration_images(tmp_path, 3, sources=[Path("a.jpg")]) == [Path("a.jpg")] * 3
     with pytest.raises(InvalidInputError):
         calibration_images(tmp_path, 0)
+
+
+def test_fix_input_shape_makes_a_dynamic_model_static(
+    tiny: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnx
+    import onnxruntime as ort
+
+    from campusguard.bench.prepare import fix_input_shape
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
+    model = onnx.load(tiny)
+    for dim, name in zip(model.graph.input[0].type.tensor_type.shape.dim, ["batch", "c", "h", "w"], strict=True):
+        if name != "c":
+            dim.dim_param = name
+    dynamic = tmp_path / "dynamic.onnx"
+    onnx.save(model, str(dynamic))
+    fixed = fix_input_shape(dynamic, 2, (64, 64))
+    assert fixed != dynamic and fixed.parent == tmp_path / "cache"
+    assert ort.InferenceSession(str(fixed)).get_inputs()[0].shape == [2, 3, 64, 64]
+    assert fix_input_shape(Path(tiny), 1, (64, 64)) == Path(tiny)  # already static: unchanged

@@ -16,7 +16,7 @@ from pathlib import Path
 from campusguard.errors import InvalidInputError
 from campusguard.models.registry import ModelRef, cache_dir, exported_onnx_path, parse_model_ref
 
-__all__ = ["PRECISIONS", "BACKENDS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path"]
+__all__ = ["PRECISIONS", "BACKENDS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path", "fix_input_shape"]
 
 PRECISIONS = ("fp32", "fp16", "int8")
 BACKENDS = ("onnxruntime", "torch")
@@ -83,6 +83,31 @@ def int8_path(fp32: Path, calibration: Sequence[Path], per_channel: bool, reduce
     return cache_dir() / f"{fp32.stem}.int8-{key}.onnx"
 
 
+def fix_input_shape(path: Path, batch: int, imgsz_hw: tuple[int, int]) -> Path:
+    """A copy of an ONNX model whose dynamic input is fixed to ``(batch, 3, H, W)`` (cached); static models as they are.
+
+    ONNX Runtime's static INT8 quantisation calibrates on a fixed shape, so a dynamic export
+    (like the bundled default model) is fixed first, with its output shapes re-inferred.
+    """
+    import onnx
+    from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_input_shape_fixed
+
+    model = onnx.load(str(path))
+    inp = model.graph.input[0]
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
+    if len(dims) == 4 and all(d is not None for d in dims):
+        return path
+    h, w = imgsz_hw
+    key = hashlib.sha1(f"{path.resolve()}|{path.stat().st_size}".encode()).hexdigest()[:8]
+    out = cache_dir() / f"{path.stem}-{key}.{h}x{w}-b{batch}-static-fp32.onnx"
+    if out.is_file():
+        return out
+    make_input_shape_fixed(model.graph, inp.name, [batch, 3, h, w])
+    fix_output_shapes(model)
+    onnx.save(model, str(out))
+    return out
+
+
 def prepare_onnx(
     model: str | Path,
     precision: str,
@@ -111,6 +136,8 @@ def prepare_onnx(
     if ref.kind == "onnx":
         assert ref.path is not None
         fp32 = ref.path
+        if precision == "int8" and not dynamic:
+            fp32 = fix_input_shape(fp32, batch, imgsz_hw)  # static quantisation needs a static shape
     else:
         fp32 = exported_onnx_path(ref, imgsz_hw, batch, dynamic, "fp32")
         if not fp32.is_file():
