@@ -1,7 +1,7 @@
-"""Alternate two benchmark variants A, B, A, B, ... and report B/A per round.
+"""Alternate two benchmark variants (A B, B A, A B, ...) and report B/A per round.
 
 On a machine shared with other jobs the load drifts between minutes; alternating short runs
-puts A and B under the same drift, so their ratio is steadier than two separate long runs.
+in ABBA order puts A and B under the same drift, so their ratio is steadier than two separate long runs.
 Each variant is ``backend:precision:batch:export`` (export ``static`` or ``dynamic``).
 
 Example (the INT8 and static-vs-dynamic checks in docs/results/cpu-<date>/):
@@ -58,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     rounds = []
     for i in range(args.rounds):
         row: dict[str, object] = {"round": i + 1}
-        for name, (backend, precision, batch, dynamic) in variants.items():
+        order = ["A", "B"] if i % 2 == 0 else ["B", "A"]  # ABBA: neither variant always runs second
+        row["order"] = "".join(order)
+        for name in order:
+            backend, precision, batch, dynamic = variants[name]
             rec = bench_combination(
                 Combination(args.model, backend, precision, batch), replace(base, dynamic=dynamic), frames, spec,
                 calibration=calib, measure_accuracy=False,
