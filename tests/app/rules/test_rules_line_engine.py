@@ -91,3 +91,36 @@ def test_rule_types_cover_every_kind():
 def test_line_rule_validation():
     with pytest.raises(InvalidInputError, match="direction"):
         LineCrossingRule(name="r", camera_id="c", line=_line(), direction="up")
+
+
+def test_rule_state_stays_bounded_over_many_tracks(make_detections):
+    """3,000 frames, a new track id every 2 frames walking through every zone and the line:
+    per-track state is forgotten once tracks are gone, so memory does not grow with time."""
+    from campusguard.app.rules import CrowdRule, FireLaneRule, LoiteringRule
+
+    zone = PolygonZone([[200, 100], [400, 100], [400, 300], [200, 300]], "yard", resolution_wh=(640, 360))
+    line = LineZone((320, 20), (320, 340), "gate", forget_after_updates=50)
+    engine = RuleEngine(
+        "c",
+        [
+            IntrusionRule(name="i", camera_id="c", zone=zone, min_seconds=0.5),
+            CrowdRule(name="cr", camera_id="c", zone=zone, min_count=3, min_seconds=1.0),
+            FireLaneRule(name="f", camera_id="c", zone=zone, min_seconds=1.0, class_ids=None),
+            LoiteringRule(name="l", camera_id="c", zone=zone, min_seconds=1.0),
+            LineCrossingRule(name="x", camera_id="c", line=line),
+        ],
+    )
+    n_events = 0
+    for f in range(3000):
+        t = f / 10
+        # each track lives 40 frames, walking 10 px per frame left to right across the zone
+        alive = [k for k in range(max(0, f // 2 - 20), f // 2 + 1) if 0 <= f - 2 * k < 40]
+        xs = [150 + 10 * (f - 2 * k) for k in alive]
+        boxes = [[x - 10, 180 + (k % 5) * 20 - 60, x + 10, 180 + (k % 5) * 20] for x, k in zip(xs, alive, strict=True)]
+        n_events += len(engine.update(t, make_detections(boxes, tracker_id=[k + 1 for k in alive]), f))
+    assert n_events > 1000  # the scene really raises events all along
+    for rule in engine.rules[:4]:
+        assert len(rule.presence.tracks) <= 40
+        assert len(rule.track_episodes) <= 40
+    assert len(engine.rules[2]._still_last) <= 40
+    assert len(line._tracks) <= 80
