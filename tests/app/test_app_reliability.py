@@ -6,6 +6,7 @@ HTTP on loopback; the test is skipped when that package is missing.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -234,3 +235,37 @@ def test_a_truncated_mp4_without_its_index_is_a_start_up_error(tmp_path: Path) -
     )
     with pytest.raises(ConfigError, match=r"w.yaml:7: cameras\[0\].source: camera 'cam1': cannot open video source"):
         service.start()
+
+
+def test_watch_service_goes_on_after_the_stream_server_restarts(tmp_path: Path) -> None:
+    ffmpeg = pytest.importorskip("imageio_ffmpeg").get_ffmpeg_exe()
+    video = write_scene(tmp_path / "scene.mp4", n=60)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/live.ts"
+    text = scene_config(video, tmp_path).replace(
+        f"source: {video}", f"source: {url}\n    stall_timeout_s: 3\n    reconnect: {{initial_s: 0.2, max_s: 0.5}}"
+    )
+    server = serve(ffmpeg, video, port)
+    service = WatchService(parse_config(text, "w.yaml"), detector_factory=lambda *a: BlobDetector(), out=io.StringIO())
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # until the server listens; the probe's connection is then handed to the reader
+            try:
+                service.start()
+                break
+            except ConfigError:
+                assert time.monotonic() < deadline, "the stream server never came up"
+                time.sleep(0.3)
+        m = service.metrics["cam1"]
+        wait_for(lambda: m.frames_processed >= 10, 30, "frames before the restart")
+        stop_server(server)
+        wait_for(lambda: service.readers[0].stats.reconnects >= 1, 15, "the loss to be noticed")
+        before = m.frames_processed
+        server = serve(ffmpeg, video, port)
+        wait_for(lambda: m.frames_processed >= before + 10, 30, "frames after the restart")
+        service.stop()
+        assert service.wait(20) and service.finish()
+        assert service.metrics["cam1"].reconnects >= 1
+    finally:
+        service.stop()
+        stop_server(server)

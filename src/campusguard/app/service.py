@@ -26,7 +26,7 @@ from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.pipeline import AnalyticsWorker, DetectionWorker, DetectorLike, EventWorker, SinkLike, Watchdog
-from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, open_source
+from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.wiring import build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
@@ -57,19 +57,24 @@ class SourceProbe:
     fps: float
 
 
-def probe_source(cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_source) -> SourceProbe:
-    """Open a camera's source, read one frame and close it; `SourceError` when that fails."""
+def probe_source(
+    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_source
+) -> tuple[SourceProbe, PrependedSource]:
+    """Open a camera's source and read its first frame; `SourceError` when that fails.
+
+    Returns the frame size and rate, and the open source (its first frame still to come) for
+    the reader, so the camera is connected once.
+    """
     source = opener(cam)
     try:
         image = source.read()
         if image is None:
             raise SourceError(f"source {cam.source!r} opened but gave no frame")
-        return SourceProbe(
-            (int(image.shape[1]), int(image.shape[0])),
-            float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0)),
-        )
-    finally:
+    except BaseException:
         source.close()
+        raise
+    fps = float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0))
+    return SourceProbe((int(image.shape[1]), int(image.shape[0])), fps), PrependedSource(source, image)
 
 
 class _WorkerThread(threading.Thread):
@@ -125,6 +130,7 @@ class WatchService:
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
         self.probes: dict[str, SourceProbe] = {}
+        self._opened: dict[str, PrependedSource] = {}  # probed sources waiting for their readers
         self.detectors: dict[str, DetectorLike] = {}
         self.metrics: dict[str, CameraMetrics] = {}
         self.readers: list[CameraReader] = []
@@ -140,10 +146,14 @@ class WatchService:
         """Check everything that can fail at start-up, then start the workers, sources first."""
         if not self.cameras:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
-        self._probe_cameras()  # every source opens and gives a frame
-        self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
-        parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
-        store, sinks = self._open_store_and_sinks()
+        try:
+            self._probe_cameras()  # every source opens and gives a frame
+            self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
+            parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
+            store, sinks = self._open_store_and_sinks()
+        except BaseException:
+            self._close_opened()
+            raise
         doorbell = threading.Event()
         frame_queues = self._start_readers(doorbell)  # camera -> FrameQueue
         detected: dict[str, queue.Queue] = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
@@ -158,16 +168,25 @@ class WatchService:
         """The start-up checks alone: sources open, models load, zones fit the frames, classes exist."""
         if not self.cameras:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
-        self._probe_cameras()
-        self._load_detectors()
-        self._build_cameras()
+        try:
+            self._probe_cameras()
+            self._load_detectors()
+            self._build_cameras()
+        finally:
+            self._close_opened()
+
+    def _close_opened(self) -> None:
+        for source in self._opened.values():
+            source.close()
+        self._opened.clear()
 
     # steps ----------------------------------------------------------------------------------
     def _probe_cameras(self) -> None:
         for i, cam in self.cameras:
             try:
-                self.probes[cam.id] = probe_source(cam, self.opener)
+                self.probes[cam.id], self._opened[cam.id] = probe_source(cam, self.opener)
             except SourceError as exc:
+                self._close_opened()
                 raise self.loaded.error(("cameras", i, "source"), f"camera {cam.id!r}: {exc}") from None
 
     def _load_detectors(self) -> None:
@@ -237,7 +256,7 @@ class WatchService:
             q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
             queues[cam.id] = q
             self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
-            reader = CameraReader(cam, q, self.stop_event, opener=self.opener)
+            reader = CameraReader(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
             self.readers.append(reader)
         for reader in self.readers:
             self._spawn(f"reader-{reader.cam.id}", reader.run)

@@ -34,6 +34,7 @@ __all__ = [
     "EndOfStream",
     "FolderSource",
     "Frame",
+    "PrependedSource",
     "FrameQueue",
     "FrameSource",
     "ReaderStats",
@@ -239,6 +240,32 @@ class FolderSource:
         self._i = len(self.paths)
 
 
+class PrependedSource:
+    """A source already opened (at start-up) whose first frame was already read: yields that frame first.
+
+    Lets the start-up probe hand its connection to the reader, so a camera is not connected
+    twice and a file's first frame is not skipped.
+    """
+
+    def __init__(self, source: FrameSource, first: np.ndarray) -> None:
+        self.source = source
+        self.fps = source.fps
+        self._first: np.ndarray | None = first
+
+    def read(self) -> np.ndarray | None:
+        if self._first is not None:
+            image, self._first = self._first, None
+            return image
+        return self.source.read()
+
+    def at_end(self) -> bool:
+        return self._first is None and self.source.at_end()
+
+    def close(self) -> None:
+        self._first = None
+        self.source.close()
+
+
 def _to_bgr(image: np.ndarray) -> np.ndarray:
     """Any decoded image as ``(H, W, 3) uint8`` BGR (grayscale, BGRA and 16-bit converted)."""
     if image.dtype == np.uint16:
@@ -288,6 +315,7 @@ class CameraReader:
         stop: shared stop event.
         opener: opens the source (injectable for tests); default `open_source`.
         max_broken_frames: consecutive failed reads of a file tolerated (the decoder resumes at the next key frame) before it is treated as ended.
+        opened: a source already opened (by the start-up probe) to read first instead of opening one.
     """
 
     def __init__(
@@ -297,12 +325,14 @@ class CameraReader:
         stop: threading.Event,
         opener: Callable[[CameraConfig], FrameSource] = open_source,
         max_broken_frames: int = 300,
+        opened: FrameSource | None = None,
     ) -> None:
         self.cam = cam
         self.queue = queue
         self.stop = stop
         self.opener = opener
         self.max_broken_frames = max_broken_frames
+        self._opened = opened
         self.stats = ReaderStats()
         self.live = cam.is_live()
         self._reconnect_requested = threading.Event()
@@ -323,13 +353,18 @@ class CameraReader:
             log.exception("camera %s: reader failed", self.cam.id)
             reason = f"reader failed: {exc.__class__.__name__}: {exc}"
         finally:
+            if self._opened is not None:  # stopped before the handed-over source was used
+                self._opened.close()
+                self._opened = None
             self.stats.connected = False
             self.queue.put(EndOfStream(self.cam.id, reason))
 
     def _run(self) -> str:
         while not self.stop.is_set():
             try:
-                source = self.opener(self.cam)
+                source, self._opened = (
+                    (self._opened, None) if self._opened is not None else (self.opener(self.cam), None)
+                )
             except SourceError as exc:
                 if not self.live:
                     return str(exc)
