@@ -65,9 +65,12 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+_SHORT = {"onnxruntime": "ORT", "torch": "torch"}
+
+
 def _bar_label(r: Row, machines: int) -> str:
     prefix = f"{r.machine}\n" if machines > 1 else ""
-    return f"{prefix}{r.backend} {r.precision}"
+    return f"{prefix}{_SHORT.get(r.backend, r.backend)} {r.precision}"
 
 
 def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
@@ -91,7 +94,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         return max(cand, key=lambda r: r.fps or 0.0) if cand else None
 
     if ok and configs:
-        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(models) * max(1, len(configs)) / 2), 4.5))
+        fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(models) * max(1, len(configs)) / 2 + 3), 4.5))
         width = 0.8 / len(configs)
         top = 0.0
         low = math.inf
@@ -113,7 +116,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         ax.set_xticks(range(len(models)), models)
         ax.set_ylabel("images / s (best batch size)")
         ax.set_title("Throughput by model" + (" per machine" if len(cmp.machines) > 1 else ""))
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         plots["throughput"] = out_dir / "throughput.png"
@@ -122,7 +125,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
 
     single = [r for r in ok if r.scenario == "batch" and r.batch == 1 and r.samples_ms]
     if single:
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(single)), 4.5))
+        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(single)), 4.8))
         ax.boxplot([r.samples_ms for r in single], showfliers=True, whis=(1, 99))
         ax.set_xticks(
             range(1, len(single) + 1),
@@ -142,7 +145,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
 
     staged = [r for r in ok if r.scenario == "batch" and r.batch == 1 and r.stages_ms]
     if staged:
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(staged)), 4.5))
+        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(staged)), 4.8))
         xs = list(range(len(staged)))
         bottom = [0.0] * len(staged)
         for stage in ("preprocess", "inference", "postprocess"):
@@ -163,7 +166,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         (m, cfg, r) for m in models for cfg in configs if (r := best(m, cfg)) is not None and r.price_per_hour and r.fps
     ]
     if priced:
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(priced)), 4.5))
+        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(priced)), 4.8))
         per_dollar = [r.fps * 3600.0 / r.price_per_hour for _, _, r in priced if r.fps and r.price_per_hour]
         ax.bar(range(len(priced)), per_dollar)
         ax.set_xticks(
