@@ -116,23 +116,31 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
 
     data = draw_dataset(tmp_path / "toy", n_train=96, n_val=8, size=128)
     losses: list[float] = []
+    accumulate: list[int] = []
+
+    def on_batch_end(tr) -> None:
+        losses.append(float(tr.loss.detach()))
+        accumulate.append(int(tr.accumulate))
+
     result = train(
         "yolov8n",
         data,
         epochs=1,
         imgsz=128,
         batch=4,
+        accumulate=2,
         device="cpu",
         workers=0,
         out=tmp_path / "run",
         overrides={"mosaic": 0.0, "optimizer": "SGD", "lr0": 0.01},
-        callbacks={"on_train_batch_end": lambda tr: losses.append(float(tr.loss.detach()))},
+        callbacks={"on_train_batch_end": on_batch_end},
     )
     assert len(losses) == 24
+    assert set(accumulate) == {2}  # Ultralytics steps every max(round(nbs / batch), 1) = 2 batches
     first, last = np.mean(losses[:6]), np.mean(losses[-6:])
     assert last < 0.9 * first, losses
     assert result.best_pt.is_file() and result.onnx is not None and result.onnx.is_file()
-    assert yaml.safe_load((result.save_dir / "args.yaml").read_text())["nbs"] == 4
+    assert yaml.safe_load((result.save_dir / "args.yaml").read_text())["nbs"] == 8  # batch x accumulate
     v = validate_model(result.onnx, data, imgsz=128, device="cpu")  # the export runs in CampusGuard's pipeline
     assert v.metrics.num_images == 8 and 0.0 <= v.metrics.map50_95 <= 1.0
     assert main(["val", "--model", str(result.onnx), "--data", str(data), "--imgsz", "128", "--device", "cpu"]) == 0
