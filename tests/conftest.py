@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,23 +13,13 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_AUTOINSTALL", "false")
 
 from campusguard.detections import Detections  # noqa: E402
+from factories import build_detections  # noqa: E402
 
 
-def make_detections(
-    xyxy: list[list[float]] | np.ndarray,
-    confidence: list[float] | None = None,
-    class_id: list[int] | None = None,
-    tracker_id: list[int] | None = None,
-) -> Detections:
-    """Build `Detections` from plain lists; confidences default to 0.9, classes to 0."""
-    boxes = np.asarray(xyxy, dtype=np.float32).reshape(-1, 4)
-    n = len(boxes)
-    return Detections(
-        boxes,
-        np.full(n, 0.9, np.float32) if confidence is None else np.asarray(confidence, np.float32),
-        np.zeros(n, np.int64) if class_id is None else np.asarray(class_id, np.int64),
-        None if tracker_id is None else np.asarray(tracker_id, np.int64),
-    )
+@pytest.fixture
+def make_detections() -> Callable[..., Detections]:
+    """The `build_detections` factory as a fixture."""
+    return build_detections
 
 
 def _has(module: str) -> bool:

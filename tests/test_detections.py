@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from campusguard.detections import Detections
-from conftest import make_detections
+from factories import build_detections as make_detections
 
 
 def test_shapes_and_dtypes_are_normalised():

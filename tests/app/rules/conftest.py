@@ -1,36 +1,17 @@
-"""Test helpers for rules: `make_detections`, scripted tracks and a frame generator."""
+"""Test helpers for rules: scripted tracks and a frame generator (`make_detections` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
 from campusguard.detections import Detections
+from factories import build_detections
 
 FPS = 10.0
-
-
-def _make_detections(
-    xyxy: Sequence[Sequence[float]],
-    confidence: Sequence[float] | float = 0.9,
-    class_id: Sequence[int] | int = 0,
-    tracker_id: Sequence[int] | None = None,
-) -> Detections:
-    """Detections from plain lists; scalar confidence/class_id are broadcast to every row."""
-    boxes = np.asarray(xyxy, dtype=np.float32).reshape(-1, 4)
-    n = len(boxes)
-    conf = np.broadcast_to(np.asarray(confidence, dtype=np.float32), (n,)).copy()
-    cls = np.broadcast_to(np.asarray(class_id, dtype=np.int64), (n,)).copy()
-    tid = None if tracker_id is None else np.asarray(tracker_id, dtype=np.int64)
-    return Detections(boxes, conf, cls, tid)
-
-
-@pytest.fixture
-def make_detections() -> Callable[..., Detections]:
-    return _make_detections
 
 
 @dataclass
@@ -70,7 +51,7 @@ def scripted_frames(
             boxes.append([p[0] - w / 2, p[1] - h, p[0] + w / 2, p[1]])
             cls.append(tr.class_id)
             tids.append(tr.tid)
-        frames.append((t, f, _make_detections(boxes, 0.9, cls, tids if with_ids else None)))
+        frames.append((t, f, build_detections(boxes, 0.9, cls, tids if with_ids else None)))
     return frames
 
 
