@@ -8,6 +8,7 @@ import pytest
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.eval import evaluate_detections
+from campusguard.eval.metrics import match_at_iou
 from campusguard.ops.boxes import box_iou
 
 NAMES = {0: "person", 1: "car"}
@@ -80,3 +81,29 @@ def test_no_predictions_scores_zero() -> None:
 def test_bad_inputs(preds, truths, message) -> None:
     with pytest.raises(InvalidInputError, match=message):
         evaluate_detections(preds, truths, NAMES)
+
+
+def test_one_object_found_twice_keeps_recall_at_most_one() -> None:
+    # det A (0.9) overlaps the object with IoU 0.64, det B (0.8) with IoU 0.9: at IoU 0.5 A is the
+    # match and B a duplicate. (faster-coco-eval's extended_metrics counts both as true
+    # positives, since each matched at some IoU threshold, and reports recall 2.)
+    truth = make_detections([[0, 0, 100, 100]], [0])
+    pred = make_detections([[0, 0, 100, 64], [0, 0, 100, 90]], [0, 0], [0.9, 0.8])
+    m = evaluate_detections([pred], [truth], NAMES)
+    assert m.recall == pytest.approx(1.0) and m.precision == pytest.approx(1.0)  # best F1 at threshold 0.9
+    assert m.per_class[0].recall <= 1.0
+
+
+def test_precision_recall_at_best_macro_f1_by_hand() -> None:
+    # person: 2 objects; detections 0.9 TP, 0.8 FP, 0.7 TP.
+    # threshold 0.9: P 1, R .5, F1 .667; 0.8: P .5, R .5, F1 .5; 0.7: P 2/3, R 1, F1 .8 (best)
+    truth = make_detections([[0, 0, 10, 10], [50, 50, 60, 60]], [0, 0])
+    pred = make_detections([[0, 0, 10, 10], [20, 20, 30, 30], [50, 50, 60, 60]], [0, 0, 0], [0.9, 0.8, 0.7])
+    m = evaluate_detections([pred], [truth], NAMES)
+    assert m.precision == pytest.approx(2 / 3) and m.recall == pytest.approx(1.0)
+
+
+def test_match_at_iou_is_greedy_by_confidence_within_class() -> None:
+    truth = make_detections([[0, 0, 10, 10], [0, 0, 10, 10]], [0, 1])
+    pred = make_detections([[0, 0, 10, 9], [0, 0, 10, 10], [0, 0, 10, 10]], [0, 0, 1], [0.5, 0.9, 0.3])
+    np.testing.assert_array_equal(match_at_iou(pred, truth, 0.5), [False, True, True])

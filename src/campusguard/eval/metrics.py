@@ -3,8 +3,11 @@
 Predictions and ground truth are turned into COCO-format dictionaries in memory (no files)
 and scored by faster-coco-eval's C++ implementation of the COCO protocol: AP averaged over
 IoU thresholds 0.50:0.05:0.95 and 101 recall points, per class, then averaged over the
-classes that have ground truth. Precision and recall are the macro averages at the
-confidence threshold with the best macro F1 (faster-coco-eval's ``extended_metrics``).
+classes that have ground truth. Precision and recall are the macro averages, over those
+classes, at the one confidence threshold that gives the best macro F1 (as Ultralytics reports
+them), from COCO-style greedy matching at IoU 0.5 (`match_at_iou`). faster-coco-eval's own
+``extended_metrics`` is not used for them: it counts a detection as a true positive when it
+matched at *any* IoU threshold, so recall can exceed 1.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ import numpy as np
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 
-__all__ = ["ClassMetrics", "DetectionMetrics", "evaluate_detections", "to_coco_dicts"]
+__all__ = [
+    "ClassMetrics",
+    "DetectionMetrics",
+    "evaluate_detections",
+    "match_at_iou",
+    "precision_recall_at_best_f1",
+    "to_coco_dicts",
+]
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,70 @@ def to_coco_dicts(
     return {"images": images, "annotations": annotations, "categories": categories}, results
 
 
+def match_at_iou(pred: Detections, truth: Detections, iou_threshold: float = 0.5) -> np.ndarray:
+    """COCO-style greedy matching in one image: detections in descending confidence each take
+    the unmatched ground-truth box of their class with the highest IoU >= ``iou_threshold``.
+
+    Returns:
+        ``(N,) bool`` true-positive flag per detection (same order as ``pred``).
+    """
+    from campusguard.ops.boxes import box_iou
+
+    tp = np.zeros(len(pred), bool)
+    if len(pred) == 0 or len(truth) == 0:
+        return tp
+    iou = box_iou(pred.xyxy, truth.xyxy)
+    iou[pred.class_id[:, None] != truth.class_id[None, :]] = -1.0
+    taken = np.zeros(len(truth), bool)
+    for i in np.argsort(-pred.confidence, kind="stable"):
+        cand = np.where(taken, -1.0, iou[i])
+        j = int(np.argmax(cand))
+        if cand[j] >= iou_threshold:
+            taken[j] = True
+            tp[i] = True
+    return tp
+
+
+def precision_recall_at_best_f1(
+    preds: Sequence[Detections], truths: Sequence[Detections], class_ids: Sequence[int], iou_threshold: float = 0.5
+) -> tuple[float, float, dict[int, tuple[float, float]]]:
+    """Macro precision and recall at the confidence threshold with the best macro F1.
+
+    Args:
+        preds, truths: per image, as in `evaluate_detections`.
+        class_ids: classes to average over (those with ground truth).
+        iou_threshold: IoU for a true positive.
+
+    Returns:
+        ``(precision, recall, {class_id: (precision, recall)})`` at that threshold, in 0..1.
+    """
+    tps = [match_at_iou(p, t, iou_threshold) for p, t in zip(preds, truths, strict=True)]
+    scores = np.concatenate([p.confidence for p in preds]) if preds else np.zeros(0, np.float32)
+    classes = np.concatenate([p.class_id for p in preds]) if preds else np.zeros(0, np.int64)
+    tp = np.concatenate(tps) if tps else np.zeros(0, bool)
+    gt_classes = np.concatenate([t.class_id for t in truths]) if truths else np.zeros(0, np.int64)
+    ids = [int(c) for c in class_ids]
+    if not ids or len(scores) == 0:
+        return 0.0, 0.0, {c: (0.0, 0.0) for c in ids}
+    thresholds = np.unique(scores)  # ascending: ties keep the lowest (most inclusive) threshold
+    prec = np.zeros((len(ids), len(thresholds)))
+    rec = np.zeros((len(ids), len(thresholds)))
+    for k, c in enumerate(ids):
+        sel = classes == c
+        s_c = scores[sel]
+        order = np.argsort(-s_c, kind="stable")
+        s_sorted = s_c[order]
+        cum_tp = np.concatenate([[0], np.cumsum(tp[sel][order])])
+        n_above = np.searchsorted(-s_sorted, -thresholds, side="right")  # detections with score >= threshold
+        n_gt = max(int(np.sum(gt_classes == c)), 1)
+        prec[k] = np.where(n_above > 0, cum_tp[n_above] / np.maximum(n_above, 1), 0.0)
+        rec[k] = cum_tp[n_above] / n_gt
+    f1 = np.where(prec + rec > 0, 2 * prec * rec / np.maximum(prec + rec, 1e-12), 0.0)
+    best = int(np.argmax(f1.mean(0)))
+    per_class = {c: (float(prec[k, best]), float(rec[k, best])) for k, c in enumerate(ids)}
+    return float(prec[:, best].mean()), float(rec[:, best].mean()), per_class
+
+
 def evaluate_detections(
     preds: Sequence[Detections],
     truths: Sequence[Detections],
@@ -160,10 +234,11 @@ def evaluate_detections(
     ev.accumulate()
     ev.summarize()
     stats = ev.stats_as_dict
-    ext = ev.extended_metrics
-    pr = {row["class"]: row for row in ext["class_map"]}
 
     counts = np.bincount(np.concatenate([t.class_id for t in truths]), minlength=max(names_d) + 1)
+    with_gt = [int(c) for c in ev.params.catIds if counts[c] > 0]
+    limited = [p[np.argsort(-p.confidence, kind="stable")[:max_det]] if len(p) > max_det else p for p in preds]
+    p_all, r_all, pr = precision_recall_at_best_f1(limited, truths, with_gt)
     precision = ev.eval["precision"]  # (T iou, R recall, K class, A area, M maxdets)
     per_class = {}
     for k, cid in enumerate(ev.params.catIds):
@@ -173,20 +248,19 @@ def evaluate_detections(
         ap = float(p[p > -1].mean()) if (p > -1).any() else 0.0
         p50 = p[0]
         ap50 = float(p50[p50 > -1].mean()) if (p50 > -1).any() else 0.0
-        row = pr.get(names_d[cid], {})
         per_class[int(cid)] = ClassMetrics(
             name=names_d[cid],
             ap50_95=ap,
             ap50=ap50,
-            precision=float(row.get("precision", 0.0)),
-            recall=float(row.get("recall", 0.0)),
+            precision=pr[int(cid)][0],
+            recall=pr[int(cid)][1],
             num_instances=int(counts[cid]),
         )
     return DetectionMetrics(
         map50_95=max(float(stats["AP_all"]), 0.0),
         map50=max(float(stats["AP_50"]), 0.0),
-        precision=float(ext["precision"]),
-        recall=float(ext["recall"]),
+        precision=p_all,
+        recall=r_all,
         per_class=per_class,
         num_images=len(truths),
         num_instances=n_inst,
