@@ -136,7 +136,8 @@ def match_at_iou(pred: Detections, truth: Detections, iou_threshold: float = 0.5
     iou = box_iou(pred.xyxy, truth.xyxy)
     iou[pred.class_id[:, None] != truth.class_id[None, :]] = -1.0
     taken = np.zeros(len(truth), bool)
-    for i in np.argsort(-pred.confidence, kind="stable"):
+    order = np.argsort(-pred.confidence, kind="stable")
+    for i in order[iou[order].max(1) >= iou_threshold]:  # the others can match nothing
         cand = np.where(taken, -1.0, iou[i])
         j = int(np.argmax(cand))
         if cand[j] >= iou_threshold:
