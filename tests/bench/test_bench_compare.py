@@ -76,6 +76,7 @@ def test_conclusions_state_the_measured_numbers(two_machines: Path) -> None:
     )
     assert "INT8 gives 1.30x the FP32 throughput of yolov8n at batch 1 on cpu-box" in text
     assert "mAP50-95 -1.0 points" in text
+    assert "by CPU time per image" not in text  # not measured in these records: not claimed
     assert "ONNX Runtime runs yolov8n FP32 batch 1 at 2.0x PyTorch's throughput on cpu-box" in text
     assert "FP16 gives 2.00x the FP32 throughput of yolov8n at batch 1 on gpu-box (torch" in text
     assert "Repeatability: 1 of 2 repeated combinations agree within 10%" in text

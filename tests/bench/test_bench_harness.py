@@ -53,6 +53,9 @@ def test_matrix_records_ok_skipped_and_failed_and_validates(tiny: str, frames: l
     )
     assert set(ok["stages_ms"]) == {"preprocess", "inference", "postprocess"}
     assert ok["memory"]["host_rss_peak_mb"] > 0 and ok["memory"]["samples"] >= 2
+    assert ok["contention"]["cpu_ms_per_image"] >= 0
+    assert 0 <= ok["contention"]["other_processes_cpu_share"] <= 1
+    assert all("other_processes_cpu_share" in r for r in ok["repeats"])
     assert ok["accuracy"]["status"] == "skipped" and "no --data" in ok["accuracy"]["reason"]
     assert ok["repeat_agree"] in (True, False)
     assert by[("onnxruntime", "fp32", 2)]["model_batch"] == 1  # a batch-1 model is called per image

@@ -52,6 +52,7 @@ class Row:
     repeat_spread: float | None = None
     repeat_other_shares: list[float] = field(default_factory=list)
     other_cpu_share: float | None = None
+    cpu_ms_per_image: float | None = None
     provider: str | None = None
     samples_ms: list[float] = field(default_factory=list)
     deltas: dict[str, float | None] = field(default_factory=dict)
@@ -123,6 +124,7 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
             if x.get("other_processes_cpu_share") is not None
         ],
         other_cpu_share=(rec.get("contention") or {}).get("other_processes_cpu_share"),
+        cpu_ms_per_image=(rec.get("contention") or {}).get("cpu_ms_per_image"),
         provider=rec.get("provider"),
         samples_ms=list(rec.get("samples_ms") or []),
     )
@@ -252,6 +254,12 @@ def conclusions(cmp: Comparison, repeat_tolerance: float = 0.10, contention_warn
                     f"{r.precision.upper()} gives {r.fps / ref.fps:.2f}x the FP32 throughput of {r.model} at batch "
                     f"{r.batch} on {machine} ({r.backend}: {r.fps:.1f} vs {ref.fps:.1f} img/s)"
                 )
+                if r.cpu_ms_per_image and ref.cpu_ms_per_image:
+                    sentence += (
+                        f"; by CPU time per image, which other jobs on the machine disturb less, "
+                        f"{ref.cpu_ms_per_image / r.cpu_ms_per_image:.2f}x ({r.cpu_ms_per_image:.0f} vs "
+                        f"{ref.cpu_ms_per_image:.0f} ms)"
+                    )
                 if r.map50_95 is not None and ref.map50_95 is not None:
                     sentence += f", mAP50-95 {(r.map50_95 - ref.map50_95) * 100:+.1f} points"
                 out.append(sentence + ".")

@@ -395,6 +395,7 @@ def _measure(
         "contention": {
             "own_cpu_share": cpu.own_share,
             "other_processes_cpu_share": cpu.other_share,
+            "cpu_ms_per_image": cpu.own_seconds * 1000.0 / max(1, images_per_call * len(latencies)),
             "loadavg_1m_start": load_start,
             "loadavg_1m_end": os.getloadavg()[0],
         },

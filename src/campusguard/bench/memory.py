@@ -112,7 +112,8 @@ class CpuShare:
 
     ``other_share`` is the busy time of other processes as a fraction of all cores over the wall
     time (0: the machine was ours; 0.5 on 2 cores: one core's worth went to someone else), so a
-    benchmark on a shared machine says how contended it was.
+    benchmark on a shared machine says how contended it was. ``own_seconds`` is this process's
+    CPU time (user + system) over the block.
     """
 
     def __enter__(self) -> CpuShare:
@@ -124,6 +125,7 @@ class CpuShare:
         self._own0 = self._proc.cpu_times()
         self.own_share = 0.0
         self.other_share = 0.0
+        self.own_seconds = 0.0
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -136,6 +138,7 @@ class CpuShare:
         )
         own = (own1.user + own1.system) - (self._own0.user + self._own0.system)
         cores = psutil.cpu_count() or 1
+        self.own_seconds = max(0.0, own)
         if wall > 0:
             self.own_share = max(0.0, own / (wall * cores))
             self.other_share = min(1.0, max(0.0, (busy - own) / (wall * cores)))
