@@ -106,3 +106,16 @@ def test_one_machine_report_has_no_cross_machine_sentences(tmp_path: Path) -> No
     assert cmp.baseline == "solo"
     assert not any(" vs solo" in s for s in sentences)
     assert any("1.25x" in s for s in sentences)
+
+
+def test_run_to_run_agreement_on_known_medians() -> None:
+    from campusguard.bench.compare import run_to_run
+
+    first = result_doc("m", [record(p50=10.0), record(precision="int8", p50=5.0), record(batch=8, p50=80.0)])
+    second = result_doc("m", [record(p50=10.5), record(precision="int8", p50=6.0)])
+    rows = {r["label"]: r for r in run_to_run(first, second, tolerance=0.10)}
+    assert set(rows) == {"yolov8n onnxruntime fp32 b1", "yolov8n onnxruntime int8 b1"}  # b8 ran once only
+    assert rows["yolov8n onnxruntime fp32 b1"]["spread"] == pytest.approx(0.05)
+    assert rows["yolov8n onnxruntime fp32 b1"]["agree"] is True
+    assert rows["yolov8n onnxruntime int8 b1"]["spread"] == pytest.approx(0.20)
+    assert rows["yolov8n onnxruntime int8 b1"]["agree"] is False

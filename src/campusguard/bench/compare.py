@@ -330,3 +330,33 @@ def conclusions(cmp: Comparison, repeat_tolerance: float = 0.10, contention_warn
             + "."
         )
     return out
+
+
+def run_to_run(first: dict[str, Any], second: dict[str, Any], tolerance: float = 0.10) -> list[dict[str, Any]]:
+    """Agreement of two runs of the same matrix: per combination run in both, the medians and their spread.
+
+    Args:
+        first: a result document.
+        second: a later result document (normally of the same machine).
+        tolerance: largest relative spread (``max / min - 1``) of the two medians that counts as agreement.
+
+    Returns:
+        One dict per common ``ok`` combination: ``label``, ``p50_first_ms``, ``p50_second_ms``,
+        ``spread``, ``agree``.
+    """
+
+    def ok_rows(doc: dict[str, Any]) -> dict[RowKey, Row]:
+        rows = [_row(str(doc["machine"]), rec, None) for rec in doc.get("results", [])]
+        return {r.key: r for r in rows if r.status == "ok" and r.p50_ms}
+
+    a, b = ok_rows(first), ok_rows(second)
+    out = []
+    for key in a:
+        if key not in b:
+            continue
+        pa, pb = float(a[key].p50_ms or 0.0), float(b[key].p50_ms or 0.0)
+        s = max(pa, pb) / min(pa, pb) - 1.0
+        out.append(
+            {"label": a[key].label, "p50_first_ms": pa, "p50_second_ms": pb, "spread": s, "agree": s <= tolerance}
+        )
+    return out
