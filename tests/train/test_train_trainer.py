@@ -117,10 +117,12 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
     data = draw_dataset(tmp_path / "toy", n_train=96, n_val=8, size=128)
     losses: list[float] = []
     accumulate: list[int] = []
+    amp: list[bool] = []
 
     def on_batch_end(tr) -> None:
         losses.append(float(tr.loss.detach()))
         accumulate.append(int(tr.accumulate))
+        amp.append(bool(tr.amp))
 
     result = train(
         "yolov8n",
@@ -137,6 +139,7 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
     )
     assert len(losses) == 24
     assert set(accumulate) == {2}  # Ultralytics steps every max(round(nbs / batch), 1) = 2 batches
+    assert set(amp) == {False}  # --amp is for GPUs: no bfloat16 autocast on the CPU
     first, last = np.mean(losses[:6]), np.mean(losses[-6:])
     assert last < 0.9 * first, losses
     assert result.best_pt.is_file() and result.onnx is not None and result.onnx.is_file()

@@ -11,15 +11,31 @@ from campusguard.models.ultralytics_env import offline_ultralytics
 
 offline_ultralytics()
 
+import re  # noqa: E402
+
+import torch  # noqa: E402
 import ultralytics.engine.trainer as _engine_trainer  # noqa: E402
 from ultralytics.models.yolo.detect import DetectionTrainer  # noqa: E402
 
 __all__ = ["OfflineDetectionTrainer"]
 
+# GPUs on which Ultralytics' check_amp turns AMP off (NaN losses or zero mAP reported)
+_AMP_BAD_GPUS = re.compile(
+    r"(nvidia|geforce|quadro|tesla).*?(1660|1650|1630|t400|t550|t600|t1000|t1200|t2000|k40m)", re.I
+)
 
-def _amp_without_download(model: object) -> bool:
-    """Replace Ultralytics' AMP self-test, which downloads a YOLO checkpoint: trust ``--amp``."""
-    return True
+
+def _amp_without_download(model: torch.nn.Module) -> bool:
+    """Ultralytics' AMP decision without its self-test, which downloads a YOLO checkpoint.
+
+    Keeps the rest of `ultralytics.utils.checks.check_amp`: no AMP on the CPU or MPS (CPU
+    autocast would run in bfloat16) and none on the GPUs Ultralytics lists as giving NaN
+    losses with AMP; otherwise ``--amp`` is trusted.
+    """
+    device = next(model.parameters()).device
+    if device.type in {"cpu", "mps"}:
+        return False
+    return not (device.type == "cuda" and _AMP_BAD_GPUS.search(torch.cuda.get_device_name(device)))
 
 
 class OfflineDetectionTrainer(DetectionTrainer):
