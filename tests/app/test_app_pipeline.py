@@ -226,3 +226,18 @@ def test_watchdog_reconnects_a_stalled_live_camera_once_per_stall() -> None:
     assert reader._reconnect_requested.is_set() and dog.stalls == 1
     dog.check(now=107.0)  # the same stall is not reported again
     assert dog.stalls == 1
+
+
+def test_annotated_video_is_written_in_segments(scene: Path, tmp_path: Path) -> None:
+    text = scene_config(scene, tmp_path).replace(
+        "  metrics_interval_s: 0", "  metrics_interval_s: 0\n  annotated_segment_s: 2.0"
+    )
+    run_service(text)
+    files = sorted((tmp_path / "video").iterdir())
+    assert [p.name for p in files] == ["cam1.001.mp4", "cam1.002.mp4", "cam1.mp4"]
+    counts = []
+    for p in files:
+        cap = cv2.VideoCapture(str(p))
+        counts.append(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)))
+        cap.release()
+    assert counts == [20, 20, 20]

@@ -93,37 +93,56 @@ def draw_overlay(
 
 
 class AnnotatedVideoWriter:
-    """An MP4 writer for one camera that keeps its first frame size (later frames are resized to it).
+    """MP4 files for one camera, in segments, keeping the first frame size (later frames are resized to it).
+
+    An MP4 muxer keeps an index entry per frame in memory until the file is closed, so a writer
+    that never closes grows without bound; segments of ``segment_frames`` frames keep it flat.
+    The first segment is ``path``, later ones ``<stem>.001.mp4``, ``<stem>.002.mp4``, ...
 
     Args:
-        path: output ``.mp4`` file (folder created).
+        path: output ``.mp4`` file of the first segment (folder created).
         fps: frames per second of the output.
+        segment_frames: frames per file (None: one file).
     """
 
-    def __init__(self, path: str | Path, fps: float) -> None:
+    def __init__(self, path: str | Path, fps: float, segment_frames: int | None = None) -> None:
         self.path = Path(path)
         self.fps = float(fps)
+        self.segment_frames = segment_frames
+        self.paths: list[Path] = []
         self._writer: cv2.VideoWriter | None = None
         self._size_wh: tuple[int, int] | None = None
+        self._in_segment = 0
         self.frames = 0
+
+    def _open(self, size_wh: tuple[int, int]) -> cv2.VideoWriter:
+        k = len(self.paths)
+        path = self.path if k == 0 else self.path.with_name(f"{self.path.stem}.{k:03d}{self.path.suffix}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), self.fps, size_wh)
+        if not writer.isOpened():
+            raise SourceError(f"cannot write annotated video {path}")
+        self.paths.append(path)
+        self._in_segment = 0
+        return writer
 
     def write(self, image: np.ndarray) -> None:
         """Append one ``(H, W, 3) uint8`` BGR frame."""
-        if self._writer is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._size_wh is None:
             self._size_wh = (int(image.shape[1]), int(image.shape[0]))
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter.fourcc(*"mp4v"), self.fps, self._size_wh)
-            if not self._writer.isOpened():
-                self._writer = None
-                raise SourceError(f"cannot write annotated video {self.path}")
-        assert self._size_wh is not None
+        if self._writer is not None and self.segment_frames is not None and self._in_segment >= self.segment_frames:
+            self._writer.release()
+            self._writer = None
+        if self._writer is None:
+            self._writer = self._open(self._size_wh)
         if (image.shape[1], image.shape[0]) != self._size_wh:
             image = cv2.resize(image, self._size_wh, interpolation=cv2.INTER_AREA)
         self._writer.write(image)
+        self._in_segment += 1
         self.frames += 1
 
     def close(self) -> None:
-        """Finish the file (idempotent)."""
+        """Finish the current file (idempotent)."""
         if self._writer is not None:
             self._writer.release()
             self._writer = None

@@ -621,6 +621,13 @@ class OutputsConfig(_Model):
         title="Annotated video frame rate",
         description="Frame rate of annotated videos; none uses the source's.",
     )
+    annotated_segment_s: float = Field(
+        600.0,
+        gt=0,
+        le=86400,
+        title="Annotated segment length",
+        description="Start a new annotated file every this many seconds of video (an open MP4 grows in memory).",
+    )
     snapshots_dir: str | None = Field(
         None, title="Snapshot folder", description="Write a JPEG snapshot per event start here."
     )

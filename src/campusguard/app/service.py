@@ -286,7 +286,10 @@ class WatchService:
             video = None
             if outputs.annotated_video_dir:
                 fps = outputs.annotated_fps or self.probes[cam.id].fps
-                video = AnnotatedVideoWriter(Path(outputs.annotated_video_dir) / f"{cam.id}.mp4", fps)
+                segment = max(1, round(outputs.annotated_segment_s * fps))
+                video = AnnotatedVideoWriter(
+                    Path(outputs.annotated_video_dir) / f"{cam.id}.mp4", fps, segment_frames=segment
+                )
             worker = AnalyticsWorker(
                 cam.id,
                 inboxes[cam.id],
