@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from campusguard.errors import InvalidInputError
-from campusguard.eval.validate import validate_model
+from campusguard.eval.validate import training_imgsz, validate_model
 from campusguard.models.registry import default_model_path
 
 
@@ -22,7 +22,7 @@ def synth_val(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_default_model_is_accurate_on_unseen_seed(synth_val: Path) -> None:
-    r = validate_model(None, synth_val, imgsz=320, device="cpu", batch=4)
+    r = validate_model(None, synth_val, device="cpu", batch=4)  # imgsz: the model's training size
     assert r.metrics.num_images == 48
     assert r.imgsz == (320, 320) and r.provider == "CPUExecutionProvider"
     # the full 500-image split gives 0.723 / 0.923 (MODEL_CARD.md); a regression alarm, with margin
@@ -63,3 +63,18 @@ def test_bad_batch_and_missing_data(synth_val: Path, tmp_path: Path) -> None:
         validate_model(None, synth_val, imgsz=320, device="cpu", batch=0)
     with pytest.raises(InvalidInputError, match="does not exist"):
         validate_model(None, tmp_path / "none.yaml", imgsz=320, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        ({"imgsz": "[320, 320]"}, (320, 320)),
+        ({"imgsz": "[192, 320]"}, (192, 320)),
+        ({"imgsz": "416"}, (416, 416)),
+        ({}, None),
+        ({"imgsz": "big"}, None),
+        ({"imgsz": "[1, 2, 3]"}, None),
+    ],
+)
+def test_training_imgsz_from_metadata(meta: dict[str, str], expected: tuple[int, int] | None) -> None:
+    assert training_imgsz(meta) == expected

@@ -48,7 +48,9 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(None, "--model", "-m", help="Model: .onnx, .pt, or omit for the bundled default."),
         data: str = typer.Option(..., "--data", help="data.yaml of a YOLO-format data set."),
         split: str = typer.Option("val", "--split", help="Split to score (train, val, test)."),
-        imgsz: int = typer.Option(640, "--imgsz", help="Network input size in pixels (letterboxed, stride-aligned)."),
+        imgsz: int = typer.Option(
+            None, "--imgsz", help="Network input size in pixels (default: the size the model was trained at, else 640)."
+        ),
         conf: float = typer.Option(0.001, "--conf", help="Confidence threshold before NMS (Ultralytics val default)."),
         iou: float = typer.Option(0.7, "--iou", help="NMS IoU threshold."),
         max_det: int = typer.Option(300, "--max-det", help="Detections kept per image."),
