@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 os.environ.setdefault("YOLO_OFFLINE", "1")
@@ -93,33 +92,3 @@ def fall_onnx_static(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
     out = tmp_path_factory.mktemp("fall") / "best.640.onnx"
     return export_onnx(ModelRef("pt", fall_pt), out, imgsz_hw=(640, 640), dynamic=False)
-
-
-def build_tiny_detector_onnx(
-    path: Path, nc: int = 2, hw: tuple[int, int] = (64, 64), boxes: list[list[float]] | None = None
-) -> Path:
-    """A tiny ONNX 'detector' whose head output is fixed: ``(1, 4+nc, N)`` built from ``boxes``.
-
-    Each box is ``[cx, cy, w, h, score_class0, ..., score_class{nc-1}]`` in input pixels. The
-    graph multiplies the input's mean by zero and adds the constant, so it runs for real.
-    """
-    import onnx
-    from onnx import TensorProto, helper
-
-    boxes = boxes or [[32, 32, 20, 20] + [0.9] + [0.0] * (nc - 1)]
-    const = np.asarray(boxes, np.float32).T[None]  # (1, 4+nc, N)
-    x = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, *hw])
-    y = helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(const.shape))
-    nodes = [
-        helper.make_node("ReduceMean", ["images"], ["m"], keepdims=0),
-        helper.make_node("Mul", ["m", "zero"], ["z"]),
-        helper.make_node("Add", ["const", "z"], ["output0"]),
-    ]
-    init = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]), onnx.numpy_helper.from_array(const, "const")]
-    graph = helper.make_graph(nodes, "tiny", [x], [y], init)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    p = model.metadata_props.add()
-    p.key, p.value = "names", str({i: f"c{i}" for i in range(nc)})
-    onnx.save(model, str(path))
-    return path

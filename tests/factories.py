@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -22,3 +23,33 @@ def build_detections(
     cls = np.broadcast_to(np.asarray(class_id, dtype=np.int64), (n,)).copy()
     tid = None if tracker_id is None else np.asarray(tracker_id, dtype=np.int64)
     return Detections(boxes, conf, cls, tid)
+
+
+def build_tiny_detector_onnx(
+    path: Path, nc: int = 2, hw: tuple[int, int] = (64, 64), boxes: list[list[float]] | None = None
+) -> Path:
+    """A tiny ONNX 'detector' whose head output is fixed: ``(1, 4+nc, N)`` built from ``boxes``.
+
+    Each box is ``[cx, cy, w, h, score_class0, ..., score_class{nc-1}]`` in input pixels. The
+    graph multiplies the input's mean by zero and adds the constant, so it runs for real.
+    """
+    import onnx
+    from onnx import TensorProto, helper
+
+    boxes = boxes or [[32, 32, 20, 20] + [0.9] + [0.0] * (nc - 1)]
+    const = np.asarray(boxes, np.float32).T[None]  # (1, 4+nc, N)
+    x = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, *hw])
+    y = helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(const.shape))
+    nodes = [
+        helper.make_node("ReduceMean", ["images"], ["m"], keepdims=0),
+        helper.make_node("Mul", ["m", "zero"], ["z"]),
+        helper.make_node("Add", ["const", "z"], ["output0"]),
+    ]
+    init = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]), onnx.numpy_helper.from_array(const, "const")]
+    graph = helper.make_graph(nodes, "tiny", [x], [y], init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    p = model.metadata_props.add()
+    p.key, p.value = "names", str({i: f"c{i}" for i in range(nc)})
+    onnx.save(model, str(path))
+    return path

@@ -12,7 +12,7 @@ import pytest
 from campusguard.detector import Detector
 from campusguard.errors import DeviceError, ImageReadError, InvalidInputError, ModelLoadError
 from campusguard.io.images import read_image
-from conftest import build_tiny_detector_onnx
+from factories import build_tiny_detector_onnx
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

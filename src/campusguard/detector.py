@@ -40,6 +40,16 @@ class StageTimings:
         return self.preprocess_ms + self.inference_ms + self.postprocess_ms
 
 
+def _metadata_imgsz(text: str | None) -> tuple[int, int] | None:
+    """``"[320, 320]"`` or ``"640"`` from model metadata to ``(height, width)``; ``None`` if absent or odd."""
+    if not text:
+        return None
+    try:
+        return parse_imgsz(text.strip("[]() ").replace(" ", ""))
+    except InvalidInputError:
+        return None
+
+
 def _check_unit(name: str, value: float) -> float:
     if not 0.0 <= float(value) <= 1.0:
         raise InvalidInputError(f"{name}={value} is outside 0..1")
@@ -53,8 +63,9 @@ class Detector:
         model: ``None`` (bundled default), a ``.onnx`` or ``.pt`` path, or ``yolov8n``..``yolov8x``
             (random weights: speed and memory work only).
         device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
-        imgsz: network input as an int (square) or ``(height, width)``; a model with a static
-            input shape uses its own.
+        imgsz: network input as an int (square) or ``(height, width)``; ``None`` (default): the
+            size the model was trained or exported at (its ``imgsz`` metadata), else 640. A model
+            with a static input shape always uses its own.
         conf: confidence threshold (0..1), applied before NMS.
         iou: NMS IoU threshold (0..1).
         max_det: detections kept per image.
@@ -74,7 +85,7 @@ class Detector:
         self,
         model: str | Path | None = None,
         device: str = "auto",
-        imgsz: int | tuple[int, int] | str = 640,
+        imgsz: int | tuple[int, int] | str | None = None,
         conf: float = 0.25,
         iou: float = 0.7,
         max_det: int = 300,
@@ -94,7 +105,7 @@ class Detector:
             raise InvalidInputError(f"max_det={max_det} must be at least 1")
         if batch < 1:
             raise InvalidInputError(f"batch={batch} must be at least 1")
-        self.imgsz_hw = parse_imgsz(imgsz)
+        self.imgsz_hw = parse_imgsz(imgsz if imgsz is not None else 640)
         self.max_det = int(max_det)
         self.classes = None if classes is None else [int(c) for c in classes]
         self.agnostic = agnostic
@@ -110,6 +121,8 @@ class Detector:
             tensorrt=tensorrt,
         )
         info = self.backend.info
+        if imgsz is None:
+            self.imgsz_hw = info.input_hw or _metadata_imgsz(info.extra.get("imgsz")) or self.imgsz_hw
         if info.input_hw is not None and info.input_hw != self.imgsz_hw:
             log.info(
                 "model %s has a static input %s; using it instead of imgsz %s",

@@ -10,7 +10,7 @@ from fakes_bench import record, result_doc, write_tiny_dataset
 
 from campusguard.bench.results import SCHEMA_VERSION, load_result
 from campusguard.cli.main import main
-from conftest import build_tiny_detector_onnx
+from factories import build_tiny_detector_onnx
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from campusguard.bench.prepare import skip_reason
 from campusguard.bench.results import validate_result
 from campusguard.errors import InvalidInputError
 from campusguard.models.registry import parse_model_ref
-from conftest import build_tiny_detector_onnx
+from factories import build_tiny_detector_onnx
 
 SETTINGS = BenchSettings(imgsz_hw=(64, 64), device="cpu", warmup=1, iters=3, min_seconds=0.0, repeat=2)
 

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs/predict"), "--out", "-o", help="Output folder."),
         conf: float = typer.Option(0.25, help="Confidence threshold 0..1."),
         iou: float = typer.Option(0.7, help="NMS IoU threshold 0..1."),
-        imgsz: str = typer.Option("640", help="Input size: N or H,W (multiples of 32)."),
+        imgsz: str = typer.Option(None, help="Input size: N or H,W (multiples of 32); default: the model's own (640 if unknown)."),
         classes: str = typer.Option(None, help="Keep only these class ids, e.g. 0,2."),
         max_det: int = typer.Option(300, "--max-det", help="Maximum detections per image."),
         device: str = typer.Option("auto", help="auto, cpu, cuda:N or rocm:N."),
