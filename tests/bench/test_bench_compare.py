@@ -119,3 +119,15 @@ def test_run_to_run_agreement_on_known_medians() -> None:
     assert rows["yolov8n onnxruntime fp32 b1"]["agree"] is True
     assert rows["yolov8n onnxruntime int8 b1"]["spread"] == pytest.approx(0.20)
     assert rows["yolov8n onnxruntime int8 b1"]["agree"] is False
+
+
+def test_leak_needs_growth_not_only_a_slope(tmp_path: Path) -> None:
+    steady = record(fps=10.0)
+    steady["memory"].update(host_rss_start_mb=500.0, host_rss_end_mb=500.5, host_rss_slope_mb_per_s=3.0)
+    leaking = record(precision="int8", fps=12.0)
+    leaking["memory"].update(host_rss_start_mb=500.0, host_rss_end_mb=560.0, host_rss_slope_mb_per_s=6.0)
+    write_result(result_doc("m", [steady]), tmp_path / "a" / "r.json")
+    assert any(s.startswith("No leak on m") for s in conclusions(compare([tmp_path / "a"])))
+    write_result(result_doc("m", [steady, leaking]), tmp_path / "b" / "r.json")
+    text = "\n".join(conclusions(compare([tmp_path / "b"])))
+    assert "Host memory grew by 60 MiB (6.0 MiB/s) during m yolov8n onnxruntime int8 b1: look for a leak." in text

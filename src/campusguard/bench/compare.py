@@ -42,6 +42,7 @@ class Row:
     first_inference_ms: float | None = None
     rss_peak_mb: float | None = None
     rss_slope_mb_per_s: float | None = None
+    rss_growth_mb: float | None = None
     device_mem_mb: float | None = None
     map50_95: float | None = None
     map50: float | None = None
@@ -110,6 +111,11 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
         first_inference_ms=first.get("total_ms"),
         rss_peak_mb=mem.get("host_rss_peak_mb"),
         rss_slope_mb_per_s=mem.get("host_rss_slope_mb_per_s"),
+        rss_growth_mb=(
+            mem["host_rss_end_mb"] - mem["host_rss_start_mb"]
+            if mem.get("host_rss_end_mb") is not None and mem.get("host_rss_start_mb") is not None
+            else None
+        ),
         device_mem_mb=mem.get("device_peak_mb"),
         map50_95=acc.get("map50_95"),
         map50=acc.get("map50"),
@@ -197,13 +203,21 @@ def _best(rows: Sequence[Row]) -> Row | None:
     return max(ok, key=lambda r: r.fps or 0.0) if ok else None
 
 
-def conclusions(cmp: Comparison, repeat_tolerance: float = 0.10, contention_warn: float = 0.10) -> list[str]:
+def conclusions(
+    cmp: Comparison,
+    repeat_tolerance: float = 0.10,
+    contention_warn: float = 0.10,
+    leak_slope_mb_per_s: float = 1.0,
+    leak_growth_mb: float = 8.0,
+) -> list[str]:
     """Plain sentences an engineer would write after the study, each backed by a number in the table.
 
     Args:
         cmp: the comparison.
         repeat_tolerance: spread of repeat medians above which a combination is called not repeatable.
         contention_warn: share of the CPU used by other processes above which a machine's numbers are flagged.
+        leak_slope_mb_per_s: host RSS slope (MiB/s) above which a run may leak...
+        leak_growth_mb: ...when RSS also ended this many MiB above where the timed phase started.
     """
     out: list[str] = []
     ok = [r for r in cmp.rows if r.status == "ok"]
@@ -315,12 +329,27 @@ def conclusions(cmp: Comparison, repeat_tolerance: float = 0.10, contention_warn
                 f"Other processes used {sum(shares) / len(shares):.0%} of {machine}'s CPU on average during its timed "
                 f"runs (up to {max(shares):.0%}): its figures are lower bounds of what the machine does alone."
             )
-        leaks = [r for r in ok if r.machine == machine and (r.rss_slope_mb_per_s or 0.0) > 1.0]
+        leaks = [
+            r
+            for r in ok
+            if r.machine == machine
+            and (r.rss_slope_mb_per_s or 0.0) > leak_slope_mb_per_s
+            and (r.rss_growth_mb or 0.0) > leak_growth_mb
+        ]
         if leaks:
             worst = max(leaks, key=lambda r: r.rss_slope_mb_per_s or 0.0)
             out.append(
-                f"Host memory grew by up to {worst.rss_slope_mb_per_s:.1f} MiB/s during {machine} {worst.label}: look for a leak."
+                f"Host memory grew by {worst.rss_growth_mb:.0f} MiB ({worst.rss_slope_mb_per_s:.1f} MiB/s) during "
+                f"{machine} {worst.label}: look for a leak."
             )
+        else:
+            slopes = [r for r in ok if r.machine == machine and r.rss_slope_mb_per_s is not None]
+            if slopes:
+                top = max(slopes, key=lambda r: r.rss_growth_mb or 0.0)
+                out.append(
+                    f"No leak on {machine}: host RSS ended at most {max(top.rss_growth_mb or 0.0, 0.0):.0f} MiB above "
+                    f"where each timed phase started ({len(slopes)} combinations)."
+                )
     notdone = [r for r in cmp.rows if r.status != "ok"]
     if notdone:
         out.append(
