@@ -70,12 +70,23 @@ def quantize(fp32: Path, out: Path, calib: list[Path], fmt: str, per_channel: bo
 
 
 def time_sessions(
-    paths: dict[str, Path], batch: np.ndarray, rounds: int, calls: int
+    paths: dict[str, Path], batch: np.ndarray, rounds: int, calls: int, threads: int
 ) -> dict[str, dict[str, list[float]]]:
-    """Per variant, per round: median wall ms and mean CPU ms per call, variants in rotating order."""
+    """Per variant, per round: median wall ms and mean CPU ms per call, variants in rotating order.
+
+    ``threads`` > 0 fixes ONNX Runtime's intra-op threads and turns spin-waiting off, so CPU time
+    counts work only (spinning threads burn CPU time while they wait for each other).
+    """
     import onnxruntime as ort
 
-    sessions = {k: ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]) for k, p in paths.items()}
+    def session(p: Path) -> ort.InferenceSession:
+        opts = ort.SessionOptions()
+        if threads > 0:
+            opts.intra_op_num_threads = threads
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(str(p), sess_options=opts, providers=["CPUExecutionProvider"])
+
+    sessions = {k: session(p) for k, p in paths.items()}
     names = list(sessions)
     out: dict[str, dict[str, list[float]]] = {k: {"wall_ms": [], "cpu_ms": []} for k in names}
     for s in sessions.values():  # warm-up
@@ -125,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads, spinning off (0: default)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
 
@@ -150,11 +162,11 @@ def main(argv: list[str] | None = None) -> int:
 
     frames = load_frames()[0]
     batch = make_batch([letterbox(frames[i % len(frames)], (args.imgsz, args.imgsz))[0] for i in range(args.batch)])
-    times = time_sessions(paths, batch, args.rounds, args.calls)
+    times = time_sessions(paths, batch, args.rounds, args.calls, args.threads)
     result: dict[str, object] = {
         "kind": "campusguard-int8-variants",
         "command": "python benchmarks/int8_variants.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "model": args.model, "imgsz": args.imgsz, "batch": args.batch, "calibration_images": len(calib),
+        "model": args.model, "imgsz": args.imgsz, "batch": args.batch, "calibration_images": len(calib), "threads": args.threads,
         "variants": {},
     }  # fmt: skip
     base_wall = statistics.median(times["fp32"]["wall_ms"])
