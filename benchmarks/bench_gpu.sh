@@ -5,14 +5,15 @@
 # on an H200 with only torch, ultralytics, onnxruntime (CPU), numpy and opencv installed.
 #
 # Usage: benchmarks/bench_gpu.sh [OUT_DIR] [MACHINE]
-#   OUT_DIR  default docs/results/gpu-<date>
-#   MACHINE  default gpu-nvidia-h200 (the name `campusguard compare --baseline` uses)
+#   OUT_DIR  default docs/results/nvidia-h200
+#   MACHINE  default nvidia-h200 (the name `campusguard compare --baseline` uses; the same name as the
+#            committed docs/results/nvidia-h200 run, so a new run replaces it per combination)
 # Without an installed campusguard, run from the repository root with PYTHONPATH=src.
 # --price-per-hour 3.50 is an assumed on-demand price of one H200 GPU, not a quote.
 set -euo pipefail
 DATE=$(date -u +%Y-%m-%d)
-OUT=${1:-docs/results/gpu-$DATE}
-MACHINE=${2:-gpu-nvidia-h200}
+OUT=${1:-docs/results/nvidia-h200}
+MACHINE=${2:-nvidia-h200}
 export YOLO_OFFLINE=1
 PY=${PYTHON:-python3}
 "$PY" -m campusguard.cli.main bench \
