@@ -9,9 +9,8 @@
 #   MACHINE  default nvidia-h200 (the name `campusguard compare --baseline` uses; the same name as the
 #            committed docs/results/nvidia-h200 run, so a new run replaces it per combination)
 # Without an installed campusguard, run from the repository root with PYTHONPATH=src.
-# --price-per-hour 3.50 is an assumed on-demand price of one H200 GPU, not a quote.
+# --price-per-hour 4.0 is an assumed on-demand price of one H200 GPU, not a quote.
 set -euo pipefail
-DATE=$(date -u +%Y-%m-%d)
 OUT=${1:-docs/results/nvidia-h200}
 MACHINE=${2:-nvidia-h200}
 export YOLO_OFFLINE=1
@@ -19,6 +18,6 @@ PY=${PYTHON:-python3}
 "$PY" -m campusguard.cli.main bench \
   --models yolov8n,yolov8s,yolov8m --backends torch,onnxruntime --precisions fp32,fp16 --batch 1,8,32 --imgsz 640 \
   --device cuda:0 --scenarios single-stream,offline,multi-stream --streams 4 \
-  --warmup 3 --iters 20 --min-seconds 1.5 --repeat 2 --price-per-hour 3.50 \
+  --warmup 3 --iters 20 --min-seconds 1.5 --repeat 2 --price-per-hour 4.0 \
   --machine "$MACHINE" --notes "one GPU of the machine; pre- and post-processing on its CPU; torch backend (onnxruntime-gpu not installed)" \
   --out "$OUT"
