@@ -9,8 +9,8 @@ Every round times, on the same 1280x720 video and the same loaded detector:
 - ``model_sq`` / ``pipe1_sq``: the same with a square 640x640 input instead of the
   aspect-matched 384x640.
 
-Ratios are computed per round and their median reported (interleaving spreads machine noise
-over all contenders alike). Targets (issue 5): pipe1 / model >= 0.9; pipe2 and pipe4 total
+Ratios are computed per round and their median reported (interleaving, in alternating order,
+spreads machine noise over all contenders alike). Targets (issue 5): pipe1 / model >= 0.9; pipe2 and pipe4 total
 throughput > pipe1; the aspect-matched input against 640x640.
 
     python benchmarks/watch_throughput.py --rounds 3 --frames 100 --out docs/results/watch-throughput-cpu
@@ -168,8 +168,9 @@ def main() -> int:
     }
     fps: dict[str, list[float]] = {k: [] for k in contenders}
     for r in range(args.rounds):
-        for name, fn in contenders.items():
-            fps[name].append(fn())
+        order = list(contenders) if r % 2 == 0 else list(reversed(contenders))  # ABC CBA: drift hits all alike
+        for name in order:
+            fps[name].append(contenders[name]())
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} fps" for k, v in fps.items()), flush=True)
 
     def ratio(a: str, b: str) -> float:
@@ -207,7 +208,8 @@ def main() -> int:
         args.out.with_suffix(".md").write_text(text + "\n")
         args.out.with_suffix(".json").write_text(
             json.dumps(
-                {"fps": fps, "median_fps": medians, "ratios": ratios, "frames": n, "model": Path(args.model).name}, indent=2
+                {"fps": fps, "median_fps": medians, "ratios": ratios, "frames": n, "model": Path(args.model).name},
+                indent=2,
             )
             + "\n"
         )
