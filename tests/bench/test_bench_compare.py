@@ -74,14 +74,16 @@ def test_conclusions_state_the_measured_numbers(two_machines: Path) -> None:
     assert (
         "gpu-box vs cpu-box on yolov8n (onnxruntime fp32, batch 1, like for like): FPS +300%, p50 latency -75%" in text
     )
-    assert "INT8 gives 1.30x the FP32 throughput of yolov8n at batch 1 on cpu-box" in text
-    assert "mAP50-95 -1.0 points" in text
+    assert "INT8 against FP32 on cpu-box (onnxruntime): 1.30x to 1.30x the throughput (yolov8n b1 1.30x)" in text
+    assert "mAP50-95 -1.0 points (yolov8n)" in text
     assert "by CPU time per image" not in text  # not measured in these records: not claimed
-    assert "ONNX Runtime runs yolov8n FP32 batch 1 at 2.0x PyTorch's throughput on cpu-box" in text
-    assert "FP16 gives 2.00x the FP32 throughput of yolov8n at batch 1 on gpu-box (torch" in text
+    assert "ONNX Runtime against PyTorch on cpu-box: 2.0x to 2.0x PyTorch's throughput (yolov8n fp32 b1 2.0x)" in text
+    assert "FP16 against FP32 on gpu-box (torch): 2.00x to 2.00x the throughput (yolov8n b1 2.00x)" in text
+    assert "Where the time goes on cpu-box at batch 1: the network call is 74% to 90% of each call (the network" in text
     assert "Repeatability: 1 of 2 repeated combinations agree within 10%" in text
     assert (
-        "1 combination(s) did not run: cpu-box yolov8n onnxruntime fp16 b1 skipped (FP16 needs a GPU provider)" in text
+        "1 combination(s) did not run: 1 on cpu-box skipped (FP16 needs a GPU provider: yolov8n onnxruntime fp16)"
+        in text
     )
 
 
@@ -106,6 +108,7 @@ def test_one_machine_report_has_no_cross_machine_sentences(tmp_path: Path) -> No
     assert cmp.baseline == "solo"
     assert not any(" vs solo" in s for s in sentences)
     assert any("1.25x" in s for s in sentences)
+    assert not any(s.startswith("Batching") for s in sentences)  # one batch size: nothing to say
 
 
 def test_run_to_run_agreement_on_known_medians() -> None:

@@ -255,52 +255,54 @@ def conclusions(
                     f"{m_best.batch} at {m_best.fps:.1f} img/s against {cmp.baseline} {b_best.backend} "
                     f"{b_best.precision} batch {b_best.batch} at {b_best.fps:.1f} img/s ({m_best.fps / b_best.fps:.1f}x)."
                 )
-    # precision and backend on each machine
+    # precision, backend, batch size and where the time goes, one sentence each per machine
     for machine in cmp.machines:
         rows = [r for r in ok if r.machine == machine and r.scenario == "batch"]
         idx = {r.key: r for r in rows}
-        for r in rows:
-            if r.precision == "fp32":
-                continue
-            ref = idx.get((r.model, r.backend, "fp32", r.batch, "batch"))
-            if ref and ref.fps and r.fps:
-                sentence = (
-                    f"{r.precision.upper()} gives {r.fps / ref.fps:.2f}x the FP32 throughput of {r.model} at batch "
-                    f"{r.batch} on {machine} ({r.backend}: {r.fps:.1f} vs {ref.fps:.1f} img/s)"
+        out += _precision_sentences(machine, rows, idx)
+        pairs = [
+            (r, idx[(r.model, "torch", r.precision, r.batch, "batch")])
+            for r in rows
+            if r.backend == "onnxruntime" and (r.model, "torch", r.precision, r.batch, "batch") in idx
+        ]
+        pairs = [(a, b) for a, b in pairs if a.fps and b.fps]
+        if pairs:
+            ratios = [(a.fps or 0.0) / (b.fps or 1.0) for a, b in pairs]
+            out.append(
+                f"ONNX Runtime against PyTorch on {machine}: {min(ratios):.1f}x to {max(ratios):.1f}x PyTorch's throughput ("
+                + ", ".join(
+                    f"{a.model} {a.precision} b{a.batch} {x:.1f}x" for (a, _), x in zip(pairs, ratios, strict=True)
                 )
-                if r.cpu_ms_per_image and ref.cpu_ms_per_image:
-                    sentence += (
-                        f"; by CPU time per image, which other jobs on the machine disturb less, "
-                        f"{ref.cpu_ms_per_image / r.cpu_ms_per_image:.2f}x ({r.cpu_ms_per_image:.0f} vs "
-                        f"{ref.cpu_ms_per_image:.0f} ms)"
-                    )
-                if r.map50_95 is not None and ref.map50_95 is not None:
-                    sentence += f", mAP50-95 {(r.map50_95 - ref.map50_95) * 100:+.1f} points"
-                out.append(sentence + ".")
-        for r in rows:
-            if r.backend != "onnxruntime":
-                continue
-            ref = idx.get((r.model, "torch", r.precision, r.batch, "batch"))
-            if ref and ref.fps and r.fps:
-                out.append(
-                    f"ONNX Runtime runs {r.model} {r.precision.upper()} batch {r.batch} at {r.fps / ref.fps:.1f}x "
-                    f"PyTorch's throughput on {machine} ({r.fps:.1f} vs {ref.fps:.1f} img/s)."
-                )
-        for m in dict.fromkeys(r.model for r in rows):
-            for be in dict.fromkeys(r.backend for r in rows):
-                for p in dict.fromkeys(r.precision for r in rows):
-                    sizes = sorted(
-                        (r for r in rows if (r.model, r.backend, r.precision) == (m, be, p)), key=lambda r: r.batch
-                    )
-                    lo_fps = sizes[0].fps if sizes else None
-                    hi_fps = sizes[-1].fps if sizes else None
-                    if len(sizes) >= 2 and lo_fps and hi_fps:
-                        lo, hi = sizes[0], sizes[-1]
-                        out.append(
-                            f"On {machine}, batch {hi.batch} instead of {lo.batch} changes {m} {be} {p} throughput by "
-                            f"{_pct(hi_fps / lo_fps - 1)} ({lo_fps:.1f} to {hi_fps:.1f} img/s) and p50 latency per "
-                            f"batch from {lo.p50_ms:.0f} to {hi.p50_ms:.0f} ms."
-                        )
+                + ")."
+            )
+        scaling = []
+        for key in dict.fromkeys((r.model, r.backend, r.precision) for r in rows):
+            sizes = sorted((r for r in rows if (r.model, r.backend, r.precision) == key), key=lambda r: r.batch)
+            if len(sizes) >= 2 and sizes[0].fps and sizes[-1].fps:
+                scaling.append((key, sizes[0], sizes[-1], (sizes[-1].fps or 0.0) / (sizes[0].fps or 1.0) - 1))
+        if scaling:
+            lo_b, hi_b = scaling[0][1].batch, scaling[0][2].batch
+            out.append(
+                f"Batching on {machine} (largest against smallest batch, e.g. {hi_b} against {lo_b}): throughput "
+                f"{_pct(min(x for *_, x in scaling))} to {_pct(max(x for *_, x in scaling))} ("
+                + ", ".join(f"{k[0]} {k[1]} {k[2]} {_pct(x)}" for k, _, _, x in scaling)
+                + "), at the price of p50 latency per batch up to "
+                + f"{max((h.p50_ms or 0.0) for _, _, h, _ in scaling):.0f} ms."
+            )
+        staged = [r for r in rows if r.stages_ms and sum(r.stages_ms.values()) > 0]
+        if staged:
+            biggest = max(r.batch for r in staged)
+            at = [r for r in staged if r.batch == biggest]
+            shares = [r.stages_ms.get("inference", 0.0) / sum(r.stages_ms.values()) for r in at]
+            verdict = (
+                "host-bound: pre- and post-processing on the CPU take the rest"
+                if max(shares) < 0.6
+                else "the network dominates"
+            )
+            out.append(
+                f"Where the time goes on {machine} at batch {biggest}: the network call is {min(shares):.0%} to "
+                f"{max(shares):.0%} of each call ({verdict})."
+            )
     # cost
     priced = [r for r in ok if r.cost_per_million is not None and r.scenario == "batch"]
     if priced:
@@ -352,12 +354,53 @@ def conclusions(
                 )
     notdone = [r for r in cmp.rows if r.status != "ok"]
     if notdone:
+        reasons: dict[tuple[str, str, str | None], list[Row]] = {}
+        for r in notdone:
+            reasons.setdefault((r.machine, r.status, r.reason), []).append(r)
         out.append(
             f"{len(notdone)} combination(s) did not run: "
-            + "; ".join(f"{r.machine} {r.label} {r.status} ({r.reason})" for r in notdone[:6])
-            + ("; ..." if len(notdone) > 6 else "")
+            + "; ".join(
+                f"{len(rs)} on {m} {status} ({reason}: "
+                + ", ".join(dict.fromkeys(f"{r.model} {r.backend} {r.precision}" for r in rs))
+                + ")"
+                for (m, status, reason), rs in reasons.items()
+            )
             + "."
         )
+    return out
+
+
+def _precision_sentences(machine: str, rows: Sequence[Row], idx: dict[RowKey, Row]) -> list[str]:
+    """One sentence per lower precision and backend on ``machine``: throughput ratios to FP32, CPU time, mAP."""
+    out = []
+    groups: dict[tuple[str, str], list[tuple[Row, Row]]] = {}
+    for r in rows:
+        ref = idx.get((r.model, r.backend, "fp32", r.batch, "batch"))
+        if r.precision != "fp32" and ref and ref.fps and r.fps:
+            groups.setdefault((r.precision, r.backend), []).append((r, ref))
+    for (precision, backend), pairs in groups.items():
+        ratios = [(r.fps or 0.0) / (ref.fps or 1.0) for r, ref in pairs]
+        sentence = (
+            f"{precision.upper()} against FP32 on {machine} ({backend}): {min(ratios):.2f}x to {max(ratios):.2f}x the "
+            "throughput ("
+            + ", ".join(f"{r.model} b{r.batch} {x:.2f}x" for (r, _), x in zip(pairs, ratios, strict=True))
+            + ")"
+        )
+        cpu = [
+            (ref.cpu_ms_per_image / r.cpu_ms_per_image)
+            for r, ref in pairs
+            if r.cpu_ms_per_image and ref.cpu_ms_per_image
+        ]
+        if cpu:
+            sentence += f"; by CPU time per image, which other jobs on the machine disturb less, {min(cpu):.2f}x to {max(cpu):.2f}x"
+        maps = [
+            (r.model, (r.map50_95 - ref.map50_95) * 100)
+            for r, ref in pairs
+            if r.map50_95 is not None and ref.map50_95 is not None
+        ]
+        if maps:
+            sentence += "; mAP50-95 " + ", ".join(f"{d:+.1f} points ({m})" for m, d in dict(maps).items())
+        out.append(sentence + ".")
     return out
 
 
