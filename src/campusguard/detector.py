@@ -79,6 +79,8 @@ class Detector:
             PyTorch predict) when the model takes any shape; default: on for dynamic models.
         allow_cpu_fallback: accept the CPU (with a loud warning) when the requested GPU is unusable.
         tensorrt: use TensorRT before CUDA.
+        threads: ONNX Runtime intra-op threads (0: one per physical core).
+        spinning: ONNX Runtime pool threads spin-wait between calls (off for shared machines).
     """
 
     def __init__(
@@ -98,6 +100,8 @@ class Detector:
         rect: bool | None = None,
         allow_cpu_fallback: bool = False,
         tensorrt: bool = False,
+        threads: int = 0,
+        spinning: bool = True,
     ) -> None:
         self.conf = _check_unit("conf", conf)
         self.iou = _check_unit("iou", iou)
@@ -119,6 +123,8 @@ class Detector:
             half=half,
             allow_cpu_fallback=allow_cpu_fallback,
             tensorrt=tensorrt,
+            intra_op_threads=threads,
+            allow_spinning=spinning,
         )
         info = self.backend.info
         if imgsz is None:

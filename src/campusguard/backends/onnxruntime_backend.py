@@ -128,6 +128,8 @@ class OnnxRuntimeBackend:
         allow_cpu_fallback: run on the CPU (with a warning) when the GPU is unusable.
         tensorrt: put TensorRT before CUDA.
         intra_op_threads: ONNX Runtime intra-op threads (0: one per physical core).
+        allow_spinning: let idle pool threads spin-wait (faster on a quiet machine, wasteful
+            and noisy when other processes share the cores).
     """
 
     name = "onnxruntime"
@@ -139,6 +141,7 @@ class OnnxRuntimeBackend:
         allow_cpu_fallback: bool = False,
         tensorrt: bool = False,
         intra_op_threads: int = 0,
+        allow_spinning: bool = True,
     ) -> None:
         import onnxruntime as ort
 
@@ -162,6 +165,7 @@ class OnnxRuntimeBackend:
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.intra_op_num_threads = intra_op_threads
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if allow_spinning else "0")
         opts.log_severity_level = 3
         session_providers: list[Any] | None = providers
         if plugin and spec.kind == "rocm":

@@ -78,6 +78,9 @@ class BenchSettings:
         int8_per_channel: INT8 per-channel weight scales.
         int8_reduce_range: INT8 7-bit weights.
         torch_threads: PyTorch intra-op threads (``None``: PyTorch's default, one per core).
+        ort_threads: ONNX Runtime intra-op threads (0: one per physical core).
+        ort_spinning: ONNX Runtime pool threads spin-wait between calls; off gives steadier
+            numbers on shared machines.
     """
 
     imgsz_hw: tuple[int, int] = (640, 640)
@@ -99,6 +102,8 @@ class BenchSettings:
     int8_per_channel: bool = False
     int8_reduce_range: bool = True
     torch_threads: int | None = None
+    ort_threads: int = 0
+    ort_spinning: bool = True
 
 
 @dataclass(frozen=True)
@@ -302,6 +307,8 @@ def _measure(
         batch=combo.batch,
         dynamic=settings.dynamic,
         rect=False,
+        threads=settings.ort_threads,
+        spinning=settings.ort_spinning,
     )
     t1 = time.perf_counter()
     det.predict_batch(queries[0])

@@ -83,6 +83,10 @@ def register(app: typer.Typer) -> None:
         torch_threads: int = typer.Option(
             None, "--torch-threads", help="PyTorch intra-op threads (default: PyTorch's)."
         ),
+        ort_threads: int = typer.Option(0, "--ort-threads", help="ONNX Runtime intra-op threads (0: one per core)."),
+        ort_spinning: bool = typer.Option(
+            True, "--ort-spinning/--no-ort-spinning", help="ONNX Runtime threads spin-wait (off: steadier on shared machines)."
+        ),
         int8_per_channel: bool = typer.Option(
             False, "--int8-per-channel/--int8-per-tensor", help="INT8 weight scales."
         ),
@@ -142,7 +146,7 @@ def register(app: typer.Typer) -> None:
             imgsz_hw=imgsz_hw, device=device, warmup=warmup, iters=iters, min_seconds=min_seconds, repeat=repeat,
             repeat_tolerance=repeat_tolerance, price_per_hour=price_per_hour, conf=conf, accuracy_images=accuracy_images,
             dynamic=dynamic, int8_per_channel=int8_per_channel, int8_reduce_range=int8_reduce_range,
-            torch_threads=torch_threads,
+            torch_threads=torch_threads, ort_threads=ort_threads, ort_spinning=ort_spinning,
         )  # fmt: skip
         logging.getLogger("campusguard.detector").setLevel(logging.ERROR)  # the RANDOM-weights warning is per load
         env = environment_fingerprint()

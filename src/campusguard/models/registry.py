@@ -96,6 +96,8 @@ def load_backend(
     half: bool = False,
     allow_cpu_fallback: bool = False,
     tensorrt: bool = False,
+    intra_op_threads: int = 0,
+    allow_spinning: bool = True,
 ) -> Backend:
     """Load ``model`` on ``device`` with the named backend (default: ONNX Runtime, or torch for ``.pt``... see below).
 
@@ -129,4 +131,11 @@ def load_backend(
         path = exported_onnx_path(ref, imgsz_hw, batch, dynamic, precision)
         if not path.is_file():
             export_onnx(ref, path, imgsz_hw=imgsz_hw, batch=batch, dynamic=dynamic, half=half)
-    return OnnxRuntimeBackend(path, device=device, allow_cpu_fallback=allow_cpu_fallback, tensorrt=tensorrt)  # type: ignore[arg-type]
+    return OnnxRuntimeBackend(
+        path,
+        device=device,
+        allow_cpu_fallback=allow_cpu_fallback,
+        tensorrt=tensorrt,
+        intra_op_threads=intra_op_threads,
+        allow_spinning=allow_spinning,
+    )  # type: ignore[arg-type]
