@@ -133,6 +133,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--frames", type=int, default=100, help="frames of the 1280x720 test video")
     ap.add_argument("--out", type=Path, default=None, help="write <out>.md and <out>.json")
+    ap.add_argument(
+        "--spinning",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="ONNX Runtime spin-waiting threads (the watch app's default, detector.spinning, is off)",
+    )
     args = ap.parse_args()
 
     from campusguard.detector import Detector
@@ -152,8 +158,8 @@ def main() -> int:
     cap.release()
     n = len(frames)
     assert n == args.frames, f"video has {n} frames, wanted {args.frames}"
-    wide = Detector(args.model, imgsz=640, dynamic=True)  # aspect-matched: 384x640 for 16:9
-    square = Detector(args.model, imgsz=640, dynamic=True, rect=False)  # 640x640
+    wide = Detector(args.model, imgsz=640, dynamic=True, spinning=args.spinning)  # aspect-matched: 384x640 for 16:9
+    square = Detector(args.model, imgsz=640, dynamic=True, rect=False, spinning=args.spinning)  # 640x640
     print(f"model {args.model} ({'RANDOM weights' if wide.random_weights else 'trained'}), provider {wide.provider}")
     print(
         f"input for 720x1280: aspect-matched {wide.input_hw((720, 1280))}, square {square.input_hw((720, 1280))}; {n} frames per stream"

@@ -20,6 +20,7 @@ __all__ = ["AnnotatedVideoWriter", "draw_overlay", "color_for"]
 _ZONE_COLOR = (0, 200, 255)  # BGR amber
 _ALERT_COLOR = (0, 0, 255)  # BGR red
 _LINE_COLOR = (255, 200, 0)  # BGR cyan-ish
+_ALERT_COLOR_TEXT = (80, 80, 255)  # BGR light red: readable on the darkened header panel
 
 
 def color_for(key: int) -> tuple[int, int, int]:
@@ -84,11 +85,15 @@ def draw_overlay(
         label = f"{'#' + str(tid) + ' ' if tid is not None and tid >= 0 else ''}{names.get(cid, str(cid))} {detections.confidence[i]:.2f}"
         cv2.putText(image, label, (x1, max(10, y1 - 3)), cv2.FONT_HERSHEY_SIMPLEX, scale * 0.9, color, 1, cv2.LINE_AA)
     texts = ([header] if header else []) + [f"! {t}" for t in incidents]
-    for k, text in enumerate(texts):
-        y = int((k + 1) * (18 * scale + 6))
-        color = (255, 255, 255) if k == 0 and header else _ALERT_COLOR
-        cv2.putText(image, text, (6, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 3, cv2.LINE_AA)
-        cv2.putText(image, text, (6, y), cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
+    if texts:
+        (_, text_h), base = cv2.getTextSize("Ag", cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
+        step = text_h + base + 4  # one text line, so stacked lines never overlap
+        width = max(cv2.getTextSize(t, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)[0][0] for t in texts)
+        panel = image[: 4 + step * len(texts), : min(w, width + 12)]
+        panel[:] = (panel * 0.35).astype(np.uint8)  # darkened panel behind the text: readable on any scene
+        for k, text in enumerate(texts):
+            color = (255, 255, 255) if k == 0 and header else _ALERT_COLOR_TEXT
+            cv2.putText(image, text, (6, 2 + text_h + k * step), cv2.FONT_HERSHEY_SIMPLEX, scale, color, 1, cv2.LINE_AA)
     return image
 
 

@@ -505,6 +505,19 @@ class DetectorConfig(_Model):
     batch_size: int = Field(
         4, ge=1, le=64, title="Batch size", description="Most frames (across cameras) in one inference batch."
     )
+    threads: int = Field(
+        0,
+        ge=0,
+        le=256,
+        title="Inference threads",
+        description="ONNX Runtime intra-op threads; 0: one per physical core.",
+    )
+    spinning: bool = Field(
+        False,
+        title="Spin-wait",
+        description="Let ONNX Runtime's idle threads spin-wait between calls. Off by default in the app: spinning "
+        "threads take the cores that the camera readers and analytics threads need.",
+    )
     batch_wait_ms: float = Field(
         5.0,
         ge=0,

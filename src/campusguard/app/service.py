@@ -44,7 +44,16 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
     def make(model: str | None, device: str, imgsz: int | tuple[int, int] | None) -> DetectorLike:
         from campusguard.detector import Detector
 
-        return Detector(model=model, device=device, imgsz=imgsz or 640, conf=det.conf, iou=det.iou, max_det=det.max_det)
+        return Detector(
+            model=model,
+            device=device,
+            imgsz=imgsz,
+            conf=det.conf,
+            iou=det.iou,
+            max_det=det.max_det,
+            threads=det.threads,
+            spinning=det.spinning,
+        )
 
     return make
 
