@@ -37,7 +37,7 @@ def test_bench_then_compare_then_profile(tiny: str, tmp_path: Path, capsys: pyte
     ok = res["results"][0]
     assert ok["accuracy"]["map50_95"] == pytest.approx(1.0)
     assert ok["cost_per_million_usd"] == pytest.approx(1.5 / (ok["throughput_ips"] * 3600) * 1e6)
-    assert res["environment"]["versions"]["onnxruntime"]
+    assert res["environment"]["onnxruntime"]["version"] and res["environment"]["packages"]["onnxruntime"]
     assert {s["scenario"] for s in res["scenarios"]} == {"single-stream", "offline"}
 
     assert main(["compare", str(tmp_path / "res"), "--baseline", "cpu-x", "--out", str(tmp_path / "rep")]) == 0

@@ -131,6 +131,7 @@ def load_backend(
         path = exported_onnx_path(ref, imgsz_hw, batch, dynamic, precision)
         if not path.is_file():
             export_onnx(ref, path, imgsz_hw=imgsz_hw, batch=batch, dynamic=dynamic, half=half)
+    assert path is not None  # parse_model_ref always sets the path of an .onnx reference
     return OnnxRuntimeBackend(
         path,
         device=device,
@@ -138,4 +139,4 @@ def load_backend(
         tensorrt=tensorrt,
         intra_op_threads=intra_op_threads,
         allow_spinning=allow_spinning,
-    )  # type: ignore[arg-type]
+    )
