@@ -15,11 +15,22 @@ import html
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from campusguard.bench.compare import Comparison, Row, conclusions
 from campusguard.errors import require
 
 __all__ = ["write_report", "markdown_table", "plot_all"]
+
+
+def _save_figure(fig: Any, path: Path) -> Path:
+    """Lay out, write as PNG (110 dpi) and close a matplotlib figure; return its path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _fmt(x: float | None, digits: int = 1) -> str:
@@ -118,10 +129,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         ax.set_title("Throughput by model" + (" per machine" if len(cmp.machines) > 1 else ""))
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        plots["throughput"] = out_dir / "throughput.png"
-        fig.savefig(plots["throughput"], dpi=110)
-        plt.close(fig)
+        plots["throughput"] = _save_figure(fig, out_dir / "throughput.png")
 
     single = [r for r in ok if r.scenario == "batch" and r.batch == 1 and r.samples_ms]
     if single:
@@ -138,10 +146,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         ax.set_ylabel("latency per batch of 1 (ms)")
         ax.set_title("Latency distributions, batch 1 (whiskers: p1-p99)")
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        plots["latency"] = out_dir / "latency.png"
-        fig.savefig(plots["latency"], dpi=110)
-        plt.close(fig)
+        plots["latency"] = _save_figure(fig, out_dir / "latency.png")
 
     staged = [r for r in ok if r.scenario == "batch" and r.batch == 1 and r.stages_ms]
     if staged:
@@ -157,10 +162,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         ax.set_title("Where the time goes: pre-processing, inference, post-processing")
         ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        plots["stages"] = out_dir / "stages.png"
-        fig.savefig(plots["stages"], dpi=110)
-        plt.close(fig)
+        plots["stages"] = _save_figure(fig, out_dir / "stages.png")
 
     priced = [
         (m, cfg, r) for m in models for cfg in configs if (r := best(m, cfg)) is not None and r.price_per_hour and r.fps
@@ -179,10 +181,7 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
         ax.set_ylabel("images per US dollar")
         ax.set_title("Throughput per dollar (best batch size)")
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        plots["per_dollar"] = out_dir / "per_dollar.png"
-        fig.savefig(plots["per_dollar"], dpi=110)
-        plt.close(fig)
+        plots["per_dollar"] = _save_figure(fig, out_dir / "per_dollar.png")
     return plots
 
 

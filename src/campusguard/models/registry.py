@@ -99,7 +99,7 @@ def load_backend(
     intra_op_threads: int = 0,
     allow_spinning: bool = True,
 ) -> Backend:
-    """Load ``model`` on ``device`` with the named backend (default: ONNX Runtime, or torch for ``.pt``... see below).
+    """Load ``model`` on ``device`` with the named backend (default: ONNX Runtime).
 
     ``.onnx`` files and architecture names default to ONNX Runtime; ``.pt`` files default to
     ONNX Runtime too (exported once and cached) unless ``backend="torch"``.
