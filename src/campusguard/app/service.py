@@ -25,7 +25,15 @@ from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
-from campusguard.app.pipeline import AnalyticsWorker, DetectionWorker, DetectorLike, EventWorker, SinkLike, Watchdog
+from campusguard.app.pipeline import (
+    AnalyticsWorker,
+    DetectionWorker,
+    DetectorLike,
+    EventWorker,
+    SinkLike,
+    Watchdog,
+    WorkerThread,
+)
 from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.wiring import build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
@@ -86,26 +94,6 @@ def probe_source(
     return SourceProbe((int(image.shape[1]), int(image.shape[0])), fps), PrependedSource(source, image)
 
 
-class _WorkerThread(threading.Thread):
-    """A daemon thread around a worker's ``run``; a crash is logged and stops the pipeline."""
-
-    def __init__(self, name: str, target: Callable[[], None], stop: threading.Event, failed: threading.Event) -> None:
-        super().__init__(name=name, daemon=True)
-        self._work = target
-        self._stop_event = stop
-        self._failed = failed
-        self.crashed = False
-
-    def run(self) -> None:
-        try:
-            self._work()
-        except Exception:
-            log.exception("worker %s crashed; stopping the pipeline", self.name)
-            self.crashed = True
-            self._failed.set()
-            self._stop_event.set()
-
-
 class WatchService:
     """The camera app: readers, shared detection, per-camera analytics, event storage and alerts.
 
@@ -143,7 +131,7 @@ class WatchService:
         self.detectors: dict[str, DetectorLike] = {}
         self.metrics: dict[str, CameraMetrics] = {}
         self.readers: list[CameraReader] = []
-        self.threads: list[_WorkerThread] = []
+        self.threads: list[WorkerThread] = []
         self.event_worker: EventWorker | None = None
         self.detection: DetectionWorker | None = None
         self.reporter: MetricsReporter | None = None
@@ -253,8 +241,8 @@ class WatchService:
         except (CampusGuardError, OSError) as exc:
             raise self.loaded.error(("alerts", index), str(exc)) from None
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> _WorkerThread:
-        t = _WorkerThread(name, target, self.stop_event, self.failed)
+    def _spawn(self, name: str, target: Callable[[], None]) -> WorkerThread:
+        t = WorkerThread(name, target)
         self.threads.append(t)
         t.start()
         return t
@@ -339,7 +327,9 @@ class WatchService:
             self._refresh_metrics,
         )
         threading.Thread(target=self.reporter.run, name="metrics", daemon=True).start()
-        self.watchdog = Watchdog(self.readers, list(self.threads), self._background_stop, self.failed)
+        self.watchdog = Watchdog(
+            self.readers, list(self.threads), self.stop_event, self.failed, done=self._background_stop
+        )
         threading.Thread(target=self.watchdog.run, name="watchdog", daemon=True).start()
 
     # lifecycle ------------------------------------------------------------------------------
@@ -364,6 +354,7 @@ class WatchService:
         done = self.wait(timeout_s)
         if not self._finished and self._started:
             self._finished = True
+            self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
             assert self.reporter is not None
             self.reporter.final()
