@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from campusguard.app.config import (
-    CrowdRule,
+    CrowdRuleConfig,
     WatchConfig,
     class_ids,
     config_schema,
@@ -62,9 +62,9 @@ def test_good_config_loads_with_defaults_filled() -> None:
     assert cfg.detector.conf == 0.3 and cfg.detector.iou == 0.7
     cam = cfg.cameras[0]
     assert [z.name for z in cam.zones] == ["restricted", "plaza"]
-    assert isinstance(cam.rules[1], CrowdRule) and cam.rules[1].min_count == 4
+    assert isinstance(cam.rules[1], CrowdRuleConfig) and cam.rules[1].min_count == 4
     assert cam.rules[0].display_name() == "intrusion:restricted"
-    assert cam.zones[1].polygon_px((640, 360))[0] == (320.0, 180.0)
+    assert cam.zones[1].build((640, 360)).polygon_xy[0].tolist() == [320.0, 180.0]
     assert not cam.is_realtime()  # files are processed frame by frame unless asked otherwise
 
 
@@ -103,7 +103,7 @@ BAD = [
         "[[0.5, 0.5], [1.0, 0.5]",
         "[[0.5, 0.5], [1.5, 0.5]",
         10,
-        "zones[1]: zone with units 'fraction' has coordinates outside 0..1",
+        "zones[1]: coordinates in units 'fraction' must be in 0..1",
     ),
     ("        zone: plaza", "        zone: lawn", 21, "rules[1].zone: rule names unknown zone 'lawn'"),
     ("        line: entry", "        line: exit", 25, "unknown line 'exit'"),

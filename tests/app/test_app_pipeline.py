@@ -229,13 +229,17 @@ def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:
 
 
 def test_watchdog_reconnects_a_stalled_live_camera_once_per_stall() -> None:
-    from campusguard.app.config import CameraConfig
     from campusguard.app.pipeline import Watchdog
-    from campusguard.app.sources import CameraReader, FrameQueue
+    from campusguard.app.sources import CameraReader, FrameQueue, open_source
 
     stop, failed = threading.Event(), threading.Event()
     reader = CameraReader(
-        CameraConfig(id="live", source="rtsp://127.0.0.1:1/x", stall_timeout_s=5), FrameQueue(2, True), stop
+        "live",
+        FrameQueue(2, True),
+        stop,
+        open_source=lambda: open_source("rtsp://127.0.0.1:1/x"),
+        live=True,
+        stall_timeout_s=5,
     )
     reader.stats.connected = True
     reader.stats.last_frame_at = 100.0

@@ -41,7 +41,7 @@ def test_fractions_are_converted_with_resolution():
 
 
 def test_pixel_units_are_kept_even_when_small():
-    zone = PolygonZone([[0, 0], [1, 0], [1, 1], [0, 1]], "tiny", units="px")
+    zone = PolygonZone([[0, 0], [1, 0], [1, 1], [0, 1]], "tiny", units="pixels")
     np.testing.assert_allclose(zone.polygon_xy, [[0, 0], [1, 0], [1, 1], [0, 1]])
 
 

@@ -27,11 +27,14 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter, draw_overlay
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics
+from campusguard.app.rules import RuleEngine
 from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue
 from campusguard.detections import Detections
+from campusguard.tracking import Tracker
 
 __all__ = [
     "AnalyticsWorker",
@@ -41,9 +44,6 @@ __all__ = [
     "DetectorLike",
     "EventMessage",
     "EventWorker",
-    "RuleLike",
-    "SinkLike",
-    "TrackerLike",
     "Watchdog",
     "WorkerThread",
     "put_until",
@@ -62,30 +62,6 @@ class DetectorLike(Protocol):
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
 
     def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]: ...
-
-
-class TrackerLike(Protocol):
-    def update(self, detections: Detections, timestamp_s: float | None = None) -> Detections: ...
-
-
-class RuleLike(Protocol):
-    """`campusguard.app.rules.Rule`."""
-
-    name: str
-
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
-    ) -> list[Event]: ...
-
-    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]: ...
-
-
-class SinkLike(Protocol):
-    """An alert sink: gets each stored event update; must not block for long."""
-
-    def send(self, event: Event) -> None: ...
-
-    def close(self) -> None: ...
 
 
 # messages ----------------------------------------------------------------------------------
@@ -292,8 +268,8 @@ class AnalyticsWorker:
         camera_id: str,
         inbox: queue.Queue,
         events_out: queue.Queue,
-        tracker: TrackerLike,
-        rules: Sequence[RuleLike],
+        tracker: Tracker,
+        rules: RuleEngine,
         geometry: CameraGeometry,
         names: dict[int, str],
         metrics: CameraMetrics,
@@ -305,7 +281,7 @@ class AnalyticsWorker:
         self.inbox = inbox
         self.events_out = events_out
         self.tracker = tracker
-        self.rules = list(rules)
+        self.rules = rules
         self.geometry = geometry
         self.names = names
         self.metrics = metrics
@@ -342,9 +318,7 @@ class AnalyticsWorker:
         wall = wall_time_of(frame)
         dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
         tracked = self.tracker.update(dets, frame.timestamp_s)
-        events: list[Event] = []
-        for rule in self.rules:
-            events.extend(rule.update(frame.timestamp_s, tracked, frame.index, wall))
+        events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
         self._last_ts = frame.timestamp_s
         self._last_frame = frame
         for ev in events:
@@ -398,9 +372,8 @@ class AnalyticsWorker:
     def _finish(self) -> None:
         """End every open event at the last frame's time."""
         wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
-        for rule in self.rules:
-            for ev in rule.close(self._last_ts, wall):
-                self._emit(ev, None)
+        for ev in self.rules.close(self._last_ts, wall):
+            self._emit(ev, None)
 
 
 # events ------------------------------------------------------------------------------------
@@ -423,7 +396,7 @@ class EventWorker:
         self,
         inbox: queue.Queue,
         store: object,
-        sinks: Sequence[SinkLike],
+        sinks: Sequence[AlertSink],
         cameras: Sequence[str],
         failed: threading.Event,
         on_event: Callable[[Event], None] | None = None,
@@ -533,8 +506,8 @@ class Watchdog:
         """One round of checks."""
         now = time.monotonic() if now is None else now
         for r in self.readers:
-            if r.live and r.stats.connected and now - r.stats.last_frame_at > r.cam.stall_timeout_s:
-                log.warning("camera %s: no frame for %.1f s; reconnecting", r.cam.id, now - r.stats.last_frame_at)
+            if r.live and r.stats.connected and now - r.stats.last_frame_at > r.stall_timeout_s:
+                log.warning("camera %s: no frame for %.1f s; reconnecting", r.camera_id, now - r.stats.last_frame_at)
                 r.stats.last_frame_at = now  # one request per stall period
                 self.stalls += 1
                 r.request_reconnect()

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
 from campusguard.app.events.types import Event
@@ -30,7 +31,6 @@ from campusguard.app.pipeline import (
     DetectionWorker,
     DetectorLike,
     EventWorker,
-    SinkLike,
     Watchdog,
     WorkerThread,
 )
@@ -38,7 +38,15 @@ from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, Prepe
 from campusguard.app.wiring import build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
-__all__ = ["DetectorFactory", "WatchService", "default_detector_factory", "probe_source", "run_until_stopped"]
+__all__ = [
+    "DetectorFactory",
+    "WatchService",
+    "default_detector_factory",
+    "open_camera",
+    "probe_source",
+    "reader_for",
+    "run_until_stopped",
+]
 
 log = logging.getLogger("campusguard.app.service")
 
@@ -66,6 +74,38 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
     return make
 
 
+def open_camera(cam: CameraConfig) -> FrameSource:
+    """Open a camera's source with its settings; `SourceError` naming it when it cannot be opened."""
+    return open_source(cam.source, folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
+
+
+def reader_for(
+    cam: CameraConfig,
+    queue: FrameQueue,
+    stop: threading.Event,
+    *,
+    opener: Callable[[CameraConfig], FrameSource] = open_camera,
+    opened: FrameSource | None = None,
+) -> CameraReader:
+    """The `CameraReader` of a camera section."""
+    return CameraReader(
+        cam.id,
+        queue,
+        stop,
+        open_source=lambda: opener(cam),
+        live=cam.is_live(),
+        realtime=cam.is_realtime(),
+        loop=cam.loop,
+        fps_cap=cam.fps_cap,
+        fallback_fps=cam.folder_fps,
+        stall_timeout_s=cam.stall_timeout_s,
+        reconnect_initial_s=cam.reconnect.initial_s,
+        reconnect_max_s=cam.reconnect.max_s,
+        reconnect_factor=cam.reconnect.factor,
+        opened=opened,
+    )
+
+
 @dataclass(frozen=True)
 class SourceProbe:
     """What opening a source once told: frame size (width, height) and nominal frame rate."""
@@ -75,7 +115,7 @@ class SourceProbe:
 
 
 def probe_source(
-    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_source
+    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_camera
 ) -> tuple[SourceProbe, PrependedSource]:
     """Open a camera's source and read its first frame; `SourceError` when that fails.
 
@@ -111,7 +151,7 @@ class WatchService:
         loaded: LoadedConfig,
         *,
         detector_factory: DetectorFactory | None = None,
-        opener: Callable[[CameraConfig], FrameSource] = open_source,
+        opener: Callable[[CameraConfig], FrameSource] = open_camera,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: Any = None,
@@ -207,7 +247,7 @@ class WatchService:
             parts[cam.id] = build_camera(self.loaded, i, self.detectors[cam.id].names, probe.resolution_wh, probe.fps)
         return parts
 
-    def _open_store_and_sinks(self) -> tuple[Any, list[SinkLike]]:
+    def _open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
         store = self.store
         if store is None:
             from campusguard.app.events import SQLiteEventStore
@@ -219,7 +259,7 @@ class WatchService:
         sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
         return store, sinks
 
-    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> SinkLike:
+    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> AlertSink:
         from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
 
         try:
@@ -253,10 +293,10 @@ class WatchService:
             q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
             queues[cam.id] = q
             self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
-            reader = CameraReader(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
+            reader = reader_for(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
             self.readers.append(reader)
         for reader in self.readers:
-            self._spawn(f"reader-{reader.cam.id}", reader.run)
+            self._spawn(f"reader-{reader.camera_id}", reader.run)
         return queues
 
     def _start_detection(
@@ -292,7 +332,7 @@ class WatchService:
                 inboxes[cam.id],
                 events,
                 p.tracker,
-                [p.rules],
+                p.rules,
                 p.geometry,
                 self.detectors[cam.id].names,
                 self.metrics[cam.id],
@@ -302,7 +342,7 @@ class WatchService:
             )
             self._spawn(f"analytics-{cam.id}", worker.run)
 
-    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[SinkLike]) -> None:
+    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[AlertSink]) -> None:
         self.event_worker = EventWorker(
             inbox, store, sinks, [c.id for _, c in self.cameras], self.failed, self.on_event
         )
@@ -310,7 +350,7 @@ class WatchService:
 
     def _refresh_metrics(self) -> None:
         for r in self.readers:
-            m = self.metrics[r.cam.id]
+            m = self.metrics[r.camera_id]
             m.frames_in = r.stats.frames_read
             m.frames_dropped = r.queue.dropped
             m.reconnects = r.stats.reconnects
