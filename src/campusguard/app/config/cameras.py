@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -177,15 +178,21 @@ class CameraConfig(ConfigModel):
 
     def frame_errors(self, resolution_wh: tuple[int, int], what: str) -> list[tuple[Loc, str]]:
         """Zones and lines that do not fit a frame of ``resolution_wh`` (``what`` says whose frame)."""
-        errors: list[tuple[Loc, str]] = []
-        shapes: list[tuple[str, str, list[ZoneConfig] | list[LineConfig]]] = [
-            ("zones", "polygon", self.zones),
-            ("lines", "points", self.lines),
+        errors = [
+            e for i, z in enumerate(self.zones) for e in _misfit(z.build, resolution_wh, ("zones", i, "polygon"), what)
         ]
-        for key, field_name, items in shapes:
-            for i, item in enumerate(items):
-                try:
-                    item.build(resolution_wh)
-                except InvalidInputError as exc:
-                    errors.append(((key, i, field_name), f"{exc} ({what})"))
+        errors += [
+            e for i, ln in enumerate(self.lines) for e in _misfit(ln.build, resolution_wh, ("lines", i, "points"), what)
+        ]
         return errors
+
+
+def _misfit(
+    build: Callable[[tuple[int, int]], object], resolution_wh: tuple[int, int], loc: Loc, what: str
+) -> list[tuple[Loc, str]]:
+    """``[(loc, message)]`` if building a shape for frames of ``resolution_wh`` fails, else ``[]``."""
+    try:
+        build(resolution_wh)
+    except InvalidInputError as exc:
+        return [(loc, f"{exc} ({what})")]
+    return []

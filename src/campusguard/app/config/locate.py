@@ -51,22 +51,21 @@ def line_of(root: yaml.Node | None, loc: Loc) -> int | None:
     return line
 
 
+def _has(node: Any, part: int | str) -> bool:
+    """Whether the parsed YAML ``node`` has a key or index ``part``."""
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+
+
 def _clean_loc(loc: tuple[int | str, ...], data: Any) -> Loc:
     """Keep the parts of pydantic's ``loc`` that exist in the data; drop union-branch labels (``'intrusion'``, ``'int'``)."""
     out: list[int | str] = []
     node = data
     for part in loc:
-        if (
-            isinstance(node, dict)
-            and part in node
-            or isinstance(node, list)
-            and isinstance(part, int)
-            and 0 <= part < len(node)
-        ):
+        if _has(node, part):
             node = node[part]
-        else:
-            continue
-        out.append(part)
+            out.append(part)
     return tuple(out)
 
 
