@@ -71,6 +71,7 @@ def _build_rule(
     camera_id: str,
     names: dict[int, str],
     zones: dict[str, PolygonZone],
+    anchors: dict[str, str],
     lines: dict[str, LineConfig],
     resolution_wh: tuple[int, int],
 ) -> Rule:
@@ -90,6 +91,7 @@ def _build_rule(
     zone_kw = {
         **common,
         "zone": zones[rule.zone],
+        "anchor": anchors[rule.zone],
         "inertia": rule.inertia,
         "max_gap_s": rule.max_gap_s,
         "end_grace_s": rule.end_grace_s,
@@ -127,11 +129,12 @@ def build_camera(
     loaded.check_frame_size(camera_index, resolution_wh)
     loaded.check_class_names(camera_index, names)
     zones: dict[str, PolygonZone] = {z.name: z.build(resolution_wh) for z in cam.zones}  # they fit: checked above
+    anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
     lines = {ln.name: ln for ln in cam.lines}
     rules: list[Rule] = []
     for ri, rule in enumerate(cam.rules):
         try:
-            rules.append(_build_rule(rule, cam.id, names, zones, lines, resolution_wh))
+            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh))
         except InvalidInputError as exc:
             raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
     geometry = CameraGeometry(
