@@ -6,6 +6,7 @@ one place; everything here is pure construction (no threads, no I/O).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +72,7 @@ def _build_rule(
     camera_id: str,
     names: dict[int, str],
     zones: dict[str, PolygonZone],
-    anchors: dict[str, str],
+    anchors: Mapping[str, str],
     lines: dict[str, LineConfig],
     resolution_wh: tuple[int, int],
 ) -> Rule:
