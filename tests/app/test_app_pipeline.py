@@ -105,40 +105,31 @@ def test_stop_mid_run_ends_open_events(scene: Path, tmp_path: Path) -> None:
     assert events and all(e.end_s is not None for e in events)
 
 
-class CrashingDetector(BlobDetector):
-    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
-        raise RuntimeError("boom")
+class DyingDetector(BlobDetector):
+    """Ends the detection thread with ``exc``: a crash, or a `SystemExit` that `threading` swallows without a trace."""
 
-
-def test_a_crashing_worker_stops_the_pipeline(scene: Path, tmp_path: Path) -> None:
-    service = WatchService(
-        parse_config(scene_config(scene, tmp_path), "w.yaml"),
-        detector_factory=lambda *a: CrashingDetector(),
-        out=io.StringIO(),
-    )
-    service.start()
-    assert service.wait(20)
-    assert not service.finish()  # reported as a failed run, and nothing hangs
-
-
-class SilentlyDyingDetector(BlobDetector):
-    """Ends its thread with `SystemExit`, which `threading` swallows without a trace."""
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__()
+        self.exc = exc
 
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
-        raise SystemExit(3)
+        raise self.exc
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the SystemExit itself
-def test_the_watchdog_stops_the_pipeline_when_a_worker_thread_dies_silently(scene: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), SystemExit(3)], ids=["crash", "system-exit"])
+def test_the_watchdog_stops_the_pipeline_when_a_worker_thread_dies(
+    scene: Path, tmp_path: Path, exc: BaseException
+) -> None:
     service = WatchService(
         parse_config(scene_config(scene, tmp_path), "w.yaml"),
-        detector_factory=lambda *a: SilentlyDyingDetector(),
+        detector_factory=lambda *a: DyingDetector(exc),
         out=io.StringIO(),
     )
     service.start()
     assert service.wait(15), "the pipeline hangs after its detection thread died"
     assert service.stop_event.is_set() and service.failed.is_set()
-    assert not service.finish()
+    assert not service.finish()  # reported as a failed run, and nothing hangs
 
 
 def test_start_up_errors_name_the_line(scene: Path, tmp_path: Path) -> None:
