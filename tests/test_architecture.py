@@ -39,3 +39,15 @@ def test_core_import_does_not_pull_torch():
     code = "import sys, campusguard.detector, campusguard.cli.main; print('torch' in sys.modules, 'ultralytics' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False False"
+
+
+def test_the_config_package_is_schema_only():
+    """`app/config/` (one module per section) imports no worker, store or sink: validation stays pure."""
+    files = sorted((PACKAGE / "app" / "config").glob("*.py"))
+    assert {"__init__.py", "root.py", "locate.py", "cameras.py", "zones.py", "rules.py"} <= {p.name for p in files}
+    allowed = ("campusguard.app.config", "campusguard.app.events.types")
+    offenders = {
+        p.name: sorted(m for m in imported_modules(p) if m.startswith(APP_LAYERS) and not m.startswith(allowed))
+        for p in files
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from campusguard.app.config import (
-    CrowdRule,
+    CrowdRuleConfig,
     WatchConfig,
     class_ids,
     config_schema,
@@ -19,6 +19,7 @@ from campusguard.app.config import (
     source_kind,
 )
 from campusguard.errors import ConfigError
+from campusguard.zones import LineZone, PolygonZone, line_problem, units_problem
 
 GOOD = """\
 detector:
@@ -62,9 +63,9 @@ def test_good_config_loads_with_defaults_filled() -> None:
     assert cfg.detector.conf == 0.3 and cfg.detector.iou == 0.7
     cam = cfg.cameras[0]
     assert [z.name for z in cam.zones] == ["restricted", "plaza"]
-    assert isinstance(cam.rules[1], CrowdRule) and cam.rules[1].min_count == 4
+    assert isinstance(cam.rules[1], CrowdRuleConfig) and cam.rules[1].min_count == 4
     assert cam.rules[0].display_name() == "intrusion:restricted"
-    assert cam.zones[1].polygon_px((640, 360))[0] == (320.0, 180.0)
+    assert cam.zones[1].build((640, 360)).polygon_xy[0].tolist() == [320.0, 180.0]
     assert not cam.is_realtime()  # files are processed frame by frame unless asked otherwise
 
 
@@ -103,7 +104,7 @@ BAD = [
         "[[0.5, 0.5], [1.0, 0.5]",
         "[[0.5, 0.5], [1.5, 0.5]",
         10,
-        "zones[1]: zone with units 'fraction' has coordinates outside 0..1",
+        "zones[1]: coordinates in units 'fraction' must be in 0..1",
     ),
     ("        zone: plaza", "        zone: lawn", 21, "rules[1].zone: rule names unknown zone 'lawn'"),
     ("        line: entry", "        line: exit", 25, "unknown line 'exit'"),
@@ -150,19 +151,34 @@ def test_start_up_checks_name_the_line() -> None:
 
 
 @pytest.mark.parametrize(
-    ("points", "problem"),
+    ("shape", "problem"),
     [
-        ([(0, 0), (10, 0), (10, 10)], None),
-        ([(0, 0), (10, 0), (10, 10), (0, 10)], None),
-        ([(0, 0), (10, 10), (10, 0), (0, 10)], "self-intersecting"),
-        ([(0, 0), (5, 5), (10, 10)], "degenerate"),
-        ([(0, 0), (10, 0), (0, 0), (0, 10)], "repeats a point"),
-        ([(0, 0), (1, 1)], "at least 3"),
+        (
+            "zones:\n      - polygon: [[0, 0], [9, 9], [9, 0], [0, 9]]",
+            polygon_problem([(0, 0), (9, 9), (9, 0), (0, 9)]),
+        ),
+        ("zones:\n      - polygon: [[0, 0], [5, 5], [9, 9]]", polygon_problem([(0, 0), (5, 5), (9, 9)])),
+        ("lines:\n      - points: [[3, 4], [3, 4]]", line_problem([(3, 4), (3, 4)])),
+        (
+            "lines:\n      - units: fraction\n        points: [[0, 0.5], [1.2, 0.5]]",
+            units_problem([(0, 0.5), (1.2, 0.5)], "fraction"),
+        ),
     ],
 )
-def test_polygon_problem(points: list[tuple[float, float]], problem: str | None) -> None:
-    found = polygon_problem(points)
-    assert (found is None) if problem is None else (problem in (found or ""))
+def test_zones_and_lines_are_checked_by_the_kit(shape: str, problem: str | None) -> None:
+    assert problem  # the kit finds a problem, and the config reports that very message
+    with pytest.raises(ConfigError) as info:
+        parse_config(f"cameras:\n  - id: a\n    {shape}\n", "c.yaml")
+    assert str(info.value).endswith(problem)
+
+
+def test_config_zones_and_lines_build_the_kit_objects() -> None:
+    cam = parse_config(GOOD, "c.yaml").config.cameras[0]
+    zone = cam.zones[1].build((640, 360))
+    assert isinstance(zone, PolygonZone) and zone.name == "plaza" and zone.area_px == pytest.approx(320 * 180)
+    line = cam.lines[0].build((640, 360), hysteresis_px=2.0)
+    assert isinstance(line, LineZone) and line.hysteresis_px == 2.0
+    assert line.start_xy.tolist() == [0.0, 300.0] and line.end_xy.tolist() == [640.0, 300.0]
 
 
 @pytest.mark.parametrize(

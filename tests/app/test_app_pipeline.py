@@ -105,19 +105,30 @@ def test_stop_mid_run_ends_open_events(scene: Path, tmp_path: Path) -> None:
     assert events and all(e.end_s is not None for e in events)
 
 
-class CrashingDetector(BlobDetector):
+class DyingDetector(BlobDetector):
+    """Ends the detection thread with ``exc``: a crash, or a `SystemExit` that `threading` swallows without a trace."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__()
+        self.exc = exc
+
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
-        raise RuntimeError("boom")
+        raise self.exc
 
 
-def test_a_crashing_worker_stops_the_pipeline(scene: Path, tmp_path: Path) -> None:
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the SystemExit itself
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), SystemExit(3)], ids=["crash", "system-exit"])
+def test_the_watchdog_stops_the_pipeline_when_a_worker_thread_dies(
+    scene: Path, tmp_path: Path, exc: BaseException
+) -> None:
     service = WatchService(
         parse_config(scene_config(scene, tmp_path), "w.yaml"),
-        detector_factory=lambda *a: CrashingDetector(),
+        detector_factory=lambda *a: DyingDetector(exc),
         out=io.StringIO(),
     )
     service.start()
-    assert service.wait(20)
+    assert service.wait(15), "the pipeline hangs after its detection thread died"
+    assert service.stop_event.is_set() and service.failed.is_set()
     assert not service.finish()  # reported as a failed run, and nothing hangs
 
 
@@ -209,23 +220,53 @@ def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:
 
 
 def test_watchdog_reconnects_a_stalled_live_camera_once_per_stall() -> None:
-    from campusguard.app.config import CameraConfig
     from campusguard.app.pipeline import Watchdog
-    from campusguard.app.sources import CameraReader, FrameQueue
+    from campusguard.app.sources import CameraReader, FrameQueue, open_source
 
     stop, failed = threading.Event(), threading.Event()
     reader = CameraReader(
-        CameraConfig(id="live", source="rtsp://127.0.0.1:1/x", stall_timeout_s=5), FrameQueue(2, True), stop
+        "live",
+        FrameQueue(2, True),
+        stop,
+        open_source=lambda: open_source("rtsp://127.0.0.1:1/x"),
+        live=True,
+        stall_timeout_s=5,
     )
     reader.stats.connected = True
     reader.stats.last_frame_at = 100.0
-    dog = Watchdog([reader], [], stop, failed)
+    dog = Watchdog([reader], [], stop, failed, done=threading.Event())
     dog.check(now=104.0)
     assert not reader._reconnect_requested.is_set()
     dog.check(now=106.0)
     assert reader._reconnect_requested.is_set() and dog.stalls == 1
     dog.check(now=107.0)  # the same stall is not reported again
     assert dog.stalls == 1
+
+
+def _stop_with(exc: BaseException) -> None:
+    raise exc
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the SystemExit itself
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), SystemExit(3)], ids=["crash", "system-exit"])
+def test_watchdog_stops_the_pipeline_when_a_real_worker_thread_dies(exc: BaseException) -> None:
+    from campusguard.app.pipeline import Watchdog, WorkerThread
+
+    stop, failed = threading.Event(), threading.Event()
+    finished = WorkerThread("finished", lambda: None)
+    dying = WorkerThread("dying", lambda: _stop_with(exc))
+    running = WorkerThread("running", lambda: stop.wait(10))
+    for t in (finished, dying, running):
+        t.start()
+    finished.join(5)
+    dying.join(5)
+    dog = Watchdog([], [finished, running], stop, failed, done=threading.Event())
+    dog.check()
+    assert not failed.is_set() and not stop.is_set()  # a worker that returned is not a death
+    Watchdog([], [finished, dying, running], stop, failed, done=threading.Event()).check()
+    assert failed.is_set() and stop.is_set()
+    running.join(5)
+    assert running.returned and not dying.returned
 
 
 def test_annotated_video_is_written_in_segments(scene: Path, tmp_path: Path) -> None:

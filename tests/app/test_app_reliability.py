@@ -24,8 +24,11 @@ from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import CameraConfig, ReconnectConfig, parse_config  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
-from campusguard.app.service import WatchService  # noqa: E402
-from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue  # noqa: E402
+from campusguard.app.service import (
+    WatchService,  # noqa: E402
+    reader_for,  # noqa: E402
+)
+from campusguard.app.sources import EndOfStream, Frame, FrameQueue  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -91,7 +94,7 @@ def test_reader_reconnects_to_a_restarted_stream_server_at_a_new_resolution(tmp_
     )
     q = FrameQueue(4, drop_oldest=True)
     stop = threading.Event()
-    reader = CameraReader(cam, q, stop)
+    reader = reader_for(cam, q, stop)
     frames: list[Frame] = []
 
     def consume() -> None:

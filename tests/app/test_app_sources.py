@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
 import pytest
 
-from campusguard.app.config import CameraConfig, ReconnectConfig
 from campusguard.app.sources import (
     CameraReader,
     EndOfStream,
     Frame,
     FrameQueue,
+    FrameSource,
     backoff_delays,
     open_source,
 )
@@ -79,13 +81,17 @@ def test_doorbell_rings_on_put() -> None:
 
 
 def test_backoff_delays_grow_and_cap() -> None:
-    nxt = backoff_delays(ReconnectConfig(initial_s=0.5, max_s=3.0, factor=2.0))
+    nxt = backoff_delays(initial_s=0.5, max_s=3.0, factor=2.0)
     assert [nxt() for _ in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
 
 
-def run_reader(cam: CameraConfig, **kw: object) -> tuple[list[Frame], EndOfStream, CameraReader]:
+def file_opener(path: Path, folder_fps: float = 10.0) -> Callable[[], FrameSource]:
+    return lambda: open_source(str(path), folder_fps=folder_fps)
+
+
+def run_reader(open_file: Callable[[], FrameSource], **kw: Any) -> tuple[list[Frame], EndOfStream, CameraReader]:
     q = FrameQueue(1000, drop_oldest=False)
-    reader = CameraReader(cam, q, threading.Event(), **kw)  # type: ignore[arg-type]
+    reader = CameraReader("c", q, threading.Event(), open_source=open_file, live=False, **kw)
     reader.run()
     items = drain(q)
     assert isinstance(items[-1], EndOfStream)
@@ -95,7 +101,7 @@ def run_reader(cam: CameraConfig, **kw: object) -> tuple[list[Frame], EndOfStrea
 
 def test_file_reader_reads_every_frame_with_index_timestamps(tmp_path: Path) -> None:
     video = write_video(tmp_path / "v.mp4", 12, fps=10)
-    frames, end, reader = run_reader(CameraConfig(id="c", source=str(video)))
+    frames, end, reader = run_reader(file_opener(video))
     assert [f.index for f in frames] == list(range(12))
     np.testing.assert_allclose([f.timestamp_s for f in frames], np.arange(12) / 10)
     assert frames[0].image.shape == (48, 64, 3) and frames[0].image.dtype == np.uint8
@@ -106,7 +112,7 @@ def test_file_reader_reads_every_frame_with_index_timestamps(tmp_path: Path) -> 
 
 def test_fps_cap_skips_frames_by_timestamp(tmp_path: Path) -> None:
     video = write_video(tmp_path / "v.mp4", 20, fps=10)
-    frames, _, reader = run_reader(CameraConfig(id="c", source=str(video), fps_cap=5))
+    frames, _, reader = run_reader(file_opener(video), fps_cap=5)
     assert [f.index for f in frames] == list(range(0, 20, 2))
     assert reader.stats.frames_skipped_fps_cap == 10
 
@@ -115,7 +121,7 @@ def test_looping_file_keeps_timestamps_increasing(tmp_path: Path) -> None:
     video = write_video(tmp_path / "v.mp4", 5, fps=10)
     q = FrameQueue(1000, drop_oldest=False)
     stop = threading.Event()
-    reader = CameraReader(CameraConfig(id="c", source=str(video), loop=True), q, stop)
+    reader = CameraReader("c", q, stop, open_source=file_opener(video), live=False, loop=True)
     t = threading.Thread(target=reader.run)
     t.start()
     while reader.stats.frames_read < 12:
@@ -132,16 +138,16 @@ def test_image_folder_source(tmp_path: Path) -> None:
     for i in range(3):
         cv2.imwrite(str(tmp_path / f"{i:03d}.png"), np.full((20, 30), i * 40, np.uint8))  # grayscale on disk
     (tmp_path / "003.jpg").write_bytes(b"not an image")
-    frames, _, _ = run_reader(CameraConfig(id="c", source=str(tmp_path), folder_fps=2))
+    frames, _, _ = run_reader(file_opener(tmp_path, folder_fps=2), fallback_fps=2)
     assert len(frames) == 3 and frames[2].image.shape == (20, 30, 3)
     np.testing.assert_allclose([f.timestamp_s for f in frames], [0, 0.5, 1.0])
 
 
 def test_missing_file_source_ends_with_the_reason(tmp_path: Path) -> None:
-    frames, end, _ = run_reader(CameraConfig(id="c", source=str(tmp_path / "none.mp4")))
+    frames, end, _ = run_reader(file_opener(tmp_path / "none.mp4"))
     assert frames == [] and "does not exist" in end.reason
     with pytest.raises(SourceError, match="does not exist"):
-        open_source(CameraConfig(id="c", source=str(tmp_path / "none.mp4")))
+        open_source(str(tmp_path / "none.mp4"))
 
 
 class ScriptedSource:
@@ -167,7 +173,7 @@ def test_live_reader_reconnects_with_backoff_and_survives_resolution_change() ->
     opened: list[int] = []
     small, big = np.zeros((4, 6, 3), np.uint8), np.zeros((8, 12, 3), np.uint8)
 
-    def opener(cam: CameraConfig) -> ScriptedSource:
+    def opener() -> ScriptedSource:
         opened.append(1)
         n = len(opened)
         if n == 2:
@@ -177,9 +183,10 @@ def test_live_reader_reconnects_with_backoff_and_survives_resolution_change() ->
             return ScriptedSource([])
         return ScriptedSource([small, small] if n == 1 else [big, big, big])
 
-    cam = CameraConfig(id="live", source="rtsp://127.0.0.1:1/x", reconnect=ReconnectConfig(initial_s=0.01, max_s=0.02))
     q = FrameQueue(100, drop_oldest=True)
-    reader = CameraReader(cam, q, stop, opener=opener)
+    reader = CameraReader(
+        "live", q, stop, open_source=opener, live=True, reconnect_initial_s=0.01, reconnect_max_s=0.02
+    )
     reader.run()
     frames = [f for f in drain(q) if isinstance(f, Frame)]
     assert [f.image.shape[:2] for f in frames] == [(4, 6)] * 2 + [(8, 12)] * 3
@@ -206,9 +213,7 @@ class BrokenFileSource(ScriptedSource):
 
 
 def test_file_reader_skips_broken_frames_and_ends_a_short_file() -> None:
-    frames, end, reader = run_reader(
-        CameraConfig(id="f", source="f.mp4"), opener=lambda cam: BrokenFileSource(), max_broken_frames=3
-    )
+    frames, end, reader = run_reader(BrokenFileSource, max_broken_frames=3)
     assert [f.index for f in frames] == [0, 1, 3]  # frame 2 was broken
     assert end.reason == "end of stream"
     assert reader.stats.broken_frames == 4  # one in the middle, then 3 tries at the premature end

@@ -79,3 +79,27 @@ def test_watch_command_runs_a_file_to_the_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "[metrics] cam1:" in proc.stdout and "frames 30" in proc.stdout
     assert (tmp_path / "e.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "level"),
+    [
+        (["watch", "{config}", "--log-level", "debug"], "DEBUG"),
+        (["-v", "watch", "{config}"], "INFO"),
+        (["watch", "{config}"], "WARNING"),
+        (["-v", "watch", "{config}", "--log-level", "error"], "ERROR"),
+    ],
+)
+def test_watch_log_level_reaches_the_root_logger(tmp_path: Path, options: list[str], level: str) -> None:
+    config = tmp_path / "missing.yaml"  # the command fails after logging is set up
+    show_level = (
+        "import logging, sys; from campusguard.cli.main import main; main(sys.argv[1:]); "
+        "print(logging.getLevelName(logging.getLogger().level))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", show_level, *(o.format(config=config) for o in options)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == level, proc.stderr

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from campusguard.errors import InvalidInputError
-from campusguard.zones import LineZone, side_of_line
+from campusguard.zones import LineZone, line_problem, side_of_line
 
 
 def _feet(make_detections, points, tracker_ids):
@@ -111,3 +111,18 @@ def test_id_switch_at_the_line_still_counts_once(make_detections, stitch_radius,
     line.update(make_detections([], tracker_id=[]))  # missed frame, then the tracker gives a new id
     c = line.update(_feet(make_detections, [(50, 60), (90, 60)], [7, 2]))
     assert line.in_count == expected_in and c.crossed_in.tolist() == [bool(expected_in), False]
+
+
+@pytest.mark.parametrize(
+    ("points", "problem"),
+    [
+        ([(0, 0), (10, 0)], None),
+        ([(0.2, 0.5), (0.8, 0.5)], None),
+        ([(3, 4), (3, 4)], "same point"),
+        ([(3, 4)], "2 end points, got 1"),
+        ([(0, float("nan")), (1, 1)], "finite"),
+    ],
+)
+def test_line_problem(points, problem):
+    found = line_problem(points)
+    assert (found is None) if problem is None else (problem in (found or ""))

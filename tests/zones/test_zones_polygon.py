@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from campusguard.errors import InvalidInputError
-from campusguard.zones import PolygonZone, points_in_polygon
+from campusguard.zones import PolygonZone, points_in_polygon, polygon_problem, to_pixels, units_problem
 
 SQUARE = [[10, 10], [110, 10], [110, 110], [10, 110]]
 # a "U": concave, the notch x in (40, 80), y < 80 is outside
@@ -41,7 +41,7 @@ def test_fractions_are_converted_with_resolution():
 
 
 def test_pixel_units_are_kept_even_when_small():
-    zone = PolygonZone([[0, 0], [1, 0], [1, 1], [0, 1]], "tiny", units="px")
+    zone = PolygonZone([[0, 0], [1, 0], [1, 1], [0, 1]], "tiny", units="pixels")
     np.testing.assert_allclose(zone.polygon_xy, [[0, 0], [1, 0], [1, 1], [0, 1]])
 
 
@@ -85,3 +85,43 @@ def test_trigger_uses_bottom_centre_by_default(make_detections):
     np.testing.assert_array_equal(zone.trigger(dets), [True, False])
     np.testing.assert_array_equal(zone.trigger(dets, anchor="center"), [False, True])
     assert zone.trigger(make_detections([])).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    ("points", "problem"),
+    [
+        ([(0, 0), (10, 0), (10, 10)], None),
+        ([(0, 0), (10, 0), (10, 10), (0, 10)], None),
+        ([(0, 0), (10, 0), (10, 10), (0, 10), (0, 0)], None),  # a closed ring
+        ([(0, 0), (0.5, 0), (0.5, 0.5)], None),  # fractions: the same checks
+        ([(0, 0), (10, 10), (10, 0), (0, 10)], "self-intersecting: edges 0 and 2"),
+        ([(0, 0), (5, 5), (10, 10)], "degenerate"),
+        ([(0, 0), (10, 0), (0, 0), (0, 10)], "repeats a point"),
+        ([(0, 0), (1, 1)], "at least 3 points, got 2"),
+        ([], "at least 3 points, got 0"),
+        ([(0, 0), (float("inf"), 0), (1, 1)], "finite"),
+    ],
+)
+def test_polygon_problem(points, problem):
+    found = polygon_problem(points)
+    assert (found is None) if problem is None else (problem in (found or ""))
+
+
+@pytest.mark.parametrize(
+    ("points", "units", "problem"),
+    [
+        ([(0, 0), (2, 3)], "pixels", None),
+        ([(0, 0), (1, 1)], "fraction", None),
+        ([(0, 0), (1.5, 1)], "fraction", "must be in 0..1"),
+        ([(0, 0), (1, 1)], "px", "units must be"),
+        ([(0, 0, 0)], "pixels", "[x, y] pairs"),
+    ],
+)
+def test_units_problem(points, units, problem):
+    found = units_problem(points, units)
+    assert (found is None) if problem is None else (problem in (found or ""))
+
+
+def test_to_pixels_is_the_one_fraction_conversion():
+    np.testing.assert_allclose(to_pixels(np.array([[0.5, 0.25]]), (640, 360), "fraction", "z"), [[320, 90]])
+    np.testing.assert_allclose(to_pixels(np.array([[0.5, 0.25]]), None, "pixels", "z"), [[0.5, 0.25]])

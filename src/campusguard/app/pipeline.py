@@ -27,11 +27,14 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter, draw_overlay
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics
+from campusguard.app.rules import RuleEngine
 from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue
 from campusguard.detections import Detections
+from campusguard.tracking import Tracker
 
 __all__ = [
     "AnalyticsWorker",
@@ -41,10 +44,8 @@ __all__ = [
     "DetectorLike",
     "EventMessage",
     "EventWorker",
-    "RuleLike",
-    "SinkLike",
-    "TrackerLike",
     "Watchdog",
+    "WorkerThread",
     "put_until",
 ]
 
@@ -61,30 +62,6 @@ class DetectorLike(Protocol):
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
 
     def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]: ...
-
-
-class TrackerLike(Protocol):
-    def update(self, detections: Detections, timestamp_s: float | None = None) -> Detections: ...
-
-
-class RuleLike(Protocol):
-    """`campusguard.app.rules.Rule`."""
-
-    name: str
-
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
-    ) -> list[Event]: ...
-
-    def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]: ...
-
-
-class SinkLike(Protocol):
-    """An alert sink: gets each stored event update; must not block for long."""
-
-    def send(self, event: Event) -> None: ...
-
-    def close(self) -> None: ...
 
 
 # messages ----------------------------------------------------------------------------------
@@ -291,8 +268,8 @@ class AnalyticsWorker:
         camera_id: str,
         inbox: queue.Queue,
         events_out: queue.Queue,
-        tracker: TrackerLike,
-        rules: Sequence[RuleLike],
+        tracker: Tracker,
+        rules: RuleEngine,
         geometry: CameraGeometry,
         names: dict[int, str],
         metrics: CameraMetrics,
@@ -304,7 +281,7 @@ class AnalyticsWorker:
         self.inbox = inbox
         self.events_out = events_out
         self.tracker = tracker
-        self.rules = list(rules)
+        self.rules = rules
         self.geometry = geometry
         self.names = names
         self.metrics = metrics
@@ -341,9 +318,7 @@ class AnalyticsWorker:
         wall = wall_time_of(frame)
         dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
         tracked = self.tracker.update(dets, frame.timestamp_s)
-        events: list[Event] = []
-        for rule in self.rules:
-            events.extend(rule.update(frame.timestamp_s, tracked, frame.index, wall))
+        events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
         self._last_ts = frame.timestamp_s
         self._last_frame = frame
         for ev in events:
@@ -397,9 +372,8 @@ class AnalyticsWorker:
     def _finish(self) -> None:
         """End every open event at the last frame's time."""
         wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
-        for rule in self.rules:
-            for ev in rule.close(self._last_ts, wall):
-                self._emit(ev, None)
+        for ev in self.rules.close(self._last_ts, wall):
+            self._emit(ev, None)
 
 
 # events ------------------------------------------------------------------------------------
@@ -422,7 +396,7 @@ class EventWorker:
         self,
         inbox: queue.Queue,
         store: object,
-        sinks: Sequence[SinkLike],
+        sinks: Sequence[AlertSink],
         cameras: Sequence[str],
         failed: threading.Event,
         on_event: Callable[[Event], None] | None = None,
@@ -478,30 +452,53 @@ class EventWorker:
 
 
 # watchdog ----------------------------------------------------------------------------------
+class WorkerThread(threading.Thread):
+    """A daemon thread around a worker's ``run`` that records whether the work returned.
+
+    A crash is logged here; stopping the pipeline is the `Watchdog`'s job, which also catches
+    a thread ended by `SystemExit` (``threading`` drops those without a word).
+    """
+
+    def __init__(self, name: str, target: Callable[[], None]) -> None:
+        super().__init__(name=name, daemon=True)
+        self._work = target
+        self.returned = False
+
+    def run(self) -> None:
+        try:
+            self._work()
+            self.returned = True
+        except Exception:
+            log.exception("worker %s crashed", self.name)
+
+
 class Watchdog:
     """Reconnects live sources that stalled, and stops the pipeline when a worker thread died.
 
     Args:
         readers: the camera readers.
-        stall_timeout_s: camera id to seconds without a frame before a reconnect is requested.
-        threads: worker threads that must stay alive while the pipeline runs.
-        stop: shared stop event.
+        threads: worker threads that must stay alive until their work returns.
+        stop: the pipeline's stop event, set here when a worker died.
         failed: set here when a worker died.
+        done: ends the watchdog's own loop (set once the pipeline has finished).
         period_s: seconds between checks.
     """
 
     def __init__(
         self,
         readers: Sequence[CameraReader],
-        threads: Sequence[threading.Thread],
+        threads: Sequence[WorkerThread],
         stop: threading.Event,
         failed: threading.Event,
+        *,
+        done: threading.Event,
         period_s: float = 1.0,
     ) -> None:
         self.readers = list(readers)
         self.threads = list(threads)
         self.stop = stop
         self.failed = failed
+        self.done = done
         self.period_s = period_s
         self.stalls = 0
 
@@ -509,17 +506,17 @@ class Watchdog:
         """One round of checks."""
         now = time.monotonic() if now is None else now
         for r in self.readers:
-            if r.live and r.stats.connected and now - r.stats.last_frame_at > r.cam.stall_timeout_s:
-                log.warning("camera %s: no frame for %.1f s; reconnecting", r.cam.id, now - r.stats.last_frame_at)
+            if r.live and r.stats.connected and now - r.stats.last_frame_at > r.stall_timeout_s:
+                log.warning("camera %s: no frame for %.1f s; reconnecting", r.camera_id, now - r.stats.last_frame_at)
                 r.stats.last_frame_at = now  # one request per stall period
                 self.stalls += 1
                 r.request_reconnect()
-        for t in self.threads:
-            if not t.is_alive() and getattr(t, "crashed", False) and not self.failed.is_set():
-                log.error("worker %s died; stopping", t.name)
-                self.failed.set()
-                self.stop.set()
+        dead = [t.name for t in self.threads if not t.is_alive() and not t.returned]
+        if dead and not self.failed.is_set():
+            log.error("worker %s died; stopping the pipeline", ", ".join(dead))
+            self.failed.set()
+            self.stop.set()
 
     def run(self) -> None:
-        while not self.stop.wait(self.period_s):
+        while not self.done.wait(self.period_s):
             self.check()

@@ -21,16 +21,32 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
-from campusguard.app.pipeline import AnalyticsWorker, DetectionWorker, DetectorLike, EventWorker, SinkLike, Watchdog
+from campusguard.app.pipeline import (
+    AnalyticsWorker,
+    DetectionWorker,
+    DetectorLike,
+    EventWorker,
+    Watchdog,
+    WorkerThread,
+)
 from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.wiring import build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
-__all__ = ["DetectorFactory", "WatchService", "default_detector_factory", "probe_source", "run_until_stopped"]
+__all__ = [
+    "DetectorFactory",
+    "WatchService",
+    "default_detector_factory",
+    "open_camera",
+    "probe_source",
+    "reader_for",
+    "run_until_stopped",
+]
 
 log = logging.getLogger("campusguard.app.service")
 
@@ -58,6 +74,38 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
     return make
 
 
+def open_camera(cam: CameraConfig) -> FrameSource:
+    """Open a camera's source with its settings; `SourceError` naming it when it cannot be opened."""
+    return open_source(cam.source, folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
+
+
+def reader_for(
+    cam: CameraConfig,
+    queue: FrameQueue,
+    stop: threading.Event,
+    *,
+    opener: Callable[[CameraConfig], FrameSource] = open_camera,
+    opened: FrameSource | None = None,
+) -> CameraReader:
+    """The `CameraReader` of a camera section."""
+    return CameraReader(
+        cam.id,
+        queue,
+        stop,
+        open_source=lambda: opener(cam),
+        live=cam.is_live(),
+        realtime=cam.is_realtime(),
+        loop=cam.loop,
+        fps_cap=cam.fps_cap,
+        fallback_fps=cam.folder_fps,
+        stall_timeout_s=cam.stall_timeout_s,
+        reconnect_initial_s=cam.reconnect.initial_s,
+        reconnect_max_s=cam.reconnect.max_s,
+        reconnect_factor=cam.reconnect.factor,
+        opened=opened,
+    )
+
+
 @dataclass(frozen=True)
 class SourceProbe:
     """What opening a source once told: frame size (width, height) and nominal frame rate."""
@@ -67,7 +115,7 @@ class SourceProbe:
 
 
 def probe_source(
-    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_source
+    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_camera
 ) -> tuple[SourceProbe, PrependedSource]:
     """Open a camera's source and read its first frame; `SourceError` when that fails.
 
@@ -84,26 +132,6 @@ def probe_source(
         raise
     fps = float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0))
     return SourceProbe((int(image.shape[1]), int(image.shape[0])), fps), PrependedSource(source, image)
-
-
-class _WorkerThread(threading.Thread):
-    """A daemon thread around a worker's ``run``; a crash is logged and stops the pipeline."""
-
-    def __init__(self, name: str, target: Callable[[], None], stop: threading.Event, failed: threading.Event) -> None:
-        super().__init__(name=name, daemon=True)
-        self._work = target
-        self._stop_event = stop
-        self._failed = failed
-        self.crashed = False
-
-    def run(self) -> None:
-        try:
-            self._work()
-        except Exception:
-            log.exception("worker %s crashed; stopping the pipeline", self.name)
-            self.crashed = True
-            self._failed.set()
-            self._stop_event.set()
 
 
 class WatchService:
@@ -123,7 +151,7 @@ class WatchService:
         loaded: LoadedConfig,
         *,
         detector_factory: DetectorFactory | None = None,
-        opener: Callable[[CameraConfig], FrameSource] = open_source,
+        opener: Callable[[CameraConfig], FrameSource] = open_camera,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: Any = None,
@@ -143,7 +171,7 @@ class WatchService:
         self.detectors: dict[str, DetectorLike] = {}
         self.metrics: dict[str, CameraMetrics] = {}
         self.readers: list[CameraReader] = []
-        self.threads: list[_WorkerThread] = []
+        self.threads: list[WorkerThread] = []
         self.event_worker: EventWorker | None = None
         self.detection: DetectionWorker | None = None
         self.reporter: MetricsReporter | None = None
@@ -219,7 +247,7 @@ class WatchService:
             parts[cam.id] = build_camera(self.loaded, i, self.detectors[cam.id].names, probe.resolution_wh, probe.fps)
         return parts
 
-    def _open_store_and_sinks(self) -> tuple[Any, list[SinkLike]]:
+    def _open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
         store = self.store
         if store is None:
             from campusguard.app.events import SQLiteEventStore
@@ -231,7 +259,7 @@ class WatchService:
         sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
         return store, sinks
 
-    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> SinkLike:
+    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> AlertSink:
         from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
 
         try:
@@ -253,8 +281,8 @@ class WatchService:
         except (CampusGuardError, OSError) as exc:
             raise self.loaded.error(("alerts", index), str(exc)) from None
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> _WorkerThread:
-        t = _WorkerThread(name, target, self.stop_event, self.failed)
+    def _spawn(self, name: str, target: Callable[[], None]) -> WorkerThread:
+        t = WorkerThread(name, target)
         self.threads.append(t)
         t.start()
         return t
@@ -265,10 +293,10 @@ class WatchService:
             q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
             queues[cam.id] = q
             self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
-            reader = CameraReader(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
+            reader = reader_for(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
             self.readers.append(reader)
         for reader in self.readers:
-            self._spawn(f"reader-{reader.cam.id}", reader.run)
+            self._spawn(f"reader-{reader.camera_id}", reader.run)
         return queues
 
     def _start_detection(
@@ -304,7 +332,7 @@ class WatchService:
                 inboxes[cam.id],
                 events,
                 p.tracker,
-                [p.rules],
+                p.rules,
                 p.geometry,
                 self.detectors[cam.id].names,
                 self.metrics[cam.id],
@@ -314,7 +342,7 @@ class WatchService:
             )
             self._spawn(f"analytics-{cam.id}", worker.run)
 
-    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[SinkLike]) -> None:
+    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[AlertSink]) -> None:
         self.event_worker = EventWorker(
             inbox, store, sinks, [c.id for _, c in self.cameras], self.failed, self.on_event
         )
@@ -322,7 +350,7 @@ class WatchService:
 
     def _refresh_metrics(self) -> None:
         for r in self.readers:
-            m = self.metrics[r.cam.id]
+            m = self.metrics[r.camera_id]
             m.frames_in = r.stats.frames_read
             m.frames_dropped = r.queue.dropped
             m.reconnects = r.stats.reconnects
@@ -339,7 +367,9 @@ class WatchService:
             self._refresh_metrics,
         )
         threading.Thread(target=self.reporter.run, name="metrics", daemon=True).start()
-        self.watchdog = Watchdog(self.readers, list(self.threads), self._background_stop, self.failed)
+        self.watchdog = Watchdog(
+            self.readers, list(self.threads), self.stop_event, self.failed, done=self._background_stop
+        )
         threading.Thread(target=self.watchdog.run, name="watchdog", daemon=True).start()
 
     # lifecycle ------------------------------------------------------------------------------
@@ -364,6 +394,7 @@ class WatchService:
         done = self.wait(timeout_s)
         if not self._finished and self._started:
             self._finished = True
+            self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
             assert self.reporter is not None
             self.reporter.final()

@@ -25,7 +25,7 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from campusguard.app.config import CameraConfig, ReconnectConfig, source_kind
+from campusguard.app.config.cameras import source_kind
 from campusguard.errors import SourceError
 
 __all__ = [
@@ -145,13 +145,13 @@ class FrameQueue:
             return len(self._items)
 
 
-def backoff_delays(cfg: ReconnectConfig) -> Callable[[], float]:
+def backoff_delays(initial_s: float, max_s: float, factor: float) -> Callable[[], float]:
     """Return a function giving successive reconnect delays in seconds: initial, x factor, ... capped at max."""
-    state = {"next": cfg.initial_s}
+    state = {"next": initial_s}
 
     def next_delay() -> float:
         delay = state["next"]
-        state["next"] = min(cfg.max_s, delay * cfg.factor)
+        state["next"] = min(max_s, delay * factor)
         return delay
 
     return next_delay
@@ -279,16 +279,21 @@ def _to_bgr(image: np.ndarray) -> np.ndarray:
     return image
 
 
-def open_source(cam: CameraConfig) -> FrameSource:
-    """Open a camera's source; raise `SourceError` naming it when it cannot be opened."""
-    kind = source_kind(cam.source)
-    if kind == "path":
-        path = Path(str(cam.source))
+def open_source(source: int | str, *, folder_fps: float = 10.0, timeout_s: float = 10.0) -> FrameSource:
+    """Open a source (video file, image folder, webcam index or stream URL); `SourceError` naming it when it cannot be opened.
+
+    Args:
+        source: as `source_kind` classifies it.
+        folder_fps: frame rate given to the images of a folder, frames per second.
+        timeout_s: open and read time-outs of stream URLs, seconds.
+    """
+    if source_kind(source) == "path":
+        path = Path(str(source))
         if path.is_dir():
-            return FolderSource(path, cam.folder_fps)
+            return FolderSource(path, folder_fps)
         if not path.exists():
             raise SourceError(f"video file {str(path)!r} does not exist")
-    return CaptureSource(cam.source, timeout_s=cam.stall_timeout_s)
+    return CaptureSource(source, timeout_s=timeout_s)
 
 
 # reader ------------------------------------------------------------------------------------
@@ -310,33 +315,60 @@ class CameraReader:
     """Reads one camera into its `FrameQueue` until the stream ends or ``stop`` is set; call `run()` in a thread.
 
     Args:
-        cam: the camera's config.
+        camera_id: the camera's id, put on every frame.
         queue: where frames go.
         stop: shared stop event.
-        opener: opens the source (injectable for tests); default `open_source`.
+        open_source: opens the camera's source (again after a lost stream); `SourceError` when it cannot.
+        live: the source is paced by the outside world (webcam, URL): a failed read means a lost
+            stream (reconnect with back-off) and timestamps are `time.monotonic()`; else a file
+            or folder read to its end, with timestamps ``index / fps``.
+        realtime: drop frames when behind and pace a file at its frame rate; default ``live``.
+        loop: a file starts again at its end.
+        fps_cap: emit at most this many frames per second (others skipped), or None.
+        fallback_fps: frame rate of a source that reports none (image folders), frames per second.
+        stall_timeout_s: seconds without a frame before the watchdog asks for a reconnect.
+        reconnect_initial_s: first delay before reopening a live source, seconds.
+        reconnect_max_s: longest delay between reopen attempts, seconds.
+        reconnect_factor: each failed attempt multiplies the delay by this.
         max_broken_frames: consecutive failed reads of a file tolerated (the decoder resumes at the next key frame) before it is treated as ended.
         opened: a source already opened (by the start-up probe) to read first instead of opening one.
     """
 
     def __init__(
         self,
-        cam: CameraConfig,
+        camera_id: str,
         queue: FrameQueue,
         stop: threading.Event,
-        opener: Callable[[CameraConfig], FrameSource] = open_source,
+        *,
+        open_source: Callable[[], FrameSource],
+        live: bool,
+        realtime: bool | None = None,
+        loop: bool = False,
+        fps_cap: float | None = None,
+        fallback_fps: float = 10.0,
+        stall_timeout_s: float = 10.0,
+        reconnect_initial_s: float = 0.5,
+        reconnect_max_s: float = 10.0,
+        reconnect_factor: float = 2.0,
         max_broken_frames: int = 300,
         opened: FrameSource | None = None,
     ) -> None:
-        self.cam = cam
+        self.camera_id = camera_id
         self.queue = queue
         self.stop = stop
-        self.opener = opener
+        self.open_source = open_source
+        self.live = live
+        self.realtime = live if realtime is None else realtime
+        self.loop = loop
+        self.fps_cap = fps_cap
+        self.fallback_fps = fallback_fps
+        self.stall_timeout_s = stall_timeout_s
         self.max_broken_frames = max_broken_frames
         self._opened = opened
         self.stats = ReaderStats()
-        self.live = cam.is_live()
         self._reconnect_requested = threading.Event()
-        self._next_delay = backoff_delays(cam.reconnect)
+        self._backoff = (reconnect_initial_s, reconnect_max_s, reconnect_factor)
+        self._next_delay = backoff_delays(*self._backoff)
         self._index = 0
         self._last_emitted_ts: float | None = None
 
@@ -350,37 +382,35 @@ class CameraReader:
         try:
             reason = self._run()
         except Exception as exc:  # a reader must never die silently: end the stream with the reason
-            log.exception("camera %s: reader failed", self.cam.id)
+            log.exception("camera %s: reader failed", self.camera_id)
             reason = f"reader failed: {exc.__class__.__name__}: {exc}"
         finally:
             if self._opened is not None:  # stopped before the handed-over source was used
                 self._opened.close()
                 self._opened = None
             self.stats.connected = False
-            self.queue.put(EndOfStream(self.cam.id, reason))
+            self.queue.put(EndOfStream(self.camera_id, reason))
 
     def _run(self) -> str:
         while not self.stop.is_set():
             try:
-                source, self._opened = (
-                    (self._opened, None) if self._opened is not None else (self.opener(self.cam), None)
-                )
+                source, self._opened = (self._opened, None) if self._opened is not None else (self.open_source(), None)
             except SourceError as exc:
                 if not self.live:
                     return str(exc)
                 delay = self._next_delay()
-                log.warning("camera %s: %s; retrying in %.1f s", self.cam.id, exc, delay)
+                log.warning("camera %s: %s; retrying in %.1f s", self.camera_id, exc, delay)
                 self.stop.wait(delay)
                 continue
             self.stats.connected = True
-            self._next_delay = backoff_delays(self.cam.reconnect)  # a good connection resets the back-off
+            self._next_delay = backoff_delays(*self._backoff)  # a good connection resets the back-off
             try:
                 finished = self._read_all(source)
             finally:
                 source.close()
                 self.stats.connected = False
             if finished:
-                if not self.cam.loop:
+                if not self.loop:
                     return "end of stream"
                 self.stats.loops += 1
                 continue  # a looping file starts again at once
@@ -388,14 +418,13 @@ class CameraReader:
                 break
             self.stats.reconnects += 1
             delay = self._next_delay()
-            log.warning("camera %s: stream lost; reconnecting in %.1f s", self.cam.id, delay)
+            log.warning("camera %s: stream lost; reconnecting in %.1f s", self.camera_id, delay)
             self.stop.wait(delay)
         return "stopped"
 
     def _read_all(self, source: FrameSource) -> bool:
         """Read frames until the source fails; True at the end of a file, False when the stream was lost or stopped."""
-        fps = source.fps or self.cam.folder_fps
-        realtime = self.cam.is_realtime()
+        fps = source.fps or self.fallback_fps
         started = time.monotonic()
         first_index = self._index
         broken = 0
@@ -415,14 +444,14 @@ class CameraReader:
                 return True
             if broken:
                 log.warning(
-                    "camera %s: %d undecodable frame(s) skipped before frame %d", self.cam.id, broken, self._index
+                    "camera %s: %d undecodable frame(s) skipped before frame %d", self.camera_id, broken, self._index
                 )
             broken = 0
             now = time.monotonic()
             index = self._index
             self._index += 1
             timestamp = now if self.live else index / fps
-            if realtime and not self.live:  # pace a file like a camera
+            if self.realtime and not self.live:  # pace a file like a camera
                 due = started + (index - first_index) / fps
                 if due > now:
                     self.stop.wait(due - now)
@@ -430,16 +459,16 @@ class CameraReader:
             self.stats.last_frame_at = now
             wh = (int(image.shape[1]), int(image.shape[0]))
             if self.stats.resolution_wh is not None and wh != self.stats.resolution_wh:
-                log.warning("camera %s: resolution changed from %s to %s", self.cam.id, self.stats.resolution_wh, wh)
+                log.warning("camera %s: resolution changed from %s to %s", self.camera_id, self.stats.resolution_wh, wh)
             self.stats.resolution_wh = wh
             if (
-                self.cam.fps_cap is not None
+                self.fps_cap is not None
                 and self._last_emitted_ts is not None
-                and timestamp - self._last_emitted_ts < 1.0 / self.cam.fps_cap - 1e-6
+                and timestamp - self._last_emitted_ts < 1.0 / self.fps_cap - 1e-6
             ):
                 self.stats.frames_skipped_fps_cap += 1
                 continue
             self._last_emitted_ts = timestamp
-            if not self.queue.put(Frame(self.cam.id, index, timestamp, image, now), self.stop):
+            if not self.queue.put(Frame(self.camera_id, index, timestamp, image, now), self.stop):
                 return False
         return False

@@ -6,23 +6,34 @@ one place; everything here is pure construction (no threads, no I/O).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from campusguard.app.config import (
     CameraConfig,
-    CrowdRule,
-    FireLaneRule,
-    IntrusionRule,
-    LineCrossingRule,
+    CrowdRuleConfig,
+    FireLaneRuleConfig,
+    IntrusionRuleConfig,
+    LineConfig,
+    LineCrossingRuleConfig,
     LoadedConfig,
-    LoiteringRule,
+    RuleConfig,
     TrackerConfig,
     class_ids,
 )
 from campusguard.app.pipeline import CameraGeometry
-from campusguard.app.rules import RULE_TYPES, RuleEngine
+from campusguard.app.rules import (
+    CrowdRule,
+    FireLaneRule,
+    IntrusionRule,
+    LineCrossingRule,
+    LoiteringRule,
+    Rule,
+    RuleEngine,
+)
 from campusguard.errors import InvalidInputError
 from campusguard.tracking import ByteTrackTracker
 from campusguard.zones import LineZone, PolygonZone
@@ -51,6 +62,57 @@ def build_tracker(cfg: TrackerConfig, fps: float) -> ByteTrackTracker:
     )
 
 
+def _end_points(line: LineZone) -> np.ndarray:
+    """``(2, 2) float32`` end points of a line, pixels."""
+    return np.stack([line.start_xy, line.end_xy]).astype(np.float32)
+
+
+def _build_rule(
+    rule: RuleConfig,
+    camera_id: str,
+    names: dict[int, str],
+    zones: dict[str, PolygonZone],
+    anchors: Mapping[str, str],
+    lines: dict[str, LineConfig],
+    resolution_wh: tuple[int, int],
+) -> Rule:
+    """The rule a rule section configures; zone and line names were checked when the file was parsed."""
+    common: dict[str, Any] = {
+        "name": rule.display_name(),
+        "camera_id": camera_id,
+        "class_ids": class_ids(rule.classes, names),
+        "cooldown_s": rule.cooldown_s,
+        "time_windows": list(rule.time_windows) or None,
+        "class_names": names,
+    }
+    if isinstance(rule, LineCrossingRuleConfig):
+        line = lines[rule.line].build(resolution_wh, hysteresis_px=rule.hysteresis_px)
+        return LineCrossingRule(line=line, direction=rule.direction, **common)
+    assert rule.zone is not None
+    zone_kw = {
+        **common,
+        "zone": zones[rule.zone],
+        "anchor": anchors[rule.zone],
+        "inertia": rule.inertia,
+        "max_gap_s": rule.max_gap_s,
+        "end_grace_s": rule.end_grace_s,
+        "min_seconds": rule.min_seconds,
+    }
+    if isinstance(rule, CrowdRuleConfig):
+        return CrowdRule(min_count=rule.min_count, **zone_kw)
+    if isinstance(rule, FireLaneRuleConfig):
+        return FireLaneRule(
+            max_movement=rule.max_movement,
+            max_movement_px=rule.max_movement_px,
+            stationary_window_s=rule.stationary_window_s,
+            per_track=rule.per_track,
+            **zone_kw,
+        )
+    if isinstance(rule, IntrusionRuleConfig):
+        return IntrusionRule(per_track=rule.per_track, **zone_kw)
+    return LoiteringRule(**zone_kw)
+
+
 def build_camera(
     loaded: LoadedConfig,
     camera_index: int,
@@ -67,69 +129,18 @@ def build_camera(
     cam: CameraConfig = loaded.config.cameras[camera_index]
     loaded.check_frame_size(camera_index, resolution_wh)
     loaded.check_class_names(camera_index, names)
-    zones: dict[str, PolygonZone] = {}
-    for zi, z in enumerate(cam.zones):
-        try:
-            zones[z.name] = PolygonZone(
-                z.polygon, z.name, resolution_wh=resolution_wh, units="px" if z.units == "pixels" else "fraction"
-            )
-        except InvalidInputError as exc:
-            raise loaded.error(("cameras", camera_index, "zones", zi, "polygon"), str(exc)) from None
-    line_cfgs = {ln.name: ln for ln in cam.lines}
-    rules = []
+    zones: dict[str, PolygonZone] = {z.name: z.build(resolution_wh) for z in cam.zones}  # they fit: checked above
+    anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
+    lines = {ln.name: ln for ln in cam.lines}
+    rules: list[Rule] = []
     for ri, rule in enumerate(cam.rules):
-        common = {
-            "name": rule.display_name(),
-            "camera_id": cam.id,
-            "class_ids": class_ids(rule.classes, names),
-            "cooldown_s": rule.cooldown_s,
-            "time_windows": list(rule.time_windows) or None,
-            "class_names": names,
-        }
         try:
-            if isinstance(rule, LineCrossingRule):
-                ln = line_cfgs[rule.line]
-                line = LineZone(
-                    ln.points[0],
-                    ln.points[1],
-                    ln.name,
-                    in_side=ln.in_side,
-                    resolution_wh=resolution_wh,
-                    units="px" if ln.units == "pixels" else "fraction",
-                    hysteresis_px=rule.hysteresis_px,
-                )
-                rules.append(RULE_TYPES["line_crossing"](line=line, direction=rule.direction, **common))
-                continue
-            assert rule.zone is not None  # checked when the config was parsed
-            zone_kw = {
-                **common,
-                "zone": zones[rule.zone],
-                "inertia": rule.inertia,
-                "max_gap_s": rule.max_gap_s,
-                "end_grace_s": rule.end_grace_s,
-            }
-            if isinstance(rule, CrowdRule):
-                rules.append(RULE_TYPES["crowd"](min_count=rule.min_count, min_seconds=rule.min_seconds, **zone_kw))
-            elif isinstance(rule, FireLaneRule):
-                rules.append(
-                    RULE_TYPES["fire_lane"](
-                        min_seconds=rule.min_seconds,
-                        max_movement=rule.max_movement,
-                        max_movement_px=rule.max_movement_px,
-                        stationary_window_s=rule.stationary_window_s,
-                        per_track=rule.per_track,
-                        **zone_kw,
-                    )
-                )
-            elif isinstance(rule, IntrusionRule):
-                rules.append(RULE_TYPES["intrusion"](min_seconds=rule.min_seconds, per_track=rule.per_track, **zone_kw))
-            elif isinstance(rule, LoiteringRule):
-                rules.append(RULE_TYPES["loitering"](min_seconds=rule.min_seconds, **zone_kw))
+            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh))
         except InvalidInputError as exc:
             raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
     geometry = CameraGeometry(
         resolution_wh=resolution_wh,
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
-        lines=[(ln.name, np.asarray(ln.points_px(resolution_wh), np.float32)) for ln in cam.lines],
+        lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
     return CameraParts(build_tracker(loaded.config.tracker, fps), RuleEngine(cam.id, rules), geometry)

@@ -13,6 +13,7 @@ import sys
 
 import typer
 
+from campusguard.cli.logs import setup_logging
 from campusguard.errors import CampusGuardError
 
 os.environ.setdefault("YOLO_OFFLINE", "1")  # Ultralytics must never reach the network from here
@@ -31,11 +32,7 @@ def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress and warnings in detail."),
 ) -> None:
     """YOLOv8 detection on any accelerator, benchmarks, training and the CampusGuard camera app."""
-    import logging
-
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging("info" if verbose else "warning")
 
 
 # feature modules, in the order their commands appear in --help

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import logging
-import sys
 from pathlib import Path
 
 import typer
 
+from campusguard.cli.logs import LOG_LEVELS, setup_logging
+
 config_app = typer.Typer(name="config", help="The watch configuration: JSON Schema and checks.", no_args_is_help=True)
 
+_LOG_LEVEL_HELP = f"{', '.join(LOG_LEVELS)}; default: warning, or info with the root --verbose."
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+
+def _apply_log_level(level: str | None) -> None:
+    if level is not None:  # else the root callback's level (from --verbose) stands
+        setup_logging(level)
 
 
 def register(app: typer.Typer) -> None:
@@ -29,13 +28,13 @@ def register(app: typer.Typer) -> None:
             min=0,
             help="Stop after this many seconds (default: run until the sources end or Ctrl-C).",
         ),
-        log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning or error."),
+        log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
     ) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
         from campusguard.app.service import WatchService, run_until_stopped
 
-        _setup_logging(log_level)
+        _apply_log_level(log_level)
         service = WatchService(load_config(config))
         if not run_until_stopped(service, seconds):
             raise typer.Exit(1)
@@ -52,12 +51,12 @@ def register(app: typer.Typer) -> None:
             40.0, "--seconds", min=5, max=600, help="Length of the generated video in seconds."
         ),
         model: str = typer.Option(None, "--model", help="Model to use instead of the bundled default."),
-        log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning or error."),
+        log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
     ) -> None:
         """Generate a synthetic campus video with scripted incidents, watch it, and score what was found."""
         from campusguard.app.demo import run_demo
 
-        _setup_logging(log_level)
+        _apply_log_level(log_level)
         result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model)
         if not result.clean:
             raise typer.Exit(1)

@@ -10,12 +10,37 @@ Public API:
         a tracker id switch next to the line is stitched (see `LineZone`).
     `side_of_line(points_xy, start_xy, end_xy)`: signed distance of points from a directed line.
 
-Coordinates are frame pixels (x right, y down). Zones given as fractions of the frame (0..1)
-are converted to pixels with ``resolution_wh``. Stateless except `LineZone`, whose state is
+    `polygon_problem(points)`, `line_problem(points)`, `units_problem(points, units)`: what is
+        wrong with a shape (a message) or None; the one place shapes are checked, used by the
+        classes above and by the app's config validators.
+    `to_pixels(points, resolution_wh, units, what)`: the one conversion of fractions to pixels.
+
+Coordinates are frame pixels (x right, y down). ``units`` (`Units`) is ``"pixels"``,
+``"fraction"`` (of the frame, 0..1, converted to pixels with ``resolution_wh``) or ``"auto"``. Stateless except `LineZone`, whose state is
 per instance (one per camera and line).
 """
 
-from campusguard.zones.line import LineCrossings, LineZone, side_of_line
-from campusguard.zones.polygon import PolygonZone, points_in_polygon
+from campusguard.zones.line import LineCrossings, LineZone, line_problem, side_of_line
+from campusguard.zones.polygon import (
+    FrameUnits,
+    PolygonZone,
+    Units,
+    points_in_polygon,
+    polygon_problem,
+    to_pixels,
+    units_problem,
+)
 
-__all__ = ["PolygonZone", "points_in_polygon", "LineZone", "LineCrossings", "side_of_line"]
+__all__ = [
+    "FrameUnits",
+    "LineCrossings",
+    "LineZone",
+    "PolygonZone",
+    "Units",
+    "line_problem",
+    "points_in_polygon",
+    "polygon_problem",
+    "side_of_line",
+    "to_pixels",
+    "units_problem",
+]

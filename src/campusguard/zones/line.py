@@ -17,11 +17,24 @@ import numpy as np
 
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
-from campusguard.zones.polygon import Units, to_pixels
+from campusguard.zones.polygon import Units, frame_problem, to_pixels, units_problem
 
-__all__ = ["LineZone", "LineCrossings", "side_of_line"]
+__all__ = ["LineZone", "LineCrossings", "line_problem", "side_of_line"]
 
 Side = Literal["left", "right"]
+
+
+def line_problem(points_xy: np.ndarray | Sequence[Sequence[float]]) -> str | None:
+    """Say what is wrong with a line's end points ``[[x1, y1], [x2, y2]]``, in any units, or None."""
+    pts = np.asarray(points_xy, dtype=np.float64)
+    problem = units_problem(pts, "auto")
+    if problem:
+        return problem
+    if len(pts) != 2:
+        return f"a line needs 2 end points, got {len(pts)}"
+    if float(np.hypot(*(pts[1] - pts[0]))) < 1e-9 * max(1.0, float(np.abs(pts).max())):
+        return "start and end are the same point"
+    return None
 
 
 def side_of_line(points_xy: np.ndarray, start_xy: np.ndarray, end_xy: np.ndarray) -> np.ndarray:
@@ -72,7 +85,7 @@ class LineZone:
         name: line name, used in errors and events.
         in_side: which side is "in": ``"right"`` or ``"left"`` of ``start -> end`` on screen.
         resolution_wh: frame ``(width, height)``; needed for fractions; ends must lie in the frame.
-        units: ``"px"``, ``"fraction"`` or ``"auto"``.
+        units: ``"pixels"``, ``"fraction"`` or ``"auto"``.
         hysteresis_px: anchors closer than this to the line keep their previous side (>= 0).
         anchor: box anchor tested (``"bottom_center"`` by default).
         forget_after_updates: a track not seen for this many updates is forgotten (bounds memory).
@@ -83,7 +96,7 @@ class LineZone:
         stitch_max_updates: how recently a track must have been seen to be continued.
 
     Raises:
-        InvalidInputError: zero-length line, end points outside the frame, bad ``in_side``.
+        InvalidInputError: any `line_problem`, end points outside the frame, bad ``in_side``.
     """
 
     def __init__(
@@ -102,13 +115,14 @@ class LineZone:
         stitch_max_updates: int = 10,
     ) -> None:
         what = f"line {name!r}"
+        problem = line_problem([start_xy, end_xy])
+        if problem:
+            raise InvalidInputError(f"{what}: {problem}")
         pts = to_pixels(np.asarray([start_xy, end_xy], dtype=np.float64), resolution_wh, units, what)
-        if float(np.hypot(*(pts[1] - pts[0]))) < 1e-6:
-            raise InvalidInputError(f"{what}: start and end are the same point")
         if resolution_wh is not None:
-            w, h = resolution_wh
-            if np.any((pts[:, 0] < 0) | (pts[:, 0] > w) | (pts[:, 1] < 0) | (pts[:, 1] > h)):
-                raise InvalidInputError(f"{what}: line extends outside the {w}x{h} frame")
+            problem = frame_problem(pts, resolution_wh, "line")
+            if problem:
+                raise InvalidInputError(f"{what}: {problem}")
         if in_side not in ("left", "right"):
             raise InvalidInputError(f"{what}: in_side must be 'left' or 'right', got {in_side!r}")
         if hysteresis_px < 0:

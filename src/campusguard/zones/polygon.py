@@ -10,9 +10,35 @@ import numpy as np
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 
-__all__ = ["PolygonZone", "points_in_polygon", "to_pixels"]
+__all__ = [
+    "FrameUnits",
+    "PolygonZone",
+    "Units",
+    "frame_problem",
+    "points_in_polygon",
+    "polygon_problem",
+    "to_pixels",
+    "units_problem",
+]
 
-Units = Literal["auto", "px", "fraction"]
+FrameUnits = Literal["pixels", "fraction"]
+"""How zone and line coordinates are given: ``pixels`` of the frame, or ``fraction`` of its width and height."""
+Units = Literal["auto", "pixels", "fraction"]
+"""`FrameUnits`, or ``auto``: fractions when every value is in 0..1, else pixels."""
+
+
+def units_problem(points_xy: np.ndarray | Sequence[Sequence[float]], units: Units) -> str | None:
+    """Say what is wrong with coordinates given in ``units`` (not finite [x, y] pairs, fractions outside 0..1), or None."""
+    pts = np.asarray(points_xy, dtype=np.float64)
+    if pts.size == 0:
+        return None  # how many points a shape needs is the shape's check
+    if pts.ndim != 2 or pts.shape[1] != 2 or not np.all(np.isfinite(pts)):
+        return f"points must be finite [x, y] pairs, got shape {pts.shape}"
+    if units not in ("auto", "pixels", "fraction"):
+        return f"units must be 'auto', 'pixels' or 'fraction', got {units!r}"
+    if units == "fraction" and np.any((pts < 0) | (pts > 1)):
+        return "coordinates in units 'fraction' must be in 0..1"
+    return None
 
 
 def to_pixels(points_xy: np.ndarray, resolution_wh: tuple[int, int] | None, units: Units, what: str) -> np.ndarray:
@@ -21,22 +47,33 @@ def to_pixels(points_xy: np.ndarray, resolution_wh: tuple[int, int] | None, unit
     Args:
         points_xy: ``(K, 2)`` coordinates, pixels or fractions (0..1) of the frame size.
         resolution_wh: frame ``(width, height)`` in pixels; needed for fractions.
-        units: ``"px"``, ``"fraction"``, or ``"auto"`` (fractions when every value is in 0..1).
+        units: ``"pixels"``, ``"fraction"``, or ``"auto"`` (fractions when every value is in 0..1).
         what: name of the zone or line, for error messages.
+
+    Raises:
+        InvalidInputError: see `units_problem`; fractions without ``resolution_wh``.
     """
-    pts = np.asarray(points_xy, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[1] != 2 or not np.all(np.isfinite(pts)):
-        raise InvalidInputError(f"{what}: points must be finite [x, y] pairs, got shape {pts.shape}")
-    if units not in ("auto", "px", "fraction"):
-        raise InvalidInputError(f"{what}: units must be 'auto', 'px' or 'fraction', got {units!r}")
+    problem = units_problem(points_xy, units)
+    if problem:
+        raise InvalidInputError(f"{what}: {problem}")
+    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     is_fraction = units == "fraction" or (units == "auto" and bool(np.all((pts >= 0) & (pts <= 1))))
     if not is_fraction:
         return pts
     if resolution_wh is None:
         raise InvalidInputError(f"{what}: coordinates are fractions of the frame but no resolution was given")
-    if np.any((pts < 0) | (pts > 1)):
-        raise InvalidInputError(f"{what}: fractional coordinates must be in 0..1")
     return pts * np.asarray(resolution_wh, dtype=np.float64)
+
+
+def frame_problem(points_px: np.ndarray, resolution_wh: tuple[int, int], shape: str) -> str | None:
+    """Say which of the ``(K, 2)`` pixel points of a ``shape`` ("polygon", "line") leaves the frame, or None."""
+    w, h = resolution_wh
+    x, y = points_px[:, 0], points_px[:, 1]
+    outside = np.flatnonzero((x < 0) | (x > w) | (y < 0) | (y > h))
+    if len(outside) == 0:
+        return None
+    first = (float(x[outside[0]]), float(y[outside[0]]))
+    return f"{shape} extends outside the {w}x{h} frame at {first}"
 
 
 def _segments_intersect(p1: np.ndarray, p2: np.ndarray, q1: np.ndarray, q2: np.ndarray) -> bool:
@@ -60,8 +97,13 @@ def _segments_intersect(p1: np.ndarray, p2: np.ndarray, q1: np.ndarray, q2: np.n
     )
 
 
-def _is_self_intersecting(poly: np.ndarray) -> bool:
-    """True if any two non-adjacent edges of the closed polygon ``(K, 2)`` touch."""
+def _open_ring(pts: np.ndarray) -> np.ndarray:
+    """Drop a last vertex that repeats the first (an explicitly closed ring)."""
+    return pts[:-1] if len(pts) > 3 and np.array_equal(pts[0], pts[-1]) else pts
+
+
+def _self_intersection(poly: np.ndarray) -> tuple[int, int] | None:
+    """The first two non-adjacent edges of the closed polygon ``(K, 2)`` that touch, or None."""
     k = len(poly)
     edges = [(poly[i], poly[(i + 1) % k]) for i in range(k)]
     for i in range(k):
@@ -69,8 +111,34 @@ def _is_self_intersecting(poly: np.ndarray) -> bool:
             if j == i + 1 or (i == 0 and j == k - 1):
                 continue  # adjacent edges share a vertex by construction
             if _segments_intersect(*edges[i], *edges[j]):
-                return True
-    return False
+                return i, j
+    return None
+
+
+def polygon_problem(polygon_xy: np.ndarray | Sequence[Sequence[float]]) -> str | None:
+    """Say what is wrong with a polygon, in any units, or None.
+
+    Checked in order: finite ``[x, y]`` pairs, at least 3 points (a closed ring's repeated
+    last point aside), not all collinear, no repeated point, no crossing edges. These do not
+    depend on the units: scaling by the frame size keeps every answer.
+    """
+    pts = np.asarray(polygon_xy, dtype=np.float64)
+    pts = pts.reshape(0, 2) if pts.size == 0 else pts
+    problem = units_problem(pts, "auto")
+    if problem:
+        return problem
+    pts = _open_ring(pts)
+    if len(pts) < 3:
+        return f"a polygon needs at least 3 points, got {len(pts)}"
+    scale = max(1.0, float(np.abs(pts).max()))
+    if np.linalg.matrix_rank(pts - pts.mean(axis=0), tol=1e-9 * scale) < 2:
+        return "polygon is degenerate (zero area: its points are collinear)"
+    if len(np.unique(pts, axis=0)) < len(pts):
+        return "polygon repeats a point"
+    crossing = _self_intersection(pts)
+    if crossing is not None:
+        return f"polygon is self-intersecting: edges {crossing[0]} and {crossing[1]} cross each other"
+    return None
 
 
 def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:
@@ -111,11 +179,11 @@ class PolygonZone:
         name: zone name, used in error messages and events.
         resolution_wh: frame ``(width, height)`` in pixels; needed for fractions, and when given
             every vertex must lie inside the frame ``[0, width] x [0, height]``.
-        units: ``"px"``, ``"fraction"`` or ``"auto"`` (fractions when every value is in 0..1).
+        units: ``"pixels"``, ``"fraction"`` or ``"auto"`` (fractions when every value is in 0..1).
 
     Raises:
-        InvalidInputError: fewer than 3 points, zero area, self-intersecting edges, a vertex
-            outside the frame, or fractions without a resolution; the message names the zone.
+        InvalidInputError: any `polygon_problem`, a vertex outside the frame, fractions outside
+            0..1 or without a resolution; the message names the zone.
     """
 
     def __init__(
@@ -127,25 +195,16 @@ class PolygonZone:
         units: Units = "auto",
     ) -> None:
         what = f"zone {name!r}"
-        pts = np.asarray(polygon_xy, dtype=np.float64)
-        if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 3:
-            raise InvalidInputError(f"{what}: a polygon needs at least 3 [x, y] points, got shape {pts.shape}")
-        pts = to_pixels(pts, resolution_wh, units, what)
-        if len(pts) > 3 and np.allclose(pts[0], pts[-1]):
-            pts = pts[:-1]  # tolerate an explicitly closed ring
+        problem = polygon_problem(polygon_xy)
+        if problem:
+            raise InvalidInputError(f"{what}: {problem}")
+        pts = _open_ring(to_pixels(np.asarray(polygon_xy, dtype=np.float64), resolution_wh, units, what))
+        if resolution_wh is not None:
+            problem = frame_problem(pts, resolution_wh, "polygon")
+            if problem:
+                raise InvalidInputError(f"{what}: {problem}")
         x, y = pts[:, 0], pts[:, 1]
         area = 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
-        spread = pts - pts.mean(axis=0)
-        if np.linalg.matrix_rank(spread, tol=1e-6 * max(1.0, float(np.abs(pts).max()))) < 2:
-            raise InvalidInputError(f"{what}: polygon has zero area (degenerate or collinear points)")
-        if _is_self_intersecting(pts):
-            raise InvalidInputError(f"{what}: polygon edges intersect each other (self-intersecting)")
-        if abs(area) < 1e-6:
-            raise InvalidInputError(f"{what}: polygon has zero area (degenerate or collinear points)")
-        if resolution_wh is not None:
-            w, h = resolution_wh
-            if np.any((x < 0) | (x > w) | (y < 0) | (y > h)):
-                raise InvalidInputError(f"{what}: polygon extends outside the {w}x{h} frame")
         self.name = name
         self.polygon_xy: np.ndarray = pts.astype(np.float32)
         self.area_px: float = abs(area)

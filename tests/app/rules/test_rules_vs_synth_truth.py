@@ -21,9 +21,9 @@ synth_video = pytest.importorskip("campusguard.data.synth.video")
 
 def _engine(truth, camera_id: str) -> RuleEngine:
     res = tuple(truth.resolution_wh)
-    zones = {k: PolygonZone(v, k, resolution_wh=res, units="px") for k, v in truth.zones.items()}
+    zones = {k: PolygonZone(v, k, resolution_wh=res, units="pixels") for k, v in truth.zones.items()}
     fence = truth.lines["fence_line"]
-    line = LineZone(*fence["points"], "fence_line", in_side=fence["in_side"], resolution_wh=res, units="px")
+    line = LineZone(*fence["points"], "fence_line", in_side=fence["in_side"], resolution_wh=res, units="pixels")
     p = truth.params
     cam = camera_id
     return RuleEngine(

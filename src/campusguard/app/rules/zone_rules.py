@@ -131,6 +131,17 @@ class _ZoneRule:
     def _history_s(self) -> float:
         return 0.0
 
+    def _dwelling(
+        self, timestamp_s: float, detections: Detections, wall_time: datetime | None
+    ) -> dict[int, tuple[int, float]]:
+        """Advance presence by one frame; the tracks in the zone for ``min_seconds`` while the rule
+        is armed, as tracker id -> (class id, onset s). Intrusion and loitering differ only after."""
+        armed = self._check_time(timestamp_s, wall_time)
+        present = self.presence.update(timestamp_s, detections)
+        if not armed:
+            return {}
+        return {t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
+
     def _step_per_track(
         self,
         timestamp_s: float,
@@ -267,12 +278,8 @@ class IntrusionRule(_EpisodeRule):
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
         """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
-        armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
-        qualifying = {
-            t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds
-        }
-        return self._step(timestamp_s, frame_index, wall_time, armed, qualifying)
+        dwelling = self._dwelling(timestamp_s, detections, wall_time)
+        return self._step(timestamp_s, frame_index, wall_time, True, dwelling)
 
 
 class CrowdRule(_EpisodeRule):
@@ -417,11 +424,6 @@ class LoiteringRule(_ZoneRule):
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
         """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
-        armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
-        qualifying = {
-            t: (p.class_id, p.onset_s)
-            for t, p in present.items()
-            if armed and p.dwell_s(timestamp_s) >= self.min_seconds
-        }
-        return self._step_per_track(timestamp_s, frame_index, wall_time, qualifying)
+        return self._step_per_track(
+            timestamp_s, frame_index, wall_time, self._dwelling(timestamp_s, detections, wall_time)
+        )

@@ -1,0 +1,75 @@
+"""The `watch` configuration: one YAML file validated by pydantic v2 models, one module per section.
+
+Every model forbids unknown keys and every field has a default, bounds, a title and a
+description, so `campusguard config schema` documents itself. Validators do no I/O;
+checks that need the outside world (a source that opens, a class name the model knows,
+the real frame size) run at start-up through `LoadedConfig.check_frame_size` and
+`LoadedConfig.check_class_names` and still name the line in the file.
+
+Errors become one-line `ConfigError` messages: ``config.yaml:14: cameras[0].zones[1].polygon:
+polygon is self-intersecting: edges 0 and 2 cross each other``.
+
+Modules:
+    `base`: `ConfigModel` (the base of every section), `Loc`.
+    `cameras`: `CameraConfig`, `ReconnectConfig`, `source_kind`.
+    `zones`: `ZoneConfig`, `LineConfig`, checked by `campusguard.zones` and built into its
+        `PolygonZone` and `LineZone`.
+    `rules`: one `...RuleConfig` per rule kind, the `RuleConfig` union, `class_ids`.
+    `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
+    `root`: `WatchConfig` (the file), `LoadedConfig`, `parse_config`, `load_config`, `config_schema`.
+    `locate`: the line of a field in the YAML, and pydantic errors as one message.
+
+A new section is a new module with its model, and one field on `WatchConfig`.
+"""
+
+from campusguard.app.config.alerts import AlertSinkConfig
+from campusguard.app.config.base import ConfigModel, Loc
+from campusguard.app.config.cameras import CameraConfig, ReconnectConfig, source_kind
+from campusguard.app.config.detector import DetectorConfig
+from campusguard.app.config.outputs import OutputsConfig
+from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema, load_config, parse_config
+from campusguard.app.config.rules import (
+    CrowdRuleConfig,
+    FireLaneRuleConfig,
+    IntrusionRuleConfig,
+    LineCrossingRuleConfig,
+    LoiteringRuleConfig,
+    RuleConfig,
+    RuleConfigBase,
+    ZoneRuleConfigBase,
+    class_ids,
+)
+from campusguard.app.config.storage import StorageConfig
+from campusguard.app.config.tracker import TrackerConfig
+from campusguard.app.config.zones import LineConfig, ZoneConfig
+from campusguard.zones import polygon_problem  # the zone check the config validates with
+
+__all__ = [
+    "AlertSinkConfig",
+    "CameraConfig",
+    "ConfigModel",
+    "CrowdRuleConfig",
+    "DetectorConfig",
+    "FireLaneRuleConfig",
+    "IntrusionRuleConfig",
+    "LineConfig",
+    "LineCrossingRuleConfig",
+    "LoadedConfig",
+    "Loc",
+    "LoiteringRuleConfig",
+    "OutputsConfig",
+    "ReconnectConfig",
+    "RuleConfig",
+    "RuleConfigBase",
+    "StorageConfig",
+    "TrackerConfig",
+    "WatchConfig",
+    "ZoneConfig",
+    "ZoneRuleConfigBase",
+    "class_ids",
+    "config_schema",
+    "load_config",
+    "parse_config",
+    "polygon_problem",
+    "source_kind",
+]

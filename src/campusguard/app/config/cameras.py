@@ -1,0 +1,198 @@
+"""The camera section: where frames come from, how they are read, and what is watched in them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from campusguard.app.config.base import ConfigModel, Loc, check_imgsz
+from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig
+from campusguard.app.config.zones import LineConfig, ZoneConfig
+from campusguard.errors import InvalidInputError
+
+__all__ = ["CameraConfig", "ReconnectConfig", "source_kind"]
+
+_URL = re.compile(r"^(rtsp|rtsps|rtmp|http|https|udp|tcp|srt)://", re.IGNORECASE)
+
+
+def source_kind(source: int | str) -> Literal["webcam", "url", "path"]:
+    """Classify a camera source without I/O: webcam index, stream URL, or local path (file or folder)."""
+    if isinstance(source, int) or (isinstance(source, str) and source.isdigit()):
+        return "webcam"
+    if _URL.match(source):
+        return "url"
+    return "path"
+
+
+class ReconnectConfig(ConfigModel):
+    """Exponential back-off between attempts to (re)open a live source."""
+
+    initial_s: float = Field(0.5, gt=0, le=60, title="First delay", description="Seconds before the first retry.")
+    max_s: float = Field(
+        10.0, gt=0, le=600, title="Longest delay", description="Upper bound of the delay between retries, seconds."
+    )
+    factor: float = Field(
+        2.0, ge=1, le=10, title="Factor", description="Each failed attempt multiplies the delay by this."
+    )
+
+
+class CameraConfig(ConfigModel):
+    """One camera: where frames come from, how they are read, and what is watched in them."""
+
+    id: str = Field(
+        "cam0",
+        title="Camera id",
+        description="Unique camera id; events carry it.",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.-]+$",
+    )
+    source: int | str = Field(
+        0, title="Source", description="Video file, image folder, webcam index, or rtsp/http(s) URL."
+    )
+    enabled: bool = Field(True, title="Enabled", description="Skip this camera when false.")
+    fps_cap: float | None = Field(
+        None,
+        gt=0,
+        le=240,
+        title="Frame-rate cap",
+        description="Process at most this many frames per second (others dropped); none for no cap.",
+    )
+    realtime: bool | None = Field(
+        None,
+        title="Real time",
+        description="File sources: false processes every frame in order (deterministic, no drops); true paces them at the file's "
+        "frame rate and drops the oldest when behind, like a live camera. Default: false for files and folders, true for live sources.",
+    )
+    loop: bool = Field(False, title="Loop", description="File sources: start again at the end (for soak tests).")
+    folder_fps: float = Field(
+        10.0,
+        gt=0,
+        le=240,
+        title="Folder frame rate",
+        description="Image folders: frames per second used for timestamps.",
+    )
+    resolution_wh: tuple[int, int] | None = Field(
+        None,
+        title="Resolution",
+        description="Declared frame size [width, height] in pixels; zones are checked against it (else against the first frame).",
+    )
+    model: str | None = Field(
+        None, title="Model", description="Model for this camera; none uses the detector section's model."
+    )
+    device: str | None = Field(
+        None, title="Device", description="Device for this camera's model; none uses the detector section's device."
+    )
+    imgsz: int | tuple[int, int] | None = Field(
+        None,
+        title="Input size",
+        description="Network input size (an int, or [height, width]) for this camera; none uses the detector section's.",
+    )
+    queue_size: int = Field(
+        8,
+        ge=1,
+        le=1024,
+        title="Queue size",
+        description="Frames buffered between this reader and detection; the oldest is dropped when full (live sources).",
+    )
+    stall_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        title="Stall timeout",
+        description="Seconds without a frame before the watchdog reconnects a live source.",
+    )
+    reconnect: ReconnectConfig = Field(
+        default_factory=ReconnectConfig, title="Reconnect", description="Back-off between reconnect attempts."
+    )
+    zones: list[ZoneConfig] = Field(
+        default_factory=list, title="Zones", description="Polygon zones of this camera.", max_length=64
+    )
+    lines: list[LineConfig] = Field(
+        default_factory=list, title="Lines", description="Counting lines of this camera.", max_length=64
+    )
+    rules: list[RuleConfig] = Field(
+        default_factory=list, title="Rules", description="Incident rules evaluated on this camera.", max_length=128
+    )
+
+    @field_validator("resolution_wh")
+    @classmethod
+    def _positive(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
+        if value is not None and (value[0] < 1 or value[1] < 1 or value[0] > 16384 or value[1] > 16384):
+            raise ValueError("resolution must be two positive integers [width, height] up to 16384")
+        return value
+
+    @field_validator("imgsz")
+    @classmethod
+    def _imgsz(cls, value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
+        return check_imgsz(value)
+
+    def is_live(self) -> bool:
+        """Whether frames are paced by the outside world (webcam, URL) rather than read as fast as wanted."""
+        return source_kind(self.source) != "path"
+
+    def is_realtime(self) -> bool:
+        """Whether this camera drops frames when behind (live sources, or files with ``realtime: true``)."""
+        return self.is_live() if self.realtime is None else self.realtime
+
+    def reference_errors(self) -> list[tuple[Loc, str]]:
+        """What the field validators cannot see: unique zone, line and rule names, rules naming
+        zones and lines of this camera, shapes inside the declared resolution. Locations are
+        relative to the camera."""
+        errors: list[tuple[Loc, str]] = []
+        zone_names = [z.name for z in self.zones]
+        line_names = [ln.name for ln in self.lines]
+        for key, names in (("zones", zone_names), ("lines", line_names)):
+            for i, name in enumerate(names):
+                if name in names[:i]:
+                    errors.append(((key, i, "name"), f"name {name!r} is used twice in camera {self.id!r}"))
+        if self.resolution_wh is not None:
+            errors.extend(self.frame_errors(self.resolution_wh, "the declared resolution"))
+        rule_names = [r.display_name() for r in self.rules]
+        for ri, rule in enumerate(self.rules):
+            if rule_names[ri] in rule_names[:ri]:
+                errors.append(
+                    (("rules", ri), f"rule name {rule_names[ri]!r} is used twice in camera {self.id!r}; give `name`")
+                )
+            if isinstance(rule, LineCrossingRuleConfig):
+                if rule.line not in line_names:
+                    errors.append(
+                        (
+                            ("rules", ri, "line"),
+                            f"rule names unknown line {rule.line!r}; camera {self.id!r} has lines {line_names}",
+                        )
+                    )
+            elif rule.zone is None:
+                errors.append((("rules", ri), f"a {rule.kind} rule needs `zone`"))
+            elif rule.zone not in zone_names:
+                errors.append(
+                    (
+                        ("rules", ri, "zone"),
+                        f"rule names unknown zone {rule.zone!r}; camera {self.id!r} has zones {zone_names}",
+                    )
+                )
+        return errors
+
+    def frame_errors(self, resolution_wh: tuple[int, int], what: str) -> list[tuple[Loc, str]]:
+        """Zones and lines that do not fit a frame of ``resolution_wh`` (``what`` says whose frame)."""
+        errors = [
+            e for i, z in enumerate(self.zones) for e in _misfit(z.build, resolution_wh, ("zones", i, "polygon"), what)
+        ]
+        errors += [
+            e for i, ln in enumerate(self.lines) for e in _misfit(ln.build, resolution_wh, ("lines", i, "points"), what)
+        ]
+        return errors
+
+
+def _misfit(
+    build: Callable[[tuple[int, int]], object], resolution_wh: tuple[int, int], loc: Loc, what: str
+) -> list[tuple[Loc, str]]:
+    """``[(loc, message)]`` if building a shape for frames of ``resolution_wh`` fails, else ``[]``."""
+    try:
+        build(resolution_wh)
+    except InvalidInputError as exc:
+        return [(loc, f"{exc} ({what})")]
+    return []

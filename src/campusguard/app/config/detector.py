@@ -1,0 +1,56 @@
+"""The detector section: the model, its device and thresholds, shared by all cameras."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from campusguard.app.config.base import ConfigModel, check_imgsz
+
+__all__ = ["DetectorConfig"]
+
+
+class DetectorConfig(ConfigModel):
+    """Detection shared by all cameras; frames are batched across cameras."""
+
+    model: str | None = Field(
+        None,
+        title="Model",
+        description="ONNX file, .pt checkpoint or architecture name; none uses the bundled default model.",
+    )
+    device: str = Field("auto", title="Device", description="`auto`, `cpu`, `cuda:N` or `rocm:N`.")
+    imgsz: int | tuple[int, int] | None = Field(
+        None,
+        title="Input size",
+        description="Network input size: an int (long side; each camera gets an input shape matched to its aspect ratio when the model allows it) or [height, width]; none uses the model's own size.",
+    )
+    conf: float = Field(0.25, ge=0, le=1, title="Confidence", description="Minimum detection score.")
+    iou: float = Field(0.7, ge=0, le=1, title="NMS IoU", description="IoU threshold of non-maximum suppression.")
+    max_det: int = Field(300, ge=1, le=10000, title="Max detections", description="Most detections kept per frame.")
+    batch_size: int = Field(
+        4, ge=1, le=64, title="Batch size", description="Most frames (across cameras) in one inference batch."
+    )
+    threads: int = Field(
+        0,
+        ge=0,
+        le=256,
+        title="Inference threads",
+        description="ONNX Runtime intra-op threads; 0: one per physical core.",
+    )
+    spinning: bool = Field(
+        False,
+        title="Spin-wait",
+        description="Let ONNX Runtime's idle threads spin-wait between calls. Off by default in the app: spinning "
+        "threads take the cores that the camera readers and analytics threads need.",
+    )
+    batch_wait_ms: float = Field(
+        5.0,
+        ge=0,
+        le=1000,
+        title="Batch wait",
+        description="Milliseconds to wait for more frames before running a partial batch.",
+    )
+
+    @field_validator("imgsz")
+    @classmethod
+    def _imgsz(cls, value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
+        return check_imgsz(value)

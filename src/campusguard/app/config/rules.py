@@ -1,0 +1,214 @@
+"""Rule sections of a camera, one model per rule kind, told apart by ``kind``.
+
+The names end in ``Config`` (`IntrusionRuleConfig`), the rules they configure live in
+`campusguard.app.rules` (`IntrusionRule`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from campusguard.app.config.base import ConfigModel
+
+__all__ = [
+    "ClassRef",
+    "CrowdRuleConfig",
+    "FireLaneRuleConfig",
+    "IntrusionRuleConfig",
+    "LineCrossingRuleConfig",
+    "LoiteringRuleConfig",
+    "RuleConfig",
+    "RuleConfigBase",
+    "ZoneRuleConfigBase",
+    "class_ids",
+]
+
+_WINDOW = r"^([01]?\d|2[0-3]):[0-5]\d-(([01]?\d|2[0-3]):[0-5]\d|24:00)$"
+
+ClassRef = Annotated[int | str, Field(description="A class name (as the model names it) or a class id.")]
+
+
+def _person() -> list[ClassRef]:
+    return ["person"]
+
+
+def _vehicles() -> list[ClassRef]:
+    return ["car", "truck", "bus", "motorcycle"]
+
+
+class RuleConfigBase(ConfigModel):
+    """What every rule has: a name, the classes it watches, a cooldown and time windows."""
+
+    name: str | None = Field(
+        None,
+        title="Name",
+        description="Rule name for events, unique per camera; default `<kind>:<zone or line>`.",
+        max_length=64,
+    )
+    classes: list[ClassRef] = Field(
+        default_factory=_person,
+        title="Classes",
+        description="Classes the rule applies to, by name or id.",
+        min_length=1,
+        max_length=100,
+    )
+    cooldown_s: float = Field(
+        0.0,
+        ge=0,
+        le=86400,
+        title="Cooldown",
+        description="Seconds after an event starts before the same rule (per track for loitering) can start another.",
+    )
+    time_windows: list[Annotated[str, Field(pattern=_WINDOW)]] = Field(
+        default_factory=list,
+        title="Time windows",
+        description="Daily local wall-clock windows `HH:MM-HH:MM` (may wrap midnight, e.g. `22:00-06:00`) in which the rule is armed; empty means always.",
+        max_length=24,
+    )
+
+    def target(self) -> str | None:
+        """The zone or line the rule watches."""
+        return None
+
+    def display_name(self) -> str:
+        """``name``, or ``<kind>:<zone or line>``."""
+        return self.name or f"{getattr(self, 'kind', 'rule')}:{self.target() or 'frame'}"
+
+
+class ZoneRuleConfigBase(RuleConfigBase):
+    """What every zone rule has: its zone and the debouncing of presence in it."""
+
+    zone: str | None = Field(
+        None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera); required."
+    )
+    inertia: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        title="Inertia",
+        description="Frames an object's anchor must be inside the zone before it counts (debouncing).",
+    )
+    max_gap_s: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        title="Gap tolerance",
+        description="Seconds an object may vanish or step out without losing its time in the zone.",
+    )
+    end_grace_s: float = Field(
+        2.0, ge=0, le=3600, title="End grace", description="Seconds the condition may lapse before an open event ends."
+    )
+
+    def target(self) -> str | None:
+        return self.zone
+
+
+class IntrusionRuleConfig(ZoneRuleConfigBase):
+    """An object of the given classes inside a restricted zone."""
+
+    kind: Literal["intrusion"] = Field("intrusion", title="Kind", description="Rule kind.")
+    min_seconds: float = Field(
+        0.0,
+        ge=0,
+        le=86400,
+        title="Minimum seconds",
+        description="Seconds an object must stay inside before the event starts.",
+    )
+    per_track: bool = Field(
+        True, title="Per track", description="One event per intruding object (true) or one per zone episode (false)."
+    )
+
+
+class CrowdRuleConfig(ZoneRuleConfigBase):
+    """At least N objects inside a zone for at least T seconds."""
+
+    kind: Literal["crowd"] = Field("crowd", title="Kind", description="Rule kind.")
+    min_count: int = Field(5, ge=1, le=10000, title="Minimum count", description="Objects needed in the zone at once.")
+    min_seconds: float = Field(
+        5.0, ge=0, le=86400, title="Minimum seconds", description="Seconds the count must hold before the event starts."
+    )
+
+
+class FireLaneRuleConfig(ZoneRuleConfigBase):
+    """An object stationary inside the fire lane for at least T seconds."""
+
+    kind: Literal["fire_lane"] = Field("fire_lane", title="Kind", description="Rule kind.")
+    classes: list[ClassRef] = Field(
+        default_factory=_vehicles,
+        title="Classes",
+        description="Classes the rule applies to, by name or id.",
+        min_length=1,
+        max_length=100,
+    )
+    min_seconds: float = Field(
+        10.0, ge=0, le=86400, title="Minimum seconds", description="Seconds an object must stand still in the lane."
+    )
+    max_movement: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        title="Stationary movement",
+        description="Stationary means the anchor moved less than this fraction of the frame width over `stationary_window_s`.",
+    )
+    max_movement_px: float | None = Field(
+        None,
+        ge=0,
+        le=10000,
+        title="Stationary movement (pixels)",
+        description="The same threshold in pixels; overrides `max_movement`.",
+    )
+    stationary_window_s: float = Field(
+        1.0, gt=0, le=600, title="Stationary window", description="Seconds over which movement is measured."
+    )
+    per_track: bool = Field(
+        True, title="Per track", description="One event per stopped vehicle (true) or one per zone episode (false)."
+    )
+
+
+class LoiteringRuleConfig(ZoneRuleConfigBase):
+    """One tracked object inside a zone for at least T seconds."""
+
+    kind: Literal["loitering"] = Field("loitering", title="Kind", description="Rule kind.")
+    min_seconds: float = Field(
+        20.0, ge=0, le=86400, title="Minimum seconds", description="Seconds one tracked object must stay in the zone."
+    )
+
+
+class LineCrossingRuleConfig(RuleConfigBase):
+    """A tracked object crossing a line in a given direction; counts kept per direction."""
+
+    kind: Literal["line_crossing"] = Field("line_crossing", title="Kind", description="Rule kind.")
+    line: str = Field("line", title="Line", description="Name of the line (a line of the same camera).")
+    direction: Literal["in", "out", "both"] = Field(
+        "in", title="Direction", description="Crossing direction that raises an event."
+    )
+    hysteresis_px: float = Field(
+        0.0,
+        ge=0,
+        le=1000,
+        title="Hysteresis",
+        description="Anchors closer than this many pixels to the line keep their previous side (debounces jitter).",
+    )
+
+    def target(self) -> str | None:
+        return self.line
+
+
+RuleConfig = Annotated[
+    IntrusionRuleConfig | CrowdRuleConfig | FireLaneRuleConfig | LoiteringRuleConfig | LineCrossingRuleConfig,
+    Field(discriminator="kind"),
+]
+
+
+def class_ids(refs: Iterable[int | str], names: dict[int, str]) -> list[int]:
+    """Resolve class names or ids to ids with the model's ``names`` (id to name); unknown ones are skipped."""
+    by_name = {v: k for k, v in names.items()}
+    out = []
+    for ref in refs:
+        cid = ref if isinstance(ref, int) else by_name.get(ref)
+        if cid is not None and cid in names:
+            out.append(int(cid))
+    return out

@@ -1,0 +1,44 @@
+"""The one logging set-up of the CLI, shared by the root ``--verbose`` flag and every ``--log-level``.
+
+`logging.basicConfig` does nothing once the root logger has a handler, so calling it from the
+root callback and again from a command silently keeps the first level. `setup_logging` instead
+installs its stderr handler once and sets the root level every time: the last call wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from campusguard.errors import InvalidInputError
+
+__all__ = ["LOG_LEVELS", "setup_logging"]
+
+LOG_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _CliHandler(logging.StreamHandler):
+    """The CLI's stderr handler; its own class so a second set-up finds it instead of adding another."""
+
+
+def setup_logging(level: str) -> None:
+    """Log to stderr at ``level`` (one of `LOG_LEVELS`, any case) from now on.
+
+    Raises:
+        InvalidInputError: ``level`` is not a known level name.
+    """
+    number = LOG_LEVELS.get(level.lower())
+    if number is None:
+        raise InvalidInputError(f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    root = logging.getLogger()
+    if not any(isinstance(h, _CliHandler) for h in root.handlers):
+        handler = _CliHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(_FORMAT))
+        root.addHandler(handler)
+    root.setLevel(number)
