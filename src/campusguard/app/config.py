@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -36,6 +36,7 @@ __all__ = [
     "RuleConfig",
     "StorageConfig",
     "WatchConfig",
+    "FallRuleConfig",
     "ZoneConfig",
     "config_schema",
     "load_config",
@@ -345,7 +346,7 @@ class LineCrossingRule(_RuleCommon):
 
 
 RuleConfig = Annotated[
-    IntrusionRule | CrowdRule | FireLaneRule | LoiteringRule | LineCrossingRule,
+    Union[IntrusionRule, CrowdRule, FireLaneRule, LoiteringRule, LineCrossingRule, "FallRuleConfig"],  # noqa: UP007
     Field(discriminator="kind"),
 ]
 
@@ -717,9 +718,9 @@ def _reference_errors(cfg: WatchConfig) -> list[tuple[Loc, str]]:
                             f"rule names unknown line {rule.line!r}; camera {cam.id!r} has lines {line_names}",
                         )
                     )
-            elif rule.zone is None:  # type: ignore[union-attr]
+            elif rule.zone is None and not isinstance(rule, FallRuleConfig):  # a fall rule may watch anywhere
                 errors.append((("cameras", ci, "rules", ri), f"a {rule.kind} rule needs `zone`"))
-            elif rule.zone not in zone_names:
+            elif rule.zone is not None and rule.zone not in zone_names:
                 errors.append(
                     (
                         ("cameras", ci, "rules", ri, "zone"),
@@ -860,9 +861,9 @@ def _first_error(exc: ValidationError, data: Any) -> tuple[Loc, str]:
         msg = f"unknown key {loc[-1]!r}" if loc else "unknown key"
     elif err["type"] == "union_tag_invalid":
         kind = err["input"].get("kind") if isinstance(err.get("input"), dict) else None
-        msg = f"unknown rule kind {kind!r}; expected intrusion, crowd, fire_lane, loitering or line_crossing"
+        msg = f"unknown rule kind {kind!r}; expected intrusion, crowd, fire_lane, loitering, line_crossing or fall"
     elif err["type"] == "union_tag_not_found":
-        msg = "a rule needs `kind`: intrusion, crowd, fire_lane, loitering or line_crossing"
+        msg = "a rule needs `kind`: intrusion, crowd, fire_lane, loitering, line_crossing or fall"
     elif len(same) > 1:  # one error per union branch (e.g. int | str): say them together
         msg = f"invalid value {err.get('input')!r}: " + " or ".join(dict.fromkeys(e["msg"].lower() for e in same))
     msg = msg.removeprefix("Value error, ")
@@ -916,3 +917,48 @@ def load_config(path: str | Path) -> LoadedConfig:
 def config_schema() -> str:
     """The JSON Schema of `WatchConfig`, as indented JSON text."""
     return json.dumps(WatchConfig.model_json_schema(), indent=2)
+
+
+# fall rule (issue 10) ------------------------------------------------------------------------
+# Kept together at the end of the module so it moves as one block; `RuleConfig` names it.
+class FallRuleConfig(_ZoneRuleBase):
+    """A person down (fallen) for at least T seconds, in a zone or anywhere: a medical incident."""
+
+    kind: Literal["fall"] = Field("fall", title="Kind", description="Rule kind.")
+    zone: str | None = Field(
+        None, title="Zone", description="Name of the zone the rule watches; none watches the whole frame."
+    )
+    min_duration_s: float = Field(
+        3.0, ge=0, le=3600, title="Minimum duration", description="Seconds a person must be down before the event starts."
+    )
+    signal: Literal["auto", "detector-class", "track-shape"] = Field(
+        "auto",
+        title="Signal",
+        description="What says a person is down: the detector's fallen class (`detector-class`, e.g. model "
+        "fall-yolov8s), the track's shape over time (`track-shape`: upright before, then a box much wider "
+        "than tall, not moving), or `auto`: the detector's class where the model has one, else the shape.",
+    )
+    down_aspect: float = Field(
+        1.2, gt=0, le=20, title="Down aspect", description="track-shape: box width / height at or above which a person is down."
+    )
+    upright_aspect: float = Field(
+        1.5,
+        gt=0,
+        le=20,
+        title="Upright aspect",
+        description="track-shape: box height / width at or above which a person is upright (needed before a fall).",
+    )
+    max_movement: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        title="Stationary movement",
+        description="track-shape: not moving means the anchor moved less than this fraction of the frame width over `stationary_window_s`.",
+    )
+    stationary_window_s: float = Field(
+        1.0, gt=0, le=600, title="Stationary window", description="track-shape: seconds over which movement is measured."
+    )
+
+
+CameraConfig.model_rebuild()
+WatchConfig.model_rebuild()

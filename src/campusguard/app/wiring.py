@@ -13,6 +13,7 @@ import numpy as np
 from campusguard.app.config import (
     CameraConfig,
     CrowdRule,
+    FallRuleConfig,
     FireLaneRule,
     IntrusionRule,
     LineCrossingRule,
@@ -22,7 +23,7 @@ from campusguard.app.config import (
     class_ids,
 )
 from campusguard.app.pipeline import CameraGeometry
-from campusguard.app.rules import RULE_TYPES, RuleEngine
+from campusguard.app.rules import RULE_TYPES, RuleEngine, whole_frame_zone
 from campusguard.errors import InvalidInputError
 from campusguard.tracking import ByteTrackTracker
 from campusguard.zones import LineZone, PolygonZone
@@ -100,10 +101,9 @@ def build_camera(
                 )
                 rules.append(RULE_TYPES["line_crossing"](line=line, direction=rule.direction, **common))
                 continue
-            assert rule.zone is not None  # checked when the config was parsed
-            zone_kw = {
+            zone_kw = {  # only a fall rule may have no zone (checked when the config was parsed): the whole frame
                 **common,
-                "zone": zones[rule.zone],
+                "zone": zones[rule.zone] if rule.zone is not None else whole_frame_zone(resolution_wh),
                 "inertia": rule.inertia,
                 "max_gap_s": rule.max_gap_s,
                 "end_grace_s": rule.end_grace_s,
@@ -125,6 +125,18 @@ def build_camera(
                 rules.append(RULE_TYPES["intrusion"](min_seconds=rule.min_seconds, per_track=rule.per_track, **zone_kw))
             elif isinstance(rule, LoiteringRule):
                 rules.append(RULE_TYPES["loitering"](min_seconds=rule.min_seconds, **zone_kw))
+            elif isinstance(rule, FallRuleConfig):
+                rules.append(
+                    RULE_TYPES["fall"](
+                        min_seconds=rule.min_duration_s,
+                        signal=rule.signal,
+                        down_aspect=rule.down_aspect,
+                        upright_aspect=rule.upright_aspect,
+                        max_movement=rule.max_movement,
+                        stationary_window_s=rule.stationary_window_s,
+                        **zone_kw,
+                    )
+                )
         except InvalidInputError as exc:
             raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
     geometry = CameraGeometry(
