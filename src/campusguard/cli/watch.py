@@ -33,10 +33,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
+        from campusguard.app.model_warning import warn_for_config
         from campusguard.app.service import WatchService, run_until_stopped
 
         _setup_logging(log_level)
-        service = WatchService(load_config(config))
+        loaded = load_config(config)
+        warn_for_config(loaded.config)
+        service = WatchService(loaded)
         if not run_until_stopped(service, seconds):
             raise typer.Exit(1)
 
