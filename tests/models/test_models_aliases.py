@@ -139,3 +139,18 @@ def test_export_alias_fp16_int8_keep_the_class_mapping(tmp_path, assets_dir):
         assert det.names == {0: "person"}
         out = det(frame)
         assert len(out) >= 3 and "fallen" in out.data and set(out.class_id.tolist()) == {0}
+
+
+@needs_fall
+@pytest.mark.torch
+def test_torch_backend_runs_the_alias_checkpoint_with_the_same_mapping(assets_dir):
+    from campusguard.detector import Detector
+    from campusguard.io.images import read_image
+
+    frame = read_image(assets_dir / "zidane.jpg")
+    det = Detector("fall-yolov8s", backend="torch", device="cpu")
+    assert det.info.source.endswith("best.pt") and det.names == {0: "person"}
+    out = det(frame)
+    ref = Detector("fall-yolov8s", device="cpu", imgsz=640)(frame)
+    assert set(out.class_id.tolist()) <= {0} and out.data["fallen"].dtype == bool
+    assert abs(len(out) - len(ref)) <= 1  # rect letterbox (torch) vs the static 640x640 ONNX graph

