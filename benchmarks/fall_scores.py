@@ -35,14 +35,7 @@ from typing import Any
 
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]``."""
-    out: list[int] = []
-    for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
+from demo_scores import parse_seeds  # noqa: E402  (benchmarks/ is on the path when run as a script)
 
 
 def scores_on_truth_boxes(seed: int, seconds: float, work: Path, noisy: bool = False) -> Any:

@@ -225,9 +225,9 @@ class Detector:
         raw = self.backend.infer(self._buffer)
         t2 = time.perf_counter()
         dets = postprocess(raw[: len(chunk)], metas, self.conf, self.iou, self.max_det, self.classes, self.agnostic)
-        t3 = time.perf_counter()
         if self.class_map is not None:
             dets = [self.class_map.apply(d) for d in dets]
+        t3 = time.perf_counter()
         timings.preprocess_ms += (t1 - t0) * 1000
         timings.inference_ms += (t2 - t1) * 1000
         timings.postprocess_ms += (t3 - t2) * 1000
