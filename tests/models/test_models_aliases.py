@@ -154,3 +154,22 @@ def test_torch_backend_runs_the_alias_checkpoint_with_the_same_mapping(assets_di
     ref = Detector("fall-yolov8s", device="cpu", imgsz=640)(frame)
     assert set(out.class_id.tolist()) <= {0} and out.data["fallen"].dtype == bool
     assert abs(len(out) - len(ref)) <= 1  # rect letterbox (torch) vs the static 640x640 ONNX graph
+
+
+@needs_fall
+@pytest.mark.slow
+def test_bench_fp16_variant_of_the_alias_keeps_the_mapping(tmp_path, monkeypatch, assets_dir):
+    from campusguard.bench.prepare import prepare_onnx
+    from campusguard.detector import Detector
+    from campusguard.io.images import read_image
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path))
+    fp16 = prepare_onnx("fall-yolov8s", "fp16", 1, (640, 640))
+    assert fp16.name.startswith("fall-yolov8s.") and fp16.parent == tmp_path
+    det = Detector(fp16, device="cpu")
+    assert det.names == {0: "person"} and det.info.precision == "fp16"
+    assert len(det(read_image(assets_dir / "bus.jpg"))) >= 3
+    raw16 = prepare_onnx(
+        parse_model_ref("fall-yolov8s").path, "fp16", 1, (640, 640)
+    )  # the file by path: its own classes
+    assert raw16 != fp16 and Detector(raw16, device="cpu").names == {0: "Normal", 1: "Fall"}

@@ -79,21 +79,6 @@ def test_silent_with_real_weights(assets_dir, tmp_path):
     assert _warned(tmp_path / "yolov8n.onnx", [assets_dir / "bus.jpg"]) == (False, "")
 
 
-def test_watch_config_warns_per_camera_model(synth_video):
-    from campusguard.app.config import parse_config
-    from campusguard.app.model_warning import warn_for_config
-
-    def cfg(text: str):
-        return parse_config(text).config
-
-    out = io.StringIO()
-    assert not warn_for_config(cfg(f"cameras:\n  - id: a\n    source: {synth_video}\n"), out)
-    assert warn_for_config(cfg(f"cameras:\n  - id: a\n    source: {synth_video}\n  - id: b\n    source: 0\n"), out)
-    real_weights = "detector:\n  model: fall-yolov8s\ncameras:\n  - id: b\n    source: 0\n"
-    assert not warn_for_config(cfg(real_weights), out)
-    assert out.getvalue().count("\n") == 1
-
-
 def test_predict_cli_prints_the_warning_once(assets_dir, tmp_path, synth_video):
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
