@@ -52,7 +52,7 @@ def to_yolo_txt(detections: Detections, resolution_wh: tuple[int, int], with_con
 
 
 def to_records(detections: Detections, names: dict[int, str] | None = None) -> list[dict[str, Any]]:
-    """Plain dicts (JSON-ready), one per detection."""
+    """Plain dicts (JSON-ready), one per detection; boolean ``data`` flags (``fallen``) included."""
     recs = []
     for i in range(len(detections)):
         cls = int(detections.class_id[i])
@@ -64,5 +64,8 @@ def to_records(detections: Detections, names: dict[int, str] | None = None) -> l
         }
         if detections.tracker_id is not None:
             rec["tracker_id"] = int(detections.tracker_id[i])
+        for key, values in detections.data.items():  # per-detection flags such as ``fallen``
+            if values.dtype == bool and values.ndim == 1:
+                rec[key] = bool(values[i])
         recs.append(rec)
     return recs

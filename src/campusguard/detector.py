@@ -17,6 +17,7 @@ import numpy as np
 from campusguard.backends.base import Backend, ModelInfo
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
+from campusguard.models.aliases import alias_of
 from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
 from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, parse_imgsz, to_bgr_uint8
@@ -60,8 +61,10 @@ class Detector:
     """YOLOv8 detector with Ultralytics-identical pre- and post-processing.
 
     Args:
-        model: ``None`` (bundled default), a ``.onnx`` or ``.pt`` path, or ``yolov8n``..``yolov8x``
-            (random weights: speed and memory work only).
+        model: ``None`` (bundled default), a ``.onnx`` or ``.pt`` path, an alias such as
+            ``fall-yolov8s`` (`campusguard.models.aliases`: its classes come out as COCO ids, with
+            extra flags such as ``data["fallen"]``), or ``yolov8n``..``yolov8x`` (random weights:
+            speed and memory work only).
         device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
         imgsz: network input as an int (square) or ``(height, width)``; ``None`` (default): the
             size the model was trained or exported at (its ``imgsz`` metadata), else 640. A model
@@ -127,6 +130,10 @@ class Detector:
             allow_spinning=spinning,
         )
         info = self.backend.info
+        self.class_map = alias.class_map if (alias := alias_of(model, info)) is not None else None
+        if self.class_map is not None:  # filters and NMS see the model's own classes
+            self.classes = None if self.classes is None else self.class_map.model_ids(self.classes)
+            self.agnostic = agnostic or self.class_map.merges_classes
         if imgsz is None:
             self.imgsz_hw = info.input_hw or _metadata_imgsz(info.extra.get("imgsz")) or self.imgsz_hw
         if info.input_hw is not None and info.input_hw != self.imgsz_hw:
@@ -145,8 +152,8 @@ class Detector:
     # properties --------------------------------------------------------------------------
     @property
     def names(self) -> dict[int, str]:
-        """Class id to name, from the model's metadata."""
-        return self.backend.info.names
+        """Class id to name, from the model's metadata (the COCO names of an alias's mapped classes)."""
+        return self.class_map.names if self.class_map is not None else self.backend.info.names
 
     @property
     def provider(self) -> str:
@@ -218,6 +225,8 @@ class Detector:
         raw = self.backend.infer(self._buffer)
         t2 = time.perf_counter()
         dets = postprocess(raw[: len(chunk)], metas, self.conf, self.iou, self.max_det, self.classes, self.agnostic)
+        if self.class_map is not None:
+            dets = [self.class_map.apply(d) for d in dets]
         t3 = time.perf_counter()
         timings.preprocess_ms += (t1 - t0) * 1000
         timings.inference_ms += (t2 - t1) * 1000

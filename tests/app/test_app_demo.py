@@ -84,3 +84,24 @@ def test_demo_end_to_end_scores_and_outputs(tmp_path: Path) -> None:
         detector_factory=lambda *a: TruthDetector(tmp_path / f"campus-seed{seed}.json", NAMES),
     )
     assert len(result2.events) == len(result.events)
+
+
+def test_demo_with_falls_adds_the_fall_rule_and_finds_every_fall(tmp_path: Path) -> None:
+    seed = 2
+    result = run_demo(
+        seed=seed,
+        out_dir=tmp_path,
+        seconds=25,
+        out=io.StringIO(),
+        detector_factory=lambda *a: TruthDetector(tmp_path / f"campus-seed{seed}.json", NAMES),
+        falls=True,
+    )
+    rules = yaml.safe_load(result.config.read_text())["cameras"][0]["rules"]
+    fall_rule = next(r for r in rules if r["kind"] == "fall")
+    assert fall_rule["min_duration_s"] == 3.0 and "zone" not in fall_rule  # anywhere, as the truth counts falls
+    scripted = json.loads(result.truth.read_text())["incidents"]
+    assert any(i["kind"] == "fall" for i in scripted)
+    assert result.scores.per_kind["fall"].f1 == pytest.approx(1.0)
+    assert result.scores.overall.f1 == pytest.approx(1.0)
+    falls = [e for e in result.events if e.rule_kind == "fall"]
+    assert falls and all(e.details["signal"] == "track-shape" for e in falls)

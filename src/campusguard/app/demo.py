@@ -97,6 +97,22 @@ def demo_config(
             if "stationary_window_s" in p:
                 rule["stationary_window_s"] = float(p["stationary_window_s"])
         rules.append(rule)
+    if "fall" in params:  # videos with scripted falls: the fall rule, anywhere in the frame, as the truth counts them
+        p = params["fall"]
+        rules.append(
+            {
+                "kind": "fall",
+                "classes": ["person"],
+                "min_duration_s": float(p["min_seconds"]),
+                "down_aspect": float(p["down_aspect"]),
+                "upright_aspect": float(p["upright_aspect"]),
+                "max_movement": float(p["stationary_frac"]),
+                "stationary_window_s": float(p["stationary_window_s"]),
+                "inertia": 2,
+                "max_gap_s": 1.0,
+                "end_grace_s": 1.0,
+            }
+        )
     cam["rules"] = rules
     if model is not None:
         data.setdefault("detector", {})["model"] = str(model)
@@ -147,8 +163,11 @@ def run_demo(
     detector_factory: DetectorFactory | None = None,
     size_wh: tuple[int, int] = (640, 360),
     fps: int = 10,
+    falls: bool = False,
 ) -> DemoResult:
-    """Generate, watch, score and summarise one synthetic scenario (see the module docstring)."""
+    """Generate, watch, score and summarise one synthetic scenario (see the module docstring).
+
+    ``falls``: the video also scripts people who fall, and the config gets a fall rule."""
     from campusguard.data.synth.video import generate_video
 
     out = out or sys.stdout
@@ -160,7 +179,9 @@ def run_demo(
         file=out,
         flush=True,
     )
-    truth = generate_video(seed, out_dir, size_wh=size_wh, seconds=seconds, fps=fps, name=f"campus-seed{seed}")
+    truth = generate_video(
+        seed, out_dir, size_wh=size_wh, seconds=seconds, fps=fps, name=f"campus-seed{seed}", falls=falls
+    )
     video = out_dir / truth.video
     truth_path = video.with_suffix(".json")
     truth_dict = truth.to_dict()

@@ -15,6 +15,7 @@ import numpy as np
 from campusguard.app.config import (
     CameraConfig,
     CrowdRuleConfig,
+    FallRuleConfig,
     FireLaneRuleConfig,
     IntrusionRuleConfig,
     LineConfig,
@@ -27,12 +28,14 @@ from campusguard.app.config import (
 from campusguard.app.pipeline import CameraGeometry
 from campusguard.app.rules import (
     CrowdRule,
+    FallRule,
     FireLaneRule,
     IntrusionRule,
     LineCrossingRule,
     LoiteringRule,
     Rule,
     RuleEngine,
+    whole_frame_zone,
 )
 from campusguard.errors import InvalidInputError
 from campusguard.tracking import ByteTrackTracker
@@ -88,16 +91,25 @@ def _build_rule(
     if isinstance(rule, LineCrossingRuleConfig):
         line = lines[rule.line].build(resolution_wh, hysteresis_px=rule.hysteresis_px)
         return LineCrossingRule(line=line, direction=rule.direction, **common)
-    assert rule.zone is not None
-    zone_kw = {
+    zone_kw = {  # only a fall rule may have no zone (checked when the file was parsed): the whole frame
         **common,
-        "zone": zones[rule.zone],
-        "anchor": anchors[rule.zone],
+        "zone": zones[rule.zone] if rule.zone is not None else whole_frame_zone(resolution_wh),
+        "anchor": anchors.get(rule.zone, "bottom_center") if rule.zone is not None else "bottom_center",
         "inertia": rule.inertia,
         "max_gap_s": rule.max_gap_s,
         "end_grace_s": rule.end_grace_s,
-        "min_seconds": rule.min_seconds,
     }
+    if isinstance(rule, FallRuleConfig):
+        return FallRule(
+            min_seconds=rule.min_duration_s,
+            signal=rule.signal,
+            down_aspect=rule.down_aspect,
+            upright_aspect=rule.upright_aspect,
+            max_movement=rule.max_movement,
+            stationary_window_s=rule.stationary_window_s,
+            **zone_kw,
+        )
+    zone_kw["min_seconds"] = rule.min_seconds
     if isinstance(rule, CrowdRuleConfig):
         return CrowdRule(min_count=rule.min_count, **zone_kw)
     if isinstance(rule, FireLaneRuleConfig):

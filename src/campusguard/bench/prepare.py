@@ -130,9 +130,11 @@ def prepare_onnx(
         per_channel: INT8 per-channel weight scales.
         reduce_range: INT8 7-bit weights (avoids u8s8 saturation on AVX2 kernels).
     """
-    from campusguard.models.export import convert_fp16, export_onnx, quantize_int8
+    from campusguard.models.aliases import alias_for
+    from campusguard.models.export import convert_fp16, export_onnx, quantize_int8, stamp_alias
 
     ref = parse_model_ref(model)
+    alias = alias_for(model)
     if ref.kind == "onnx":
         assert ref.path is not None
         fp32 = ref.path
@@ -148,14 +150,20 @@ def prepare_onnx(
         out = fp32.with_name(fp32.stem.replace("-fp32", "") + "-fp16.onnx")
         if ref.kind == "onnx":
             out = cache_dir() / f"{fp32.stem}-{hashlib.sha1(str(fp32.resolve()).encode()).hexdigest()[:8]}-fp16.onnx"
+        if alias is not None:  # the alias's variant carries its class mapping; the same file by path does not
+            out = out.with_name(f"{alias.name}.{out.name}")
         if not out.is_file():
             convert_fp16(fp32, out)
+            stamp_alias(out, alias)
         return out
     if precision == "int8":
         if not calibration:
             raise InvalidInputError("INT8 needs calibration images: pass --calib DIR or --data DATASET_YAML")
         out = int8_path(fp32, calibration, per_channel, reduce_range)
+        if alias is not None:
+            out = out.with_name(f"{alias.name}.{out.name}")
         if not out.is_file():
             quantize_int8(fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range)
+            stamp_alias(out, alias)
         return out
     raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")

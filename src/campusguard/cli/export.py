@@ -30,7 +30,8 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs/export"), "--out", "-o", help="Output folder."),
     ) -> None:
         """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
-        from campusguard.models.export import convert_fp16, export_onnx, quantize_int8
+        from campusguard.models.aliases import alias_for
+        from campusguard.models.export import convert_fp16, export_onnx, quantize_int8, stamp_alias
         from campusguard.models.registry import parse_model_ref
         from campusguard.ops.preprocess import parse_imgsz
 
@@ -41,6 +42,7 @@ def register(app: typer.Typer) -> None:
         if int8 and data is None:
             raise InvalidInputError("--int8 needs --data with calibration images")
         ref = parse_model_ref(model)
+        alias = alias_for(model)
         check_images = _images(data, calib_images) if data is not None else _sample_images()
         out.mkdir(parents=True, exist_ok=True)
         for size in imgsz:
@@ -57,10 +59,12 @@ def register(app: typer.Typer) -> None:
                 p16 = out / f"{base}.{tag}.fp16.onnx"
                 convert_fp16(fp32, p16)
                 _report(p16, fp32, check_images, hw)
+                stamp_alias(p16, alias)  # after the parity check, which compares the raw classes
             if int8:
                 p8 = out / f"{base}.{tag}.int8.onnx"
                 quantize_int8(fp32, p8, check_images)
                 _report(p8, fp32, check_images, hw)
+                stamp_alias(p8, alias)
 
 
 def _images(data: Path, limit: int) -> list[Path]:

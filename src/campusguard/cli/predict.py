@@ -56,8 +56,10 @@ def register(app: typer.Typer) -> None:
             raise InvalidInputError(f"--batch {batch} must be at least 1")
         from campusguard.detector import Detector
         from campusguard.io.sources import list_media
+        from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
 
         files = list_media(source)  # fail early on a missing source
+        warn_if_synthetic_model_on_real(model, [source])
         det = Detector(
             model,
             device=device,

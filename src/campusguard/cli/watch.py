@@ -32,10 +32,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
+        from campusguard.app.model_warning import warn_for_config
         from campusguard.app.service import WatchService, run_until_stopped
 
         _apply_log_level(log_level)
-        service = WatchService(load_config(config))
+        loaded = load_config(config)
+        warn_for_config(loaded.config)
+        service = WatchService(loaded)
         if not run_until_stopped(service, seconds):
             raise typer.Exit(1)
 
@@ -51,13 +54,16 @@ def register(app: typer.Typer) -> None:
             40.0, "--seconds", min=5, max=600, help="Length of the generated video in seconds."
         ),
         model: str = typer.Option(None, "--model", help="Model to use instead of the bundled default."),
+        falls: bool = typer.Option(
+            False, "--falls", help="Also script people who fall, and watch them with a fall rule."
+        ),
         log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
     ) -> None:
         """Generate a synthetic campus video with scripted incidents, watch it, and score what was found."""
         from campusguard.app.demo import run_demo
 
         _apply_log_level(log_level)
-        result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model)
+        result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model, falls=falls)
         if not result.clean:
             raise typer.Exit(1)
 

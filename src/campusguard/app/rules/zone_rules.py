@@ -142,6 +142,10 @@ class _ZoneRule:
             return {}
         return {t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
 
+    def _event_details(self, tracker_id: int) -> dict[str, object]:
+        """Extras a rule puts on the start of a per-track event (none by default)."""
+        return {}
+
     def _step_per_track(
         self,
         timestamp_s: float,
@@ -167,7 +171,9 @@ class _ZoneRule:
                 {tid: q[0]} if q is not None else {},
                 onset_s=None if q is None else q[1],
                 count=1 if q is not None else None,
-                details=None if q is None or episode.is_open else {"dwell_s": round(timestamp_s - q[1], 3)},
+                details=None
+                if q is None or episode.is_open
+                else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)},
             )
             cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
             if not episode.is_open and tid not in self.presence.tracks and cooled:

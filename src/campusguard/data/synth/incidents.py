@@ -12,6 +12,11 @@ frame time at which it holds.
   (which must exist for that track).
 - ``intrusion``: one person inside ``restricted``.
 - ``loitering``: one track (any class) inside ``loiter_area``.
+- ``fall`` (only when ``RuleParams.fall_min_seconds`` is set): one person anywhere in the
+  frame (zone ``frame``) who is down: the box is at least ``fall_down_aspect`` times wider than
+  tall, the track was upright (at least ``fall_upright_aspect`` times taller than wide) on an
+  earlier frame, and it is stationary as for ``fire_lane``. The app's ``FallRule`` with
+  ``signal: track-shape``.
 - ``line_crossing``: instantaneous, at the first frame on the ``in_side`` of ``fence_line``
   after a frame on the other side, when the anchor's move crosses the line segment itself.
   Side convention (pixels, y down): walking from ``points[0]`` to ``points[1]`` on screen,
@@ -65,10 +70,26 @@ class RuleParams:
     intrusion_min_seconds: float = 0.5
     stationary_frac: float = 0.02
     stationary_window_s: float = 1.0
+    fall_min_seconds: float | None = None  # None: no fall incidents (videos without scripted falls)
+    fall_down_aspect: float = 1.2
+    fall_upright_aspect: float = 1.5
 
     def to_dict(self) -> dict:
         """The ``params`` block of the ground-truth JSON."""
-        return {
+        fall = (
+            {}
+            if self.fall_min_seconds is None
+            else {
+                "fall": {
+                    "min_seconds": self.fall_min_seconds,
+                    "down_aspect": self.fall_down_aspect,
+                    "upright_aspect": self.fall_upright_aspect,
+                    "stationary_frac": self.stationary_frac,
+                    "stationary_window_s": self.stationary_window_s,
+                }
+            }
+        )
+        return fall | {
             "crowd": {"min_count": self.crowd_min_count, "min_seconds": self.crowd_min_seconds},
             "fire_lane": {
                 "min_seconds": self.fire_lane_min_seconds,
@@ -142,6 +163,22 @@ def _held(times: list[float], flags: list[bool], min_s: float) -> list[tuple[int
     return out
 
 
+def _falls(
+    tid: int, shapes: dict[int, tuple[float, float]], still: list[bool], times: list[float], params: RuleParams
+) -> list[Incident]:
+    """Fall incidents of one person track (see the module docstring)."""
+    assert params.fall_min_seconds is not None
+    flags, was_upright = [], False
+    for i in range(len(times)):
+        wh = shapes.get(i)
+        down = wh is not None and wh[0] >= params.fall_down_aspect * max(wh[1], 1e-6)
+        flags.append(down and was_upright and still[i])
+        was_upright = was_upright or (wh is not None and not down and wh[1] >= params.fall_upright_aspect * wh[0])
+    return [
+        Incident("fall", "frame", times[k], times[b], (tid,)) for k, b in _held(times, flags, params.fall_min_seconds)
+    ]
+
+
 def compute_incidents(
     frames: list[dict],
     zones: dict[str, np.ndarray],
@@ -166,10 +203,12 @@ def compute_incidents(
     times = [float(f["t"]) for f in frames]
     n = len(frames)
     anchors: dict[int, dict[int, tuple[float, float, int]]] = {}
+    shapes: dict[int, dict[int, tuple[float, float]]] = {}  # track -> frame -> (width, height)
     for i, f in enumerate(frames):
         for o in f["objects"]:
-            x1, _, x2, y2 = o["xyxy"]
+            x1, y1, x2, y2 = o["xyxy"]
             anchors.setdefault(int(o["track_id"]), {})[i] = ((x1 + x2) / 2.0, y2, int(o["class_id"]))
+            shapes.setdefault(int(o["track_id"]), {})[i] = (x2 - x1, y2 - y1)
 
     def inside(tid: int, i: int, zone: str) -> bool:
         a = anchors[tid].get(i)
@@ -185,18 +224,18 @@ def compute_incidents(
         ids = sorted({t for i in range(k, b + 1) for t in members[i]})
         incidents.append(Incident("crowd", "danger_area", times[k], times[b], tuple(ids)))
     lag = max(1, round(params.stationary_window_s * fps))
+    def still(seen: dict[int, tuple[float, float, int]], i: int) -> bool:
+        a, prev = seen.get(i), seen.get(i - lag)
+        return (
+            a is not None and prev is not None and np.hypot(a[0] - prev[0], a[1] - prev[1]) < params.stationary_frac * width
+        )
+
     for tid, seen in anchors.items():
         cls = next(iter(seen.values()))[2]
+        if cls == PERSON and params.fall_min_seconds is not None:
+            incidents += _falls(tid, shapes[tid], [still(seen, i) for i in range(n)], times, params)
         if cls in VEHICLE_CLASS_IDS:
-            flags = []
-            for i in range(n):
-                a, prev = seen.get(i), seen.get(i - lag)
-                still = (
-                    a is not None
-                    and prev is not None
-                    and np.hypot(a[0] - prev[0], a[1] - prev[1]) < params.stationary_frac * width
-                )
-                flags.append(still and inside(tid, i, "fire_lane"))
+            flags = [still(seen, i) and inside(tid, i, "fire_lane") for i in range(n)]
             for k, b in _held(times, flags, params.fire_lane_min_seconds):
                 incidents.append(Incident("fire_lane", "fire_lane", times[k], times[b], (tid,)))
         if cls == PERSON:

@@ -24,6 +24,7 @@ __all__ = [
     "draw_object",
     "draw_prop",
     "draw_rider",
+    "lying",
     "object_size_m",
     "PROP_KINDS",
     "VIEWS",
@@ -437,6 +438,13 @@ def draw_object(class_id: int, px_per_m: float, view: str, look: Look, light: Li
     img: np.ndarray = cv.img
     if view == "left":
         img = cv2.flip(img, 1)
+    return Sprite(img, (img.shape[1] // 2, img.shape[0] - 1))
+
+
+def lying(sprite: Sprite) -> Sprite:
+    """The sprite turned a quarter (head to the right): a person lying on the ground, anchored
+    at the bottom-centre of the turned patch."""
+    img = np.ascontiguousarray(cv2.rotate(sprite.bgra, cv2.ROTATE_90_CLOCKWISE))
     return Sprite(img, (img.shape[1] // 2, img.shape[0] - 1))
 
 

@@ -39,7 +39,7 @@ from campusguard.data.synth.incidents import RuleParams, compute_incidents, side
 from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, compose
 from campusguard.data.synth.scene import render_background
-from campusguard.data.synth.sprites import Look, draw_object, draw_rider, random_look
+from campusguard.data.synth.sprites import Look, draw_object, draw_rider, lying, random_look
 from campusguard.errors import InvalidInputError
 
 __all__ = [
@@ -72,6 +72,10 @@ class Actor:
     keys: list[tuple[float, float, float]] = field(default_factory=list)
     stride_m: float = 1.4
     rider: tuple[int, Look] | None = None  # (track id, look) of a person riding this bicycle/motorcycle
+    down: tuple[float, float] | None = None  # [fall, get-up) seconds during which this person lies on the ground
+
+    def is_down(self, t: float) -> bool:
+        return self.down is not None and self.down[0] <= t < self.down[1]
 
     def start(self, t: float, x: float, z: float) -> Actor:
         self.keys = [(t, x, z)]
@@ -241,9 +245,28 @@ def _loitering(rng: np.random.Generator, cam: Camera, t0: float, ids: _Ids) -> _
 _SCRIPTS = {"crowd": _crowd, "fire_lane": _fire_lane, "intrusion": _intrusion, "loitering": _loitering}
 
 
+def _fall(rng: np.random.Generator, cam: Camera, t0: float, ids: _Ids) -> _Script:
+    """A person walks off the near sidewalk, falls in the open strip between the zones and the
+    sidewalk (no zone), lies still, gets up and walks away (only with ``falls=True``)."""
+    a = _person(rng, ids)
+    speed = float(rng.uniform(1.1, 1.5))
+    z_walk = float(rng.uniform(*NEAR_WALK_Z))
+    d = 1 if rng.random() < 0.5 else -1
+    spot = (float(rng.uniform(-2.5, 1.5)), float(rng.uniform(12.2, 13.4)))
+    a.start(t0, -d * (cam.half_width_m(z_walk) + 1.0), z_walk).to(spot[0] - d * 1.5, z_walk, speed).to(*spot, speed)
+    fell = a.t_end + float(rng.uniform(0.0, 0.6))
+    a.wait(fell - a.t_end + float(rng.uniform(6.0, 9.0)))
+    a.down = (fell, a.t_end)
+    a.wait(float(rng.uniform(0.8, 1.5)))  # stands a moment after getting up
+    a.to(d * (cam.half_width_m(z_walk) + 1.0), z_walk, speed)
+    return _Script("fall", [a], (fell, a.down[1]))
+
+
 def _shift(script: _Script, dt: float) -> _Script:
     for a in script.actors:
         a.keys = [(t + dt, x, z) for t, x, z in a.keys]
+        if a.down is not None:
+            a.down = (a.down[0] + dt, a.down[1] + dt)
     return _Script(script.kind, script.actors, (script.window[0] + dt, script.window[1] + dt))
 
 
@@ -265,7 +288,8 @@ def _simulated_window(
             if st is not None and st[1] > 1.0:
                 u, v = cam.project(np.array([[st[0], st[1]]]))[0]
                 v = min(v, cam.height)  # boxes are clipped to the frame
-                objs.append({"track_id": a.track_id, "class_id": a.class_id, "xyxy": [u - 2, v - 20, u + 2, v]})
+                box = [u - 20, v - 4, u + 20, v] if a.is_down(i / fps) else [u - 2, v - 20, u + 2, v]
+                objs.append({"track_id": a.track_id, "class_id": a.class_id, "xyxy": box})
         frames.append({"frame": i, "t": i / fps, "objects": objs})
     found = compute_incidents(frames, zones, fence, cam.width, fps, rules)
     if not found:
@@ -283,10 +307,13 @@ def _schedule(
     zones: dict[str, np.ndarray],
     fence: tuple[np.ndarray, np.ndarray, str],
     rules: RuleParams,
+    falls: bool = False,
 ) -> list[_Script]:
     """Scripted incidents, shifted in time so their incident windows are at least `_GAP_S` apart."""
     kinds = list(_SCRIPTS)
     rng.shuffle(kinds)
+    if falls:
+        kinds.insert(0, "fall")  # first, so every video with falls has at least one
     if seed % 2 == 1:
         kinds = kinds[: int(rng.integers(2, 4))]
     scripts: list[_Script] = []
@@ -296,7 +323,7 @@ def _schedule(
         added = False
         for kind in kinds:
             saved = ids.next
-            script = _SCRIPTS[kind](rng, cam, 0.0, ids)
+            script = (_fall if kind == "fall" else _SCRIPTS[kind])(rng, cam, 0.0, ids)
             window = _simulated_window(script, cam, zones, fence, fps, rules)
             if window is None:
                 ids.next = saved
@@ -445,6 +472,9 @@ class SynthVideo:
         seconds: length in seconds.
         fps: frame rate.
         rules: rule thresholds used to compute the incidents.
+        falls: also script people who fall, lie still and get up (incident kind ``fall``; their
+            truth objects carry ``"fallen": true`` while down). Off by default, so the videos
+            of every seed stay what they were.
     """
 
     def __init__(
@@ -454,6 +484,7 @@ class SynthVideo:
         seconds: float = 40.0,
         fps: int = 10,
         rules: RuleParams | None = None,
+        falls: bool = False,
     ) -> None:
         if seed < 0 or fps < 1 or seconds <= 0 or min(size_wh) < 16:
             raise InvalidInputError(f"bad video arguments: seed {seed}, size {size_wh}, seconds {seconds}, fps {fps}")
@@ -463,7 +494,8 @@ class SynthVideo:
             float(seconds),
             int(fps),
         )
-        self.rules = rules or RuleParams()
+        self.falls = bool(falls)
+        self.rules = rules or (RuleParams(fall_min_seconds=3.0) if self.falls else RuleParams())
         self.num_frames = int(round(self.seconds * self.fps))
         W, H = self.size_wh
         self.camera = Camera.for_frame(W, H)
@@ -480,7 +512,9 @@ class SynthVideo:
         self.fence_in_side = "right" if side_of_line(inner, *self.fence_points) > 0 else "left"
         ids = _Ids()
         fence = (*self.fence_points, self.fence_in_side)
-        self.scripts = _schedule(rng, self.camera, seed, self.seconds, self.fps, ids, self.zones, fence, self.rules)
+        self.scripts = _schedule(
+            rng, self.camera, seed, self.seconds, self.fps, ids, self.zones, fence, self.rules, self.falls
+        )
         self.actors = [a for s in self.scripts for a in s.actors] + _background(
             rng, self.camera, self.seconds, self.scripts, ids
         )
@@ -492,6 +526,7 @@ class SynthVideo:
         t = index / self.fps
         frame = self.background.copy()
         items: list[Placed] = []
+        fallen: set[int] = set()
         for a in self.actors:
             st = a.state(t)
             if st is None:
@@ -504,7 +539,13 @@ class SynthVideo:
                 view = "right"
             moving = a.class_id == PERSON and (st[2] != 0 or st[3] != 0)
             phase = 2 * np.pi * dist / a.stride_m if moving else 0.0
+            down = a.is_down(t)
+            if down:
+                phase = 0.0
             sprite = draw_object(a.class_id, self.camera.px_per_m(z), view, a.look, self.lighting, phase=phase)
+            if down:
+                sprite = lying(sprite)
+                fallen.add(a.track_id)
             u, v = self.camera.project(np.array([[x, z]]))[0]
             items.append(Placed(sprite, float(u), float(v), z, a.class_id, a.track_id))
             if a.rider is not None:
@@ -514,7 +555,11 @@ class SynthVideo:
         objects = compose(frame, items, min_visible=_VIDEO_MIN_VISIBLE, min_size_px=12.0 * s)
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xF4A3E, index]))
         self.noise.add(frame, rng, self.noise_level)
-        labels = [{"track_id": o.key, "class_id": o.class_id, "xyxy": [round(c, 1) for c in o.xyxy]} for o in objects]
+        labels = [
+            {"track_id": o.key, "class_id": o.class_id, "xyxy": [round(c, 1) for c in o.xyxy]}
+            | ({"fallen": True} if o.key in fallen else {})
+            for o in objects
+        ]
         return frame, labels
 
     def frames(self) -> Iterator[tuple[int, float, np.ndarray]]:
@@ -555,14 +600,14 @@ class SynthVideo:
 
 
 def iter_video_frames(
-    seed: int, size_wh: tuple[int, int] = (640, 360), seconds: float = 40.0, fps: int = 10
+    seed: int, size_wh: tuple[int, int] = (640, 360), seconds: float = 40.0, fps: int = 10, falls: bool = False
 ) -> Iterator[tuple[int, float, np.ndarray]]:
     """Yield ``(frame_index, t_seconds, frame_bgr)`` of the video made with ``seed``, in memory.
 
     Frames are identical to those `generate_video` writes (before mp4 compression). The truth
     of the same video is `video_truth` with the same arguments.
     """
-    yield from SynthVideo(seed, size_wh, seconds, fps).frames()
+    yield from SynthVideo(seed, size_wh, seconds, fps, falls=falls).frames()
 
 
 def video_truth(
@@ -571,9 +616,10 @@ def video_truth(
     seconds: float = 40.0,
     fps: int = 10,
     video_name: str = "video_000.mp4",
+    falls: bool = False,
 ) -> VideoTruth:
     """Ground truth of the video made with ``seed`` without writing anything (renders every frame)."""
-    return SynthVideo(seed, size_wh, seconds, fps).truth(video_name=video_name)
+    return SynthVideo(seed, size_wh, seconds, fps, falls=falls).truth(video_name=video_name)
 
 
 def generate_video(
@@ -583,11 +629,14 @@ def generate_video(
     seconds: float = 40.0,
     fps: int = 10,
     name: str = "video_000",
+    falls: bool = False,
 ) -> VideoTruth:
-    """Write ``out_dir/<name>.mp4`` (mp4v) and ``out_dir/<name>.json`` (ground truth); return the truth."""
+    """Write ``out_dir/<name>.mp4`` (mp4v) and ``out_dir/<name>.json`` (ground truth); return the truth.
+
+    ``falls``: also script people who fall (see `SynthVideo`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    video = SynthVideo(seed, size_wh, seconds, fps)
+    video = SynthVideo(seed, size_wh, seconds, fps, falls=falls)
     path = out / f"{name}.mp4"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
     if not writer.isOpened():

@@ -1,0 +1,161 @@
+"""`FallRule`: a person who is down for ``min_seconds`` in a zone (or anywhere) raises a medical incident.
+
+Two signals say that a tracked person is down on a frame:
+
+- ``detector-class``: the detector has a fallen class and says so on the detection
+  (``Detections.data["fallen"]``, as the ``fall-yolov8s`` alias gives);
+- ``track-shape``: for detectors without one, from the track's box over time: the track was
+  seen upright (height >= ``upright_aspect`` x width) earlier, its box is now much wider than
+  tall (width >= ``down_aspect`` x height), and it is not moving (its anchor stayed within
+  ``max_movement`` x frame width over ``stationary_window_s``, as `FireLaneRule` measures it).
+
+``signal="auto"`` (the default) uses the detector's class on frames whose detections carry
+``data["fallen"]`` and the track's shape otherwise. Every event says which one fired in
+``details["signal"]``.
+
+Semantics match `campusguard.data.synth.incidents` (``fall``): ``start_s`` is the first frame
+time at which the person has been down for ``min_seconds``, ``end_s`` the last frame time at
+which they were down. One event per person; inertia, gap tolerance, id-switch stitching, end
+grace and cooldown as the other zone rules (`campusguard.app.rules.base`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+
+from campusguard.app.events.types import Event, RuleKind
+from campusguard.app.rules.zone_rules import FireLaneRule
+from campusguard.detections import Detections
+from campusguard.errors import InvalidInputError
+from campusguard.zones import PolygonZone
+
+__all__ = ["FallRule", "FallSignal", "FALLEN_KEY", "SIGNALS", "whole_frame_zone"]
+
+FallSignal = Literal["auto", "detector-class", "track-shape"]
+SIGNALS: tuple[str, ...] = ("auto", "detector-class", "track-shape")
+FALLEN_KEY = "fallen"  # the per-detection bool array a detector with a fallen class puts in ``data``
+
+
+def whole_frame_zone(resolution_wh: tuple[int, int], name: str = "frame") -> PolygonZone:
+    """A zone covering the whole frame, for a fall rule that watches anywhere."""
+    w, h = resolution_wh
+    return PolygonZone([(0, 0), (w, 0), (w, h), (0, h)], name, resolution_wh=resolution_wh)
+
+
+class FallRule(FireLaneRule):
+    """A person down (fallen) for ``min_seconds`` inside the zone; one medical incident per person.
+
+    Args:
+        signal: ``auto``, ``detector-class`` or ``track-shape`` (see the module docstring).
+        down_aspect: track-shape: box width / height at or above which a person is down (> 0).
+        upright_aspect: track-shape: box height / width at or above which a person is upright,
+            which the track must have been before it counts as fallen (> 0).
+        class_ids: defaults to ``(0,)`` (COCO person).
+        max_movement, max_movement_px, stationary_window_s: track-shape's "not moving" test, as
+            `FireLaneRule`.
+        **kwargs: as `campusguard.app.rules.zone_rules._ZoneRule` (``min_seconds`` is the
+            configured ``min_duration_s``).
+    """
+
+    kind: RuleKind = "fall"
+
+    def __init__(  # type: ignore[no-untyped-def]
+        self,
+        *,
+        signal: FallSignal = "auto",
+        down_aspect: float = 1.2,
+        upright_aspect: float = 1.5,
+        class_ids: Collection[int] | None = (0,),
+        **kwargs,
+    ) -> None:
+        super().__init__(class_ids=class_ids, per_track=True, **kwargs)
+        what = f"rule {self.name!r}"
+        if signal not in SIGNALS:
+            raise InvalidInputError(f"{what}: signal must be one of {', '.join(SIGNALS)}, got {signal!r}")
+        for key, value in (("down_aspect", down_aspect), ("upright_aspect", upright_aspect)):
+            if not (np.isfinite(value) and value > 0):
+                raise InvalidInputError(f"{what}: {key} must be a finite number > 0, got {value}")
+        self.signal: FallSignal = signal
+        self.down_aspect = float(down_aspect)
+        self.upright_aspect = float(upright_aspect)
+        self._was_upright: set[int] = set()
+        self._down_onset: dict[int, float] = {}
+        self._down_last: dict[int, float] = {}
+        self._fired_by: dict[int, str] = {}
+
+    def _signal_for(self, detections: Detections) -> str:
+        if self.signal != "auto":
+            return self.signal
+        return "detector-class" if FALLEN_KEY in detections.data else "track-shape"
+
+    def _down_rows(self, detections: Detections, signal: str) -> dict[int, bool]:
+        """``{tracker_id: down on this frame}`` for the tracked rows; records upright tracks."""
+        if detections.tracker_id is None or not len(detections):
+            return {}
+        wh = np.clip(detections.xyxy[:, 2:] - detections.xyxy[:, :2], 1e-6, None)
+        if signal == "detector-class":
+            if FALLEN_KEY not in detections.data:
+                raise InvalidInputError(
+                    f"rule {self.name!r}: signal 'detector-class' needs a detector with a fallen class "
+                    f"(Detections.data[{FALLEN_KEY!r}], e.g. model fall-yolov8s); use signal 'auto' or 'track-shape'"
+                )
+            down = np.asarray(detections.data[FALLEN_KEY], bool)
+        else:
+            down = wh[:, 0] >= self.down_aspect * wh[:, 1]
+        upright = wh[:, 1] >= self.upright_aspect * wh[:, 0]
+        out: dict[int, bool] = {}
+        for tid, is_down, is_up in zip(detections.tracker_id.tolist(), down.tolist(), upright.tolist(), strict=True):
+            if tid < 0:
+                continue
+            if is_up and not is_down:
+                self._was_upright.add(tid)
+            out[tid] = out.get(tid, False) or is_down
+        return out
+
+    def _carry_renames(self) -> None:
+        """An id switch (stitched by the presence tracker) keeps the track's fall state."""
+        for new, old in self.presence.renamed.items():
+            if old in self._was_upright:
+                self._was_upright.add(new)
+            for state in (self._down_onset, self._down_last, self._fired_by):
+                if old in state:
+                    state[new] = state.pop(old)  # type: ignore[assignment]
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        armed = self._check_time(timestamp_s, wall_time)
+        signal = self._signal_for(detections)
+        present = self.presence.update(timestamp_s, detections)
+        self._carry_renames()
+        down_now = self._down_rows(detections, signal)
+        for tid, p in present.items():
+            fallen = down_now.get(tid, False)
+            if signal == "track-shape":
+                fallen = fallen and tid in self._was_upright and self._is_stationary(p, timestamp_s)
+            if not fallen:
+                continue
+            last = self._down_last.get(tid)
+            if last is None or timestamp_s - last > self.max_gap_s:
+                self._down_onset[tid] = timestamp_s
+                self._fired_by[tid] = signal
+            self._down_last[tid] = timestamp_s
+        for tid in [t for t, last in self._down_last.items() if timestamp_s - last > self.max_gap_s]:
+            del self._down_last[tid], self._down_onset[tid]
+            self._fired_by.pop(tid, None)
+        if len(self._was_upright) > 4096:  # bounded memory on long streams: keep the tracks still around
+            self._was_upright &= set(self.presence.tracks) | set(down_now)
+        qualifying = {
+            t: (p.class_id, self._down_onset[t])
+            for t, p in present.items()
+            if self._down_last.get(t) == timestamp_s and timestamp_s - self._down_onset[t] >= self.min_seconds
+        }
+        return self._step(timestamp_s, frame_index, wall_time, armed, qualifying)
+
+    def _event_details(self, tracker_id: int) -> dict[str, object]:
+        return {"signal": self._fired_by.get(tracker_id, self.signal), "medical": True}
