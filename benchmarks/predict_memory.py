@@ -51,7 +51,7 @@ def main() -> int:
 
     model = args.model
     if model is None:
-        from campusguard.models.registry import DEFAULT_MODEL
+        from campusguard.models.resolve import DEFAULT_MODEL
 
         model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n"
     det = Detector(model, device="cpu", imgsz=args.imgsz)

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from campusguard.backends.base import Backend, ModelInfo
+from campusguard.backends.base import Backend
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
+from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
 from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
-from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, parse_imgsz, to_bgr_uint8
+from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
 
 __all__ = ["Detector", "StageTimings"]
 
@@ -40,16 +41,6 @@ class StageTimings:
         return self.preprocess_ms + self.inference_ms + self.postprocess_ms
 
 
-def _metadata_imgsz(text: str | None) -> tuple[int, int] | None:
-    """``"[320, 320]"`` or ``"640"`` from model metadata to ``(height, width)``; ``None`` if absent or odd."""
-    if not text:
-        return None
-    try:
-        return parse_imgsz(text.strip("[]() ").replace(" ", ""))
-    except InvalidInputError:
-        return None
-
-
 def _check_unit(name: str, value: float) -> float:
     if not 0.0 <= float(value) <= 1.0:
         raise InvalidInputError(f"{name}={value} is outside 0..1")
@@ -64,8 +55,9 @@ class Detector:
             (random weights: speed and memory work only).
         device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
         imgsz: network input as an int (square) or ``(height, width)``; ``None`` (default): the
-            size the model was trained or exported at (its ``imgsz`` metadata), else 640. A model
-            with a static input shape always uses its own.
+            size the model was trained or exported at (`ModelInfo.imgsz_hw`, read before a ``.pt``
+            is exported, so both backends agree), else 640. A model with a static input shape
+            always uses its own.
         conf: confidence threshold (0..1), applied before NMS.
         iou: NMS IoU threshold (0..1).
         max_det: detections kept per image.
@@ -109,7 +101,7 @@ class Detector:
             raise InvalidInputError(f"max_det={max_det} must be at least 1")
         if batch < 1:
             raise InvalidInputError(f"batch={batch} must be at least 1")
-        self.imgsz_hw = parse_imgsz(imgsz if imgsz is not None else 640)
+        requested = None if imgsz is None else check_imgsz(imgsz)
         self.max_det = int(max_det)
         self.classes = None if classes is None else [int(c) for c in classes]
         self.agnostic = agnostic
@@ -117,7 +109,7 @@ class Detector:
             model,
             backend=backend,
             device=device,
-            imgsz_hw=self.imgsz_hw,
+            imgsz_hw=requested,
             batch=batch,
             dynamic=dynamic,
             half=half,
@@ -127,8 +119,7 @@ class Detector:
             allow_spinning=spinning,
         )
         info = self.backend.info
-        if imgsz is None:
-            self.imgsz_hw = info.input_hw or _metadata_imgsz(info.extra.get("imgsz")) or self.imgsz_hw
+        self.imgsz_hw = requested or info.imgsz_hw or (DEFAULT_IMGSZ, DEFAULT_IMGSZ)
         if info.input_hw is not None and info.input_hw != self.imgsz_hw:
             log.info(
                 "model %s has a static input %s; using it instead of imgsz %s",

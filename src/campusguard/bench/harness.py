@@ -35,7 +35,7 @@ from campusguard.bench.results import SCHEMA_VERSION
 from campusguard.bench.stats import cost_per_million, latency_stats, spread, throughput
 from campusguard.bench.timing import run_timed
 from campusguard.errors import CampusGuardError, DeviceError, InvalidInputError, MissingDependencyError
-from campusguard.models.registry import parse_model_ref
+from campusguard.models.resolve import parse_model_ref
 
 __all__ = [
     "SCENARIOS",

@@ -110,8 +110,8 @@ def register(app: typer.Typer) -> None:
         from campusguard.bench.inputs import calibration_images, list_images, load_frames
         from campusguard.bench.results import flatten_combination, write_csv, write_result
         from campusguard.bench.timing import measure_timer_overhead
+        from campusguard.models.info import check_imgsz
         from campusguard.models.registry import cache_dir
-        from campusguard.ops.preprocess import parse_imgsz
 
         for name, value, low in (
             ("warmup", warmup, 0),
@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         model_list, backend_list, precision_list = _split(models), _split(backends), _split(precisions)
         batches = _ints(batch, "batch")
         combos = plan_matrix(model_list, backend_list, precision_list, batches, _split(scenarios), streams)
-        imgsz_hw = parse_imgsz(imgsz)
+        imgsz_hw = check_imgsz(imgsz, name="--imgsz")
         resolve_device(device)  # a missing device is one error before anything runs
         dataset = None
         if data is not None:
@@ -212,14 +212,14 @@ def register(app: typer.Typer) -> None:
         """Where the time goes: per operator type and node, plus pre- and post-processing."""
         from campusguard.bench.inputs import calibration_images, list_images
         from campusguard.bench.profile import profile_model, write_profile
+        from campusguard.models.info import check_imgsz
         from campusguard.models.registry import cache_dir
-        from campusguard.ops.preprocess import parse_imgsz
 
         calibration = None
         if precision == "int8":
             calibration = calibration_images(cache_dir(), max(32, batch), list_images(calib) if calib else None)
         res = profile_model(
-            model, backend=backend, device=device, imgsz_hw=parse_imgsz(imgsz), batch=batch, precision=precision,
+            model, backend=backend, device=device, imgsz_hw=check_imgsz(imgsz, name="--imgsz"), batch=batch, precision=precision,
             runs=runs, warmup=warmup, calibration=calibration,
         )  # fmt: skip
         files = write_profile(res, out, top=top)

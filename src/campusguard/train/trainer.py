@@ -29,6 +29,7 @@ import yaml
 
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.eval.dataset import YoloDataset, load_yolo_dataset, read_data_yaml
+from campusguard.models.info import check_imgsz
 from campusguard.train.devices import parse_train_device
 
 __all__ = ["ARCHITECTURES", "TrainResult", "oom_message", "resolve_model_spec", "train", "write_resolved_data_yaml"]
@@ -130,17 +131,15 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _check_numbers(epochs: int, imgsz: int, batch: int, accumulate: int, workers: int) -> None:
+    check_imgsz(imgsz, name="--imgsz")
     for name, value, low in (
         ("epochs", epochs, 1),
-        ("imgsz", imgsz, 32),
         ("batch", batch, 1),
         ("accumulate", accumulate, 1),
         ("workers", workers, 0),
     ):
         if int(value) < low:
             raise InvalidInputError(f"--{name} {value} must be at least {low}")
-    if imgsz % 32:
-        raise InvalidInputError(f"--imgsz {imgsz} must be a multiple of 32 (the model stride)")
 
 
 def validate_training_inputs(data: str | os.PathLike[str]) -> tuple[YoloDataset, YoloDataset]:
