@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,20 +215,46 @@ class Detector:
         timings.postprocess_ms += (t3 - t2) * 1000
         return dets
 
-    def stream(self, source: str | Path | Iterable[np.ndarray]) -> Iterator[tuple[object, Detections]]:
-        """Detect frame by frame over an image, folder, glob, video file or iterable of frames.
+    def stream(
+        self,
+        source: str | Path | Iterable[np.ndarray],
+        *,
+        batch: int = 1,
+        on_batch: Callable[[StageTimings], None] | None = None,
+    ) -> Iterator[tuple[object, Detections]]:
+        """Detect over an image, folder, glob, video file or iterable of frames, ``batch`` frames per call.
 
-        Yields ``(item, detections)`` where ``item`` is a `campusguard.io.sources.MediaItem` for
-        paths, or the frame index for iterables. Frames are never accumulated.
+        Yields ``(item, detections)`` in source order, where ``item`` is a
+        `campusguard.io.sources.MediaItem` for paths (an unreadable file comes with its
+        ``error`` set and empty detections), or the frame index for iterables. At most
+        ``batch`` frames are held at a time. ``on_batch`` gets the `StageTimings` of each call.
         """
+        if batch < 1:
+            raise InvalidInputError(f"batch={batch} must be at least 1")
+        items: Iterable[tuple[object, np.ndarray | None]]
         if isinstance(source, (str, Path)):
             from campusguard.io.sources import iter_media
 
-            for item in iter_media(source):
-                if item.frame is None:
-                    yield item, Detections.empty()
-                    continue
-                yield item, self(item.frame)
+            items = ((item, item.frame) for item in iter_media(source))
         else:
-            for i, frame in enumerate(source):
-                yield i, self(frame)
+            items = enumerate(source)
+        for chunk in _chunked(items, batch):
+            frames = [frame for _, frame in chunk if frame is not None]
+            results = iter(self.predict_batch(frames))
+            if frames and on_batch is not None:
+                on_batch(self.timings)
+            for item, frame in chunk:
+                yield item, (Detections.empty() if frame is None else next(results))
+
+
+def _chunked(
+    items: Iterable[tuple[object, np.ndarray | None]], size: int
+) -> Iterator[list[tuple[object, np.ndarray | None]]]:
+    chunk: list[tuple[object, np.ndarray | None]] = []
+    for entry in items:
+        chunk.append(entry)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
