@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from campusguard.bench.stats import cost_per_million, latency_stats, spread, thr
 from campusguard.bench.timing import TimedRun, run_timed
 from campusguard.errors import CampusGuardError, DeviceError, InvalidInputError, MissingDependencyError
 from campusguard.models.resolve import parse_model_ref
+
+if TYPE_CHECKING:
+    from campusguard.detector import Detector
 
 __all__ = [
     "SCENARIOS",
@@ -344,7 +347,7 @@ def _load_and_warm_up(
     settings: BenchSettings,
     spec: DeviceSpec,
     queries: Sequence[list[np.ndarray]],
-) -> tuple[Any, dict[str, float]]:
+) -> tuple[Detector, dict[str, float]]:
     """Load the `Detector`, time the load and the first call apart, then run the untimed warm-up calls."""
     from campusguard.detector import Detector
 
@@ -377,7 +380,7 @@ def _load_and_warm_up(
 
 
 def _timed_phase(
-    det: Any, queries: Sequence[list[np.ndarray]], settings: BenchSettings, spec: DeviceSpec, gpu_torch: bool
+    det: Detector, queries: Sequence[list[np.ndarray]], settings: BenchSettings, spec: DeviceSpec, gpu_torch: bool
 ) -> _TimedPhase:
     """``settings.repeat`` timed repeats back to back, with CPU shares and memory sampled throughout."""
 
@@ -444,7 +447,7 @@ def _memory_record(combo: Combination, memory: MemoryReport) -> dict[str, Any]:
     return {**memory.__dict__, "notes": notes + list(memory.notes)}
 
 
-def _accuracy_or_reason(det: Any, dataset: Any, batch: int, settings: BenchSettings) -> dict[str, Any]:
+def _accuracy_or_reason(det: Detector, dataset: Any, batch: int, settings: BenchSettings) -> dict[str, Any]:
     """mAP on ``dataset``, or why it was skipped (no data set, random weights)."""
     if dataset is None:
         return _accuracy_skipped("no --data set given")

@@ -48,8 +48,8 @@ def register(app: typer.Typer) -> None:
             base = Path(model).stem if ref.kind != "arch" else f"{ref.name}-random"
             tag = f"{hw[0]}x{hw[1]}" + ("-dynamic" if dynamic else f"-b{batch}")
             fp32 = out / f"{base}.{tag}.onnx"
-            if ref.kind == "onnx":
-                fp32 = ref.path  # type: ignore[assignment]
+            if ref.path is not None and ref.kind == "onnx":
+                fp32 = ref.path
             else:
                 export_onnx(ref, fp32, imgsz_hw=hw, batch=batch, dynamic=dynamic, simplify=simplify, opset=opset)
                 _report(fp32, None, check_images, hw)
