@@ -65,7 +65,8 @@ def main() -> int:
     from campusguard.backends.torch_backend import build_architecture
     from campusguard.detector import Detector
     from campusguard.models.export import export_onnx
-    from campusguard.models.registry import cache_dir, exported_onnx_path, parse_model_ref
+    from campusguard.models.registry import cache_dir, exported_onnx_path
+    from campusguard.models.resolve import parse_model_ref
     from campusguard.ops.preprocess import letterbox, make_batch
 
     ref = parse_model_ref(args.model)

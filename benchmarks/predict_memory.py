@@ -1,7 +1,8 @@
 """Resident memory of `campusguard predict` over a long video: flat after warm-up?
 
 Writes a synthetic 2,000-frame video, runs the same code path as ``campusguard predict``
-(annotated video, predictions.json, YOLO labels) and samples RSS every 100 frames.
+(`campusguard.io.predict.predict_to_files`: annotated video, predictions.json, YOLO labels)
+and samples RSS every 100 frames.
 
     python benchmarks/predict_memory.py --frames 2000 --out docs/results/predict-memory-cpu.md
 
@@ -45,13 +46,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    from campusguard.cli.predict import run_predict
     from campusguard.detector import Detector
     from campusguard.io import sources
+    from campusguard.io.predict import predict_to_files
 
     model = args.model
     if model is None:
-        from campusguard.models.registry import DEFAULT_MODEL
+        from campusguard.models.resolve import DEFAULT_MODEL
 
         model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n"
     det = Detector(model, device="cpu", imgsz=args.imgsz)
@@ -69,7 +70,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         video = Path(tmp) / "long.mp4"
         write_video(video, args.frames)
-        run_predict(det, [video], Path(tmp) / "out", batch=1, save_media=True, save_txt=True)
+        predict_to_files(det, [video], Path(tmp) / "out", batch=1, save_media=True, save_txt=True)
     samples.append((args.frames, proc.memory_info().rss / 2**20))
     base = next(m for f, m in samples if f >= args.warmup)
     peak_after = max(m for f, m in samples if f >= args.warmup)

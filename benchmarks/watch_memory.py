@@ -96,7 +96,7 @@ def main() -> int:
 
     from campusguard.app.config import parse_config
     from campusguard.app.service import WatchService
-    from campusguard.models.registry import DEFAULT_MODEL
+    from campusguard.models.resolve import DEFAULT_MODEL
 
     model = args.model or (None if DEFAULT_MODEL.is_file() else "yolov8n")
     tmp = Path(tempfile.mkdtemp(prefix="watch-mem-"))

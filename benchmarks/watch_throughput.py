@@ -142,7 +142,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from campusguard.detector import Detector
-    from campusguard.models.registry import DEFAULT_MODEL
+    from campusguard.models.resolve import DEFAULT_MODEL
 
     if args.model is None:
         args.model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n"

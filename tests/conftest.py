@@ -78,7 +78,7 @@ def fall_pt() -> Path:
 def fall_onnx_dynamic(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``best.pt`` exported once per session to a dynamic-shape ONNX model."""
     from campusguard.models.export import export_onnx
-    from campusguard.models.registry import ModelRef
+    from campusguard.models.resolve import ModelRef
 
     out = tmp_path_factory.mktemp("fall") / "best.dynamic.onnx"
     return export_onnx(ModelRef("pt", fall_pt), out, imgsz_hw=(640, 640), dynamic=True)
@@ -88,7 +88,7 @@ def fall_onnx_dynamic(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) -
 def fall_onnx_static(fall_pt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``best.pt`` exported once per session to a static 640x640 batch-1 ONNX model."""
     from campusguard.models.export import export_onnx
-    from campusguard.models.registry import ModelRef
+    from campusguard.models.resolve import ModelRef
 
     out = tmp_path_factory.mktemp("fall") / "best.640.onnx"
     return export_onnx(ModelRef("pt", fall_pt), out, imgsz_hw=(640, 640), dynamic=False)

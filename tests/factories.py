@@ -53,3 +53,16 @@ def build_tiny_detector_onnx(
     p.key, p.value = "names", str({i: f"c{i}" for i in range(nc)})
     onnx.save(model, str(path))
     return path
+
+
+def build_tiny_checkpoint(path: Path, imgsz: int = 320, nc: int = 2) -> Path:
+    """A ``.pt`` checkpoint as Ultralytics' trainer saves one: a YOLOv8n graph with random
+    weights (seed 0), ``nc`` classes and ``imgsz`` in its ``train_args``. Needs the torch extra."""
+    import torch
+
+    from campusguard.backends.torch_backend import build_architecture
+
+    net = build_architecture("yolov8n", nc=nc)
+    net.names = {i: f"c{i}" for i in range(nc)}
+    torch.save({"model": net, "train_args": {"imgsz": imgsz, "task": "detect"}, "date": None, "version": "test"}, path)
+    return path

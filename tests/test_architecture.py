@@ -51,3 +51,32 @@ def test_the_config_package_is_schema_only():
         for p in files
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def _defined_at_module_level(name: str) -> list[str]:
+    """Modules of the package that define ``name`` (a function, class or assigned constant) at top level."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            targets = (
+                [t.id for t in node.targets if isinstance(t, ast.Name)]
+                if isinstance(node, ast.Assign)
+                else [node.name]
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                else []
+            )
+            if name in targets:
+                found.append(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_shared_facts_are_defined_once():
+    assert _defined_at_module_level("IMAGE_SUFFIXES") == ["io/images.py"]
+    assert _defined_at_module_level("to_bgr_uint8") == ["ops/preprocess.py"]
+    assert _defined_at_module_level("check_imgsz") == ["models/info.py"]
+    assert _defined_at_module_level("ModelInfo") == ["models/info.py"]
+
+
+def test_models_export_does_not_import_the_registry():
+    # the registry imports the exporter; the exporter needs only the resolved reference
+    assert "campusguard.models.registry" not in imported_modules(PACKAGE / "models" / "export.py")

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from campusguard.backends.base import Backend, ModelInfo
+from campusguard.backends.base import Backend
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.models.aliases import alias_of
+from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
 from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
-from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, parse_imgsz, to_bgr_uint8
+from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
 
 __all__ = ["Detector", "StageTimings"]
 
@@ -41,16 +42,6 @@ class StageTimings:
         return self.preprocess_ms + self.inference_ms + self.postprocess_ms
 
 
-def _metadata_imgsz(text: str | None) -> tuple[int, int] | None:
-    """``"[320, 320]"`` or ``"640"`` from model metadata to ``(height, width)``; ``None`` if absent or odd."""
-    if not text:
-        return None
-    try:
-        return parse_imgsz(text.strip("[]() ").replace(" ", ""))
-    except InvalidInputError:
-        return None
-
-
 def _check_unit(name: str, value: float) -> float:
     if not 0.0 <= float(value) <= 1.0:
         raise InvalidInputError(f"{name}={value} is outside 0..1")
@@ -67,8 +58,9 @@ class Detector:
             speed and memory work only).
         device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
         imgsz: network input as an int (square) or ``(height, width)``; ``None`` (default): the
-            size the model was trained or exported at (its ``imgsz`` metadata), else 640. A model
-            with a static input shape always uses its own.
+            size the model was trained or exported at (`ModelInfo.imgsz_hw`, read before a ``.pt``
+            is exported, so both backends agree), else 640. A model with a static input shape
+            always uses its own.
         conf: confidence threshold (0..1), applied before NMS.
         iou: NMS IoU threshold (0..1).
         max_det: detections kept per image.
@@ -112,7 +104,7 @@ class Detector:
             raise InvalidInputError(f"max_det={max_det} must be at least 1")
         if batch < 1:
             raise InvalidInputError(f"batch={batch} must be at least 1")
-        self.imgsz_hw = parse_imgsz(imgsz if imgsz is not None else 640)
+        requested = None if imgsz is None else check_imgsz(imgsz)
         self.max_det = int(max_det)
         self.classes = None if classes is None else [int(c) for c in classes]
         self.agnostic = agnostic
@@ -120,7 +112,7 @@ class Detector:
             model,
             backend=backend,
             device=device,
-            imgsz_hw=self.imgsz_hw,
+            imgsz_hw=requested,
             batch=batch,
             dynamic=dynamic,
             half=half,
@@ -134,8 +126,7 @@ class Detector:
         if self.class_map is not None:  # filters and NMS see the model's own classes
             self.classes = None if self.classes is None else self.class_map.model_ids(self.classes)
             self.agnostic = agnostic or self.class_map.merges_classes
-        if imgsz is None:
-            self.imgsz_hw = info.input_hw or _metadata_imgsz(info.extra.get("imgsz")) or self.imgsz_hw
+        self.imgsz_hw = requested or info.imgsz_hw or (DEFAULT_IMGSZ, DEFAULT_IMGSZ)
         if info.input_hw is not None and info.input_hw != self.imgsz_hw:
             log.info(
                 "model %s has a static input %s; using it instead of imgsz %s",
@@ -233,20 +224,46 @@ class Detector:
         timings.postprocess_ms += (t3 - t2) * 1000
         return dets
 
-    def stream(self, source: str | Path | Iterable[np.ndarray]) -> Iterator[tuple[object, Detections]]:
-        """Detect frame by frame over an image, folder, glob, video file or iterable of frames.
+    def stream(
+        self,
+        source: str | Path | Iterable[np.ndarray],
+        *,
+        batch: int = 1,
+        on_batch: Callable[[StageTimings], None] | None = None,
+    ) -> Iterator[tuple[object, Detections]]:
+        """Detect over an image, folder, glob, video file or iterable of frames, ``batch`` frames per call.
 
-        Yields ``(item, detections)`` where ``item`` is a `campusguard.io.sources.MediaItem` for
-        paths, or the frame index for iterables. Frames are never accumulated.
+        Yields ``(item, detections)`` in source order, where ``item`` is a
+        `campusguard.io.sources.MediaItem` for paths (an unreadable file comes with its
+        ``error`` set and empty detections), or the frame index for iterables. At most
+        ``batch`` frames are held at a time. ``on_batch`` gets the `StageTimings` of each call.
         """
+        if batch < 1:
+            raise InvalidInputError(f"batch={batch} must be at least 1")
+        items: Iterable[tuple[object, np.ndarray | None]]
         if isinstance(source, (str, Path)):
             from campusguard.io.sources import iter_media
 
-            for item in iter_media(source):
-                if item.frame is None:
-                    yield item, Detections.empty()
-                    continue
-                yield item, self(item.frame)
+            items = ((item, item.frame) for item in iter_media(source))
         else:
-            for i, frame in enumerate(source):
-                yield i, self(frame)
+            items = enumerate(source)
+        for chunk in _chunked(items, batch):
+            frames = [frame for _, frame in chunk if frame is not None]
+            results = iter(self.predict_batch(frames))
+            if frames and on_batch is not None:
+                on_batch(self.timings)
+            for item, frame in chunk:
+                yield item, (Detections.empty() if frame is None else next(results))
+
+
+def _chunked(
+    items: Iterable[tuple[object, np.ndarray | None]], size: int
+) -> Iterator[list[tuple[object, np.ndarray | None]]]:
+    chunk: list[tuple[object, np.ndarray | None]] = []
+    for entry in items:
+        chunk.append(entry)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -21,7 +21,7 @@ from campusguard.bench.inputs import calibration_images, stream_frames, syntheti
 from campusguard.bench.prepare import skip_reason
 from campusguard.bench.results import validate_result
 from campusguard.errors import InvalidInputError
-from campusguard.models.registry import parse_model_ref
+from campusguard.models.resolve import parse_model_ref
 from factories import build_tiny_detector_onnx
 
 SETTINGS = BenchSettings(imgsz_hw=(64, 64), device="cpu", warmup=1, iters=3, min_seconds=0.0, repeat=2)
@@ -119,9 +119,9 @@ def test_accuracy_is_measured_for_trained_models(tiny: str, frames: list, tmp_pa
 def test_random_weight_models_skip_accuracy_with_the_reason(
     monkeypatch: pytest.MonkeyPatch, tiny: str, frames: list, tmp_path: Path
 ) -> None:
-    from campusguard.backends.base import ModelInfo
     from campusguard.backends.onnxruntime_backend import OnnxRuntimeBackend
     from campusguard.eval import load_yolo_dataset
+    from campusguard.models.info import ModelInfo
 
     real = OnnxRuntimeBackend._model_info
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from campusguard.errors import InvalidInputError
-from campusguard.eval.validate import training_imgsz, validate_model
-from campusguard.models.registry import default_model_path
+from campusguard.eval.validate import validate_model
+from campusguard.models.resolve import default_model_path
 
 
 @pytest.fixture(scope="module")
@@ -63,18 +63,3 @@ def test_bad_batch_and_missing_data(synth_val: Path, tmp_path: Path) -> None:
         validate_model(None, synth_val, imgsz=320, device="cpu", batch=0)
     with pytest.raises(InvalidInputError, match="does not exist"):
         validate_model(None, tmp_path / "none.yaml", imgsz=320, device="cpu")
-
-
-@pytest.mark.parametrize(
-    ("meta", "expected"),
-    [
-        ({"imgsz": "[320, 320]"}, (320, 320)),
-        ({"imgsz": "[192, 320]"}, (192, 320)),
-        ({"imgsz": "416"}, (416, 416)),
-        ({}, None),
-        ({"imgsz": "big"}, None),
-        ({"imgsz": "[1, 2, 3]"}, None),
-    ],
-)
-def test_training_imgsz_from_metadata(meta: dict[str, str], expected: tuple[int, int] | None) -> None:
-    assert training_imgsz(meta) == expected

@@ -10,7 +10,7 @@ import pytest
 
 from campusguard.errors import ModelLoadError
 from campusguard.models.aliases import ALIASES, ClassMap, alias_for, resolve_alias
-from campusguard.models.registry import parse_model_ref
+from campusguard.models.resolve import parse_model_ref
 from factories import build_detections
 
 HAS_FALL = importlib.util.find_spec("fall_detection") is not None

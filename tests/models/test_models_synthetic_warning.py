@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from campusguard.models.registry import DEFAULT_MODEL
+from campusguard.models.resolve import DEFAULT_MODEL
 from campusguard.models.synthetic_warning import (
     SYNTHETIC_MODEL_WARNING,
     is_synthetic_source,

@@ -2,21 +2,7 @@ import numpy as np
 import pytest
 
 from campusguard.errors import InvalidInputError
-from campusguard.ops.preprocess import fit_shape, letterbox, make_batch, parse_imgsz, to_bgr_uint8
-
-
-@pytest.mark.parametrize(
-    "value, expected",
-    [(640, (640, 640)), ("384,640", (384, 640)), ((320, 416), (320, 416)), ("640x640", (640, 640))],
-)
-def test_parse_imgsz(value, expected):
-    assert parse_imgsz(value) == expected
-
-
-@pytest.mark.parametrize("value", [0, -32, 100, "abc", (640, 100), "1,2,3"])
-def test_parse_imgsz_rejects(value):
-    with pytest.raises(InvalidInputError, match="multiple of 32|not an integer"):
-        parse_imgsz(value)
+from campusguard.ops.preprocess import fit_shape, letterbox, make_batch, to_bgr_uint8
 
 
 def test_letterbox_centres_and_pads_with_114():

@@ -27,6 +27,8 @@ import numpy as np
 
 from campusguard.app.config.cameras import source_kind
 from campusguard.errors import SourceError
+from campusguard.io.images import IMAGE_SUFFIXES
+from campusguard.ops.preprocess import to_bgr_uint8 as _to_bgr
 
 __all__ = [
     "CameraReader",
@@ -43,8 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("campusguard.app.sources")
-
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,19 +264,6 @@ class PrependedSource:
     def close(self) -> None:
         self._first = None
         self.source.close()
-
-
-def _to_bgr(image: np.ndarray) -> np.ndarray:
-    """Any decoded image as ``(H, W, 3) uint8`` BGR (grayscale, BGRA and 16-bit converted)."""
-    if image.dtype == np.uint16:
-        image = (image >> 8).astype(np.uint8)
-    elif image.dtype != np.uint8:
-        image = np.clip(image, 0, 255).astype(np.uint8)
-    if image.ndim == 2:
-        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
-    if image.shape[2] == 4:
-        return cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
-    return image
 
 
 def open_source(source: int | str, *, folder_fps: float = 10.0, timeout_s: float = 10.0) -> FrameSource:

@@ -1,45 +1,21 @@
 """The backend protocol and the registry that picks a backend from a model file.
 
 A backend takes a ``(B, 3, H, W) float32`` batch and returns the raw head output; pre- and
-post-processing are shared code outside every backend.
+post-processing are shared code outside every backend. What a model tells about itself is
+`campusguard.models.info.ModelInfo`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from campusguard.errors import InvalidInputError
+from campusguard.models.info import ModelInfo
 
-__all__ = ["Backend", "ModelInfo", "BACKENDS_BY_SUFFIX", "backend_for"]
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What a loaded model tells about itself.
-
-    Attributes:
-        names: class id to name.
-        input_hw: fixed network input (height, width), or ``None`` where the model takes any size.
-        batch: fixed batch size, or ``None`` for dynamic batch.
-        stride: maximum stride (32 for YOLOv8).
-        precision: ``"fp32"``, ``"fp16"`` or ``"int8"``.
-        random_weights: the model was built from an architecture config, not trained.
-        source: the file or name it came from.
-        extra: free-form metadata (task, version, ...).
-    """
-
-    names: dict[int, str]
-    input_hw: tuple[int, int] | None
-    batch: int | None
-    stride: int = 32
-    precision: str = "fp32"
-    random_weights: bool = False
-    source: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
+__all__ = ["Backend", "BACKENDS_BY_SUFFIX", "backend_for"]
 
 
 @runtime_checkable

@@ -18,7 +18,6 @@ CPU, raises `DeviceError` unless ``allow_cpu_fallback=True`` (then a loud warnin
 
 from __future__ import annotations
 
-import ast
 import logging
 import os
 from pathlib import Path
@@ -26,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from campusguard.backends.base import ModelInfo
 from campusguard.backends.devices import DeviceSpec, resolve_device
 from campusguard.errors import DeviceError, ModelLoadError
-from campusguard.ops.postprocess import output_kind
+from campusguard.models.info import ModelInfo, info_from_onnx
 
 __all__ = ["OnnxRuntimeBackend", "providers_for", "read_metadata"]
 
@@ -103,20 +101,6 @@ def providers_for(spec: DeviceSpec, available: list[str], tensorrt: bool = False
 def read_metadata(session: Any) -> dict[str, str]:
     """The model's custom metadata (Ultralytics writes names, imgsz, stride, batch)."""
     return dict(session.get_modelmeta().custom_metadata_map)
-
-
-def _parse_names(meta: dict[str, str], nc: int | None) -> dict[int, str]:
-    raw = meta.get("names")
-    if raw:
-        try:
-            names = ast.literal_eval(raw)
-            if isinstance(names, dict):
-                return {int(k): str(v) for k, v in names.items()}
-            if isinstance(names, list):
-                return dict(enumerate(map(str, names)))
-        except (ValueError, SyntaxError):
-            pass
-    return {i: f"class{i}" for i in range(nc or 0)}
 
 
 class OnnxRuntimeBackend:
@@ -202,31 +186,12 @@ class OnnxRuntimeBackend:
         )
 
     def _model_info(self) -> ModelInfo:
-        shape = self._input.shape
-        if len(shape) != 4 or shape[1] not in (3, "3"):
-            raise ModelLoadError(f"{self.path}: input shape {shape} is not (B, 3, H, W); not an image detector")
-        out_shape = tuple(self._output.shape)
-        try:
-            kind = output_kind(tuple(d if isinstance(d, int) else -1 for d in out_shape))
-        except ModelLoadError as exc:
-            raise ModelLoadError(f"{self.path}: not a YOLO detector: {exc}") from None
-        meta = read_metadata(self.session)
-        nc = out_shape[1] - 4 if kind == "raw" and isinstance(out_shape[1], int) else None
-        names = _parse_names(meta, nc)
-        if kind == "raw" and nc is not None and len(names) != nc:
-            names = {i: names.get(i, f"class{i}") for i in range(nc)}
-        h, w = shape[2], shape[3]
-        input_hw = (h, w) if isinstance(h, int) and isinstance(w, int) else None
-        precision = meta.get("campusguard_precision") or ("fp16" if self._input.type == "tensor(float16)" else "fp32")
-        return ModelInfo(
-            names=names,
-            input_hw=input_hw,
-            batch=shape[0] if isinstance(shape[0], int) else None,
-            stride=int(meta.get("stride", 32)),
-            precision=precision,
-            random_weights=meta.get("campusguard_random_weights", "").lower() == "true",
+        return info_from_onnx(
+            read_metadata(self.session),
+            self._input.shape,
+            self._output.shape,
+            input_fp16=self._input.type == "tensor(float16)",
             source=str(self.path),
-            extra={k: v for k, v in meta.items() if k != "names"},
         )
 
     @property

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from campusguard.backends.base import ModelInfo
 from campusguard.backends.devices import DeviceSpec, describe_devices, parse_device
 from campusguard.errors import DeviceError, ModelLoadError, require
+from campusguard.models.info import DEFAULT_IMGSZ, info_from_ultralytics
 
 __all__ = ["TorchBackend", "torch_device", "load_ultralytics_model", "ARCHITECTURES", "build_architecture"]
 
@@ -59,7 +59,7 @@ def build_architecture(name: str, nc: int = 80, seed: int = 0) -> Any:
     from campusguard.data_names import COCO_NAMES
 
     model.names = dict(enumerate(COCO_NAMES[:nc]))
-    model.args = {"imgsz": 640}  # type: ignore[assignment]
+    model.args = {"imgsz": DEFAULT_IMGSZ}  # type: ignore[assignment]
     return model
 
 
@@ -112,19 +112,8 @@ class TorchBackend:
             p.requires_grad_(False)
         self.half = half
         self.model = net.to(self.device).half() if half else net.to(self.device)
-        names = getattr(net, "names", None) or {}
-        if isinstance(names, list):
-            names = dict(enumerate(names))
-        imgsz = (getattr(net, "args", None) or {}).get("imgsz", 640)
-        self.info = ModelInfo(
-            names={int(k): str(v) for k, v in names.items()},
-            input_hw=None,
-            batch=None,
-            stride=int(max(net.stride)),
-            precision="fp16" if half else "fp32",
-            random_weights=random,
-            source=str(model),
-            extra={"imgsz": str(imgsz)},
+        self.info = info_from_ultralytics(
+            net, source=str(model), random_weights=random, precision="fp16" if half else "fp32"
         )
 
     @property

@@ -221,153 +221,192 @@ def conclusions(
     """
     out: list[str] = []
     ok = [r for r in cmp.rows if r.status == "ok"]
-    models = list(dict.fromkeys(r.model for r in ok))
-    # machine against baseline, like for like and best against best
-    for m in models:
+    for m in dict.fromkeys(r.model for r in ok):
         for machine in cmp.machines:
-            if machine == cmp.baseline:
-                continue
-            mine = [r for r in ok if r.model == m and r.machine == machine and r.deltas]
-            same = sorted(
-                (r for r in mine if r.scenario == "batch" and r.deltas.get("fps") is not None),
-                key=lambda r: r.fps or 0.0,
-                reverse=True,
-            )
-            if same:
-                r = same[0]
-                parts = [f"FPS {_pct(r.deltas['fps'])}"]  # type: ignore[arg-type]
-                if r.deltas.get("p50_ms") is not None:
-                    parts.append(f"p50 latency {_pct(r.deltas['p50_ms'])}")  # type: ignore[arg-type]
-                if r.deltas.get("cost_per_million") is not None:
-                    parts.append(f"cost per image {_pct(r.deltas['cost_per_million'])}")  # type: ignore[arg-type]
-                if r.deltas.get("map50_95_points") is not None:
-                    parts.append(f"mAP50-95 {r.deltas['map50_95_points']:+.1f} points")
-                out.append(
-                    f"{machine} vs {cmp.baseline} on {m} ({r.backend} {r.precision}, batch {r.batch}, like for like): "
-                    + ", ".join(parts)
-                    + "."
-                )
-            b_best = _best([r for r in ok if r.model == m and r.machine == cmp.baseline])
-            m_best = _best([r for r in ok if r.model == m and r.machine == machine])
-            if b_best and m_best and b_best.fps and m_best.fps:
-                out.append(
-                    f"Best {m} configuration on each machine: {machine} {m_best.backend} {m_best.precision} batch "
-                    f"{m_best.batch} at {m_best.fps:.1f} img/s against {cmp.baseline} {b_best.backend} "
-                    f"{b_best.precision} batch {b_best.batch} at {b_best.fps:.1f} img/s ({m_best.fps / b_best.fps:.1f}x)."
-                )
-    # precision, backend, batch size and where the time goes, one sentence each per machine
+            if machine != cmp.baseline:
+                out += _against_baseline_sentences(cmp, ok, m, machine)
     for machine in cmp.machines:
         rows = [r for r in ok if r.machine == machine and r.scenario == "batch"]
         idx = {r.key: r for r in rows}
         out += _precision_sentences(machine, rows, idx)
-        pairs = [
-            (r, idx[(r.model, "torch", r.precision, r.batch, "batch")])
-            for r in rows
-            if r.backend == "onnxruntime" and (r.model, "torch", r.precision, r.batch, "batch") in idx
-        ]
-        pairs = [(a, b) for a, b in pairs if a.fps and b.fps]
-        if pairs:
-            ratios = [(a.fps or 0.0) / (b.fps or 1.0) for a, b in pairs]
-            out.append(
-                f"ONNX Runtime against PyTorch on {machine}: {min(ratios):.1f}x to {max(ratios):.1f}x PyTorch's throughput ("
-                + ", ".join(
-                    f"{a.model} {a.precision} b{a.batch} {x:.1f}x" for (a, _), x in zip(pairs, ratios, strict=True)
-                )
-                + ")."
-            )
-        scaling = []
-        for key in dict.fromkeys((r.model, r.backend, r.precision) for r in rows):
-            sizes = sorted((r for r in rows if (r.model, r.backend, r.precision) == key), key=lambda r: r.batch)
-            if len(sizes) >= 2 and sizes[0].fps and sizes[-1].fps:
-                scaling.append((key, sizes[0], sizes[-1], (sizes[-1].fps or 0.0) / (sizes[0].fps or 1.0) - 1))
-        if scaling:
-            lo_b, hi_b = scaling[0][1].batch, scaling[0][2].batch
-            out.append(
-                f"Batching on {machine} (largest against smallest batch, e.g. {hi_b} against {lo_b}): throughput "
-                f"{_pct(min(x for *_, x in scaling))} to {_pct(max(x for *_, x in scaling))} ("
-                + ", ".join(f"{k[0]} {k[1]} {k[2]} {_pct(x)}" for k, _, _, x in scaling)
-                + "), at the price of p50 latency per batch up to "
-                + f"{max((h.p50_ms or 0.0) for _, _, h, _ in scaling):.0f} ms."
-            )
-        staged = [r for r in rows if r.stages_ms and sum(r.stages_ms.values()) > 0]
-        if staged:
-            biggest = max(r.batch for r in staged)
-            at = [r for r in staged if r.batch == biggest]
-            shares = [r.stages_ms.get("inference", 0.0) / sum(r.stages_ms.values()) for r in at]
-            verdict = (
-                "host-bound: pre- and post-processing on the CPU take the rest"
-                if max(shares) < 0.6
-                else "the network dominates"
-            )
-            out.append(
-                f"Where the time goes on {machine} at batch {biggest}: the network call is {min(shares):.0%} to "
-                f"{max(shares):.0%} of each call ({verdict})."
-            )
-    # cost
-    priced = [r for r in ok if r.cost_per_million is not None and r.scenario == "batch"]
-    if priced:
-        cheapest = min(priced, key=lambda r: r.cost_per_million or 0.0)
-        out.append(
-            f"Cheapest per image: {cheapest.machine} {cheapest.label} at ${cheapest.cost_per_million:.2f} per million images."
-        )
-    # measurement quality
-    spreads = [r for r in ok if r.repeat_spread is not None]
-    if spreads:
-        bad = [r for r in spreads if (r.repeat_spread or 0.0) > repeat_tolerance]
-        worst = max(spreads, key=lambda r: r.repeat_spread or 0.0)
-        sentence = (
-            f"Repeatability: {len(spreads) - len(bad)} of {len(spreads)} repeated combinations agree within "
-            f"{repeat_tolerance:.0%} on the median; the worst spread is {worst.repeat_spread:.1%} "
-            f"({worst.machine} {worst.label})"
-        )
-        if len(worst.repeat_other_shares) >= 2:
-            phases = ", ".join(f"{x:.0%}" for x in worst.repeat_other_shares)
-            sentence += f", while other processes used {phases} of the CPU in its repeats"
-        out.append(sentence + ".")
+        out += _backend_sentences(machine, rows, idx)
+        out += _batching_sentences(machine, rows)
+        out += _stage_sentences(machine, rows)
+    out += _cost_sentences(ok)
+    out += _repeatability_sentences(ok, repeat_tolerance)
     for machine in cmp.machines:
-        shares = [r.other_cpu_share for r in ok if r.machine == machine and r.other_cpu_share is not None]
-        if shares and max(shares) > contention_warn:
-            out.append(
-                f"Other processes used {sum(shares) / len(shares):.0%} of {machine}'s CPU on average during its timed "
-                f"runs (up to {max(shares):.0%}): its figures are lower bounds of what the machine does alone."
-            )
-        leaks = [
-            r
-            for r in ok
-            if r.machine == machine
-            and (r.rss_slope_mb_per_s or 0.0) > leak_slope_mb_per_s
-            and (r.rss_growth_mb or 0.0) > leak_growth_mb
-        ]
-        if leaks:
-            worst = max(leaks, key=lambda r: r.rss_slope_mb_per_s or 0.0)
-            out.append(
-                f"Host memory grew by {worst.rss_growth_mb:.0f} MiB ({worst.rss_slope_mb_per_s:.1f} MiB/s) during "
-                f"{machine} {worst.label}: look for a leak."
-            )
-        else:
-            slopes = [r for r in ok if r.machine == machine and r.rss_slope_mb_per_s is not None]
-            if slopes:
-                top = max(slopes, key=lambda r: r.rss_growth_mb or 0.0)
-                out.append(
-                    f"No leak on {machine}: host RSS ended at most {max(top.rss_growth_mb or 0.0, 0.0):.0f} MiB above "
-                    f"where each timed phase started ({len(slopes)} combinations)."
-                )
-    notdone = [r for r in cmp.rows if r.status != "ok"]
-    if notdone:
-        reasons: dict[tuple[str, str, str | None], list[Row]] = {}
-        for r in notdone:
-            reasons.setdefault((r.machine, r.status, r.reason), []).append(r)
+        mine = [r for r in ok if r.machine == machine]
+        out += _contention_sentences(machine, mine, contention_warn)
+        out += _memory_sentences(machine, mine, leak_slope_mb_per_s, leak_growth_mb)
+    out += _not_run_sentences(cmp.rows)
+    return out
+
+
+def _against_baseline_sentences(cmp: Comparison, ok: Sequence[Row], m: str, machine: str) -> list[str]:
+    """``machine`` against the baseline on model ``m``: like for like, and best against best."""
+    out = []
+    mine = [r for r in ok if r.model == m and r.machine == machine and r.deltas]
+    same = sorted(
+        (r for r in mine if r.scenario == "batch" and r.deltas.get("fps") is not None),
+        key=lambda r: r.fps or 0.0,
+        reverse=True,
+    )
+    if same:
+        r = same[0]
+        parts = [f"FPS {_pct(r.deltas['fps'])}"]  # type: ignore[arg-type]
+        if r.deltas.get("p50_ms") is not None:
+            parts.append(f"p50 latency {_pct(r.deltas['p50_ms'])}")  # type: ignore[arg-type]
+        if r.deltas.get("cost_per_million") is not None:
+            parts.append(f"cost per image {_pct(r.deltas['cost_per_million'])}")  # type: ignore[arg-type]
+        if r.deltas.get("map50_95_points") is not None:
+            parts.append(f"mAP50-95 {r.deltas['map50_95_points']:+.1f} points")
         out.append(
-            f"{len(notdone)} combination(s) did not run: "
-            + "; ".join(
-                f"{len(rs)} on {m} {status} ({reason}: "
-                + ", ".join(dict.fromkeys(f"{r.model} {r.backend} {r.precision}" for r in rs))
-                + ")"
-                for (m, status, reason), rs in reasons.items()
-            )
+            f"{machine} vs {cmp.baseline} on {m} ({r.backend} {r.precision}, batch {r.batch}, like for like): "
+            + ", ".join(parts)
             + "."
         )
+    b_best = _best([r for r in ok if r.model == m and r.machine == cmp.baseline])
+    m_best = _best([r for r in ok if r.model == m and r.machine == machine])
+    if b_best and m_best and b_best.fps and m_best.fps:
+        out.append(
+            f"Best {m} configuration on each machine: {machine} {m_best.backend} {m_best.precision} batch "
+            f"{m_best.batch} at {m_best.fps:.1f} img/s against {cmp.baseline} {b_best.backend} "
+            f"{b_best.precision} batch {b_best.batch} at {b_best.fps:.1f} img/s ({m_best.fps / b_best.fps:.1f}x)."
+        )
     return out
+
+
+def _backend_sentences(machine: str, rows: Sequence[Row], idx: dict[RowKey, Row]) -> list[str]:
+    """ONNX Runtime against PyTorch on ``machine``, for every combination measured on both."""
+    pairs = [
+        (r, idx[(r.model, "torch", r.precision, r.batch, "batch")])
+        for r in rows
+        if r.backend == "onnxruntime" and (r.model, "torch", r.precision, r.batch, "batch") in idx
+    ]
+    pairs = [(a, b) for a, b in pairs if a.fps and b.fps]
+    if not pairs:
+        return []
+    ratios = [(a.fps or 0.0) / (b.fps or 1.0) for a, b in pairs]
+    return [
+        f"ONNX Runtime against PyTorch on {machine}: {min(ratios):.1f}x to {max(ratios):.1f}x PyTorch's throughput ("
+        + ", ".join(f"{a.model} {a.precision} b{a.batch} {x:.1f}x" for (a, _), x in zip(pairs, ratios, strict=True))
+        + ")."
+    ]
+
+
+def _batching_sentences(machine: str, rows: Sequence[Row]) -> list[str]:
+    """Throughput of the largest against the smallest batch on ``machine``, and the latency it costs."""
+    scaling = []
+    for key in dict.fromkeys((r.model, r.backend, r.precision) for r in rows):
+        sizes = sorted((r for r in rows if (r.model, r.backend, r.precision) == key), key=lambda r: r.batch)
+        if len(sizes) >= 2 and sizes[0].fps and sizes[-1].fps:
+            scaling.append((key, sizes[0], sizes[-1], (sizes[-1].fps or 0.0) / (sizes[0].fps or 1.0) - 1))
+    if not scaling:
+        return []
+    lo_b, hi_b = scaling[0][1].batch, scaling[0][2].batch
+    return [
+        f"Batching on {machine} (largest against smallest batch, e.g. {hi_b} against {lo_b}): throughput "
+        f"{_pct(min(x for *_, x in scaling))} to {_pct(max(x for *_, x in scaling))} ("
+        + ", ".join(f"{k[0]} {k[1]} {k[2]} {_pct(x)}" for k, _, _, x in scaling)
+        + "), at the price of p50 latency per batch up to "
+        + f"{max((h.p50_ms or 0.0) for _, _, h, _ in scaling):.0f} ms."
+    ]
+
+
+def _stage_sentences(machine: str, rows: Sequence[Row]) -> list[str]:
+    """Where the time goes on ``machine`` at its largest batch: the network call's share of each call."""
+    staged = [r for r in rows if r.stages_ms and sum(r.stages_ms.values()) > 0]
+    if not staged:
+        return []
+    biggest = max(r.batch for r in staged)
+    shares = [r.stages_ms.get("inference", 0.0) / sum(r.stages_ms.values()) for r in staged if r.batch == biggest]
+    verdict = (
+        "host-bound: pre- and post-processing on the CPU take the rest"
+        if max(shares) < 0.6
+        else "the network dominates"
+    )
+    return [
+        f"Where the time goes on {machine} at batch {biggest}: the network call is {min(shares):.0%} to "
+        f"{max(shares):.0%} of each call ({verdict})."
+    ]
+
+
+def _cost_sentences(ok: Sequence[Row]) -> list[str]:
+    priced = [r for r in ok if r.cost_per_million is not None and r.scenario == "batch"]
+    if not priced:
+        return []
+    cheapest = min(priced, key=lambda r: r.cost_per_million or 0.0)
+    return [
+        f"Cheapest per image: {cheapest.machine} {cheapest.label} at ${cheapest.cost_per_million:.2f} per million images."
+    ]
+
+
+def _repeatability_sentences(ok: Sequence[Row], repeat_tolerance: float) -> list[str]:
+    """How many repeated combinations agree on the median, and the worst spread with its CPU contention."""
+    spreads = [r for r in ok if r.repeat_spread is not None]
+    if not spreads:
+        return []
+    bad = [r for r in spreads if (r.repeat_spread or 0.0) > repeat_tolerance]
+    worst = max(spreads, key=lambda r: r.repeat_spread or 0.0)
+    sentence = (
+        f"Repeatability: {len(spreads) - len(bad)} of {len(spreads)} repeated combinations agree within "
+        f"{repeat_tolerance:.0%} on the median; the worst spread is {worst.repeat_spread:.1%} "
+        f"({worst.machine} {worst.label})"
+    )
+    if len(worst.repeat_other_shares) >= 2:
+        phases = ", ".join(f"{x:.0%}" for x in worst.repeat_other_shares)
+        sentence += f", while other processes used {phases} of the CPU in its repeats"
+    return [sentence + "."]
+
+
+def _contention_sentences(machine: str, rows: Sequence[Row], contention_warn: float) -> list[str]:
+    """A warning when other processes used more than ``contention_warn`` of ``machine``'s CPU."""
+    shares = [r.other_cpu_share for r in rows if r.other_cpu_share is not None]
+    if not shares or max(shares) <= contention_warn:
+        return []
+    return [
+        f"Other processes used {sum(shares) / len(shares):.0%} of {machine}'s CPU on average during its timed "
+        f"runs (up to {max(shares):.0%}): its figures are lower bounds of what the machine does alone."
+    ]
+
+
+def _memory_sentences(machine: str, rows: Sequence[Row], slope_mb_per_s: float, growth_mb: float) -> list[str]:
+    """A possible leak (RSS slope and growth both over their limits) on ``machine``, or the largest growth seen."""
+    leaks = [r for r in rows if (r.rss_slope_mb_per_s or 0.0) > slope_mb_per_s and (r.rss_growth_mb or 0.0) > growth_mb]
+    if leaks:
+        worst = max(leaks, key=lambda r: r.rss_slope_mb_per_s or 0.0)
+        return [
+            f"Host memory grew by {worst.rss_growth_mb:.0f} MiB ({worst.rss_slope_mb_per_s:.1f} MiB/s) during "
+            f"{machine} {worst.label}: look for a leak."
+        ]
+    slopes = [r for r in rows if r.rss_slope_mb_per_s is not None]
+    if not slopes:
+        return []
+    top = max(slopes, key=lambda r: r.rss_growth_mb or 0.0)
+    return [
+        f"No leak on {machine}: host RSS ended at most {max(top.rss_growth_mb or 0.0, 0.0):.0f} MiB above "
+        f"where each timed phase started ({len(slopes)} combinations)."
+    ]
+
+
+def _not_run_sentences(rows: Sequence[Row]) -> list[str]:
+    """The combinations that did not run, grouped by machine, status and reason."""
+    notdone = [r for r in rows if r.status != "ok"]
+    if not notdone:
+        return []
+    reasons: dict[tuple[str, str, str | None], list[Row]] = {}
+    for r in notdone:
+        reasons.setdefault((r.machine, r.status, r.reason), []).append(r)
+    return [
+        f"{len(notdone)} combination(s) did not run: "
+        + "; ".join(
+            f"{len(rs)} on {m} {status} ({reason}: "
+            + ", ".join(dict.fromkeys(f"{r.model} {r.backend} {r.precision}" for r in rs))
+            + ")"
+            for (m, status, reason), rs in reasons.items()
+        )
+        + "."
+    ]
 
 
 def _precision_sentences(machine: str, rows: Sequence[Row], idx: dict[RowKey, Row]) -> list[str]:

@@ -24,18 +24,27 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from campusguard.backends.devices import DeviceSpec, resolve_device
-from campusguard.bench.memory import CpuShare, MemorySampler, device_memory_reader, torch_peak_allocated_mb
+from campusguard.bench.memory import (
+    CpuShare,
+    MemoryReport,
+    MemorySampler,
+    device_memory_reader,
+    torch_peak_allocated_mb,
+)
 from campusguard.bench.prepare import BACKENDS, PRECISIONS, prepare_onnx, skip_reason
 from campusguard.bench.results import SCHEMA_VERSION
 from campusguard.bench.stats import cost_per_million, latency_stats, spread, throughput
-from campusguard.bench.timing import run_timed
+from campusguard.bench.timing import TimedRun, run_timed
 from campusguard.errors import CampusGuardError, DeviceError, InvalidInputError, MissingDependencyError
-from campusguard.models.registry import parse_model_ref
+from campusguard.models.resolve import parse_model_ref
+
+if TYPE_CHECKING:
+    from campusguard.detector import Detector
 
 __all__ = [
     "SCENARIOS",
@@ -205,16 +214,14 @@ def _base_record(combo: Combination, spec: DeviceSpec) -> dict[str, Any]:
 def _accuracy(detector: Any, dataset: Any, batch: int, settings: BenchSettings) -> dict[str, Any]:
     """mAP of ``detector`` on ``dataset`` at ``settings.accuracy_conf`` (threshold restored after)."""
     from campusguard.eval import evaluate_detections
-    from campusguard.io.images import read_image
+    from campusguard.eval.validate import predict_dataset
 
     n = len(dataset.image_paths) if settings.accuracy_images is None else min(settings.accuracy_images, len(dataset))
     paths, truths = dataset.image_paths[:n], dataset.truths[:n]
     saved = detector.conf
     detector.conf = settings.accuracy_conf
     try:
-        preds = []
-        for i in range(0, n, batch):
-            preds.extend(detector.predict_batch([read_image(p) for p in paths[i : i + batch]]))
+        preds = predict_dataset(detector, paths, batch=batch)
     finally:
         detector.conf = saved
     metrics = evaluate_detections(preds, truths, dataset.names)
@@ -262,6 +269,17 @@ def bench_combination(
     return rec
 
 
+@dataclass
+class _TimedPhase:
+    """What the timed repeats of one combination measured."""
+
+    runs: list[TimedRun]
+    phase_shares: list[float]  # other processes' CPU share during each repeat: explains disagreement
+    cpu: CpuShare
+    memory: MemoryReport
+    load_start: float
+
+
 def _measure(
     combo: Combination,
     settings: BenchSettings,
@@ -271,30 +289,72 @@ def _measure(
     calibration: Sequence[Path] | None,
     measure_accuracy: bool,
 ) -> dict[str, Any]:
-    from campusguard.detector import Detector
-
     t0 = time.perf_counter()
-    model_arg: str | Path = combo.model
-    if combo.backend == "onnxruntime":
-        model_arg = prepare_onnx(
-            combo.model,
-            combo.precision,
-            combo.batch,
-            settings.imgsz_hw,
-            dynamic=settings.dynamic,
-            calibration=calibration,
-            per_channel=settings.int8_per_channel,
-            reduce_range=settings.int8_reduce_range,
-        )
+    model_arg = _prepare_model(combo, settings, calibration)
     prepare_s = time.perf_counter() - t0
+    queries = _queries(combo, frames)
+    images_per_call = len(queries[0])
+    det, first_inference = _load_and_warm_up(model_arg, combo, settings, spec, queries)
+    timed = _timed_phase(
+        det, queries, settings, spec, gpu_torch=combo.backend == "torch" and spec.kind in ("cuda", "rocm")
+    )
+    timing = _timing_summary(timed, images_per_call, settings)
+    info = det.info
+    accuracy = _accuracy_or_reason(det, dataset, combo.batch, settings) if measure_accuracy else None
+    latencies = [x for r in timed.runs for x in r.latency_ms]
+    return {
+        "provider": det.provider,
+        "export": None if combo.backend == "torch" else ("dynamic" if info.batch is None else "static"),
+        "model_batch": info.batch,
+        "input_hw": list(det.input_hw(frames[0].shape[:2])),
+        "random_weights": bool(info.random_weights),
+        "prepare_s": prepare_s,
+        "first_inference_ms": first_inference,
+        **timing,
+        "memory": _memory_record(combo, timed.memory),
+        "accuracy": accuracy,
+        "cost_per_million_usd": cost_per_million(timing["throughput_ips"], settings.price_per_hour),
+        "contention": {
+            "own_cpu_share": timed.cpu.own_share,
+            "other_processes_cpu_share": timed.cpu.other_share,
+            "cpu_ms_per_image": timed.cpu.own_seconds * 1000.0 / max(1, images_per_call * len(latencies)),
+            "loadavg_1m_start": timed.load_start,
+            "loadavg_1m_end": os.getloadavg()[0],
+        },
+        "samples_ms": _thinned(latencies, settings.max_samples),
+    }
+
+
+def _prepare_model(combo: Combination, settings: BenchSettings, calibration: Sequence[Path] | None) -> str | Path:
+    """The model the `Detector` loads: the prepared (exported, FP16 or INT8) ONNX file for ONNX Runtime."""
+    if combo.backend != "onnxruntime":
+        return combo.model
+    return prepare_onnx(
+        combo.model,
+        combo.precision,
+        combo.batch,
+        settings.imgsz_hw,
+        dynamic=settings.dynamic,
+        calibration=calibration,
+        per_channel=settings.int8_per_channel,
+        reduce_range=settings.int8_reduce_range,
+    )
+
+
+def _load_and_warm_up(
+    model_arg: str | Path,
+    combo: Combination,
+    settings: BenchSettings,
+    spec: DeviceSpec,
+    queries: Sequence[list[np.ndarray]],
+) -> tuple[Detector, dict[str, float]]:
+    """Load the `Detector`, time the load and the first call apart, then run the untimed warm-up calls."""
+    from campusguard.detector import Detector
 
     if combo.backend == "torch" and settings.torch_threads is not None:
         import torch
 
         torch.set_num_threads(settings.torch_threads)
-    queries = _queries(combo, frames)
-    images_per_call = len(queries[0])
-    gpu_torch = combo.backend == "torch" and spec.kind in ("cuda", "rocm")
     t0 = time.perf_counter()
     det = Detector(
         model_arg,
@@ -315,6 +375,14 @@ def _measure(
     t2 = time.perf_counter()
     for i in range(settings.warmup):
         det.predict_batch(queries[(i + 1) % len(queries)])
+    first = {"load_ms": (t1 - t0) * 1000.0, "first_run_ms": (t2 - t1) * 1000.0, "total_ms": (t2 - t0) * 1000.0}
+    return det, first
+
+
+def _timed_phase(
+    det: Detector, queries: Sequence[list[np.ndarray]], settings: BenchSettings, spec: DeviceSpec, gpu_torch: bool
+) -> _TimedPhase:
+    """``settings.repeat`` timed repeats back to back, with CPU shares and memory sampled throughout."""
 
     def call(i: int) -> tuple[float, float, float]:
         det.predict_batch(queries[i % len(queries)])
@@ -325,7 +393,7 @@ def _measure(
         torch_peak_allocated_mb(reset=True)
     reader, source = device_memory_reader(spec.kind, spec.index)
     runs = []
-    phase_shares: list[float] = []  # other processes' CPU share during each repeat: explains disagreement
+    phase_shares: list[float] = []
     load_start = os.getloadavg()[0]
     with CpuShare() as cpu, MemorySampler(settings.memory_interval_s, reader, source) as sampler:
         for _ in range(settings.repeat):
@@ -334,49 +402,22 @@ def _measure(
             phase_shares.append(phase.other_share)
     torch_peak = torch_peak_allocated_mb() if gpu_torch else None
     memory = sampler.report(torch_peak, "torch.cuda.max_memory_allocated" if torch_peak is not None else None)
+    return _TimedPhase(runs, phase_shares, cpu, memory, load_start)
 
+
+def _timing_summary(timed: _TimedPhase, images_per_call: int, settings: BenchSettings) -> dict[str, Any]:
+    """Latency statistics, throughput, stage means and per-repeat figures of the timed phase."""
+    runs = timed.runs
     latencies = [x for r in runs for x in r.latency_ms]
     stages = np.array([s for r in runs for s in r.stages_ms], dtype=np.float64).reshape(-1, 3)
     seconds = sum(r.seconds for r in runs)
-    ips = throughput(images_per_call * len(latencies), seconds)
     medians = [float(np.median(r.latency_ms)) for r in runs]
     agreement = spread(medians) if len(runs) > 1 else None
     stage_mean = stages.mean(axis=0)
-
-    notes = []
-    if combo.backend == "onnxruntime":
-        notes.append("ONNX Runtime exposes no arena counter in Python; its CPU arena is inside host RSS")
-    mem = {**memory.__dict__, "notes": notes + list(memory.notes)}
-
-    info = det.info
-    if not measure_accuracy:
-        accuracy = None
-    elif dataset is None:
-        accuracy = _accuracy_skipped("no --data set given")
-    elif info.random_weights:
-        accuracy = _accuracy_skipped("random-weight architecture model: mAP is meaningless (speed and memory only)")
-    else:
-        accuracy = _accuracy(det, dataset, combo.batch, settings)
-
-    samples = latencies
-    if len(samples) > settings.max_samples:
-        idx = np.linspace(0, len(samples) - 1, settings.max_samples).astype(int)
-        samples = [latencies[i] for i in idx]
     return {
-        "provider": det.provider,
-        "export": None if combo.backend == "torch" else ("dynamic" if info.batch is None else "static"),
-        "model_batch": info.batch,
-        "input_hw": list(det.input_hw(frames[0].shape[:2])),
-        "random_weights": bool(info.random_weights),
-        "prepare_s": prepare_s,
-        "first_inference_ms": {
-            "load_ms": (t1 - t0) * 1000.0,
-            "first_run_ms": (t2 - t1) * 1000.0,
-            "total_ms": (t2 - t0) * 1000.0,
-        },
         "latency_ms": latency_stats(latencies).to_dict(),
         "per_image_ms": float(np.mean(latencies)) / images_per_call,
-        "throughput_ips": ips,
+        "throughput_ips": throughput(images_per_call * len(latencies), seconds),
         "stages_ms": {
             "preprocess": float(stage_mean[0]),
             "inference": float(stage_mean[1]),
@@ -392,22 +433,36 @@ def _measure(
                 "iterations": r.iterations,
                 "other_processes_cpu_share": share,
             }
-            for m, r, share in zip(medians, runs, phase_shares, strict=True)
+            for m, r, share in zip(medians, runs, timed.phase_shares, strict=True)
         ],
         "repeat_spread": agreement,
         "repeat_agree": None if agreement is None else bool(agreement <= settings.repeat_tolerance),
-        "memory": mem,
-        "accuracy": accuracy,
-        "cost_per_million_usd": cost_per_million(ips, settings.price_per_hour),
-        "contention": {
-            "own_cpu_share": cpu.own_share,
-            "other_processes_cpu_share": cpu.other_share,
-            "cpu_ms_per_image": cpu.own_seconds * 1000.0 / max(1, images_per_call * len(latencies)),
-            "loadavg_1m_start": load_start,
-            "loadavg_1m_end": os.getloadavg()[0],
-        },
-        "samples_ms": [round(x, 4) for x in samples],
     }
+
+
+def _memory_record(combo: Combination, memory: MemoryReport) -> dict[str, Any]:
+    notes = []
+    if combo.backend == "onnxruntime":
+        notes.append("ONNX Runtime exposes no arena counter in Python; its CPU arena is inside host RSS")
+    return {**memory.__dict__, "notes": notes + list(memory.notes)}
+
+
+def _accuracy_or_reason(det: Detector, dataset: Any, batch: int, settings: BenchSettings) -> dict[str, Any]:
+    """mAP on ``dataset``, or why it was skipped (no data set, random weights)."""
+    if dataset is None:
+        return _accuracy_skipped("no --data set given")
+    if det.info.random_weights:
+        return _accuracy_skipped("random-weight architecture model: mAP is meaningless (speed and memory only)")
+    return _accuracy(det, dataset, batch, settings)
+
+
+def _thinned(latencies: list[float], max_samples: int) -> list[float]:
+    """At most ``max_samples`` latencies, evenly spaced, rounded to 0.1 microsecond."""
+    samples = latencies
+    if len(samples) > max_samples:
+        idx = np.linspace(0, len(samples) - 1, max_samples).astype(int)
+        samples = [latencies[i] for i in idx]
+    return [round(x, 4) for x in samples]
 
 
 def run_matrix(

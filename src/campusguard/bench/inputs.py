@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from campusguard.errors import InvalidInputError
+from campusguard.io.images import IMAGE_SUFFIXES
 
 __all__ = [
-    "IMAGE_SUFFIXES",
     "list_images",
     "ultralytics_sample_images",
     "synthetic_frame",
@@ -25,8 +25,6 @@ __all__ = [
     "stream_frames",
     "calibration_images",
 ]
-
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 # resolutions (height, width) of the simulated camera sources of the multi-stream scenario
 STREAM_RESOLUTIONS: tuple[tuple[int, int], ...] = ((720, 1280), (1080, 1920), (480, 640), (960, 1280))

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from campusguard.errors import InvalidInputError
-from campusguard.models.registry import ModelRef, cache_dir, exported_onnx_path, parse_model_ref
+from campusguard.models.registry import cache_dir, exported_onnx_path
+from campusguard.models.resolve import ModelRef, parse_model_ref
 
 __all__ = ["PRECISIONS", "BACKENDS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path", "fix_input_shape"]
 

@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
         """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
         from campusguard.models.aliases import alias_for
         from campusguard.models.export import convert_fp16, export_onnx, quantize_int8, stamp_alias
-        from campusguard.models.registry import parse_model_ref
-        from campusguard.ops.preprocess import parse_imgsz
+        from campusguard.models.info import check_imgsz
+        from campusguard.models.resolve import parse_model_ref
 
         if fmt != "onnx":
             raise InvalidInputError(f"--format {fmt!r} is not supported; use onnx")
@@ -46,12 +46,12 @@ def register(app: typer.Typer) -> None:
         check_images = _images(data, calib_images) if data is not None else _sample_images()
         out.mkdir(parents=True, exist_ok=True)
         for size in imgsz:
-            hw = parse_imgsz(size)
+            hw = check_imgsz(size, name="--imgsz")
             base = Path(model).stem if ref.kind != "arch" else f"{ref.name}-random"
             tag = f"{hw[0]}x{hw[1]}" + ("-dynamic" if dynamic else f"-b{batch}")
             fp32 = out / f"{base}.{tag}.onnx"
-            if ref.kind == "onnx":
-                fp32 = ref.path  # type: ignore[assignment]
+            if ref.path is not None and ref.kind == "onnx":
+                fp32 = ref.path
             else:
                 export_onnx(ref, fp32, imgsz_hw=hw, batch=batch, dynamic=dynamic, simplify=simplify, opset=opset)
                 _report(fp32, None, check_images, hw)

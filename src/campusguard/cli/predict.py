@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from campusguard.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from campusguard.detector import Detector
+    from campusguard.io.predict import PredictSummary
 
 
 def parse_classes(text: str | None) -> list[int] | None:
@@ -33,7 +36,9 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs/predict"), "--out", "-o", help="Output folder."),
         conf: float = typer.Option(0.25, help="Confidence threshold 0..1."),
         iou: float = typer.Option(0.7, help="NMS IoU threshold 0..1."),
-        imgsz: str = typer.Option(None, help="Input size: N or H,W (multiples of 32); default: the model's own (640 if unknown)."),
+        imgsz: str = typer.Option(
+            None, help="Input size: N or H,W (multiples of 32); default: the model's own (640 if unknown)."
+        ),
         classes: str = typer.Option(None, help="Keep only these class ids, e.g. 0,2."),
         max_det: int = typer.Option(300, "--max-det", help="Maximum detections per image."),
         device: str = typer.Option("auto", help="auto, cpu, cuda:N or rocm:N."),
@@ -71,114 +76,45 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             agnostic=agnostic,
         )
-        summary = run_predict(det, files, out, batch, save_media, save_txt)
+        summary = _predict_with_progress(det, files, out, batch, save_media, save_txt)
         typer.echo(
-            f"{summary['frames']} frame(s) from {summary['files']} file(s), {summary['detections']} detection(s) on "
-            f"{det.provider}; mean ms/frame pre {summary['pre_ms']:.1f}, infer {summary['infer_ms']:.1f}, post {summary['post_ms']:.1f}; results in {out}"
+            f"{summary.frames} frame(s) from {summary.files} file(s), {summary.detections} detection(s) on "
+            f"{det.provider}; mean ms/frame pre {summary.pre_ms:.1f}, infer {summary.infer_ms:.1f}, "
+            f"post {summary.post_ms:.1f}; results in {out}"
         )
         if det.random_weights:
             typer.echo(
                 "warning: this model has RANDOM weights (architecture only): the boxes are meaningless", err=True
             )
-        if summary["failed"]:
-            typer.echo(f"{summary['failed']} file(s) failed", err=True)
+        if summary.failed:
+            typer.echo(f"{summary.failed} file(s) failed", err=True)
             raise typer.Exit(1)
 
 
-def _batches(items: Iterator, size: int) -> Iterator[list]:
-    buf: list = []
-    for item in items:
-        buf.append(item)
-        if len(buf) == size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf
-
-
-def run_predict(det, files: list[Path], out: Path, batch: int, save_media: bool, save_txt: bool) -> dict:  # type: ignore[no-untyped-def]
-    """Stream every frame of ``files`` through ``det`` and write results; returns a summary dict."""
-    import cv2
+def _predict_with_progress(
+    det: Detector, files: list[Path], out: Path, batch: int, save_media: bool, save_txt: bool
+) -> PredictSummary:
+    """`predict_to_files` with a progress bar on a terminal and a ``skipped:`` line per unreadable file."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from campusguard.adapters import to_records, to_yolo_txt
-    from campusguard.io.draw import draw_detections
-    from campusguard.io.sources import iter_media, open_video_writer
+    from campusguard.io.predict import predict_to_files
+    from campusguard.io.sources import MediaItem
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "labels").mkdir(exist_ok=True) if save_txt else None
-    stats = {
-        "files": len(files),
-        "frames": 0,
-        "detections": 0,
-        "failed": 0,
-        "pre_ms": 0.0,
-        "infer_ms": 0.0,
-        "post_ms": 0.0,
-    }
-    writers: dict[Path, cv2.VideoWriter] = {}
-    first = True
-    with (
-        open(out / "predictions.json", "w") as js,
-        Progress(
-            TextColumn("[bold]predict"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.description}"),
-            TimeRemainingColumn(),
-            transient=not sys.stderr.isatty(),
-            disable=not sys.stderr.isatty(),
-        ) as progress,
-    ):
+    with Progress(
+        TextColumn("[bold]predict"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeRemainingColumn(),
+        transient=not sys.stderr.isatty(),
+        disable=not sys.stderr.isatty(),
+    ) as progress:
         task = progress.add_task("", total=None)
-        js.write("[\n")
-        for path in files:
-            progress.update(task, description=path.name)
-            for chunk in _batches(iter_media(path), batch):
-                good = [it for it in chunk if it.frame is not None]
-                for it in chunk:
-                    if it.error:
-                        stats["failed"] += 1
-                        typer.echo(f"skipped: {it.error}", err=True)
-                if not good:
-                    continue
-                results = det.predict_batch([it.frame for it in good])
-                t = det.timings
-                stats["pre_ms"] += t.preprocess_ms
-                stats["infer_ms"] += t.inference_ms
-                stats["post_ms"] += t.postprocess_ms
-                for it, d in zip(good, results, strict=True):
-                    stats["frames"] += 1
-                    stats["detections"] += len(d)
-                    h, w = it.frame.shape[:2]
-                    rec = {
-                        "file": str(it.path),
-                        "frame": it.frame_index,
-                        "width": w,
-                        "height": h,
-                        "detections": to_records(d, det.names),
-                    }
-                    js.write(("" if first else ",\n") + json.dumps(rec))
-                    first = False
-                    stem = it.path.stem if not it.is_video else f"{it.path.stem}_{it.frame_index:06d}"
-                    if save_txt:
-                        (out / "labels" / f"{stem}.txt").write_text(to_yolo_txt(d, (w, h)))
-                    if save_media:
-                        drawn = draw_detections(it.frame, d, det.names, copy=False)
-                        if it.is_video:
-                            key = it.path
-                            if key not in writers:
-                                writers[key] = open_video_writer(out / f"{it.path.stem}.mp4", it.fps or 30.0, (w, h))
-                            writers[key].write(drawn)
-                        else:
-                            cv2.imwrite(str(out / f"{it.path.stem}.jpg"), drawn)
-                progress.advance(task, len(good))
-            if path in writers:
-                writers.pop(path).release()
-        js.write("\n]\n")
-    for w in writers.values():
-        w.release()
-    n = max(stats["frames"], 1)
-    for k in ("pre_ms", "infer_ms", "post_ms"):
-        stats[k] /= n
-    return stats
+
+        def on_item(item: MediaItem) -> None:
+            if item.error:
+                typer.echo(f"skipped: {item.error}", err=True)
+                return
+            progress.update(task, description=item.path.name, advance=1)
+
+        return predict_to_files(det, files, out, batch=batch, save_media=save_media, save_txt=save_txt, on_item=on_item)

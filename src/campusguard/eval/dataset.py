@@ -24,10 +24,10 @@ import numpy as np
 
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
+from campusguard.io.images import IMAGE_SUFFIXES
 
-__all__ = ["IMAGE_SUFFIXES", "YoloDataset", "label_path_for", "load_yolo_dataset", "read_data_yaml", "read_label_file"]
+__all__ = ["YoloDataset", "label_path_for", "load_yolo_dataset", "read_data_yaml", "read_label_file"]
 
-IMAGE_SUFFIXES = frozenset({".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".tif", ".tiff", ".webp", ".pfm"})
 
 # normalised coordinates slightly outside 0..1 come from rounding in label writers
 _COORD_TOLERANCE = 0.01

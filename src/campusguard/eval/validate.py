@@ -18,7 +18,7 @@ from campusguard.errors import InvalidInputError
 from campusguard.eval.dataset import YoloDataset, load_yolo_dataset
 from campusguard.eval.metrics import DetectionMetrics, evaluate_detections
 
-__all__ = ["ValidationResult", "predict_dataset", "training_imgsz", "validate_model"]
+__all__ = ["ValidationResult", "predict_dataset", "validate_model"]
 
 
 @dataclass(frozen=True)
@@ -68,24 +68,6 @@ def predict_dataset(
     return out
 
 
-def training_imgsz(metadata: dict[str, str]) -> tuple[int, int] | None:
-    """``(h, w)`` from Ultralytics' ``imgsz`` metadata (``"[320, 320]"`` or ``"320"``), or ``None``."""
-    import ast
-
-    text = metadata.get("imgsz")
-    if not text:
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return None
-    if isinstance(value, int):
-        return value, value
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return int(value[0]), int(value[1])
-    return None
-
-
 def validate_model(
     model: str | os.PathLike[str] | None,
     data: str | os.PathLike[str],
@@ -130,11 +112,10 @@ def validate_model(
     if batch < 1:
         raise InvalidInputError(f"batch={batch} must be at least 1")
     ds = load_yolo_dataset(data, split)
-    model_ref = None if model is None else str(model)
     detector = Detector(
-        model_ref,
+        None if model is None else str(model),
         device=device,
-        imgsz=640 if imgsz is None else imgsz,
+        imgsz=imgsz,
         conf=conf,
         iou=iou,
         max_det=max_det,
@@ -142,19 +123,6 @@ def validate_model(
         half=half,
         dynamic=True,
     )
-    trained = training_imgsz(detector.info.extra)
-    if imgsz is None and trained is not None and trained != detector.imgsz_hw:
-        detector = Detector(
-            model_ref,
-            device=device,
-            imgsz=trained,
-            conf=conf,
-            iou=iou,
-            max_det=max_det,
-            backend=backend,
-            half=half,
-            dynamic=True,
-        )
     missing = sorted(set(ds.names) - set(detector.names))
     if missing or any(detector.names[k] != v for k, v in ds.names.items()):
         raise InvalidInputError(

@@ -11,7 +11,8 @@ from campusguard.errors import ImageReadError
 
 __all__ = ["read_image", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES"]
 
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
+# Ultralytics' IMG_FORMATS: a data set, a prediction folder and a camera folder see the same images
+IMAGE_SUFFIXES = (".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".pfm", ".tif", ".tiff", ".webp")
 VIDEO_SUFFIXES = frozenset({".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".ts"})
 
 

@@ -47,7 +47,7 @@ def list_media(source: str | Path) -> list[Path]:
     if any(ch in text for ch in "*?["):
         files = sorted(Path(f) for f in glob.glob(text, recursive=True) if Path(f).is_file())
     elif p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES | VIDEO_SUFFIXES)
+        files = sorted(f for f in p.iterdir() if f.is_file() and (f.suffix.lower() in IMAGE_SUFFIXES or is_video(f)))
     elif p.exists():
         files = [p]
     else:

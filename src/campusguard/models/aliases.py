@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from campusguard.backends.base import ModelInfo
 from campusguard.detections import Detections
 from campusguard.errors import ModelLoadError
+from campusguard.models.info import ModelInfo
 
 __all__ = [
     "ALIASES",

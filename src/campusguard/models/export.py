@@ -15,7 +15,7 @@ import numpy as np
 
 from campusguard.errors import InvalidInputError, ModelLoadError, require
 from campusguard.models.aliases import ALIAS_METADATA_KEY, ModelAlias
-from campusguard.models.registry import ModelRef
+from campusguard.models.resolve import ModelRef
 from campusguard.models.ultralytics_env import offline_ultralytics
 
 __all__ = ["FORMATS", "stamp_alias", "export_onnx", "convert_fp16", "quantize_int8", "set_metadata", "head_float_nodes"]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from campusguard.models.registry import DEFAULT_MODEL
+from campusguard.models.resolve import DEFAULT_MODEL
 
 __all__ = ["SYNTHETIC_MODEL_WARNING", "is_synthetic_source", "uses_bundled_model", "warn_if_synthetic_model_on_real"]
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["LetterboxMeta", "letterbox", "to_bgr_uint8", "make_batch", "fit_shape", "parse_imgsz"]
+__all__ = ["LetterboxMeta", "letterbox", "to_bgr_uint8", "make_batch", "fit_shape"]
 
 
 @dataclass(frozen=True)
@@ -27,29 +27,6 @@ class LetterboxMeta:
     pad_xy: tuple[int, int]
     orig_wh: tuple[int, int]
     input_hw: tuple[int, int]
-
-
-def parse_imgsz(imgsz: int | tuple[int, int] | list[int] | str, stride: int = 32) -> tuple[int, int]:
-    """Parse an image size (``640``, ``(384, 640)``, ``"384,640"``) to ``(height, width)``.
-
-    Raises:
-        InvalidInputError: when a side is not a positive multiple of ``stride``.
-    """
-    if isinstance(imgsz, str):
-        parts = [p for p in imgsz.replace("x", ",").split(",") if p.strip()]
-        try:
-            values = [int(p) for p in parts]
-        except ValueError:
-            raise InvalidInputError(f"imgsz {imgsz!r} is not an integer or 'H,W'") from None
-    elif isinstance(imgsz, (int, np.integer)):
-        values = [int(imgsz)]
-    else:
-        values = [int(v) for v in imgsz]
-    if len(values) == 1:
-        values = values * 2
-    if len(values) != 2 or any(v <= 0 or v % stride for v in values):
-        raise InvalidInputError(f"imgsz {imgsz!r} must be a positive multiple of {stride} (or 'H,W' of such)")
-    return values[0], values[1]
 
 
 def to_bgr_uint8(image: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ import yaml
 
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.eval.dataset import YoloDataset, load_yolo_dataset, read_data_yaml
+from campusguard.models.info import check_imgsz
 from campusguard.train.devices import parse_train_device
 
 __all__ = ["ARCHITECTURES", "TrainResult", "oom_message", "resolve_model_spec", "train", "write_resolved_data_yaml"]
@@ -130,17 +131,15 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _check_numbers(epochs: int, imgsz: int, batch: int, accumulate: int, workers: int) -> None:
+    check_imgsz(imgsz, name="--imgsz")
     for name, value, low in (
         ("epochs", epochs, 1),
-        ("imgsz", imgsz, 32),
         ("batch", batch, 1),
         ("accumulate", accumulate, 1),
         ("workers", workers, 0),
     ):
         if int(value) < low:
             raise InvalidInputError(f"--{name} {value} must be at least {low}")
-    if imgsz % 32:
-        raise InvalidInputError(f"--imgsz {imgsz} must be a multiple of 32 (the model stride)")
 
 
 def validate_training_inputs(data: str | os.PathLike[str]) -> tuple[YoloDataset, YoloDataset]:
@@ -238,50 +237,21 @@ def train(
         raise InvalidInputError(f"--resume: there is no {last} to continue")
     spec, _from_weights = resolve_model_spec(model) if not resume else (str(last), True)
     train_ds, val_ds = validate_training_inputs(data)
-    gpus = parse_train_device(device)
-    device_arg = "cpu" if gpus is None else ",".join(map(str, gpus))
-    if gpus is not None and len(gpus) > 1 and batch % len(gpus):
-        raise InvalidInputError(f"--batch {batch} must be a multiple of the {len(gpus)} devices in {device!r}")
+    device_arg = _device_argument(device, batch)
 
     from campusguard.models.ultralytics_env import offline_ultralytics
 
     offline_ultralytics()
     require("ultralytics", "torch")
-    from ultralytics import YOLO
-
-    from campusguard.train._ultralytics_trainer import OfflineDetectionTrainer
-
     resolved_yaml = write_resolved_data_yaml(data, save_dir / "data.resolved.yaml")
-    args: dict[str, Any] = {
-        "data": str(resolved_yaml),
-        "epochs": int(epochs),
-        "imgsz": int(imgsz),
-        "batch": int(batch),
-        "nbs": int(batch) * int(accumulate),
-        "device": device_arg,
-        "amp": bool(amp),
-        "workers": int(workers),
-        "project": str(save_dir.parent),
-        "name": save_dir.name,
-        "exist_ok": True,
-        "pretrained": False,
-        "seed": int(seed),
-        "deterministic": True,
-        "patience": int(patience),
-        "cache": cache or False,
-        "plots": False,
-        "verbose": True,
-    }
+    args = _training_args(
+        resolved_yaml, save_dir, device=device_arg, epochs=epochs, imgsz=imgsz, batch=batch, accumulate=accumulate,
+        amp=amp, workers=workers, seed=seed, patience=patience, cache=cache,
+    )  # fmt: skip
     args.update(overrides or {})
     t0 = time.perf_counter()
     try:
-        yolo = YOLO(spec, task="detect")
-        for event, fn in (callbacks or {}).items():
-            yolo.add_callback(event, fn)
-        if resume:
-            yolo.train(resume=True, trainer=OfflineDetectionTrainer)
-        else:
-            yolo.train(trainer=OfflineDetectionTrainer, **args)
+        trainer = _run_ultralytics(spec, args, resume=resume, callbacks=callbacks)
     except RuntimeError as exc:
         if _is_oom(exc):
             raise DeviceError(oom_message(device_arg, batch, accumulate, imgsz, amp)) from exc
@@ -289,7 +259,6 @@ def train(
     except FileNotFoundError as exc:
         raise ModelLoadError(f"model {model}: {exc}") from exc
     seconds = time.perf_counter() - t0
-    trainer = yolo.trainer
     run_dir = Path(trainer.save_dir) if trainer is not None else save_dir
     best = run_dir / "weights" / "best.pt"
     if not best.is_file():
@@ -308,6 +277,71 @@ def train(
         train_images=len(train_ds),
         val_images=len(val_ds),
     )
+
+
+def _training_args(
+    data_yaml: Path,
+    save_dir: Path,
+    *,
+    device: str,
+    epochs: int,
+    imgsz: int,
+    batch: int,
+    accumulate: int,
+    amp: bool,
+    workers: int,
+    seed: int,
+    patience: int,
+    cache: str | None,
+) -> dict[str, Any]:
+    """Ultralytics' training arguments: ``nbs = batch * accumulate`` (a true effective batch), no
+    pretrained download, deterministic, no plots, the run folder ``save_dir``."""
+    return {
+        "data": str(data_yaml),
+        "epochs": int(epochs),
+        "imgsz": int(imgsz),
+        "batch": int(batch),
+        "nbs": int(batch) * int(accumulate),
+        "device": device,
+        "amp": bool(amp),
+        "workers": int(workers),
+        "project": str(save_dir.parent),
+        "name": save_dir.name,
+        "exist_ok": True,
+        "pretrained": False,
+        "seed": int(seed),
+        "deterministic": True,
+        "patience": int(patience),
+        "cache": cache or False,
+        "plots": False,
+        "verbose": True,
+    }
+
+
+def _device_argument(device: str, batch: int) -> str:
+    """Ultralytics' ``device`` for ``--device`` (``cpu`` or a GPU list); the total batch must split evenly."""
+    gpus = parse_train_device(device)
+    if gpus is not None and len(gpus) > 1 and batch % len(gpus):
+        raise InvalidInputError(f"--batch {batch} must be a multiple of the {len(gpus)} devices in {device!r}")
+    return "cpu" if gpus is None else ",".join(map(str, gpus))
+
+
+def _run_ultralytics(
+    spec: str, args: dict[str, Any], *, resume: bool, callbacks: dict[str, Callable[[Any], None]] | None
+) -> Any:
+    """Train with Ultralytics' trainer (CampusGuard's offline subclass); return the trainer (``None`` after DDP)."""
+    from ultralytics import YOLO
+
+    from campusguard.train._ultralytics_trainer import OfflineDetectionTrainer
+
+    yolo = YOLO(spec, task="detect")
+    for event, fn in (callbacks or {}).items():
+        yolo.add_callback(event, fn)
+    if resume:
+        yolo.train(resume=True, trainer=OfflineDetectionTrainer)
+    else:
+        yolo.train(trainer=OfflineDetectionTrainer, **args)
+    return yolo.trainer
 
 
 def export_best_onnx(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["ConfigModel", "Loc", "check_imgsz"]
+from campusguard.models.info import check_imgsz
+
+__all__ = ["ConfigModel", "Loc", "validate_imgsz"]
 
 Loc = tuple[int | str, ...]
 """Where a field sits in the file, as pydantic spells it: ``("cameras", 0, "zones", 1, "polygon")``."""
@@ -16,11 +18,8 @@ class ConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
-def check_imgsz(value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
-    """A network input size (an int, or [height, width]): positive multiples of 32 up to 4096, or None."""
-    if value is None:
-        return None
-    dims = (value,) if isinstance(value, int) else value
-    if any(d < 32 or d > 4096 or d % 32 for d in dims):
-        raise ValueError(f"imgsz must be positive multiples of 32 up to 4096, got {value}")
+def validate_imgsz(value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
+    """A network input size (an int, or [height, width]) checked by the kit's `check_imgsz` (up to 4096), or None."""
+    if value is not None:
+        check_imgsz(value, max_size=4096)  # InvalidInputError is a ValueError: pydantic reports it on the field
     return value

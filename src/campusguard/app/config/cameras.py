@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from campusguard.app.config.base import ConfigModel, Loc, check_imgsz
+from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.rules import FallRuleConfig, LineCrossingRuleConfig, RuleConfig
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
@@ -128,7 +128,7 @@ class CameraConfig(ConfigModel):
     @field_validator("imgsz")
     @classmethod
     def _imgsz(cls, value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
-        return check_imgsz(value)
+        return validate_imgsz(value)
 
     def is_live(self) -> bool:
         """Whether frames are paced by the outside world (webcam, URL) rather than read as fast as wanted."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from campusguard.app.config.base import ConfigModel, check_imgsz
+from campusguard.app.config.base import ConfigModel, validate_imgsz
 
 __all__ = ["DetectorConfig"]
 
@@ -53,4 +53,4 @@ class DetectorConfig(ConfigModel):
     @field_validator("imgsz")
     @classmethod
     def _imgsz(cls, value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
-        return check_imgsz(value)
+        return validate_imgsz(value)

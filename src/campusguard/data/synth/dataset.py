@@ -19,6 +19,7 @@ import cv2
 from campusguard.data.synth.classes import COCO_NAMES, SYNTH_NC
 from campusguard.data.synth.images import ImageParams, encode_jpeg, render_image, yolo_label_text
 from campusguard.errors import InvalidInputError
+from campusguard.models.info import check_imgsz
 
 __all__ = ["DatasetSummary", "generate_dataset", "validate_generate_args", "video_seed"]
 
@@ -54,11 +55,11 @@ def validate_generate_args(
     val_fraction: float,
 ) -> None:
     """Raise `InvalidInputError` naming the first bad argument."""
+    check_imgsz(imgsz, name="--imgsz", min_size=64, max_size=4096)
     checks = [
         (images >= 0, f"--images must be >= 0, got {images}"),
         (videos >= 0, f"--videos must be >= 0, got {videos}"),
         (seed >= 0, f"--seed must be >= 0, got {seed}"),
-        (64 <= imgsz <= 4096 and imgsz % 32 == 0, f"--imgsz must be a multiple of 32 in 64..4096, got {imgsz}"),
         (
             all(160 <= v <= 4096 for v in video_size_wh) and all(v % 2 == 0 for v in video_size_wh),
             f"--video-size must be even WIDTHxHEIGHT in 160..4096, got {video_size_wh[0]}x{video_size_wh[1]}",

