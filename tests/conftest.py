@@ -35,9 +35,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     gpu = _gpu_available()
     skip_gpu = pytest.mark.skip(reason="needs a CUDA or ROCm GPU")
     for item in items:
-        if "torch" in item.keywords and not HAS_TORCH:
+        # markers, not `item.keywords`: keywords also hold folder names, so a checkout under a folder
+        # called "gpu" or "torch" would skip everything
+        if item.get_closest_marker("torch") and not HAS_TORCH:
             item.add_marker(skip_torch)
-        if "gpu" in item.keywords and not gpu:
+        if item.get_closest_marker("gpu") and not gpu:
             item.add_marker(skip_gpu)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["LetterboxMeta", "letterbox", "to_bgr_uint8", "make_batch", "fit_shape"]
+__all__ = ["LetterboxMeta", "LetterboxPlan", "letterbox_plan", "letterbox", "to_bgr_uint8", "make_batch", "fit_shape"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,35 @@ def fit_shape(frame_hw: tuple[int, int], imgsz_hw: tuple[int, int], stride: int 
     )
 
 
+@dataclass(frozen=True)
+class LetterboxPlan:
+    """Where a frame lands inside the network input: the geometry shared by every letterbox implementation.
+
+    Attributes:
+        meta: the `LetterboxMeta` that maps boxes back.
+        resized_wh: size of the resized frame before padding (width, height).
+        pad_tblr: padding in pixels (top, bottom, left, right).
+    """
+
+    meta: LetterboxMeta
+    resized_wh: tuple[int, int]
+    pad_tblr: tuple[int, int, int, int]
+
+
+def letterbox_plan(frame_hw: tuple[int, int], input_hw: tuple[int, int], scaleup: bool = True) -> LetterboxPlan:
+    """Ultralytics' letterbox geometry for a ``frame_hw`` frame in an ``input_hw`` network input."""
+    h, w = frame_hw
+    r = min(input_hw[0] / h, input_hw[1] / w)
+    if not scaleup:
+        r = min(r, 1.0)
+    new_w, new_h = int(round(w * r)), int(round(h * r))
+    dw, dh = (input_hw[1] - new_w) / 2, (input_hw[0] - new_h) / 2
+    top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
+    left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
+    meta = LetterboxMeta(ratio=r, pad_xy=(left, top), orig_wh=(w, h), input_hw=input_hw)
+    return LetterboxPlan(meta=meta, resized_wh=(new_w, new_h), pad_tblr=(top, bottom, left, right))
+
+
 def letterbox(
     image: np.ndarray, input_hw: tuple[int, int], pad_value: int = 114, scaleup: bool = True
 ) -> tuple[np.ndarray, LetterboxMeta]:
@@ -83,18 +112,13 @@ def letterbox(
         The ``(input_h, input_w, 3) uint8`` image and its `LetterboxMeta`.
     """
     h, w = image.shape[:2]
-    r = min(input_hw[0] / h, input_hw[1] / w)
-    if not scaleup:
-        r = min(r, 1.0)
-    new_w, new_h = int(round(w * r)), int(round(h * r))
-    dw, dh = (input_hw[1] - new_w) / 2, (input_hw[0] - new_h) / 2
-    if (w, h) != (new_w, new_h):
-        image = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
-    top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
-    left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
+    plan = letterbox_plan((h, w), input_hw, scaleup)
+    if (w, h) != plan.resized_wh:
+        image = cv2.resize(image, plan.resized_wh, interpolation=cv2.INTER_LINEAR)
+    top, bottom, left, right = plan.pad_tblr
     if top or bottom or left or right:
         image = cv2.copyMakeBorder(image, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(pad_value,) * 3)
-    return image, LetterboxMeta(ratio=r, pad_xy=(left, top), orig_wh=(w, h), input_hw=input_hw)
+    return image, plan.meta
 
 
 def make_batch(images: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:

@@ -1,0 +1,186 @@
+"""Detection regions from motion and tracks, crops, and merging the crops' boxes back.
+
+A region is a square of at least the model's input side around moving areas and tracked
+objects, so a crop reaches the network at (or near) native resolution: a far-away person who is
+a few pixels tall in a whole-frame letterbox keeps all of its pixels in a crop. Regions that
+would cover most of the frame give way to one whole-frame call, which is then cheaper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from campusguard.detections import Detections
+from campusguard.errors import InvalidInputError
+from campusguard.motion.background import MotionDetector
+from campusguard.ops.postprocess import nms
+
+__all__ = ["RegionPlan", "plan_regions", "MotionGate", "crop_regions", "merge_region_detections"]
+
+PlanKind = Literal["full", "regions", "skip"]
+
+
+@dataclass(frozen=True)
+class RegionPlan:
+    """What the detector runs on for one frame.
+
+    Attributes:
+        kind: ``"full"`` (the whole frame), ``"regions"`` (the crops in ``regions``) or ``"skip"``
+            (nothing moves and nothing is tracked: no detector call).
+        reason: why: ``"keyframe"``, ``"motion"``, ``"large-motion"``, ``"still"`` or ``"disabled"``.
+        regions: ``(R, 4) int64`` xyxy crops in frame pixels (empty unless ``kind == "regions"``).
+    """
+
+    kind: PlanKind
+    reason: str
+    regions: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
+
+    @property
+    def calls(self) -> int:
+        """Images this plan sends to the detector."""
+        return 1 if self.kind == "full" else len(self.regions)
+
+
+def _square_around(box: np.ndarray, side: int, frame_wh: tuple[int, int]) -> np.ndarray:
+    """An integer ``side`` x ``side`` square centred on ``box``, shifted to lie inside the frame."""
+    w, h = frame_wh
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    x1 = int(round(min(max(cx - side / 2, 0), w - side)))
+    y1 = int(round(min(max(cy - side / 2, 0), h - side)))
+    return np.array([x1, y1, x1 + side, y1 + side], np.int64)
+
+
+def plan_regions(
+    xyxy: np.ndarray,
+    frame_wh: tuple[int, int],
+    min_side: int,
+    margin: float = 0.25,
+    full_frame_fraction: float = 0.5,
+) -> np.ndarray | None:
+    """Square regions covering every box with a margin; ``None`` when the whole frame is cheaper.
+
+    Args:
+        xyxy: ``(N, 4)`` boxes (moving areas and tracked objects) in frame pixels.
+        frame_wh: frame (width, height).
+        min_side: smallest region side, normally the model's input side.
+        margin: context kept around each box, as a fraction of its longer side, on every side.
+        full_frame_fraction: when the regions' total area exceeds this fraction of the frame,
+            one whole-frame call replaces them.
+
+    Returns:
+        ``(R, 4) int64`` regions, or ``None`` for "use the whole frame".
+    """
+    w, h = frame_wh
+    limit = min(w, h)
+    if len(xyxy) == 0:
+        return np.zeros((0, 4), np.int64)
+    if min_side >= limit:
+        return None
+    boxes = np.asarray(xyxy, np.float64)
+    order = np.argsort(-((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])), kind="stable")
+    regions: list[np.ndarray] = []
+    for box in boxes[order]:
+        longest = max(box[2] - box[0], box[3] - box[1])
+        side = int(np.ceil(max(min_side, longest * (1 + 2 * margin))))
+        if side > limit:
+            return None
+        need = np.array([box[0] - margin * longest, box[1] - margin * longest, box[2] + margin * longest, box[3] + margin * longest])
+        if any(r[0] <= need[0] and r[1] <= need[1] and r[2] >= need[2] and r[3] >= need[3] for r in regions):
+            continue
+        merged = False
+        for i, r in enumerate(regions):  # grow an overlapping region if the union still fits
+            ux1, uy1 = min(r[0], need[0]), min(r[1], need[1])
+            ux2, uy2 = max(r[2], need[2]), max(r[3], need[3])
+            overlaps = not (need[2] < r[0] or need[0] > r[2] or need[3] < r[1] or need[1] > r[3])
+            union_side = int(np.ceil(max(ux2 - ux1, uy2 - uy1)))
+            if overlaps and union_side <= max(min_side, int(1.5 * (r[2] - r[0]))) and union_side <= limit:
+                regions[i] = _square_around(np.array([ux1, uy1, ux2, uy2]), max(union_side, int(r[2] - r[0])), frame_wh)
+                merged = True
+                break
+        if not merged:
+            regions.append(_square_around(box, side, frame_wh))
+    out = np.stack(regions)
+    area = float(((out[:, 2] - out[:, 0]) * (out[:, 3] - out[:, 1])).sum())
+    if area > full_frame_fraction * w * h:
+        return None
+    return out
+
+
+class MotionGate:
+    """Per-camera decision of what the detector sees: whole frame, regions, or nothing.
+
+    Args:
+        motion: the camera's `MotionDetector` (one per camera).
+        keyframe_s: the whole frame is detected at least this often (seconds of frame time).
+        min_side: smallest region side (the model's input side).
+        margin: context around each moving or tracked box (fraction of its longer side).
+        full_frame_fraction: regions covering more than this share of the frame become a whole-frame call.
+    """
+
+    def __init__(
+        self,
+        motion: MotionDetector | None = None,
+        *,
+        keyframe_s: float = 5.0,
+        min_side: int = 320,
+        margin: float = 0.25,
+        full_frame_fraction: float = 0.5,
+    ) -> None:
+        if keyframe_s <= 0:
+            raise InvalidInputError(f"keyframe_s must be positive, got {keyframe_s}")
+        self.motion = motion or MotionDetector()
+        self.keyframe_s, self.min_side = keyframe_s, min_side
+        self.margin, self.full_frame_fraction = margin, full_frame_fraction
+        self._last_keyframe: float | None = None
+
+    def reset(self) -> None:
+        """Start over (a reconnect or resolution change): the next frame is a keyframe."""
+        self.motion.reset()
+        self._last_keyframe = None
+
+    def plan(self, frame_bgr: np.ndarray, timestamp_s: float, tracked_xyxy: np.ndarray | None = None) -> RegionPlan:
+        """Plan one frame; ``tracked_xyxy`` are the boxes of objects the tracker still follows."""
+        moving = self.motion(frame_bgr)
+        if self._last_keyframe is None or timestamp_s - self._last_keyframe >= self.keyframe_s or timestamp_s < self._last_keyframe:
+            self._last_keyframe = timestamp_s
+            return RegionPlan("full", "keyframe")
+        tracked = np.zeros((0, 4), np.float32) if tracked_xyxy is None else np.asarray(tracked_xyxy, np.float32)
+        boxes = np.concatenate([moving, tracked.reshape(-1, 4)]) if len(tracked) else moving
+        if len(boxes) == 0:
+            return RegionPlan("skip", "still")
+        h, w = frame_bgr.shape[:2]
+        regions = plan_regions(boxes, (w, h), self.min_side, self.margin, self.full_frame_fraction)
+        if regions is None:
+            return RegionPlan("full", "large-motion")
+        return RegionPlan("regions", "motion", regions)
+
+
+def crop_regions(frame_bgr: np.ndarray, plan: RegionPlan) -> list[np.ndarray]:
+    """The images to detect on for ``plan``: the frame itself, its region crops (views), or none."""
+    if plan.kind == "full":
+        return [frame_bgr]
+    return [frame_bgr[y1:y2, x1:x2] for x1, y1, x2, y2 in plan.regions]
+
+
+def merge_region_detections(plan: RegionPlan, per_image: list[Detections], iou_threshold: float) -> Detections:
+    """Map each crop's boxes back to the frame and drop duplicates from overlapping regions (class-aware NMS)."""
+    if plan.kind == "full":
+        return per_image[0]
+    if plan.kind == "skip" or not per_image:
+        return Detections.empty()
+    if len(per_image) != len(plan.regions):
+        raise InvalidInputError(f"{len(per_image)} detection sets for {len(plan.regions)} regions")
+    shifted = []
+    for (x1, y1, _, _), dets in zip(plan.regions, per_image, strict=True):
+        if len(dets):
+            offset = np.array([x1, y1, x1, y1], np.float32)
+            shifted.append(Detections(dets.xyxy + offset, dets.confidence, dets.class_id, data=dict(dets.data)))
+    if not shifted:
+        return Detections.empty()
+    merged = Detections.merge(shifted)
+    if len(shifted) == 1:
+        return merged
+    return merged[nms(merged.xyxy, merged.confidence, merged.class_id, iou_threshold)]
