@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
 from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
 from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
+
+if TYPE_CHECKING:
+    from campusguard.backends.torch_device import DevicePipeline
 
 __all__ = ["Detector", "StageTimings"]
 
@@ -76,6 +80,11 @@ class Detector:
         tensorrt: use TensorRT before CUDA.
         threads: ONNX Runtime intra-op threads (0: one per physical core).
         spinning: ONNX Runtime pool threads spin-wait between calls (off for shared machines).
+        pipeline: ``host`` (letterbox and NMS on the CPU, every backend), ``device`` (PyTorch only:
+            uint8 frames uploaded from pinned memory, letterbox, normalisation, FP16 and NMS on the
+            torch device, `campusguard.backends.torch_device.DevicePipeline`), or ``auto``: ``device``
+            for the torch backend on a GPU, else ``host``.
+        cuda_graphs: with the device pipeline on a GPU, replay each static shape from a CUDA graph.
     """
 
     def __init__(
@@ -97,6 +106,8 @@ class Detector:
         tensorrt: bool = False,
         threads: int = 0,
         spinning: bool = True,
+        pipeline: str = "host",
+        cuda_graphs: bool = False,
     ) -> None:
         self.conf = _check_unit("conf", conf)
         self.iou = _check_unit("iou", iou)
@@ -139,6 +150,27 @@ class Detector:
             log.warning("%s has RANDOM weights: right for speed and memory, meaningless for accuracy", info.source)
         self.timings = StageTimings()
         self._buffer: np.ndarray | None = None
+        self._device_path = self._device_pipeline(pipeline, cuda_graphs)
+
+    def _device_pipeline(self, pipeline: str, cuda_graphs: bool) -> DevicePipeline | None:
+        """The device-resident path when ``pipeline`` asks for it (see the class docstring)."""
+        if pipeline not in ("host", "device", "auto"):
+            raise InvalidInputError(f"pipeline {pipeline!r} must be host, device or auto")
+        on_torch = getattr(self.backend, "name", "") == "torch"
+        if pipeline == "device" and not on_torch:
+            raise InvalidInputError("pipeline='device' runs PyTorch models: use backend='torch' with a .pt or architecture")
+        if pipeline == "host" or (pipeline == "auto" and not (on_torch and self.provider.split(":")[1] != "cpu")):
+            if cuda_graphs:
+                raise InvalidInputError("cuda_graphs needs pipeline='device' (or 'auto' on a GPU)")
+            return None
+        from campusguard.backends.torch_device import DevicePipeline
+
+        return DevicePipeline.from_detector(self, cuda_graphs=cuda_graphs)
+
+    @property
+    def pipeline(self) -> str:
+        """``device`` when frames go through the device-resident path, else ``host``."""
+        return "host" if self._device_path is None else "device"
 
     # properties --------------------------------------------------------------------------
     @property
@@ -148,8 +180,9 @@ class Detector:
 
     @property
     def provider(self) -> str:
-        """The execution provider or device really in use."""
-        return self.backend.provider
+        """The execution provider or device really in use (``torch-device:...`` on the device-resident path)."""
+        device_path = getattr(self, "_device_path", None)  # unset while __init__ chooses the pipeline
+        return self.backend.provider if device_path is None else str(device_path.provider)
 
     @property
     def info(self) -> ModelInfo:
@@ -178,6 +211,8 @@ class Detector:
             return []
         t0 = time.perf_counter()
         frames = [to_bgr_uint8(im) for im in images]
+        if self._device_path is not None:
+            return self._predict_on_device(frames, t0)
         shapes = [self.input_hw(f.shape[:2]) for f in frames]
         results: list[Detections | None] = [None] * len(frames)
         timings = StageTimings(images=len(frames))
@@ -189,6 +224,29 @@ class Detector:
                 for i, det in zip(chunk, out, strict=False):
                     results[i] = det
         timings.preprocess_ms += t_pre * 1000
+        self.timings = timings
+        return results  # type: ignore[return-value]
+
+    def _predict_on_device(self, frames: list[np.ndarray], t0: float) -> list[Detections]:
+        """The device path: one submission per frame shape, then one collection each (boxes to the host)."""
+        assert self._device_path is not None
+        timings = StageTimings(images=len(frames))
+        results: list[Detections | None] = [None] * len(frames)
+        groups = [
+            [i for i, f in enumerate(frames) if f.shape == shape] for shape in dict.fromkeys(f.shape for f in frames)
+        ]
+        pending = [self._device_path.submit([frames[i] for i in idx]) for idx in groups]
+        t1 = time.perf_counter()
+        collected = [self._device_path.collect(p) for p in pending]
+        t2 = time.perf_counter()
+        for idx, dets in zip(groups, collected, strict=True):
+            for i, det in zip(idx, dets, strict=True):
+                results[i] = self.class_map.apply(det) if self.class_map is not None else det
+        # the device works asynchronously: "pre" is the host's staging and kernel launches,
+        # "inference" waits for the device (network and NMS) and the copy of the kept boxes
+        timings.preprocess_ms = (t1 - t0) * 1000
+        timings.inference_ms = (t2 - t1) * 1000
+        timings.postprocess_ms = (time.perf_counter() - t2) * 1000
         self.timings = timings
         return results  # type: ignore[return-value]
 

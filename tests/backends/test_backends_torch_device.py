@@ -129,3 +129,29 @@ def test_device_pipeline_refuses_onnx_detectors():
 
     with pytest.raises(InvalidInputError, match="PyTorch models"):
         DevicePipeline.from_detector(Detector(device="cpu"))  # the bundled ONNX model
+
+
+def test_detector_pipeline_device_gives_the_host_boxes(photos, fall_pt):
+    from campusguard.detector import Detector
+
+    host = Detector(fall_pt, backend="torch", device="cpu", conf=0.1)
+    device = Detector(fall_pt, backend="torch", device="cpu", conf=0.1, pipeline="device")
+    assert host.pipeline == "host" and device.pipeline == "device"
+    got = device.predict_batch(photos)  # two frame shapes: one submission each
+    assert device.timings.images == 2 and device.timings.total_ms > 0
+    for img, dets in zip(photos, got, strict=True):
+        ref = host(img)
+        r, _, _ = match_detections(ref, dets, min_iou=0.99)
+        assert len(dets) == len(ref) == len(r)
+
+
+def test_detector_pipeline_choices():
+    from campusguard.detector import Detector
+
+    assert Detector(device="cpu", pipeline="auto").pipeline == "host"  # ONNX Runtime: always the host path
+    with pytest.raises(InvalidInputError, match="PyTorch models"):
+        Detector(device="cpu", pipeline="device")
+    with pytest.raises(InvalidInputError, match="host, device or auto"):
+        Detector(device="cpu", pipeline="gpu")
+    with pytest.raises(InvalidInputError, match="cuda_graphs"):
+        Detector(device="cpu", cuda_graphs=True)

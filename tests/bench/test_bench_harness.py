@@ -146,6 +146,11 @@ def test_random_weight_models_skip_accuracy_with_the_reason(
         ("torch", "int8", "cpu", "ONNX Runtime only"),
         ("torch", "fp16", "cpu", "needs a GPU"),
         ("torch", "fp16", "cuda", None),
+        ("torch-device", "fp32", "cpu", None),
+        ("torch-device", "fp16", "cpu", "needs a GPU"),
+        ("torch-device", "int8", "cpu", "ONNX Runtime only"),
+        ("torch-graphs", "fp32", "cpu", "CUDA graphs need"),
+        ("torch-graphs", "fp16", "cuda", None),
     ],
 )
 def test_skip_rules(backend: str, precision: str, device: str, expected: str | None) -> None:
@@ -231,3 +236,16 @@ def test_fix_input_shape_makes_a_dynamic_model_static(
     assert fixed != dynamic and fixed.parent == tmp_path / "cache"
     assert ort.InferenceSession(str(fixed)).get_inputs()[0].shape == [2, 3, 64, 64]
     assert fix_input_shape(Path(tiny), 1, (64, 64)) == Path(tiny)  # already static: unchanged
+
+
+@pytest.mark.torch
+def test_torch_host_and_device_paths_are_bench_variants(frames: list) -> None:
+    combos = plan_matrix(["yolov8n"], ["torch", "torch-device", "torch-graphs"], ["fp32"], [2], ["offline"])
+    records = run_matrix(combos, SETTINGS, frames, calibration=None)
+    by = {r["backend"]: r for r in records}
+    assert by["torch"]["status"] == by["torch-device"]["status"] == "ok"
+    assert by["torch"]["provider"] == "torch:cpu" and by["torch-device"]["provider"] == "torch-device:cpu"
+    assert by["torch-device"]["throughput_ips"] > 0 and by["torch-device"]["export"] is None
+    assert by["torch-graphs"]["status"] == "skipped" and "CUDA graphs" in by["torch-graphs"]["reason"]
+    settings = {"models": ["yolov8n"], "backends": list(by), "precisions": ["fp32"], "batch": [2]}
+    validate_result(build_result(records, SETTINGS, settings, "cpu-test", "cmd", {}, 0.001))

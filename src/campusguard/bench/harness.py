@@ -36,7 +36,7 @@ from campusguard.bench.memory import (
     device_memory_reader,
     torch_peak_allocated_mb,
 )
-from campusguard.bench.prepare import BACKENDS, PRECISIONS, prepare_onnx, skip_reason
+from campusguard.bench.prepare import BACKENDS, PRECISIONS, TORCH_VARIANTS, prepare_onnx, skip_reason
 from campusguard.bench.results import SCHEMA_VERSION
 from campusguard.bench.stats import cost_per_million, latency_stats, spread, throughput
 from campusguard.bench.timing import TimedRun, run_timed
@@ -296,7 +296,7 @@ def _measure(
     images_per_call = len(queries[0])
     det, first_inference = _load_and_warm_up(model_arg, combo, settings, spec, queries)
     timed = _timed_phase(
-        det, queries, settings, spec, gpu_torch=combo.backend == "torch" and spec.kind in ("cuda", "rocm")
+        det, queries, settings, spec, gpu_torch=combo.backend in TORCH_VARIANTS and spec.kind in ("cuda", "rocm")
     )
     timing = _timing_summary(timed, images_per_call, settings)
     info = det.info
@@ -304,7 +304,7 @@ def _measure(
     latencies = [x for r in timed.runs for x in r.latency_ms]
     return {
         "provider": det.provider,
-        "export": None if combo.backend == "torch" else ("dynamic" if info.batch is None else "static"),
+        "export": None if combo.backend in TORCH_VARIANTS else ("dynamic" if info.batch is None else "static"),
         "model_batch": info.batch,
         "input_hw": list(det.input_hw(frames[0].shape[:2])),
         "random_weights": bool(info.random_weights),
@@ -351,10 +351,11 @@ def _load_and_warm_up(
     """Load the `Detector`, time the load and the first call apart, then run the untimed warm-up calls."""
     from campusguard.detector import Detector
 
-    if combo.backend == "torch" and settings.torch_threads is not None:
+    if combo.backend in TORCH_VARIANTS and settings.torch_threads is not None:
         import torch
 
         torch.set_num_threads(settings.torch_threads)
+    backend, pipeline, cuda_graphs = TORCH_VARIANTS.get(combo.backend, (combo.backend, "host", False))
     t0 = time.perf_counter()
     det = Detector(
         model_arg,
@@ -362,13 +363,15 @@ def _load_and_warm_up(
         imgsz=settings.imgsz_hw,
         conf=settings.conf,
         iou=settings.iou,
-        backend=combo.backend,
-        half=combo.precision == "fp16" and combo.backend == "torch",
+        backend=backend,
+        half=combo.precision == "fp16" and backend == "torch",
         batch=combo.batch,
         dynamic=settings.dynamic,
         rect=False,
         threads=settings.ort_threads,
         spinning=settings.ort_spinning,
+        pipeline=pipeline,
+        cuda_graphs=cuda_graphs,
     )
     t1 = time.perf_counter()
     det.predict_batch(queries[0])

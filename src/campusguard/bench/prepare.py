@@ -17,10 +17,16 @@ from campusguard.errors import InvalidInputError
 from campusguard.models.registry import cache_dir, exported_onnx_path
 from campusguard.models.resolve import ModelRef, parse_model_ref
 
-__all__ = ["PRECISIONS", "BACKENDS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path", "fix_input_shape"]
+__all__ = ["PRECISIONS", "BACKENDS", "TORCH_VARIANTS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path", "fix_input_shape"]
 
 PRECISIONS = ("fp32", "fp16", "int8")
-BACKENDS = ("onnxruntime", "torch")
+BACKENDS = ("onnxruntime", "torch", "torch-device", "torch-graphs")
+# bench backend -> (Detector backend, Detector pipeline, CUDA graphs): the PyTorch variants compared in one run
+TORCH_VARIANTS: dict[str, tuple[str, str, bool]] = {
+    "torch": ("torch", "host", False),
+    "torch-device": ("torch", "device", False),
+    "torch-graphs": ("torch", "device", True),
+}
 EXPORT_MODES = ("static", "dynamic")
 
 
@@ -29,7 +35,8 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
 
     Args:
         ref: the parsed model reference.
-        backend: ``onnxruntime`` or ``torch``.
+        backend: ``onnxruntime``, ``torch`` (host pre/post-processing), ``torch-device`` (the
+            device-resident path) or ``torch-graphs`` (the same with CUDA graphs).
         precision: ``fp32``, ``fp16`` or ``int8``.
         device_kind: the resolved device kind.
     """
@@ -38,7 +45,9 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
     if precision not in PRECISIONS:
         raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
     gpu = device_kind in ("cuda", "rocm")
-    if backend == "torch":
+    if backend in TORCH_VARIANTS:
+        if backend == "torch-graphs" and not gpu:
+            return "CUDA graphs need a CUDA or ROCm GPU"
         if importlib.util.find_spec("torch") is None:
             return "PyTorch is not installed (pip install 'campusguard[torch]')"
         if ref.kind == "onnx":

@@ -76,7 +76,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-_SHORT = {"onnxruntime": "ORT", "torch": "torch"}
+_SHORT = {"onnxruntime": "ORT", "torch": "torch", "torch-device": "torch-dev", "torch-graphs": "torch-graphs"}
 
 
 def _bar_label(r: Row, machines: int) -> str:
