@@ -1,0 +1,286 @@
+"""The console's FastAPI app: `create_app(runtime, users_db=...)`.
+
+Protected by default. The only routes open without credentials are listed in `PUBLIC_ROUTES`, and
+they are the only ones outside the two protected routers: every API route (and ``/metrics``) sits
+under ``APIRouter(dependencies=[Depends(current_user)])`` (401 without credentials), every page
+under ``Depends(page_user)`` (303 to ``/login``). `create_app` refuses to build an app in which any
+other route is reachable without one of those dependencies, so a new route cannot be left open.
+
+Handlers are thin and blocking work (SQLite, argon2, JPEG, files) runs in the thread pool (sync
+routes, ``run_in_threadpool``). Bodies over ``max_body_bytes`` get 413; malformed JSON 422; unknown
+errors a one-line 500 without a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from starlette.routing import Mount
+
+from campusguard.app.console import api
+from campusguard.app.console.auth import (
+    ConsoleSettings,
+    ConsoleState,
+    LoginLimiter,
+    LoginRequired,
+    console_state,
+    current_user,
+    page_user,
+)
+from campusguard.app.console.schemas import Health, Ready
+from campusguard.app.console.users import UserStore
+
+if TYPE_CHECKING:
+    from campusguard.app.console.runtime import ConsoleRuntime
+
+__all__ = ["create_app", "PUBLIC_ROUTES", "API_PREFIX", "STATIC_DIR", "BodySizeLimit"]
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/api/v1"
+STATIC_DIR = Path(__file__).parent / "static"
+# the one list of what answers without credentials: (method, path); /static/* is the static mount
+PUBLIC_ROUTES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("GET", "/login"),
+        ("POST", f"{API_PREFIX}/auth/login"),
+        ("GET", "/static"),
+    }
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class BodySizeLimit:
+    """ASGI middleware: 413 for a request body over ``max_bytes`` (declared or streamed), 400 for a bad length."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await JSONResponse({"detail": "invalid Content-Length"}, status.HTTP_400_BAD_REQUEST)(
+                    scope, receive, send
+                )
+                return
+            if int(declared) > self.max_bytes:
+                await self._too_large(scope, receive, send)
+                return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse({"detail": f"request body larger than {self.max_bytes} bytes"}, 413)
+        await response(scope, receive, send)
+
+
+def _health_router() -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz")
+    def healthz() -> Health:
+        """The process is up (public)."""
+        return Health()
+
+    @router.get("/readyz", responses={503: {"model": Ready, "description": "Some camera produces no frames."}})
+    def readyz(request: Request) -> Response:
+        """Every camera produced a frame in the last few seconds (public): 200, else 503."""
+        ready = bool(console_state(request).runtime.ready())
+        return JSONResponse(
+            Ready(ready=ready).model_dump(), status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+
+    return router
+
+
+def _root_protected_router() -> APIRouter:
+    """Protected routes outside /api/v1: metrics and the OpenAPI schema."""
+    router = APIRouter()
+
+    @router.get("/metrics", tags=["metrics"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def metrics(request: Request) -> Response:
+        """Prometheus metrics (``campusguard_*``); needs auth (a bearer API token works)."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(console_state(request).runtime.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @router.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
+    def openapi(request: Request) -> JSONResponse:
+        return JSONResponse(request.app.openapi())
+
+    return router
+
+
+def _pages_routers() -> tuple[APIRouter | None, APIRouter | None]:
+    """H5's page routers (``pages.router``, ``pages.login_router``), when the pages module exists."""
+    try:
+        pages = importlib.import_module("campusguard.app.console.pages")
+    except ModuleNotFoundError as exc:
+        if exc.name != "campusguard.app.console.pages":
+            raise
+        return None, None
+    return getattr(pages, "router", None), getattr(pages, "login_router", None)
+
+
+def app_routes(app: FastAPI) -> list[Any]:
+    """Every route of the app, flattened, with its effective path, methods and dependencies.
+
+    Recent FastAPI versions keep an included router as one nested entry of ``app.routes``;
+    `fastapi.routing.iter_route_contexts` (where it exists) flattens them.
+    """
+    import fastapi.routing
+
+    flatten = getattr(fastapi.routing, "iter_route_contexts", None)
+    return list(flatten(app.routes)) if flatten is not None else list(app.routes)
+
+
+def route_kind(route: Any) -> type:
+    """The class of the route as declared (`APIRoute`, `Mount`, ...), seen through FastAPI's route contexts."""
+    return type(getattr(route, "original_route", route))
+
+
+def check_routes_protected(app: FastAPI) -> None:
+    """Raise if a route answers without auth but is not in `PUBLIC_ROUTES` (called by `create_app`)."""
+    guards = {current_user, page_user}
+    open_routes = []
+    for route in app_routes(app):
+        kind = route_kind(route)
+        if issubclass(kind, Mount):
+            if ("GET", route.path) not in PUBLIC_ROUTES:
+                open_routes.append(f"mount {route.path}")
+            continue
+        if not issubclass(kind, APIRoute):
+            continue  # FastAPI's own routes are switched off (openapi_url=None, docs_url=None)
+        if {d.dependency for d in route.dependencies} & guards:
+            continue
+        open_routes += [f"{m} {route.path}" for m in sorted(route.methods) if (m, route.path) not in PUBLIC_ROUTES]
+    if open_routes:
+        raise RuntimeError(f"routes without auth that are not in PUBLIC_ROUTES: {', '.join(open_routes)}")
+
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, exc: LoginRequired) -> Response:
+        return RedirectResponse(exc.location, status.HTTP_303_SEE_OTHER)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        # never echo the input back: it may be a password
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, 422)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc, exc_info=exc)
+        return JSONResponse({"detail": "internal error"}, status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def create_app(
+    runtime: ConsoleRuntime,
+    *,
+    users_db: str | Path | UserStore,
+    session_ttl: timedelta = timedelta(hours=12),
+    secure_cookies: bool = False,
+    max_body_bytes: int = 1 << 20,
+    limiter: LoginLimiter | None = None,
+    password_hasher: Any = None,
+) -> FastAPI:
+    """The console app over a (started or not) runtime.
+
+    Args:
+        runtime: the `ConsoleRuntime` (pipeline, store, live view, zones, metrics).
+        users_db: the users database file, or an open `UserStore`.
+        session_ttl: login session lifetime.
+        secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy).
+        max_body_bytes: request body limit (413 above).
+        limiter: failed-login limits (default: 5 per user, 20 per address, per 5 minutes).
+        password_hasher: an argon2 ``PasswordHasher`` for a new `UserStore` (tests use cheap parameters).
+    """
+    users = users_db if isinstance(users_db, UserStore) else UserStore(users_db, password_hasher=password_hasher)
+    app = FastAPI(
+        title="CampusGuard console API",
+        version="1",
+        description="Cameras, incidents, zones and users of a CampusGuard watch. Every route but login, "
+        "/healthz and /readyz needs `Authorization: Bearer <token>` or the session cookie "
+        "(with `X-CSRF-Token` on writes).",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.console = ConsoleState(
+        runtime=runtime,
+        users=users,
+        limiter=limiter or LoginLimiter(),
+        settings=ConsoleSettings(session_ttl=session_ttl, secure_cookies=secure_cookies, max_body_bytes=max_body_bytes),
+    )
+    _error_handlers(app)
+
+    # public: PUBLIC_ROUTES and nothing else
+    app.include_router(_health_router())
+    app.include_router(api.public_router, prefix=API_PREFIX)
+    pages_router, login_router = _pages_routers()
+    if login_router is not None:
+        app.include_router(login_router)
+    if STATIC_DIR.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    # protected: everything else
+    protected = APIRouter(dependencies=[Depends(current_user)])
+    protected.include_router(api.router, prefix=API_PREFIX)
+    protected.include_router(_root_protected_router())
+    app.include_router(protected)
+    if pages_router is not None:
+        app.include_router(pages_router, dependencies=[Depends(page_user)])
+
+    check_routes_protected(app)
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    return app
