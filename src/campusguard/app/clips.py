@@ -165,7 +165,7 @@ class ClipRecorder:
         self.max_bytes_per_camera = max_bytes_per_camera
         self.idle_flush_s = idle_flush_s
         self.rings: dict[str, FrameRing] = {}
-        self.written: list[Path] = []
+        self.written: dict[str, int] = {}  # event id -> frames in its clip
         self.failed = 0
         self._inbox: DropOldestQueue[LiveFrame] = DropOldestQueue(inbox_size)
         self._requests: list[_Job] = []
@@ -271,7 +271,7 @@ class ClipRecorder:
                 continue
             try:
                 n = write_mp4(self.path_for(job.event_id), job.frames)
-                self.written.append(self.path_for(job.event_id))
+                self.written[job.event_id] = n
                 log.info("clip of event %s: %d frames", job.event_id, n)
             except Exception:  # a clip that cannot be written must not stop the console
                 self.failed += 1

@@ -299,13 +299,14 @@ class ConsoleRuntime:
         )
 
     def ready(self) -> bool:
-        """True when every camera read a frame within ``ready_within_s`` seconds."""
+        """True when every camera's stream is running and read a frame within ``ready_within_s`` seconds."""
         service = self.service
         if service is None or self._stopped or not service.readers:
             return False
         now = time.monotonic()
         return all(
-            r.stats.frames_read > 0 and now - r.stats.last_frame_at <= self.ready_within_s for r in service.readers
+            r.ended_reason is None and r.stats.frames_read > 0 and now - r.stats.last_frame_at <= self.ready_within_s
+            for r in service.readers
         )
 
     def snapshot_jpeg(self, camera: str) -> bytes | None:
