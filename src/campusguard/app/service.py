@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from campusguard.app.annotate import AnnotatedVideoWriter
-from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
+from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig
 from campusguard.app.events.types import Event
 from campusguard.app.live import LiveFrame
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
@@ -237,10 +237,15 @@ class WatchService:
         sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
         return store, sinks
 
-    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> SinkLike:
+    def _make_sink(self, index: int, cfg: AnyAlertSinkConfig) -> SinkLike:
         from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
 
         try:
+            if isinstance(cfg, MqttSinkConfig):
+                from campusguard.app.alerts.mqtt import MqttSink
+
+                outbox = Path(self.config.storage.sqlite).with_suffix(".mqtt-outbox.db")
+                return MqttSink.from_config(cfg, default_outbox=outbox)
             if cfg.kind == "stdout":
                 return StdoutSink(self.out, phases=cfg.phases)
             if cfg.kind == "jsonl":
