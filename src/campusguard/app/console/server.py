@@ -66,10 +66,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodySizeLimit:
     """ASGI middleware: 413 for a request body over ``max_bytes`` (declared or streamed), 400 for a bad length."""
 
@@ -92,28 +88,36 @@ class BodySizeLimit:
                 await self._too_large(scope, receive, send)
                 return
         received = 0
-        started = False
+        started = rejected = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, rejected
+            if rejected:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
-                    raise _BodyTooLarge
+                    # answer 413 now; the app sees the client gone and its own answer is dropped
+                    rejected = True
+                    if not started:
+                        await self._too_large(scope, receive, send)
+                    return {"type": "http.disconnect"}
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if rejected:
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
         try:
             await self.app(scope, counting_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
-                await self._too_large(scope, receive, send)
+        except Exception:
+            if not rejected:
+                raise
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = JSONResponse({"detail": f"request body larger than {self.max_bytes} bytes"}, 413)
