@@ -118,3 +118,15 @@ def test_recorder_writes_a_pending_clip_when_the_stream_goes_quiet_or_at_close(t
     rec.request("cam1", "at-close", start_s=1.0)
     rec.close()
     assert "at-close" in rec.written
+
+
+def test_recorder_buffers_at_most_max_fps_frames_a_second(tmp_path: Path) -> None:
+    rec = ClipRecorder(tmp_path, max_fps=10.0)
+    rec.start()
+    for i in range(100):  # 4 s of a 25 fps stream
+        rec.add(frame(i, fps=25.0))
+    rec.close()
+    ring = rec.rings["cam1"]
+    assert len(ring) == 40  # 10 a second on average: 0.0, 0.12, 0.2, 0.32, 0.4, ...
+    stamps = [t for t, _ in ring.between(0, 10)]
+    assert min(b - a for a, b in zip(stamps, stamps[1:], strict=False)) >= 0.08 - 1e-6

@@ -1,9 +1,10 @@
 """Incident clips: a bounded ring buffer of recent frames per camera, and MP4 clips cut from it.
 
 The analytics threads hand every processed frame to `ClipRecorder.add`, which only puts a
-reference on a small drop-oldest inbox. The recorder's own thread draws the overlay,
-downscales to ``max_width`` and JPEG-encodes each frame into the camera's ring, which is
-bounded both in seconds and in bytes, so memory stays flat whatever the stream's size.
+reference on a small drop-oldest inbox (at most ``max_fps`` frames a second per camera: a
+clip for review needs no more). The recorder's own thread draws the overlay, downscales to
+``max_width`` and JPEG-encodes each frame into the camera's ring, which is bounded both in
+seconds and in bytes, so memory stays flat whatever the stream's size.
 
 When an incident starts, `ClipRecorder.request` asks for a clip from ``pre_s`` seconds
 before its start to ``post_s`` after (stream time). The clip is complete when a frame past
@@ -139,6 +140,7 @@ class ClipRecorder:
         pre_s: seconds before an incident's start in its clip.
         post_s: seconds after it.
         max_width: frames wider than this are downscaled before buffering.
+        max_fps: frames per second buffered at most per camera (the others are skipped).
         jpeg_quality: JPEG quality of buffered frames.
         max_bytes_per_camera: memory bound of each camera's ring.
         inbox_size: frames waiting for the buffering thread at most (the oldest are dropped).
@@ -152,6 +154,7 @@ class ClipRecorder:
         pre_s: float = 3.0,
         post_s: float = 3.0,
         max_width: int = 640,
+        max_fps: float = 10.0,
         jpeg_quality: int = 70,
         max_bytes_per_camera: int = 32 * 1024 * 1024,
         inbox_size: int = 64,
@@ -161,6 +164,7 @@ class ClipRecorder:
         self.pre_s = pre_s
         self.post_s = post_s
         self.max_width = max_width
+        self.max_fps = max_fps
         self.jpeg_quality = jpeg_quality
         self.max_bytes_per_camera = max_bytes_per_camera
         self.idle_flush_s = idle_flush_s
@@ -171,6 +175,7 @@ class ClipRecorder:
         self._requests: list[_Job] = []
         self._jobs: list[_Job] = []
         self._last_frame_at: dict[str, float] = {}
+        self._next_due_s: dict[str, float] = {}  # per camera, written by its analytics thread only
         self._lock = threading.Lock()
         self._to_write: queue.Queue[_Job | None] = queue.Queue()
         self._stop = threading.Event()
@@ -196,7 +201,13 @@ class ClipRecorder:
 
     # producer side (pipeline threads) -------------------------------------------------------
     def add(self, frame: LiveFrame) -> None:
-        """Queue a processed frame for buffering; never waits (the oldest queued frame is dropped)."""
+        """Queue a processed frame for buffering (at most ``max_fps`` per camera); never waits."""
+        period, t = 1.0 / self.max_fps, frame.timestamp_s
+        due = self._next_due_s.get(frame.camera_id)
+        if due is not None and due - 2 * period <= t < due - 1e-6:
+            return
+        # the next frame is due one period after this one was, so the average rate is max_fps
+        self._next_due_s[frame.camera_id] = due + period if due is not None and t < due + period else t + period
         self._inbox.offer(frame)
 
     def request(self, camera: str, event_id: str, start_s: float) -> None:
