@@ -28,6 +28,7 @@ let selected = -1;
 let selectedPoint = -1;
 let dragging = null;
 let dirty = false;
+let lastDown = null; // the last pointer-down on a point, to tell a double click
 let saved = null; // the last body read from or saved to the server
 
 document.getElementById("zones-title").textContent = `Zones of ${camera}`;
@@ -209,6 +210,15 @@ if (canEdit) {
     if (target.classList.contains("handle")) {
       selected = Number(target.dataset.index);
       selectedPoint = Number(target.dataset.point);
+      // a double click (detected here: every render replaces the handles, so no dblclick event) deletes
+      const now = performance.now();
+      const again = lastDown && lastDown.index === selected && lastDown.point === selectedPoint && now - lastDown.time < 450;
+      lastDown = again ? null : { index: selected, point: selectedPoint, time: now };
+      if (again) {
+        deletePoint();
+        event.preventDefault();
+        return;
+      }
       dragging = { index: selected, point: selectedPoint, moved: false };
       svg.setPointerCapture(event.pointerId);
       render();
@@ -251,12 +261,6 @@ if (canEdit) {
   };
   svg.addEventListener("pointerup", stopDrag);
   svg.addEventListener("pointercancel", stopDrag);
-  svg.addEventListener("dblclick", (event) => {
-    if (!event.target.classList.contains("handle")) return;
-    selected = Number(event.target.dataset.index);
-    selectedPoint = Number(event.target.dataset.point);
-    deletePoint();
-  });
   document.addEventListener("keydown", (event) => {
     if ((event.key === "Delete" || event.key === "Backspace") && !event.target.closest("input, textarea, select")) {
       deletePoint();
