@@ -174,6 +174,7 @@ class ConsoleRuntime:
         self.service: WatchService | None = None
         self._rates = _Rates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
+        self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
         self._zones_lock = threading.Lock()
         self._monitor_stop = threading.Event()
         self._monitor: threading.Thread | None = None
@@ -231,7 +232,8 @@ class ConsoleRuntime:
     def _on_event(self, event: Event) -> None:
         """Called by the event worker after the store's commit: counters, clip, push."""
         if event.phase == "start":
-            self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
+            with self._event_starts_lock:
+                self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
             self.clips.request(event.camera_id, event.event_id, event.start_s)
         data = self.event_json(event.event_id)
         if data is not None:
@@ -436,9 +438,11 @@ class ConsoleRuntime:
 
     # metrics --------------------------------------------------------------------------------
     def _prom_sample(self) -> PipelineSample:
+        with self._event_starts_lock:
+            events = dict(self._event_starts)
         service = self.service
         if service is None:
-            return PipelineSample((), dict(self._event_starts))
+            return PipelineSample((), events)
         service.refresh_metrics()
         cams = []
         for cam, m in list(service.metrics.items()):
@@ -456,4 +460,4 @@ class ConsoleRuntime:
                     inference_seconds=m.inference_seconds,
                 )
             )
-        return PipelineSample(cams, dict(self._event_starts))
+        return PipelineSample(cams, events)
