@@ -129,6 +129,9 @@ def test_wrong_password_fails_and_right_one_logs_in(live_server, open_page, shot
     assert page.locator("nav.top .who").inner_text().startswith("ada")
     session = [c for c in page.context.cookies() if c["name"] == "cg_session"]
     assert session and session[0]["httpOnly"] and session[0]["sameSite"] == "Strict"
+    tablet = open_page(TABLET)
+    tablet.goto(f"{live_server.url}/login")
+    shots.take(tablet, "login-tablet")
 
 
 def test_camera_tile_shows_a_frame(live_server, open_page, shots):

@@ -124,7 +124,10 @@ async function poll() {
       }
       updateStatus(tiles.get(camera.name), camera);
     }
-    if (added) tiles.forEach(startView);
+    if (added) {
+      wall.dataset.count = String(Math.min(tiles.size, 3)); // one or two cameras get bigger tiles
+      tiles.forEach(startView);
+    }
     const live = cameras.filter((c) => c.state === "live").length;
     summary.textContent = cameras.length ? `${live} of ${cameras.length} live` : "No cameras configured";
   } catch (err) {

@@ -130,8 +130,10 @@ function render() {
     if (s.pts.length) {
       const [lx, ly] = s.pts[0];
       const size = r * 2.4;
+      const nearRight = lx > frame.w * 0.7; // anchor the name on its end there, so it stays in the picture
       const label = svgEl("text", {
-        x: Math.min(lx + r * 1.5, frame.w - size * 3), y: Math.max(ly - r * 1.5, size * 1.1), class: "label", "font-size": size,
+        x: nearRight ? lx - r * 1.5 : lx + r * 1.5, y: Math.max(ly - r * 1.5, size * 1.1), class: "label",
+        "font-size": size, "text-anchor": nearRight ? "end" : "start",
       });
       label.textContent = s.data.name;
       g.append(label);
