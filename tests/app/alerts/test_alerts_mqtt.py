@@ -290,3 +290,40 @@ def test_phase_filter_and_bad_arguments(tmp_path, unused_port, make_event):
 )
 def test_topic_level(name, level):
     assert topic_level(name) == level
+
+
+def test_watch_config_with_an_mqtt_sink_publishes_the_pipeline_events(broker, subscriber_factory, tmp_path):
+    """`alerts: [{kind: mqtt}]` in a watch config: the real pipeline on the synthetic scene reports
+    its intrusion and fire-lane incidents on the broker, with the per-rule state back at 0 after."""
+    import io
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fakes_watch import BlobDetector, scene_config, write_scene
+
+    from campusguard.app.config import parse_config
+    from campusguard.app.events import read_events
+    from campusguard.app.service import WatchService
+
+    sub = subscriber_factory(broker.port)
+    video = write_scene(tmp_path / "scene.mp4")
+    text = scene_config(video, tmp_path).replace(
+        "alerts:\n", f"alerts:\n  - kind: mqtt\n    port: {broker.port}\n    reconnect_max_s: 1\n", 1
+    )
+    service = WatchService(
+        parse_config(text, "watch.yaml"), detector_factory=lambda *a: BlobDetector(), out=io.StringIO()
+    )
+    assert service.run()
+    stored = {e.event_id: e for e in read_events(tmp_path / "events.db")}
+    assert {e.rule_kind for e in stored.values()} == {"intrusion", "fire_lane"}
+    assert _wait(lambda: sub.event_ids("new") == set(stored) and sub.event_ids("end") == set(stored))
+    for event in stored.values():
+        assert sub.on(f"campusguard/cam1/{topic_level(event.rule_name)}")[-1] == b"0"
+    assert _outbox_rows(tmp_path / "events.mqtt-outbox.db") == 0  # the default outbox, beside the event store
+
+
+def _outbox_rows(path: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
