@@ -33,11 +33,13 @@ __all__ = [
     "AuditPage",
     "Health",
     "Ready",
+    "Responses",
 ]
 
 EVENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 USER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 RoleName = Literal["viewer", "operator", "admin"]
+Responses = dict[int | str, dict[str, Any]]  # the `responses=` of a route (OpenAPI)
 
 
 class _Request(BaseModel):

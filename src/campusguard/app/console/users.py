@@ -369,7 +369,10 @@ class UserStore:
             (int(limit), int(offset)),
         )
         total = int(self._read("SELECT COUNT(*) FROM audit")[0][0])
-        return [AuditEntry(*r[:5], json.loads(r[5])) for r in rows], total
+        entries = [
+            AuditEntry(id=r[0], time=r[1], user=r[2], action=r[3], target=r[4], details=json.loads(r[5])) for r in rows
+        ]
+        return entries, total
 
     def close(self) -> None:
         """Close the database (idempotent)."""

@@ -11,13 +11,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from campusguard.app.console.auth import audit, console_state, require_role
-from campusguard.app.console.schemas import CameraStatusOut, ZonesBody
+from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
 from campusguard.errors import ConfigError
 
 router = APIRouter(tags=["cameras"])
 MJPEG_BOUNDARY = "frame"
-_NOT_FOUND = {404: {"description": "No such camera."}}
-_JPEG = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG image."}}
+_NOT_FOUND: Responses = {404: {"description": "No such camera."}}
+_JPEG: Responses = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG image."}}
 
 
 def _check_camera(request: Request, name: str) -> None:

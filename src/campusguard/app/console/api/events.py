@@ -12,14 +12,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
 from campusguard.app.console.auth import ConsoleState, audit, console_state, require_role
-from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, NoteRequest
+from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, NoteRequest, Responses
 from campusguard.app.events.store import EventFilter, ReviewAction, ReviewConflictError, csv_lines
 
 router = APIRouter(tags=["events"])
 EventId = Annotated[str, Path(pattern=EVENT_ID_PATTERN, description="Event id (letters, digits, _ and -).")]
 MAX_CSV_ROWS = 100_000
 SSE_KEEPALIVE_S = 15.0
-_NOT_FOUND = {404: {"description": "No such event (or it has no such file)."}}
+_NOT_FOUND: Responses = {404: {"description": "No such event (or it has no such file)."}}
 _MEDIA_TYPES = {"snapshot": "image/jpeg", "clip": "video/mp4"}
 
 
@@ -161,7 +161,7 @@ def _review(request: Request, event_id: str, action: ReviewAction, note: str) ->
     return EventOut(**data)
 
 
-_REVIEW_RESPONSES = {**_NOT_FOUND, 409: {"description": "Not possible in the event's state."}}
+_REVIEW_RESPONSES: Responses = {**_NOT_FOUND, 409: {"description": "Not possible in the event's state."}}
 
 
 @router.post("/events/{event_id}/ack", dependencies=[Depends(require_role("operator"))], responses=_REVIEW_RESPONSES)

@@ -18,7 +18,9 @@ UserName = Annotated[str, Path(pattern=USER_NAME_PATTERN)]
 @router.get("/users")
 def list_users(request: Request) -> list[UserOut]:
     """Every user and their role."""
-    return [UserOut(**u.to_dict()) for u in console_state(request).users.list_users()]
+    return [
+        UserOut(name=u.name, role=u.role, created_at=u.created_at) for u in console_state(request).users.list_users()
+    ]
 
 
 @router.post("/users", status_code=status.HTTP_201_CREATED, responses={409: {"description": "Name taken."}})
@@ -32,7 +34,7 @@ def add_user(body: UserCreate, request: Request) -> UserOut:
     except InvalidInputError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     audit(request, "user.add", user.name, role=user.role)
-    return UserOut(**user.to_dict())
+    return UserOut(name=user.name, role=user.role, created_at=user.created_at)
 
 
 @router.delete(
