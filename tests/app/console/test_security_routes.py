@@ -51,6 +51,7 @@ def test_every_route_needs_credentials(console):
             assert response.headers.get("www-authenticate") == "Bearer"
             checked_api += 1
     assert checked_api >= 20
+    assert checked_pages >= 6  # /, /events, /events/{id}, /zones, /zones/{camera}, /users
     # and nothing but the public list answers without credentials
     for method, path in PUBLIC_ROUTES:
         if path == "/static" or not any(r[:2] == (method, path) for r in routes):
