@@ -3,7 +3,7 @@ import { api, ApiError, showError } from "./api.js";
 
 function safeNext() {
   const next = new URLSearchParams(location.search).get("next") || "/";
-  // only a path on this site: "/x", never "//host" or "/\host" or "https://..."
+  // only a path on this site ("/x"), never "//host", "/\\host" or an absolute URL
   return /^\/(?![\/\\])/.test(next) && !next.startsWith("/login") ? next : "/";
 }
 
