@@ -135,7 +135,9 @@ def test_runtime_status_live_view_events_clips_metrics_and_media(scene: Path, tm
             frames = sum(1 for _ in container.decode(stream))
             duration = float(stream.duration * stream.time_base)
         assert stream.codec_context.name == "h264" and frames == rt.clips.written[intrusion["id"]]
-        assert 19 <= frames <= 21 and duration == pytest.approx(2.0, abs=0.25)  # 1 s before and after the start
+        # 1 s before and after the start at 10 fps: 21 frames, fewer only if a loaded machine made the
+        # real-time reader drop some (counted in the camera's dropped frames)
+        assert 10 <= frames <= 21 and 1.0 <= duration <= 2.25
 
         snap = rt.event_media(intrusion["id"], "snapshot")
         assert snap is not None and snap.is_file() and snap.is_relative_to(rt.snapshots_dir.resolve())
@@ -145,12 +147,15 @@ def test_runtime_status_live_view_events_clips_metrics_and_media(scene: Path, tm
         wait_for(lambda: rt.camera_status()[0].state == "stopped", timeout=15)  # the file ended
         assert not rt.ready()
         text = prometheus_client.generate_latest(rt.registry).decode()
-        assert 'campusguard_frames_processed_total{camera="cam1"} 60.0' in text
+        assert rt.service is not None
+        processed, dropped = rt.service.metrics["cam1"].frames_processed, rt.camera_status()[0].dropped_frames
+        assert processed + dropped == 60 and processed > 30
         assert 'campusguard_frames_read_total{camera="cam1"} 60.0' in text
+        assert f'campusguard_frames_processed_total{{camera="cam1"}} {processed}.0' in text
+        assert f'campusguard_frames_dropped_total{{camera="cam1"}} {dropped}.0' in text
+        assert f'campusguard_inference_latency_seconds_count{{camera="cam1"}} {processed}.0' in text
         assert re.search(r'campusguard_events_total\{camera="cam1",kind="intrusion",rule="[^"]+"\} 1\.0', text)
-        assert 'campusguard_inference_latency_seconds_count{camera="cam1"} 60.0' in text
         for name in (
-            "campusguard_frames_dropped_total",
             "campusguard_reconnects_total",
             "campusguard_input_fps",
             "campusguard_processed_fps",
