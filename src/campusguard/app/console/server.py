@@ -13,7 +13,6 @@ errors a one-line 500 without a traceback.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import timedelta
@@ -27,7 +26,7 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Mount
 
-from campusguard.app.console import api
+from campusguard.app.console import api, pages
 from campusguard.app.console.auth import (
     ConsoleSettings,
     ConsoleState,
@@ -43,12 +42,11 @@ from campusguard.app.console.users import UserStore
 if TYPE_CHECKING:
     from campusguard.app.console.runtime import ConsoleRuntime
 
-__all__ = ["create_app", "PUBLIC_ROUTES", "API_PREFIX", "STATIC_DIR", "BodySizeLimit"]
+__all__ = ["create_app", "PUBLIC_ROUTES", "API_PREFIX", "BodySizeLimit", "check_routes_protected", "app_routes"]
 
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1"
-STATIC_DIR = Path(__file__).parent / "static"
 # the one list of what answers without credentials: (method, path); /static/* is the static mount
 PUBLIC_ROUTES: frozenset[tuple[str, str]] = frozenset(
     {
@@ -161,17 +159,6 @@ def _root_protected_router() -> APIRouter:
     return router
 
 
-def _pages_routers() -> tuple[APIRouter | None, APIRouter | None]:
-    """H5's page routers (``pages.router``, ``pages.login_router``), when the pages module exists."""
-    try:
-        pages = importlib.import_module("campusguard.app.console.pages")
-    except ModuleNotFoundError as exc:
-        if exc.name != "campusguard.app.console.pages":
-            raise
-        return None, None
-    return getattr(pages, "router", None), getattr(pages, "login_router", None)
-
-
 def app_routes(app: FastAPI) -> list[Any]:
     """Every route of the app, flattened, with its effective path, methods and dependencies.
 
@@ -271,19 +258,15 @@ def create_app(
     # public: PUBLIC_ROUTES and nothing else
     app.include_router(_health_router())
     app.include_router(api.public_router, prefix=API_PREFIX)
-    pages_router, login_router = _pages_routers()
-    if login_router is not None:
-        app.include_router(login_router)
-    if STATIC_DIR.is_dir():
-        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.include_router(pages.login_router)
+    app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
 
     # protected: everything else
     protected = APIRouter(dependencies=[Depends(current_user)])
     protected.include_router(api.router, prefix=API_PREFIX)
     protected.include_router(_root_protected_router())
     app.include_router(protected)
-    if pages_router is not None:
-        app.include_router(pages_router, dependencies=[Depends(page_user)])
+    app.include_router(pages.router, dependencies=[Depends(page_user)])
 
     check_routes_protected(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
