@@ -134,3 +134,19 @@ def test_serve_runs_the_pipeline_and_the_console(console_video, tmp_path):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert f"CampusGuard console on http://127.0.0.1:{port}/" in out
+
+
+def test_demo_serve_config_and_first_admin(tmp_path):
+    """`demo --serve`: the demo video looped in real time, and a first admin with a printed one-time password."""
+    from campusguard.app.config import load_config
+    from campusguard.app.console.users import UserStore
+    from campusguard.cli.serve import demo_admin, demo_console_config
+
+    config = demo_console_config(seed=0, out_dir=tmp_path, seconds=5, model=None)
+    cam = load_config(config).config.cameras[0]
+    assert cam.loop and cam.realtime and Path(cam.source).is_file()
+    note = demo_admin(tmp_path / "users.db")
+    password = note.split("one-time password ")[1].split()[0]
+    with UserStore(tmp_path / "users.db") as users:
+        assert users.verify_password("admin", password).role == "admin"
+    assert "existing admin" in demo_admin(tmp_path / "users.db")  # a second run keeps it
