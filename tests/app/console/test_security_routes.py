@@ -87,3 +87,11 @@ def test_an_unprotected_route_is_refused(console):
     app.include_router(router)
     with pytest.raises(RuntimeError, match="GET /api/v1/oops"):
         check_routes_protected(app)
+
+
+def test_security_headers_on_every_answer(console):
+    client = console.client(follow_redirects=False)
+    for path in ("/healthz", "/api/v1/events", "/api/v1/nope"):
+        r = client.get(path)
+        assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
+    assert client.get("/api/v1/events", headers=console.bearer("vera")).headers["cache-control"] == "no-store"

@@ -122,6 +122,39 @@ class BodySizeLimit:
         await response(scope, receive, send)
 
 
+# sent with every answer that does not set them itself (pages set a stricter policy of their own)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class SecurityHeaders:
+    """ASGI middleware: `SECURITY_HEADERS` on every HTTP response, and ``no-store`` on API JSON."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        is_api = str(scope.get("path", "")).startswith(API_PREFIX)
+
+        async def add_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
+                if is_api and b"cache-control" not in present:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, add_headers)
+
+
 def _health_router() -> APIRouter:
     router = APIRouter(tags=["health"])
 
@@ -270,4 +303,5 @@ def create_app(
 
     check_routes_protected(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(SecurityHeaders)
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
@@ -17,6 +18,7 @@ from campusguard.app.console.auth import (
 from campusguard.app.console.schemas import LoginRequest, LoginResponse, UserOut
 from campusguard.app.console.users import User
 
+log = logging.getLogger("campusguard.app.console.auth")
 public_router = APIRouter(tags=["auth"])
 router = APIRouter(tags=["auth"])
 
@@ -39,6 +41,7 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
     user = state.users.verify_password(body.username, body.password)
     if user is None:
         state.limiter.failed(body.username, address)
+        log.warning("failed login for %r from %s", body.username[:64], address)
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong user name or password")
     state.limiter.succeeded(body.username)
     state.users.purge_expired()
