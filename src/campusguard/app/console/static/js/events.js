@@ -28,13 +28,17 @@ function apiFilters() {
   return params;
 }
 
+function eventTime(event) {
+  return Date.parse(event.started_at || event.recorded_at) || 0;
+}
+
 function matches(event) {
   const f = Object.fromEntries(apiFilters());
   if (f.camera && event.camera !== f.camera) return false;
   if (f.kind && event.kind !== f.kind) return false;
   if (f.rule && event.rule !== f.rule) return false;
   if (f.state && event.state !== f.state) return false;
-  const t = Date.parse(event.started_at || event.recorded_at);
+  const t = eventTime(event);
   if (f.since && t < Date.parse(f.since)) return false;
   if (f.until && t >= Date.parse(f.until)) return false;
   return true;
@@ -69,7 +73,7 @@ function renderItem(event) {
     : event.acknowledged_by ? `acknowledged by ${event.acknowledged_by}` : "";
   return el(
     "li",
-    { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state } },
+    { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state, time: eventTime(event) } },
     el("a", { class: "thumb", href, tabindex: "-1" }, thumb),
     el(
       "div",
@@ -103,6 +107,10 @@ function upsert(event, fromStream) {
       setTotal();
     }
     return;
+  }
+  const newest = list.querySelector("li[data-id]");
+  if (!existing && newest && eventTime(event) < Number(newest.dataset.time)) {
+    return; // an update of an older incident that is not on the loaded pages: it shows where it belongs
   }
   const item = renderItem(event);
   if (existing) {
