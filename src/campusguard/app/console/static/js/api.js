@@ -117,6 +117,15 @@ export const KIND_LABELS = {
   intrusion: "Intrusion", crowd: "Crowd", fire_lane: "Fire lane", loitering: "Loitering", line_crossing: "Line crossing",
 };
 
+export function kindLabel(kind) {
+  return KIND_LABELS[kind] || kind;
+}
+
+/** How long an ended incident lasted ("" while it goes on). */
+export function eventDuration(event) {
+  return event.end_s === null || event.end_s === undefined ? "" : formatDuration(event.end_s - event.start_s);
+}
+
 export const STATE_LABELS = { open: "Open", acknowledged: "Acknowledged", resolved: "Resolved" };
 
 /** The review-state badge of an event. */

@@ -2,7 +2,7 @@
 // (acknowledge / resolve with a note, operator and admin). Updates of this incident arrive live.
 import "./nav.js";
 import {
-  ApiError, KIND_LABELS, STATE_LABELS, api, el, eventStream, formatDuration, formatTime, hasRole, showError,
+  ApiError, STATE_LABELS, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, showError,
 } from "./api.js";
 
 const id = document.body.dataset.eventId;
@@ -27,8 +27,8 @@ function fact(label, value) {
 
 function render(event) {
   article.hidden = false;
-  document.title = `${KIND_LABELS[event.kind] || event.kind} on ${event.camera} · CampusGuard`;
-  document.getElementById("event-title").textContent = `${KIND_LABELS[event.kind] || event.kind} · ${event.rule}`;
+  document.title = `${kindLabel(event.kind)} on ${event.camera} · CampusGuard`;
+  document.getElementById("event-title").textContent = `${kindLabel(event.kind)} · ${event.rule}`;
   const stateBadge = document.getElementById("event-state");
   stateBadge.textContent = STATE_LABELS[event.state] || event.state;
   stateBadge.className = `badge state-${event.state}`;
@@ -53,10 +53,10 @@ function render(event) {
     clipNote.textContent = clipPolls < 20 ? "The clip is being written…" : "No clip for this incident.";
   }
 
-  const duration = event.end_s !== null && event.end_s !== undefined ? formatDuration(event.end_s - event.start_s) : "";
+  const duration = eventDuration(event);
   facts.replaceChildren(
     ...fact("Camera", event.camera),
-    ...fact("Rule", `${event.rule} (${KIND_LABELS[event.kind] || event.kind})`),
+    ...fact("Rule", `${event.rule} (${kindLabel(event.kind)})`),
     ...fact("Zone", event.zone),
     ...fact("Started", formatTime(event.started_at)),
     ...fact("Ended", event.open ? "still going on" : formatTime(event.ended_at)),

@@ -2,7 +2,7 @@
 // new and changed incidents arrive over server-sent events and appear without a reload.
 import "./nav.js";
 import {
-  ApiError, KIND_LABELS, api, el, eventStream, formatDuration, formatTime, hasRole, showError, stateBadge,
+  ApiError, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, showError, stateBadge,
 } from "./api.js";
 
 const PAGE = 50;
@@ -60,7 +60,7 @@ function renderItem(event) {
   const thumb = event.snapshot_url
     ? el("img", { src: event.snapshot_url, alt: "", loading: "lazy" })
     : el("div", { class: "placeholder" }, "no snapshot");
-  const duration = event.end_s !== null && event.end_s !== undefined ? formatDuration(event.end_s - event.start_s) : "";
+  const duration = eventDuration(event);
   const actions = el("div", { class: "actions" });
   if (hasRole("operator") && event.state === "open") {
     const button = el("button", { type: "button", class: "ack primary" }, "Acknowledge");
@@ -78,7 +78,7 @@ function renderItem(event) {
     el(
       "div",
       { class: "summary" },
-      el("h3", {}, el("a", { href }, `${KIND_LABELS[event.kind] || event.kind} · ${event.rule}`)),
+      el("h3", {}, el("a", { href }, `${kindLabel(event.kind)} · ${event.rule}`)),
       el("p", { class: "muted" }, `${event.camera} · zone ${event.zone} · ${formatTime(event.started_at)}`),
       el(
         "p",
