@@ -16,8 +16,7 @@ import time
 import cv2
 import numpy as np
 import pytest
-
-from conftest import console_yaml, make_console
+from fakes_console import console_yaml, make_console
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fakes_console import console_yaml, free_port
 
 from campusguard.cli.main import main
 from campusguard.cli.serve import check_bind, is_loopback
 from campusguard.errors import InvalidInputError
-from conftest import console_yaml, free_port
 
 SRC = str(Path(__file__).parents[3] / "src")
 

@@ -34,7 +34,7 @@ def test_admin_manages_users_and_tokens(console):
 
 
 def test_passwords_and_tokens_are_stored_hashed(tmp_path):
-    from conftest import CHEAP_HASHER
+    from fakes_console import CHEAP_HASHER
 
     with UserStore(tmp_path / "u.db", password_hasher=CHEAP_HASHER) as users:
         users.add_user("ada", "admin", "admin-pass-1")
@@ -61,7 +61,7 @@ def test_passwords_and_tokens_are_stored_hashed(tmp_path):
     ],
 )
 def test_bad_users_are_refused(tmp_path, name, role, password, message):
-    from conftest import CHEAP_HASHER
+    from fakes_console import CHEAP_HASHER
 
     with (
         UserStore(tmp_path / "u.db", password_hasher=CHEAP_HASHER) as users,

@@ -17,11 +17,10 @@ import re
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
+from fakes_console import console_yaml, make_console  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
-
-from conftest import console_yaml, make_console  # noqa: E402
 
 MAX_EXAMPLES = 5
 # documented 5xx answers: not ready is 503 by design

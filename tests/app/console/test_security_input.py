@@ -166,7 +166,7 @@ def test_bad_filter_values_get_422(seeded, query):
 
 
 def test_login_brute_force_is_rate_limited_per_user(console_video, tmp_path):
-    from conftest import make_console
+    from fakes_console import make_console
 
     now = [1000.0]
     limiter = LoginLimiter(max_per_user=5, max_per_address=50, window_s=60.0, clock=lambda: now[0])
@@ -190,7 +190,7 @@ def test_login_brute_force_is_rate_limited_per_user(console_video, tmp_path):
 
 
 def test_login_brute_force_is_rate_limited_per_address(console_video, tmp_path):
-    from conftest import make_console
+    from fakes_console import make_console
 
     limiter = LoginLimiter(max_per_user=100, max_per_address=8, window_s=300.0)
     c = make_console(_config(console_video, tmp_path), tmp_path, limiter=limiter)
@@ -219,7 +219,7 @@ def login(client, name, password):
 
 
 def _config(video, tmp_path):
-    from conftest import console_yaml
+    from fakes_console import console_yaml
 
     path = tmp_path / "watch.yaml"
     path.write_text(console_yaml(video, tmp_path))
