@@ -13,7 +13,15 @@ pytest.importorskip("argon2", reason="needs the console extra")
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakes_console import ConsoleUnderTest, LiveServer, console_yaml, make_console, start_server, stop_server  # noqa: E402
+from fakes_console import (  # noqa: E402
+    PASSWORDS,  # noqa: F401 - re-exported for test_browser_console until it imports fakes_console
+    ConsoleUnderTest,
+    LiveServer,
+    console_yaml,
+    make_console,
+    start_server,
+    stop_server,
+)
 from fakes_watch import write_scene  # noqa: E402
 
 
