@@ -25,7 +25,7 @@ if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extra) is not installed")
 
-from conftest import PASSWORDS  # noqa: E402 - the console conftest, after the skips
+from fakes_console import PASSWORDS  # noqa: E402 - after the skips
 
 pytestmark = pytest.mark.slow
 LAPTOP = {"width": 1366, "height": 768}
