@@ -212,6 +212,11 @@ def test_acknowledge_and_resolve_are_recorded_with_the_user(live_server, open_pa
     )
     assert "otto" in page.locator("#facts").inner_text()
     assert page.locator("#clip").evaluate("v => v.readyState >= 1 && v.duration > 0")  # Chromium plays the MP4
+    page.locator("#clip").evaluate(
+        "v => new Promise(done => { v.addEventListener('seeked', done, {once: true}); v.currentTime = 3; })"
+    )
+    page.mouse.move(1, 1)  # the video's controls fade out
+    time.sleep(2.5)
     shots.take(page, "event")
     tablet = open_page(TABLET)
     login(tablet, live_server.url, "otto", next_path=f"/events/{event_id}")
