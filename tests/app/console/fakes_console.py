@@ -13,6 +13,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,17 @@ def make_console(
     if start:
         runtime.start()
     return ConsoleUnderTest(app, runtime, users, config, tmp)
+
+
+def watched_console(video: Path, tmp: Path) -> Iterator[ConsoleUnderTest]:
+    """A console whose runtime watched ``video`` to its end (events, snapshots, clips exist); closed after."""
+    config = tmp / "watch.yaml"
+    config.write_text(console_yaml(video, tmp))
+    c = make_console(config, tmp, start=True)
+    assert c.runtime.service is not None and c.runtime.service.wait(60), "the pipeline did not finish the video"
+    yield c
+    c.runtime.stop()
+    c.users.close()
 
 
 def free_port() -> int:

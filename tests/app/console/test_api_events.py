@@ -16,19 +16,12 @@ import time
 import cv2
 import numpy as np
 import pytest
-from fakes_console import console_yaml, make_console
+from fakes_console import watched_console
 
 
 @pytest.fixture(scope="module")
 def watched(console_video, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("watched")
-    config = tmp / "watch.yaml"
-    config.write_text(console_yaml(console_video, tmp))
-    c = make_console(config, tmp, start=True)
-    assert c.runtime.service.wait(60), "the pipeline did not finish the 6 s video"
-    yield c
-    c.runtime.stop()
-    c.users.close()
+    yield from watched_console(console_video, tmp_path_factory.mktemp("watched"))
 
 
 def get(c, path, user="vera", **kw):

@@ -17,7 +17,7 @@ import re
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
-from fakes_console import console_yaml, make_console  # noqa: E402
+from fakes_console import watched_console  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
@@ -30,14 +30,7 @@ SKIP = re.compile(r"(/events/stream|/live\.mjpeg|/auth/logout)$")
 
 @pytest.fixture(scope="module")
 def fuzzed(console_video, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("fuzz")
-    config = tmp / "watch.yaml"
-    config.write_text(console_yaml(console_video, tmp))
-    c = make_console(config, tmp, start=True)
-    assert c.runtime.service.wait(60)
-    yield c
-    c.runtime.stop()
-    c.users.close()
+    yield from watched_console(console_video, tmp_path_factory.mktemp("fuzz"))
 
 
 def fuzz(op, mode, auth: dict[str, str], failures: list[str]) -> int:

@@ -45,6 +45,18 @@ def test_instant_event_is_closed(tmp_path, make_event):
     assert conn.execute("SELECT status, direction FROM events").fetchone() == ("closed", "in")
 
 
+def _four_events(store, make_event):
+    """a (cam0, no entry), b (crowd plaza), c (cam1), d (crowd plaza), 10 minutes apart from T0."""
+    store.add(make_event(event_id="a", started_at=T0))
+    store.add(
+        make_event(event_id="b", rule_name="crowd plaza", rule_kind="crowd", started_at=T0 + timedelta(minutes=10))
+    )
+    store.add(make_event(event_id="c", camera_id="cam1", started_at=T0 + timedelta(minutes=20)))
+    store.add(
+        make_event(event_id="d", rule_name="crowd plaza", rule_kind="crowd", started_at=T0 + timedelta(minutes=30))
+    )
+
+
 @pytest.mark.parametrize(
     ("filters", "expected_ids"),
     [
@@ -60,14 +72,7 @@ def test_instant_event_is_closed(tmp_path, make_event):
 )
 def test_query_filters(tmp_path, make_event, filters, expected_ids):
     with SQLiteEventStore(tmp_path / "ev.db") as store:
-        store.add(make_event(event_id="a", started_at=T0))
-        store.add(
-            make_event(event_id="b", rule_name="crowd plaza", rule_kind="crowd", started_at=T0 + timedelta(minutes=10))
-        )
-        store.add(make_event(event_id="c", camera_id="cam1", started_at=T0 + timedelta(minutes=20)))
-        store.add(
-            make_event(event_id="d", rule_name="crowd plaza", rule_kind="crowd", started_at=T0 + timedelta(minutes=30))
-        )
+        _four_events(store, make_event)
         assert [e.event_id for e in store.query(**filters)] == expected_ids
 
 
@@ -200,18 +205,6 @@ def test_review_transitions_record_user_time_and_note(tmp_path, make_event):
         assert direct.state == "resolved" and direct.acknowledged_by is None
 
 
-def _four_events(store, make_event):
-    store.add(make_event(event_id="a", started_at=T0))
-    store.add(
-        make_event(event_id="b", rule_name="crowd plaza", rule_kind="crowd", started_at=T0 + timedelta(minutes=10))
-    )
-    store.add(make_event(event_id="c", camera_id="cam1", started_at=T0 + timedelta(minutes=20)))
-    store.add(
-        make_event(event_id="d", rule_name="crowd plaza", rule_kind="crowd", started_at=T0 + timedelta(minutes=30))
-    )
-    store.review("c", "acknowledge", user="olga")
-
-
 @pytest.mark.parametrize(
     ("where", "page", "expected_ids", "expected_total"),
     [
@@ -236,6 +229,7 @@ def test_query_records_filters_and_pages(tmp_path, make_event, where, page, expe
 
     with SQLiteEventStore(tmp_path / "ev.db") as store:
         _four_events(store, make_event)
+        store.review("c", "acknowledge", user="olga")
         records, total = store.query_records(EventFilter(**where), **page)
         assert [r.event.event_id for r in records] == expected_ids
         assert total == expected_total

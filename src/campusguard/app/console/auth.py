@@ -187,30 +187,21 @@ def _authenticate(request: Request, bearer: HTTPAuthorizationCredentials | None,
     return credential
 
 
-def current_user(
-    request: Request,
-    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    cookie: str | None = Depends(_cookie),
-) -> User:
-    """The calling user (dependency of every protected API route): 401 without credentials."""
+def _caller(request: Request, bearer: HTTPAuthorizationCredentials | None, cookie: str | None) -> User:
+    """The authenticated user of this request (authenticated once, then kept on ``request.state``)."""
     cached = getattr(request.state, "user", None)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     return _authenticate(request, bearer, cookie).user
 
 
-def require_role(role: str) -> Callable[..., User]:
-    """A dependency that lets through users of ``role`` or higher (403 otherwise) and returns the user."""
-    if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}")
-
-    def check(user: User = Depends(current_user)) -> User:
-        if not role_at_least(user.role, role):
-            raise HTTPException(status.HTTP_403_FORBIDDEN, f"needs role {role} or higher; you are {user.role}")
-        return user
-
-    check.__name__ = f"require_{role}"
-    return check
+def current_user(
+    request: Request,
+    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    cookie: str | None = Depends(_cookie),
+) -> User:
+    """The calling user (dependency of every protected API route): 401 without credentials."""
+    return _caller(request, bearer, cookie)
 
 
 def page_user(
@@ -219,11 +210,8 @@ def page_user(
     cookie: str | None = Depends(_cookie),
 ) -> User:
     """The logged-in user of a page (dependency of every page route): 303 to /login otherwise."""
-    cached = getattr(request.state, "user", None)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
     try:
-        return _authenticate(request, bearer, cookie).user
+        return _caller(request, bearer, cookie)
     except HTTPException as exc:
         if exc.status_code == status.HTTP_401_UNAUTHORIZED:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -231,18 +219,27 @@ def page_user(
         raise
 
 
-def require_page_role(role: str) -> Callable[..., User]:
-    """Like `require_role` for pages: a lower role gets 403, no login gets 303 to /login."""
+def _role_check(role: str, who: Callable[..., User], name: str) -> Callable[..., User]:
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
 
-    def check(user: User = Depends(page_user)) -> User:
+    def check(user: User = Depends(who)) -> User:
         if not role_at_least(user.role, role):
             raise HTTPException(status.HTTP_403_FORBIDDEN, f"needs role {role} or higher; you are {user.role}")
         return user
 
-    check.__name__ = f"require_page_{role}"
+    check.__name__ = name
     return check
+
+
+def require_role(role: str) -> Callable[..., User]:
+    """A dependency that lets through users of ``role`` or higher (403 otherwise) and returns the user."""
+    return _role_check(role, current_user, f"require_{role}")
+
+
+def require_page_role(role: str) -> Callable[..., User]:
+    """Like `require_role` for pages: a lower role gets 403, no login gets 303 to /login."""
+    return _role_check(role, page_user, f"require_page_{role}")
 
 
 def client_address(request: Request) -> str:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from campusguard.app.config import LineConfig, ZoneConfig
-from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
 
 __all__ = [
     "EVENT_ID_PATTERN",
@@ -29,7 +29,6 @@ __all__ = [
     "EventPage",
     "CameraStatusOut",
     "ZonesBody",
-    "AuditEntryOut",
     "AuditPage",
     "Health",
     "Ready",
@@ -150,17 +149,8 @@ class ZonesBody(_Request):
         return self
 
 
-class AuditEntryOut(BaseModel):
-    id: int
-    time: str
-    user: str | None
-    action: str
-    target: str | None
-    details: dict[str, Any]
-
-
 class AuditPage(BaseModel):
-    items: list[AuditEntryOut]
+    items: list[AuditEntry]
     total: int
 
 

@@ -25,6 +25,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from campusguard.app.sqlitedb import (
+    apply_migrations,
+    close_checkpointed,
+    connect_durable,
+    schema_version,
+    write_transaction,
+)
 from campusguard.errors import InvalidInputError, require
 
 __all__ = [
@@ -128,9 +135,6 @@ class User:
     role: Role
     created_at: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "role": self.role, "created_at": self.created_at}
-
 
 @dataclass(frozen=True)
 class Credential:
@@ -162,16 +166,6 @@ class AuditEntry:
     target: str | None
     details: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "time": self.time,
-            "user": self.user,
-            "action": self.action,
-            "target": self.target,
-            "details": self.details,
-        }
-
 
 class UserStore:
     """Users, hashed tokens and the audit log in one SQLite file; safe to share across threads.
@@ -195,18 +189,13 @@ class UserStore:
         self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
         self._lock = threading.Lock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn = connect_durable(self.path, foreign_keys=True)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise InvalidInputError(f"users database {self.path} cannot be opened: {exc}") from exc
 
     def _migrate(self) -> None:
-        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        version = schema_version(self._conn)
         if version > SCHEMA_VERSION:
             raise InvalidInputError(
                 f"users database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
@@ -216,25 +205,13 @@ class UserStore:
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and tables:
             raise InvalidInputError(f"{self.path} is not a CampusGuard users database (it holds other tables)")
-        with self._transaction():
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        apply_migrations(self._conn, _MIGRATIONS, version)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, committed (fsync'd) on leaving, rolled back on error. Caller holds no lock."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+        """One write transaction under the store's lock, committed (fsync'd) on leaving, rolled back on error."""
+        with self._lock, write_transaction(self._conn) as conn:
+            yield conn
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -379,9 +356,7 @@ class UserStore:
         with self._lock:
             if self._conn is None:
                 return
-            with contextlib.suppress(sqlite3.DatabaseError):
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._conn.close()
+            close_checkpointed(self._conn)
             self._conn = None  # type: ignore[assignment]
 
     def __enter__(self) -> UserStore:

@@ -26,7 +26,6 @@ as a bound parameter; no SQL is built from input.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import sqlite3
@@ -38,6 +37,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO, get_args, runtime_checkable
 
 from campusguard.app.events.types import Event
+from campusguard.app.sqlitedb import (
+    apply_migrations,
+    close_checkpointed,
+    connect_durable,
+    schema_version,
+    write_transaction,
+)
 from campusguard.errors import InvalidInputError
 
 __all__ = [
@@ -105,7 +111,7 @@ CREATE INDEX IF NOT EXISTS events_state_time ON events (state, time_utc);
 CREATE INDEX IF NOT EXISTS events_time ON events (time_utc);
 """
 
-# migration N brings a file from schema N-1 to N; SCHEMA_VERSION is the last one
+# migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
@@ -301,24 +307,15 @@ class SQLiteEventStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            if read_only:
-                if not self.path.is_file():
-                    raise InvalidInputError(f"event database {self.path} does not exist")
-                self._conn = sqlite3.connect(
-                    f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-                )
-            else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
+            if read_only and not self.path.is_file():
+                raise InvalidInputError(f"event database {self.path} does not exist")
+            self._conn = connect_durable(self.path, read_only=read_only)
             self._migrate(read_only)
         except sqlite3.DatabaseError as exc:
             raise InvalidInputError(f"event database {self.path} cannot be opened: {exc}") from exc
 
     def _migrate(self, read_only: bool) -> None:
-        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        version = schema_version(self._conn)
         if version > SCHEMA_VERSION:
             raise InvalidInputError(
                 f"event database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
@@ -335,18 +332,7 @@ class SQLiteEventStore:
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version == 0 and tables - {"events"}:
             raise InvalidInputError(f"event database {self.path} holds other tables; refusing to use it")
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self._conn.execute("COMMIT")
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
+        apply_migrations(self._conn, _MIGRATIONS, version)
 
     # writes ---------------------------------------------------------------------------------
     def _row(self, event: Event, now: str) -> tuple[Any, ...]:
@@ -378,15 +364,8 @@ class SQLiteEventStore:
             f"ON CONFLICT(event_id) DO UPDATE SET {sets}, "
             "time_utc=CASE WHEN excluded.started_at IS NULL THEN events.time_utc ELSE excluded.time_utc END"
         )
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.execute(sql, row)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, write_transaction(self._conn) as conn:
+            conn.execute(sql, row)
 
     def record(self, event: Event) -> None:
         """Store one lifecycle update; committed (fsync'd) when this returns."""
@@ -528,16 +507,9 @@ class SQLiteEventStore:
             f"UPDATE events SET state = ?, {_REVIEW_SET[action]}, note = COALESCE(NULLIF(?, ''), note) "
             f"WHERE event_id = ? AND state IN ({', '.join('?' * len(allowed))})"
         )
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                changed = self._conn.execute(sql, (_REVIEW_TO[action], user, now, note, event_id, *allowed)).rowcount
-                current = self._conn.execute("SELECT state FROM events WHERE event_id = ?", (event_id,)).fetchone()
-                self._conn.execute("COMMIT" if changed else "ROLLBACK")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
+            changed = conn.execute(sql, (_REVIEW_TO[action], user, now, note, event_id, *allowed)).rowcount
+            current = conn.execute("SELECT state FROM events WHERE event_id = ?", (event_id,)).fetchone()
         if current is None:
             raise KeyError(event_id)
         if not changed:
@@ -551,10 +523,7 @@ class SQLiteEventStore:
         with self._lock:
             if self._conn is None:
                 return
-            # read-only or busy: fine, the WAL stays valid and is replayed on the next open
-            with contextlib.suppress(sqlite3.DatabaseError):
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._conn.close()
+            close_checkpointed(self._conn)
             self._conn = None  # type: ignore[assignment]
 
     def __enter__(self) -> SQLiteEventStore:

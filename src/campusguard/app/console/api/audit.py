@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 
 from campusguard.app.console.auth import console_state, require_role
-from campusguard.app.console.schemas import AuditEntryOut, AuditPage
+from campusguard.app.console.schemas import AuditPage
 
 router = APIRouter(tags=["audit"], dependencies=[Depends(require_role("admin"))])
 
@@ -16,4 +16,4 @@ def list_audit(
 ) -> AuditPage:
     """Recorded state changes, newest first: who, when, what, on which target."""
     entries, total = console_state(request).users.audit_entries(limit=limit, offset=offset)
-    return AuditPage(items=[AuditEntryOut(**e.to_dict()) for e in entries], total=total)
+    return AuditPage(items=entries, total=total)
