@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Self
 
-__all__ = ["connect_durable", "schema_version", "apply_migrations", "write_transaction", "close_checkpointed"]
+__all__ = [
+    "SQLiteFile",
+    "connect_durable",
+    "schema_version",
+    "apply_migrations",
+    "write_transaction",
+    "close_checkpointed",
+]
 
 
 def connect_durable(path: Path, *, read_only: bool = False, foreign_keys: bool = False) -> sqlite3.Connection:
@@ -74,3 +83,24 @@ def close_checkpointed(conn: sqlite3.Connection) -> None:
     with contextlib.suppress(sqlite3.DatabaseError):
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+
+
+class SQLiteFile:
+    """Base of a store kept in one SQLite file: ``_conn`` guarded by ``_lock``, idempotent `close`, ``with``."""
+
+    _conn: sqlite3.Connection
+    _lock: threading.Lock
+
+    def close(self) -> None:
+        """Checkpoint the WAL and close the connection (idempotent)."""
+        with self._lock:
+            if getattr(self, "_conn", None) is None:
+                return
+            close_checkpointed(self._conn)
+            self._conn = None  # type: ignore[assignment]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from campusguard.app.sqlitedb import (
+    SQLiteFile,
     apply_migrations,
-    close_checkpointed,
     connect_durable,
     schema_version,
     write_transaction,
@@ -167,7 +167,7 @@ class AuditEntry:
     details: dict[str, Any]
 
 
-class UserStore:
+class UserStore(SQLiteFile):
     """Users, hashed tokens and the audit log in one SQLite file; safe to share across threads.
 
     Args:
@@ -350,17 +350,3 @@ class UserStore:
             AuditEntry(id=r[0], time=r[1], user=r[2], action=r[3], target=r[4], details=json.loads(r[5])) for r in rows
         ]
         return entries, total
-
-    def close(self) -> None:
-        """Close the database (idempotent)."""
-        with self._lock:
-            if self._conn is None:
-                return
-            close_checkpointed(self._conn)
-            self._conn = None  # type: ignore[assignment]
-
-    def __enter__(self) -> UserStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -38,8 +38,8 @@ from typing import Any, Literal, Protocol, TextIO, get_args, runtime_checkable
 
 from campusguard.app.events.types import Event
 from campusguard.app.sqlitedb import (
+    SQLiteFile,
     apply_migrations,
-    close_checkpointed,
     connect_durable,
     schema_version,
     write_transaction,
@@ -291,7 +291,7 @@ class ReviewableEventStore(EventStore, Protocol):
         ...
 
 
-class SQLiteEventStore:
+class SQLiteEventStore(SQLiteFile):
     """`EventStore` in one SQLite file (WAL, ``synchronous=FULL``), safe to share across threads.
 
     Args:
@@ -517,20 +517,6 @@ class SQLiteEventStore:
         record = self.get_record(event_id)
         assert record is not None  # events are never deleted
         return record
-
-    def close(self) -> None:
-        """Checkpoint the WAL and close the connection (idempotent)."""
-        with self._lock:
-            if self._conn is None:
-                return
-            close_checkpointed(self._conn)
-            self._conn = None  # type: ignore[assignment]
-
-    def __enter__(self) -> SQLiteEventStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 CSV_FIELDS: tuple[str, ...] = (
