@@ -44,29 +44,64 @@ def write_config(video: Path, folder: Path, tag: str) -> Path:
     return path
 
 
+def thread_cpu_s(tid: int) -> float:
+    """CPU seconds (user + system) used so far by one thread of this process (Linux ``/proc``)."""
+    try:
+        stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(start: Any, wait: Any, client_tids: list[int]) -> tuple[float, float]:
+    """Run ``start(); wait()``: wall seconds, and CPU seconds of the process minus the viewer clients' threads."""
+    cpu0, clients0 = time.process_time(), sum(thread_cpu_s(t) for t in client_tids)
+    t0 = time.perf_counter()
+    start()
+    wait()
+    elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0 - (sum(thread_cpu_s(t) for t in client_tids) - clients0)
+    return elapsed, cpu
+
+
+def result(frames: int, elapsed: float, cpu: float, **extra: float) -> dict[str, float]:
+    return {"fps": frames / elapsed, "cpu_ms_per_frame": 1000 * cpu / frames, **extra}
+
+
 def time_watch(detector: object, config: Path, frames: int) -> dict[str, float]:
     from campusguard.app.config import load_config
     from campusguard.app.service import WatchService
 
     service = WatchService(load_config(config), detector_factory=lambda *a: detector, out=io.StringIO())
-    t0 = time.perf_counter()
-    service.start()
-    service.wait()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = measure(service.start, service.wait, [])
     assert service.finish(), "pipeline failed"
     processed = sum(m.frames_processed for m in service.metrics.values())
     assert processed == frames, f"processed {processed} of {frames} frames"
-    return {"fps": processed / elapsed}
+    return result(frames, elapsed, cpu)
 
 
-def run_runtime(runtime: Any) -> tuple[float, int, int]:
-    """Start a `ConsoleRuntime`, wait for its file to end: seconds, frames processed, live JPEGs encoded."""
-    t0 = time.perf_counter()
-    runtime.start()
-    runtime.service.wait()
-    elapsed = time.perf_counter() - t0
-    processed = sum(m.frames_processed for m in runtime.service.metrics.values())
-    return elapsed, processed, runtime.hub.encoded_frames("cam0")
+def run_runtime(runtime: Any, client_tids: list[int]) -> tuple[float, float, int]:
+    """Start a `ConsoleRuntime` and wait for its file to end: wall s, CPU s (without clients), JPEGs encoded."""
+    elapsed, cpu = measure(runtime.start, lambda: runtime.service.wait(), client_tids)
+    return elapsed, cpu, runtime.hub.encoded_frames("cam0")
+
+
+def start_clients(viewers: int, watch: Any) -> tuple[list[threading.Thread], list[int]]:
+    """``viewers`` daemon threads running ``watch(k, ready)``; returns them and their native thread ids."""
+    tids: list[int] = []
+    ready = threading.Barrier(viewers + 1)
+
+    def run(k: int) -> None:
+        tids.append(threading.get_native_id())
+        watch(k, ready)
+
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(viewers)]
+    for t in threads:
+        t.start()
+    if viewers:
+        ready.wait()
+    return threads, tids
 
 
 def time_console(detector: object, config: Path, frames: int, viewers: int) -> dict[str, float]:
@@ -76,24 +111,21 @@ def time_console(detector: object, config: Path, frames: int, viewers: int) -> d
     opened = [runtime.open_viewer("cam0", maxsize=2) for _ in range(viewers)]
     received = [0] * viewers
 
-    def watch(k: int) -> None:
+    def watch(k: int, ready: threading.Barrier) -> None:
+        ready.wait()
         while not opened[k].closed:
             if opened[k].get(0.5) is not None:
                 received[k] += 1
 
-    threads = [threading.Thread(target=watch, args=(k,), daemon=True) for k in range(viewers)]
-    for t in threads:
-        t.start()
-    elapsed, processed, encoded = run_runtime(runtime)
+    threads, tids = start_clients(viewers, watch)
+    elapsed, cpu, encoded = run_runtime(runtime, tids)
+    processed = sum(m.frames_processed for m in runtime.service.metrics.values())  # type: ignore[union-attr]
     runtime.stop()
     for t in threads:
         t.join(2)
     assert processed == frames, f"processed {processed} of {frames} frames"
-    return {
-        "fps": processed / elapsed,
-        "viewer_fps": statistics.mean(received) / elapsed if viewers else 0.0,
-        "encoded_fps": encoded / elapsed,
-    }
+    viewer_fps = statistics.mean(received) / elapsed if viewers else 0.0
+    return result(frames, elapsed, cpu, viewer_fps=viewer_fps, encoded_fps=encoded / elapsed)
 
 
 def time_http(detector: object, config: Path, frames: int, viewers: int) -> dict[str, float]:
@@ -113,43 +145,51 @@ def time_http(detector: object, config: Path, frames: int, viewers: int) -> dict
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(runtime, users_db=users), host="127.0.0.1", port=port, log_level="warning")
+    config_ = uvicorn.Config(
+        create_app(runtime, users_db=users),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
     )
+    server = uvicorn.Server(config_)
     serving = threading.Thread(target=server.run, daemon=True)
     serving.start()
     while not server.started:
         time.sleep(0.05)
     done = threading.Event()
     received = [0] * viewers
-    connected = threading.Barrier(viewers + 1)
+    url = f"http://127.0.0.1:{port}/api/v1/cameras/cam0/live.mjpeg"
+    headers = {"Authorization": f"Bearer {token}"}
 
-    def watch(k: int) -> None:
-        url = f"http://127.0.0.1:{port}/api/v1/cameras/cam0/live.mjpeg"
-        with httpx.stream("GET", url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as response:
-            assert response.status_code == 200, response.status_code
-            connected.wait()
-            for chunk in response.iter_bytes():
-                received[k] += chunk.count(b"--frame\r\n")
-                if done.is_set():
-                    return
+    def watch(k: int, ready: threading.Barrier) -> None:
+        first = True
+        while not done.is_set():  # a read timeout (no frame for 2 s on a loaded machine) reconnects
+            try:
+                with httpx.stream("GET", url, headers=headers, timeout=httpx.Timeout(10.0, read=2.0)) as response:
+                    assert response.status_code == 200, response.status_code
+                    if first:
+                        first = False
+                        ready.wait()
+                    for chunk in response.iter_bytes():
+                        received[k] += chunk.count(b"--frame\r\n")
+                        if done.is_set():
+                            return
+            except httpx.HTTPError:
+                continue
 
-    threads = [threading.Thread(target=watch, args=(k,), daemon=True) for k in range(viewers)]
-    for t in threads:
-        t.start()
-    connected.wait()
-    elapsed, processed, encoded = run_runtime(runtime)
+    threads, tids = start_clients(viewers, watch)
+    elapsed, cpu, encoded = run_runtime(runtime, tids)
+    processed = sum(m.frames_processed for m in runtime.service.metrics.values())  # type: ignore[union-attr]
     done.set()
+    for t in threads:
+        t.join(5)
     server.should_exit = True
     serving.join(10)
     runtime.stop()
     users.close()
     assert processed == frames, f"processed {processed} of {frames} frames"
-    return {
-        "fps": processed / elapsed,
-        "viewer_fps": statistics.mean(received) / elapsed,
-        "encoded_fps": encoded / elapsed,
-    }
+    return result(frames, elapsed, cpu, viewer_fps=statistics.mean(received) / elapsed, encoded_fps=encoded / elapsed)
 
 
 def main() -> int:
@@ -186,87 +226,118 @@ def main() -> int:
         "http4": lambda tag: time_http(detector, write_config(video, tmp, tag), args.frames, 4),
     }
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in contenders}
+    loads = [os.getloadavg()[0]]
     for r in range(args.rounds):
         order = list(contenders) if r % 2 == 0 else list(reversed(contenders))
         for name in order:
             runs[name].append(contenders[name](f"{name}-{r}"))
-        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['fps']:.1f} fps" for k, v in runs.items()), flush=True)
+        loads.append(os.getloadavg()[0])
+        print(
+            f"round {r + 1} (load {loads[-1]:.1f}): "
+            + ", ".join(
+                f"{k} {v[-1]['fps']:.2f} fps {v[-1]['cpu_ms_per_frame']:.0f} ms CPU/frame" for k, v in runs.items()
+            ),
+            flush=True,
+        )
 
-    def fps(name: str) -> list[float]:
-        return [x["fps"] for x in runs[name]]
+    def values(name: str, key: str) -> list[float]:
+        return [x[key] for x in runs[name]]
 
-    def ratio(a: str, b: str) -> float:
-        return statistics.median(x / y for x, y in zip(fps(a), fps(b), strict=True))
+    def ratio(a: str, b: str, key: str = "fps") -> float:
+        return statistics.median(x / y for x, y in zip(values(a, key), values(b, key), strict=True))
 
     ratios = {
-        "console4 / console0 (4 live viewers vs none; target >= 0.9)": ratio("console4", "console0"),
-        "http4 / console0 (4 MJPEG clients over HTTP vs none; target >= 0.9)": ratio("http4", "console0"),
-        "console0 / watch (console side threads, nobody watching)": ratio("console0", "watch"),
-        "console4 / watch": ratio("console4", "watch"),
+        "console4 / console0 frames/s (4 live viewers vs none; target >= 0.9)": ratio("console4", "console0"),
+        "http4 / console0 frames/s (4 MJPEG clients over HTTP vs none; target >= 0.9)": ratio("http4", "console0"),
+        "console0 / watch frames/s (console side threads, nobody watching)": ratio("console0", "watch"),
+        "console0 / console4 CPU per frame (4 live viewers vs none)": ratio("console0", "console4", "cpu_ms_per_frame"),
+        "console0 / http4 CPU per frame (4 MJPEG clients vs none)": ratio("console0", "http4", "cpu_ms_per_frame"),
+        "watch / console0 CPU per frame (console side threads)": ratio("watch", "console0", "cpu_ms_per_frame"),
     }
-    viewer_fps = statistics.median(x["viewer_fps"] for x in runs["console4"])
-    http_fps = statistics.median(x["viewer_fps"] for x in runs["http4"])
-    encoded_fps = statistics.median(x["encoded_fps"] for x in runs["console4"])
-    encoded0 = statistics.median(x["encoded_fps"] for x in runs["console0"])
+    viewer_fps = statistics.median(values("console4", "viewer_fps"))
+    http_fps = statistics.median(values("http4", "viewer_fps"))
+    encoded_fps = statistics.median(values("console4", "encoded_fps"))
+    encoded0 = statistics.median(values("console0", "encoded_fps"))
     for k, v in ratios.items():
         print(f"{k}: {v:.3f}")
     print(
-        f"console4: each viewer got {viewer_fps:.1f} frames/s; hub encoded {encoded_fps:.1f} JPEG/s "
-        f"(console0: {encoded0:.1f}); http4: each client got {http_fps:.1f} frames/s"
+        f"console4: each viewer got {viewer_fps:.2f} frames/s; hub encoded {encoded_fps:.2f} JPEG/s "
+        f"(console0: {encoded0:.2f}); http4: each client got {http_fps:.2f} frames/s"
     )
-
     if args.out is not None:
-        cpu = platform.processor() or platform.machine()
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
-        load = os.getloadavg()[0]
-        result: dict[str, Any] = {
-            "command": f"python benchmarks/console_viewers.py --rounds {args.rounds} --frames {args.frames}",
-            "cpu": cpu,
-            "cpus": os.cpu_count(),
-            "model": Path(model).name,
-            "provider": detector.provider,
-            "runs": runs,
-            "ratios": ratios,
-            "viewer_fps": viewer_fps,
-            "http_client_fps": http_fps,
-            "encoded_fps_4_viewers": encoded_fps,
-            "encoded_fps_no_viewer": encoded0,
-            "load_average_end": load,
-        }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-        rows = "\n".join(
-            f"| {k} | {statistics.median(fps(k)):.1f} | {', '.join(f'{x:.1f}' for x in fps(k))} |" for k in contenders
-        )
-        ratio_rows = "\n".join(f"| {k} | {v:.3f} |" for k, v in ratios.items())
-        args.out.with_suffix(".md").write_text(
-            f"""# Console live view: pipeline throughput with 4 viewers vs none (CPU)
+        write_report(args, model, detector.provider, runs, ratios, loads, viewer_fps, http_fps, encoded_fps, encoded0)
+    return 0
 
-`{result["command"]}` on {cpu}, {os.cpu_count()} CPUs, **shared with other jobs** (load average
-at the end {load:.1f}); model {result["model"]}, provider {detector.provider}; one 1280x720 stream,
-every frame processed (file mode); median of {args.rounds} interleaved rounds (order alternating).
 
-| contender | frames/s (median) | per round |
-| --- | ---: | --- |
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def write_report(
+    args: argparse.Namespace,
+    model: str,
+    provider: str,
+    runs: dict[str, list[dict[str, float]]],
+    ratios: dict[str, float],
+    loads: list[float],
+    viewer_fps: float,
+    http_fps: float,
+    encoded_fps: float,
+    encoded0: float,
+) -> None:
+    """``<out>.json`` with every run, and ``<out>.md`` with the tables."""
+    cpu = cpu_name()
+    command = f"python benchmarks/console_viewers.py --rounds {args.rounds} --frames {args.frames}"
+    data: dict[str, Any] = {
+        "command": command,
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "model": Path(model).name,
+        "provider": provider,
+        "runs": runs,
+        "ratios": ratios,
+        "load_average_per_round": loads,
+        "viewer_fps": viewer_fps,
+        "http_client_fps": http_fps,
+        "encoded_fps_4_viewers": encoded_fps,
+        "encoded_fps_no_viewer": encoded0,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n")
+
+    def cell(name: str, key: str, fmt: str) -> str:
+        xs = [x[key] for x in runs[name]]
+        return f"{statistics.median(xs):{fmt}} | {', '.join(f'{x:{fmt}}' for x in xs)}"
+
+    rows = "\n".join(f"| {k} | {cell(k, 'fps', '.2f')} | {cell(k, 'cpu_ms_per_frame', '.0f')} |" for k in runs)
+    ratio_rows = "\n".join(f"| {k} | {v:.3f} |" for k, v in ratios.items())
+    args.out.with_suffix(".md").write_text(
+        f"""# Console live view: pipeline throughput with 4 viewers vs none (CPU)
+
+`{command}` on {cpu}, {os.cpu_count()} CPUs, **shared with other jobs** (1-minute load average
+{min(loads):.1f} to {max(loads):.1f} during the run); model {data["model"]}, provider {provider}; one
+1280x720 stream, every frame processed (file mode); {args.rounds} interleaved rounds (order alternating).
+CPU per frame is the process's CPU time over the run minus the viewer clients' own threads, per frame.
+
+| contender | frames/s (median) | per round | CPU ms/frame (median) | per round |
+| --- | ---: | --- | ---: | --- |
 {rows}
 
 | ratio (median of per-round ratios) | value |
 | --- | ---: |
 {ratio_rows}
 
-With 4 viewers each viewer received {viewer_fps:.1f} frames/s (the hub sends at most 15 frames/s per
-camera) and the hub encoded {encoded_fps:.1f} JPEG/s once for all four; with no viewer it encoded
-{encoded0:.1f}/s. Over HTTP each of the 4 MJPEG clients received {http_fps:.1f} frames/s. `console0` includes the clip ring buffer (every frame drawn, downscaled to 640 px
-and JPEG-encoded on its own thread), which is why it is below `watch`.
+With 4 in-process viewers each received {viewer_fps:.2f} frames/s and the hub encoded {encoded_fps:.2f}
+JPEG/s once for all four (at most 15/s per camera); with no viewer it encoded {encoded0:.2f}/s. Over HTTP
+each of the 4 MJPEG clients received {http_fps:.2f} frames/s.
 """
-        )
-    return 0
+    )
 
 
 if __name__ == "__main__":
