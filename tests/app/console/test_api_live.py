@@ -118,3 +118,24 @@ def test_ready_status_and_metrics_while_live(live_server):
         # a login over the real server sets the cookie a browser keeps
         r = client.post("/api/v1/auth/login", json={"username": "vera", "password": "viewer-pass-1"})
         assert r.status_code == 200 and "cg_session" in r.cookies
+
+
+def test_streams_end_when_the_runtime_stops(live_server):
+    """After `runtime.stop()` the live view and the event stream end (the server can shut down)."""
+    c = live_server.console
+    auth = {"Authorization": f"Bearer {c.token('vera')}"}
+    with (
+        httpx.Client(base_url=live_server.url, headers=auth, timeout=20) as client,
+        client.stream("GET", "/api/v1/cameras/cam1/live.mjpeg") as mjpeg,
+        client.stream("GET", "/api/v1/events/stream") as sse,
+    ):
+        assert mjpeg.status_code == sse.status_code == 200
+        chunks = mjpeg.iter_bytes()
+        next(chunks)
+        c.runtime.stop()
+        started = time.monotonic()
+        for _ in chunks:  # drains what was sent, then the server ends the response
+            pass
+        for _ in sse.iter_lines():
+            pass
+        assert time.monotonic() - started < 10

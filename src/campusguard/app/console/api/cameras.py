@@ -63,7 +63,8 @@ async def live(name: str, request: Request) -> StreamingResponse:
 
     async def parts() -> AsyncIterator[bytes]:
         try:
-            while not await request.is_disconnected():
+            # ends when the client leaves or the runtime closes the viewer (stop)
+            while not viewer.closed and not await request.is_disconnected():
                 jpeg = await run_in_threadpool(viewer.get, 1.0)
                 if jpeg is not None:
                     yield mjpeg_part(jpeg)

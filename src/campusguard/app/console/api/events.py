@@ -86,7 +86,8 @@ async def stream(request: Request) -> StreamingResponse:
         try:
             yield "retry: 2000\n\n"
             idle_s = 0.0
-            while not await request.is_disconnected():
+            # ends when the client leaves or the runtime closes the subscription (stop)
+            while not subscription.closed and not await request.is_disconnected():
                 item = await run_in_threadpool(subscription.get, 1.0)
                 if item is None:
                     idle_s += 1.0
