@@ -89,6 +89,14 @@ def test_an_unprotected_route_is_refused(console):
         check_routes_protected(app)
 
 
+def test_a_plain_starlette_route_is_refused(console):
+    from starlette.responses import PlainTextResponse
+
+    console.app.add_route("/raw", lambda request: PlainTextResponse("open"))
+    with pytest.raises(RuntimeError, match="GET /raw"):
+        check_routes_protected(console.app)
+
+
 def test_security_headers_on_every_answer(console):
     client = console.client(follow_redirects=False)
     for path in ("/healthz", "/api/v1/events", "/api/v1/nope"):

@@ -219,11 +219,11 @@ def check_routes_protected(app: FastAPI) -> None:
             if ("GET", route.path) not in PUBLIC_ROUTES:
                 open_routes.append(f"mount {route.path}")
             continue
-        if not issubclass(kind, APIRoute):
-            continue  # FastAPI's own routes are switched off (openapi_url=None, docs_url=None)
-        if {d.dependency for d in route.dependencies} & guards:
+        # a plain Starlette route (or websocket) has no FastAPI dependencies: it is open unless listed
+        if issubclass(kind, APIRoute) and {d.dependency for d in route.dependencies} & guards:
             continue
-        open_routes += [f"{m} {route.path}" for m in sorted(route.methods) if (m, route.path) not in PUBLIC_ROUTES]
+        methods = sorted(getattr(route, "methods", None) or {"GET"})
+        open_routes += [f"{m} {route.path}" for m in methods if (m, route.path) not in PUBLIC_ROUTES]
     if open_routes:
         raise RuntimeError(f"routes without auth that are not in PUBLIC_ROUTES: {', '.join(open_routes)}")
 
