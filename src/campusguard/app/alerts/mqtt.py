@@ -283,6 +283,7 @@ class MqttSink:
             info.wait_for_publish(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
         self._client.disconnect()
         self._client.loop_stop()
+        self._take_acks()  # acknowledgements that came in after the publisher thread ended
         left = self.pending
         if left:
             log.warning("mqtt %s:%d: %d message(s) not acknowledged; kept in the outbox", self.host, self.port, left)
