@@ -101,8 +101,12 @@ def serve_console(
     check_bind(host, port, allow_remote)
     if not is_loopback(host):
         print(f"warning: listening on {host}; {TLS_HINT}", file=sys.stderr)
-    users = _open_users(users_db)
-    runtime = ConsoleRuntime(config, detector_factory=detector_factory)
+    runtime = ConsoleRuntime(config, detector_factory=detector_factory)  # a bad config fails here, first
+    try:
+        users = _open_users(users_db)
+    except BaseException:
+        runtime.stop()
+        raise
     try:
         app = create_app(runtime, users_db=users, secure_cookies=secure_cookies)
         runtime.start()

@@ -84,6 +84,14 @@ def test_remote_bind_needs_allow_remote_and_busy_ports_are_reported(capsys):
     assert "--allow-remote" in capsys.readouterr().err
 
 
+def test_serve_with_a_bad_config_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", str(tmp_path / "missing.yaml"), "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "missing.yaml" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "campusguard-users.db").exists()  # nothing was created
+
+
 @pytest.mark.slow
 def test_serve_runs_the_pipeline_and_the_console(console_video, tmp_path):
     """`campusguard serve` with the bundled model on the scene video: health, login, cameras, Ctrl-C."""
