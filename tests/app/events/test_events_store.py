@@ -264,3 +264,30 @@ def test_record_json_and_csv_export(tmp_path, make_event):
     first = dict(zip(CSV_FIELDS, rows[1], strict=True))
     assert first["note"] == 'said "hi", left' and first["tracker_ids"] == "3 7" and first["acknowledged_by"] == "olga"
     assert dict(zip(CSV_FIELDS, rows[2], strict=True))["rule"] == "'=HYPERLINK(1)"  # no formula injection
+
+
+def test_concurrent_acknowledgements_of_one_incident_succeed_once(tmp_path, make_event):
+    import threading
+
+    from campusguard.app.events.store import ReviewConflictError
+
+    with SQLiteEventStore(tmp_path / "ev.db") as store:
+        store.add(make_event())
+        outcomes: list[str] = []
+        barrier = threading.Barrier(8)
+
+        def ack(i: int) -> None:
+            barrier.wait()
+            try:
+                store.review("e1", "acknowledge", user=f"op{i}")
+                outcomes.append("ok")
+            except ReviewConflictError:
+                outcomes.append("conflict")
+
+        threads = [threading.Thread(target=ack, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcomes) == ["conflict"] * 7 + ["ok"]
+        assert store.get_record("e1").acknowledged_by.startswith("op")
