@@ -158,3 +158,14 @@ def test_demo_serve_config_and_first_admin(tmp_path):
     with UserStore(tmp_path / "users.db") as users:
         assert users.verify_password("admin", password).role == "admin"
     assert "existing admin" in demo_admin(tmp_path / "users.db")  # a second run keeps it
+
+
+def test_allow_remote_prints_how_to_put_tls_in_front(tmp_path, capsys):
+    assert (
+        main(
+            ["serve", str(tmp_path / "missing.yaml"), "--host", "0.0.0.0", "--allow-remote", "--port", str(free_port())]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "warning: listening on 0.0.0.0" in err and "TLS reverse proxy" in err and "docs/console.md" in err
