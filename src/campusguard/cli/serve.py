@@ -242,6 +242,24 @@ def register(app: typer.Typer) -> None:
             users.audit(None, "user.remove", name, via="cli")
             typer.echo(f"removed {name!r} from {users.path}")
 
+    @users_app.command("passwd")
+    def users_passwd(
+        name: str = typer.Argument(..., help="User name."),
+        password_stdin: bool = typer.Option(
+            False, "--password-stdin", help="Read the new password from the first line of stdin instead of a prompt."
+        ),
+        users_db: Path = _users_db_option(),
+    ) -> None:
+        """Set a user's password (asked for, never on the command line); their login sessions end."""
+        from campusguard.app.console.users import check_password
+
+        with _open_users(users_db) as users:
+            if users.get_user(name) is None:
+                raise InvalidInputError(f"no user {name!r} in {users.path}")
+            users.set_password(name, check_password(read_password(password_stdin)))
+            users.audit(None, "user.update", name, password_changed=True, via="cli")
+            typer.echo(f"password of {name!r} changed; their sessions ended")
+
     @users_app.command("token")
     def users_token(
         name: str = typer.Argument(..., help="User name whose rights the token carries."),

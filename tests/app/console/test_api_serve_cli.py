@@ -47,18 +47,22 @@ def test_users_commands(tmp_path):
     r = cli("users", "token", "ada", "--users-db", db)
     assert r.returncode == 0 and r.stdout.strip().startswith("cga_") and "not shown again" in r.stderr
     token = r.stdout.strip()
+    r = cli("users", "passwd", "ada", "--password-stdin", "--users-db", db, stdin="admin-pass-2\n")
+    assert r.returncode == 0 and "password of 'ada' changed" in r.stdout
+    assert cli("users", "passwd", "ghost", "--password-stdin", "--users-db", db, stdin="x" * 10).returncode == 2
     r = cli("users", "list", "--users-db", db)
     assert "ada" in r.stdout and "admin" in r.stdout
     assert (
         cli("users", "remove", "ada", "--users-db", db).stderr.strip()
-        == "error: user 'ada' is the last admin; add another admin first"
+        == "error: user 'ada' is the last admin and cannot be removed; add another admin first"
     )
     assert cli("users", "remove", "ghost", "--users-db", db).returncode == 2
     from campusguard.app.console.users import UserStore
 
     with UserStore(db) as users:
         assert users.resolve(token).user.name == "ada"
-        assert [e.action for e in users.audit_entries()[0]] == ["token.create", "user.add"]
+        assert users.verify_password("ada", "admin-pass-2") is not None
+        assert [e.action for e in users.audit_entries()[0]] == ["user.update", "token.create", "user.add"]
 
 
 @pytest.mark.parametrize(

@@ -82,3 +82,48 @@ def test_foreign_and_newer_databases_are_refused(tmp_path):
     conn.close()
     with pytest.raises(InvalidInputError, match="newer"):
         UserStore(tmp_path / "newer.db")
+
+
+def test_admin_changes_roles_and_passwords(console):
+    client, h = console.client(), console.bearer("ada")
+    otto_session = console.token("otto")
+    otto_api = console.users.create_api_token("otto")
+    r = client.patch("/api/v1/users/otto", json={"role": "viewer"}, headers=h)
+    assert r.status_code == 200 and r.json()["role"] == "viewer"
+    # the role applies to existing credentials at once
+    ack = console.client().post("/api/v1/events/x/ack", json={}, headers={"Authorization": f"Bearer {otto_session}"})
+    assert ack.status_code == 403
+    r = client.patch("/api/v1/users/otto", json={"password": "new-otto-pass"}, headers=h)
+    assert r.status_code == 200
+    assert (
+        console.client().get("/api/v1/auth/me", headers={"Authorization": f"Bearer {otto_session}"}).status_code == 401
+    )
+    assert console.client().get("/api/v1/auth/me", headers={"Authorization": f"Bearer {otto_api}"}).status_code == 200
+    login = console.client().post("/api/v1/auth/login", json={"username": "otto", "password": "new-otto-pass"})
+    assert login.status_code == 200
+    assert client.patch("/api/v1/users/ada", json={"role": "operator"}, headers=h).status_code == 409  # last admin
+    assert client.patch("/api/v1/users/ghost", json={"role": "viewer"}, headers=h).status_code == 404
+    assert client.patch("/api/v1/users/otto", json={"password": "short"}, headers=h).status_code == 422
+    assert (
+        client.patch("/api/v1/users/otto", json={"role": "viewer"}, headers=console.bearer("vera")).status_code == 403
+    )
+    entry = client.get("/api/v1/audit", headers=h).json()["items"][1]
+    assert entry["action"] == "user.update" and entry["details"] == {"password_changed": True, "role": None}
+    assert "new-otto-pass" not in client.get("/api/v1/audit", headers=h).text
+
+
+def test_users_change_their_own_password(console):
+    client = console.client()
+    other = console.token("vera")  # another session of hers
+    body = client.post("/api/v1/auth/login", json={"username": "vera", "password": "viewer-pass-1"}).json()
+    h = {"X-CSRF-Token": body["csrf"]}
+    wrong = client.post("/api/v1/auth/password", json={"current": "nope-nope", "new": "vera-new-pass"}, headers=h)
+    assert wrong.status_code == 403
+    r = client.post("/api/v1/auth/password", json={"current": "viewer-pass-1", "new": "vera-new-pass"}, headers=h)
+    assert r.status_code == 204
+    assert client.get("/api/v1/auth/me").status_code == 200  # this session stays
+    assert console.client().get("/api/v1/auth/me", headers={"Authorization": f"Bearer {other}"}).status_code == 401
+    assert console.users.verify_password("vera", "vera-new-pass") is not None
+    assert console.users.verify_password("vera", "viewer-pass-1") is None
+    # without the CSRF header a cookie cannot do it
+    assert client.post("/api/v1/auth/password", json={"current": "vera-new-pass", "new": "x" * 10}).status_code == 403

@@ -22,6 +22,8 @@ __all__ = [
     "LoginResponse",
     "UserOut",
     "UserCreate",
+    "UserUpdate",
+    "PasswordChange",
     "TokenCreate",
     "TokenOut",
     "NoteRequest",
@@ -66,6 +68,21 @@ class UserCreate(_Request):
     name: str = Field(..., pattern=USER_NAME_PATTERN, description="1-64 letters, digits, `_ . @ -`.")
     role: RoleName = Field(..., description="viewer < operator < admin.")
     password: str = Field(..., min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)
+
+
+class UserUpdate(_Request):
+    role: RoleName | None = Field(None, description="New role.")
+    password: str | None = Field(
+        None,
+        min_length=MIN_PASSWORD_LENGTH,
+        max_length=MAX_PASSWORD_LENGTH,
+        description="New password (ends their sessions).",
+    )
+
+
+class PasswordChange(_Request):
+    current: str = Field(..., min_length=1, max_length=MAX_PASSWORD_LENGTH, description="The present password.")
+    new: str = Field(..., min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH, description="The new one.")
 
 
 class TokenCreate(_Request):

@@ -248,14 +248,55 @@ class UserStore(SQLiteFile):
             InvalidInputError: it is the last admin (the console would have nobody to manage it).
         """
         with self._transaction() as conn:
-            row = conn.execute("SELECT role FROM users WHERE name = ?", (name,)).fetchone()
-            if row is None:
-                raise KeyError(name)
-            if row[0] == "admin":
-                admins = conn.execute("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetchone()[0]
-                if admins <= 1:
-                    raise InvalidInputError(f"user {name!r} is the last admin; add another admin first")
+            self._check_not_last_admin(conn, name, "removed")
             conn.execute("DELETE FROM users WHERE name = ?", (name,))
+
+    @staticmethod
+    def _check_not_last_admin(conn: sqlite3.Connection, name: str, change: str) -> str:
+        """The user's role; raises `KeyError` if unknown, `InvalidInputError` if the last admin would go."""
+        row = conn.execute("SELECT role FROM users WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        if row[0] == "admin" and conn.execute("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetchone()[0] <= 1:
+            raise InvalidInputError(f"user {name!r} is the last admin and cannot be {change}; add another admin first")
+        return str(row[0])
+
+    def set_role(self, name: str, role: str) -> User:
+        """Change a user's role (their sessions and tokens carry the new role at once).
+
+        Raises:
+            KeyError: no such user.
+            InvalidInputError: unknown role, or demoting the last admin.
+        """
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        with self._transaction() as conn:
+            if role != "admin":
+                self._check_not_last_admin(conn, name, "demoted")
+            elif conn.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone() is None:
+                raise KeyError(name)
+            conn.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
+        user = self.get_user(name)
+        assert user is not None
+        return user
+
+    def set_password(self, name: str, password: str, *, keep_token_hash: str | None = None) -> None:
+        """Set a new password and end every login session of the user (but ``keep_token_hash``'s).
+
+        API tokens stay valid (revoke them by removing and re-adding the user, or let them expire).
+
+        Raises:
+            KeyError: no such user.
+            InvalidInputError: the password is too short or too long.
+        """
+        digest = self._hasher.hash(check_password(password))
+        with self._transaction() as conn:
+            if conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (digest, name)).rowcount == 0:
+                raise KeyError(name)
+            conn.execute(
+                "DELETE FROM tokens WHERE user_name = ? AND kind = 'session' AND token_hash IS NOT ?",
+                (name, keep_token_hash),
+            )
 
     def get_user(self, name: str) -> User | None:
         rows = self._read("SELECT name, role, created_at FROM users WHERE name = ?", (name,))

@@ -15,7 +15,7 @@ from campusguard.app.console.auth import (
     console_state,
     current_user,
 )
-from campusguard.app.console.schemas import LoginRequest, LoginResponse, UserOut
+from campusguard.app.console.schemas import LoginRequest, LoginResponse, PasswordChange, UserOut
 from campusguard.app.console.users import User
 
 log = logging.getLogger("campusguard.app.console.auth")
@@ -70,3 +70,27 @@ def logout(request: Request, response: Response, user: User = Depends(current_us
 def me(user: User = Depends(current_user)) -> UserOut:
     """The calling user."""
     return UserOut(name=user.name, role=user.role, created_at=user.created_at)
+
+
+@router.post(
+    "/auth/password",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={403: {"description": "The present password is wrong."}},
+)
+def change_password(body: PasswordChange, request: Request, user: User = Depends(current_user)) -> None:
+    """Change your own password; your other login sessions end, this one stays."""
+    state = console_state(request)
+    address = client_address(request)
+    wait = state.limiter.retry_after(user.name, address)
+    if wait is not None:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many failed attempts; try again in {math.ceil(wait)} s",
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
+    if state.users.verify_password(user.name, body.current) is None:
+        state.limiter.failed(user.name, address)
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "the present password is wrong")
+    credential = request.state.credential
+    state.users.set_password(user.name, body.new, keep_token_hash=credential.token_hash)
+    audit(request, "password.change", user.name)

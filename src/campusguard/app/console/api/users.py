@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
 
 from campusguard.app.console.auth import audit, console_state, require_role
-from campusguard.app.console.schemas import USER_NAME_PATTERN, TokenCreate, TokenOut, UserCreate, UserOut
+from campusguard.app.console.schemas import USER_NAME_PATTERN, TokenCreate, TokenOut, UserCreate, UserOut, UserUpdate
 from campusguard.errors import InvalidInputError
 
 router = APIRouter(tags=["users"], dependencies=[Depends(require_role("admin"))])
@@ -51,6 +51,29 @@ def remove_user(name: UserName, request: Request) -> None:
     except InvalidInputError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     audit(request, "user.remove", name)
+
+
+@router.patch(
+    "/users/{name}",
+    responses={404: {"description": "No such user."}, 409: {"description": "Demoting the last admin."}},
+)
+def update_user(name: UserName, body: UserUpdate, request: Request) -> UserOut:
+    """Change a user's role and/or password (a new password ends their login sessions)."""
+    users = console_state(request).users
+    try:
+        if body.role is not None:
+            users.set_role(name, body.role)
+        if body.password is not None:
+            users.set_password(name, body.password)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}") from exc
+    except InvalidInputError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    user = users.get_user(name)
+    if user is None:  # removed meanwhile
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}")
+    audit(request, "user.update", name, role=body.role, password_changed=body.password is not None)
+    return UserOut(name=user.name, role=user.role, created_at=user.created_at)
 
 
 @router.post(
