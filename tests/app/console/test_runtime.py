@@ -232,3 +232,26 @@ def test_a_bad_config_is_one_config_error(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump({"cameras": [{"id": "c", "source": "x.mp4", "fps_cap": -1}]}))
     with pytest.raises(ConfigError, match="fps_cap"):
         new_runtime(bad)
+
+
+def test_zones_put_ends_the_open_events_of_the_replaced_rules(scene: Path, tmp_path: Path) -> None:
+    config = gate_config(scene, tmp_path)
+    config.write_text(config.read_text().replace(f"polygon: {GATE_FAR}", f"polygon: {GATE_ON_PATH}"))
+    rt = new_runtime(config)
+    sub = rt.subscribe_events()
+    rt.start()
+    try:
+        started = wait_for(lambda: sub.get(0.2), timeout=20)
+        assert started["kind"] == "intrusion" and not started["ended_at"]
+        rt.put_zones("cam1", {"zones": [{"name": "gate", "polygon": GATE_FAR}]})
+
+        def ended() -> dict[str, Any] | None:
+            event = sub.get(0.2)
+            return event if event is not None and event["id"] == started["id"] and event["ended_at"] else None
+
+        wait_for(ended, timeout=10)
+        stored = rt.store.get(started["id"])
+        # ended at the swap, not 1.5 s later when the person leaves the old zone (plus the 2 s grace)
+        assert stored is not None and stored.end_s is not None and stored.end_s - stored.start_s < 1.2
+    finally:
+        rt.stop()
