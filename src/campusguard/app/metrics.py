@@ -19,7 +19,24 @@ __all__ = ["CameraMetrics", "LatencyHistogram", "MetricsReporter", "MetricsSnaps
 
 # upper bounds in seconds: 1 ms .. 10 s, dense where CPU and GPU inference of one frame fall
 LATENCY_BUCKETS_S: tuple[float, ...] = (
-    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    0.001,
+    0.0025,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
 )
 
 
