@@ -7,6 +7,7 @@ turns two snapshots into rates and prints one line per camera.
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 import time
@@ -14,7 +15,65 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TextIO
 
-__all__ = ["CameraMetrics", "MetricsReporter", "MetricsSnapshot", "format_snapshot"]
+__all__ = ["CameraMetrics", "LatencyHistogram", "MetricsReporter", "MetricsSnapshot", "format_snapshot"]
+
+# upper bounds in seconds: 1 ms .. 10 s, dense where CPU and GPU inference of one frame fall
+LATENCY_BUCKETS_S: tuple[float, ...] = (
+    0.001,
+    0.0025,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+
+
+@dataclass
+class LatencyHistogram:
+    """Counts of durations per bucket (cumulative view in `cumulative`); one writer thread.
+
+    Attributes:
+        bounds_s: bucket upper bounds in seconds, increasing (an implicit +Inf bucket follows).
+        counts: observations per bucket, ``len(bounds_s) + 1`` entries (the last is +Inf).
+        sum_s: sum of all observations, seconds.
+    """
+
+    bounds_s: tuple[float, ...] = LATENCY_BUCKETS_S
+    counts: list[int] = field(default_factory=list)
+    sum_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds_s) + 1)
+
+    def observe(self, seconds: float) -> None:
+        """Count one duration."""
+        self.counts[bisect.bisect_left(self.bounds_s, seconds)] += 1
+        self.sum_s += seconds
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """``(upper bound, observations <= bound)`` per bucket, ending with ``(inf, count)``."""
+        out, total = [], 0
+        for bound, n in zip((*self.bounds_s, float("inf")), list(self.counts), strict=True):
+            total += n
+            out.append((bound, total))
+        return out
 
 
 @dataclass
@@ -29,6 +88,7 @@ class CameraMetrics:
         frames_detected: frames that went through detection.
         events: event updates emitted (start, update, end).
         reconnects: times the source was reopened.
+        inference_seconds: histogram of this camera's per-frame share of inference time.
         queue_depth: callable returning the current depth of the camera's frame queue.
     """
 
@@ -40,6 +100,7 @@ class CameraMetrics:
     inference_ms_total: float = 0.0
     events: int = 0
     reconnects: int = 0
+    inference_seconds: LatencyHistogram = field(default_factory=LatencyHistogram, repr=False)
     queue_depth: Callable[[], int] = field(default=lambda: 0, repr=False)
 
 

@@ -28,8 +28,9 @@ import cv2
 import numpy as np
 
 from campusguard.app.alerts.sinks import AlertSink
-from campusguard.app.annotate import AnnotatedVideoWriter, draw_overlay
+from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.events.types import Event
+from campusguard.app.live import LiveFrame, render_live_frame
 from campusguard.app.metrics import CameraMetrics
 from campusguard.app.rules import RuleEngine
 from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue
@@ -211,6 +212,7 @@ class DetectionWorker:
                 m = self.metrics[f.camera_id]
                 m.frames_detected += 1
                 m.inference_ms_total += share_ms
+                m.inference_seconds.observe(share_ms / 1000)
                 out.append(DetectedFrame(f, d, share_ms))
         out.sort(key=lambda m: (m.frame.camera_id, m.frame.index))  # per-camera order kept
         return out
@@ -260,7 +262,8 @@ class AnalyticsWorker:
         failed: set when any worker died; puts then give up.
         video: annotated video writer, or None.
         snapshots_dir: folder for event-start JPEGs, or None.
-        wall_clock: whether rules get the wall-clock time of each frame (needed by time windows).
+        on_frame: called with each processed frame as a `LiveFrame` (the live view and clips);
+            must not block.
     """
 
     def __init__(
@@ -276,6 +279,7 @@ class AnalyticsWorker:
         failed: threading.Event,
         video: AnnotatedVideoWriter | None = None,
         snapshots_dir: Path | None = None,
+        on_frame: Callable[[LiveFrame], None] | None = None,
     ) -> None:
         self.camera_id = camera_id
         self.inbox = inbox
@@ -288,10 +292,29 @@ class AnalyticsWorker:
         self.failed = failed
         self.video = video
         self.snapshots_dir = snapshots_dir
+        self.on_frame = on_frame
         self.heartbeat = time.monotonic()
         self._open: dict[str, Event] = {}  # event_id -> latest open state, for drawing
         self._last_ts = 0.0
         self._last_frame: Frame | None = None
+        self._pending: tuple[RuleEngine, CameraGeometry] | None = None
+        self._pending_lock = threading.Lock()
+
+    def replace_rules(self, rules: RuleEngine, geometry: CameraGeometry) -> None:
+        """Swap in new rules and zones before the next frame (thread-safe; the tracker is kept).
+
+        The old rules' open events are ended at the last processed frame's time.
+        """
+        with self._pending_lock:
+            self._pending = (rules, geometry)
+
+    def _apply_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        self._finish()
+        self.rules, self.geometry = pending
 
     def run(self) -> None:
         """Process frames until the camera's `EndOfStream`; then end open events and close the video."""
@@ -314,6 +337,7 @@ class AnalyticsWorker:
 
     def process(self, msg: DetectedFrame) -> list[Event]:
         """Track, evaluate rules and annotate one frame; return the events it raised."""
+        self._apply_pending()
         frame = msg.frame
         wall = wall_time_of(frame)
         dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
@@ -323,8 +347,12 @@ class AnalyticsWorker:
         self._last_frame = frame
         for ev in events:
             self._emit(ev, frame)
-        if self.video is not None:
-            self._annotate(frame, tracked)
+        if self.video is not None or self.on_frame is not None:
+            live = self._live_frame(frame, tracked)
+            if self.video is not None:
+                self.video.write(render_live_frame(live))
+            if self.on_frame is not None:
+                self.on_frame(live)
         self.metrics.frames_processed += 1
         return events
 
@@ -350,24 +378,23 @@ class AnalyticsWorker:
         cv2.imwrite(str(path), frame.image)
         return path
 
-    def _annotate(self, frame: Frame, tracked: Detections) -> None:
-        assert self.video is not None
-        canvas = frame.image.copy()
-        ref = self.geometry.resolution_wh
-        if frame.resolution_wh != ref:
-            canvas = cv2.resize(canvas, ref, interpolation=cv2.INTER_AREA)
+    def _live_frame(self, frame: Frame, tracked: Detections) -> LiveFrame:
+        """The frame with what the annotated view draws on it (nothing is drawn or copied here)."""
         open_events = list(self._open.values())
-        draw_overlay(
-            canvas,
-            tracked,
-            self.names,
+        return LiveFrame(
+            camera_id=self.camera_id,
+            index=frame.index,
+            timestamp_s=frame.timestamp_s,
+            image=frame.image,
+            detections=tracked,
+            names=self.names,
+            resolution_wh=self.geometry.resolution_wh,
             zones=self.geometry.zones,
             lines=self.geometry.lines,
             alert_zones=[e.zone for e in open_events],
             incidents=[f"{e.rule_kind} in {e.zone} ({frame.timestamp_s - e.start_s:.0f} s)" for e in open_events],
             header=f"{self.camera_id}  t={frame.timestamp_s:7.1f} s  frame {frame.index}",
         )
-        self.video.write(canvas)
 
     def _finish(self) -> None:
         """End every open event at the last frame's time."""

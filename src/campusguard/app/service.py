@@ -23,8 +23,9 @@ from typing import Any, TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
-from campusguard.app.config import AlertSinkConfig, CameraConfig, LoadedConfig
+from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig
 from campusguard.app.events.types import Event
+from campusguard.app.live import LiveFrame
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.pipeline import (
     AnalyticsWorker,
@@ -35,7 +36,7 @@ from campusguard.app.pipeline import (
     WorkerThread,
 )
 from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
-from campusguard.app.wiring import build_camera
+from campusguard.app.wiring import CameraParts, build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = [
@@ -144,6 +145,8 @@ class WatchService:
         out: where metrics and stdout alerts go.
         on_event: called with every stored event update (after the sinks).
         store: an event store to use instead of the config's SQLite file.
+        on_frame: called by each camera's analytics thread with every processed frame (the
+            console's live view and clip buffer); must return at once.
     """
 
     def __init__(
@@ -155,6 +158,7 @@ class WatchService:
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: Any = None,
+        on_frame: Callable[[LiveFrame], None] | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -163,6 +167,7 @@ class WatchService:
         self.out = out or sys.stdout
         self.on_event = on_event
         self.store = store
+        self.on_frame = on_frame
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -172,6 +177,7 @@ class WatchService:
         self.metrics: dict[str, CameraMetrics] = {}
         self.readers: list[CameraReader] = []
         self.threads: list[WorkerThread] = []
+        self.analytics: dict[str, AnalyticsWorker] = {}
         self.event_worker: EventWorker | None = None
         self.detection: DetectionWorker | None = None
         self.reporter: MetricsReporter | None = None
@@ -259,10 +265,15 @@ class WatchService:
         sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
         return store, sinks
 
-    def _make_sink(self, index: int, cfg: AlertSinkConfig) -> AlertSink:
+    def _make_sink(self, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
         from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
 
         try:
+            if isinstance(cfg, MqttSinkConfig):
+                from campusguard.app.alerts.mqtt import MqttSink
+
+                outbox = Path(self.config.storage.sqlite).with_suffix(".mqtt-outbox.db")
+                return MqttSink.from_config(cfg, default_outbox=outbox)
             if cfg.kind == "stdout":
                 return StdoutSink(self.out, phases=cfg.phases)
             if cfg.kind == "jsonl":
@@ -339,7 +350,9 @@ class WatchService:
                 self.failed,
                 video=video,
                 snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
+                on_frame=self.on_frame,
             )
+            self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)
 
     def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[AlertSink]) -> None:
@@ -347,6 +360,32 @@ class WatchService:
             inbox, store, sinks, [c.id for _, c in self.cameras], self.failed, self.on_event
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
+
+    def build_camera_parts(self, loaded: LoadedConfig, camera_id: str) -> CameraParts:
+        """A running camera's zones, lines and rules built from ``loaded`` (not applied yet).
+
+        They are checked against the camera's real frame size and the model's classes, so a
+        `ConfigError` naming the field is raised here, before anything changes.
+
+        Raises:
+            KeyError: the camera is not running (unknown, disabled, or the service not started).
+            ConfigError: a zone or line leaves the frame, or a rule names an unknown class.
+        """
+        index = next((i for i, c in enumerate(loaded.config.cameras) if c.id == camera_id), None)
+        if index is None or camera_id not in self.analytics:
+            raise KeyError(camera_id)
+        probe = self.probes[camera_id]
+        return build_camera(loaded, index, self.detectors[camera_id].names, probe.resolution_wh, probe.fps)
+
+    def apply_camera_parts(self, loaded: LoadedConfig, camera_id: str, parts: CameraParts) -> None:
+        """Swap `build_camera_parts`' result in: the camera's analytics thread takes it before its
+        next frame (open events of the old rules are ended); its tracker keeps its tracks."""
+        self.analytics[camera_id].replace_rules(parts.rules, parts.geometry)
+        self.loaded, self.config = loaded, loaded.config
+
+    def refresh_metrics(self) -> None:
+        """Copy the readers' counters into the cameras' `CameraMetrics` (they are owned by the readers)."""
+        self._refresh_metrics()
 
     def _refresh_metrics(self) -> None:
         for r in self.readers:

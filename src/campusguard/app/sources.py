@@ -358,6 +358,7 @@ class CameraReader:
         self._next_delay = backoff_delays(*self._backoff)
         self._index = 0
         self._last_emitted_ts: float | None = None
+        self.ended_reason: str | None = None  # set when `run` has returned (why the stream ended)
 
     def request_reconnect(self) -> None:
         """Ask the reader to drop and reopen its source (used by the watchdog)."""
@@ -376,6 +377,7 @@ class CameraReader:
                 self._opened.close()
                 self._opened = None
             self.stats.connected = False
+            self.ended_reason = reason
             self.queue.put(EndOfStream(self.camera_id, reason))
 
     def _run(self) -> str:

@@ -58,11 +58,23 @@ def register(app: typer.Typer) -> None:
             False, "--falls", help="Also script people who fall, and watch them with a fall rule."
         ),
         log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+        serve: bool = typer.Option(
+            False, "--serve", help="Open the operators' console on the video (looped in real time) instead of scoring."
+        ),
+        host: str = typer.Option("127.0.0.1", "--host", help="With --serve: address to listen on."),
+        port: int = typer.Option(8080, "--port", min=1, max=65535, help="With --serve: TCP port."),
     ) -> None:
         """Generate a synthetic campus video with scripted incidents, watch it, and score what was found."""
         from campusguard.app.demo import run_demo
 
         _apply_log_level(log_level)
+        if serve:
+            from campusguard.cli.serve import demo_admin, demo_console_config, serve_console
+
+            config_path = demo_console_config(seed, out, seconds, model)
+            users_db = out / "users.db"
+            serve_console(config_path, host=host, port=port, users_db=users_db, banner=demo_admin(users_db))
+            return
         result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model, falls=falls)
         if not result.clean:
             raise typer.Exit(1)

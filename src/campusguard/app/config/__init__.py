@@ -22,7 +22,7 @@ Modules:
 A new section is a new module with its model, and one field on `WatchConfig`.
 """
 
-from campusguard.app.config.alerts import AlertSinkConfig
+from campusguard.app.config.alerts import ALERT_SINK_KINDS, AlertSinkConfig, AnyAlertSinkConfig, MqttSinkConfig
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig, ReconnectConfig, source_kind
 from campusguard.app.config.detector import DetectorConfig
@@ -46,7 +46,10 @@ from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.zones import polygon_problem  # the zone check the config validates with
 
 __all__ = [
+    "ALERT_SINK_KINDS",
     "AlertSinkConfig",
+    "AnyAlertSinkConfig",
+    "MqttSinkConfig",
     "CameraConfig",
     "ConfigModel",
     "CrowdRuleConfig",

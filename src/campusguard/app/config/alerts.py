@@ -1,20 +1,24 @@
-"""The alerts section: where stored events are sent (stdout, a JSON-lines file, a webhook)."""
+"""The alerts section: where stored events are sent (stdout, a JSON-lines file, a webhook, an MQTT broker)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from campusguard.app.config.base import ConfigModel
 
-__all__ = ["AlertSinkConfig"]
+__all__ = ["ALERT_SINK_KINDS", "AlertSinkConfig", "AnyAlertSinkConfig", "MqttSinkConfig"]
 
 AlertPhase = Literal["start", "update", "end"]
 
 
 def _start_and_end() -> list[AlertPhase]:
     return ["start", "end"]
+
+
+def _all_phases() -> list[AlertPhase]:
+    return ["start", "update", "end"]
 
 
 class AlertSinkConfig(ConfigModel):
@@ -54,3 +58,79 @@ class AlertSinkConfig(ConfigModel):
         if self.kind == "webhook" and not self.url:
             raise ValueError("a webhook alert sink needs `url`")
         return self
+
+
+class MqttSinkConfig(ConfigModel):
+    """Publish events and per-camera/rule state to an MQTT broker (topics: docs/mqtt.md)."""
+
+    kind: Literal["mqtt"] = Field("mqtt", title="Kind", description="`mqtt`: publish to an MQTT broker.")
+    host: str = Field(
+        "127.0.0.1", title="Broker host", description="MQTT broker host name or address.", min_length=1, max_length=253
+    )
+    port: int = Field(1883, ge=1, le=65535, title="Broker port", description="MQTT broker TCP port.")
+    prefix: str = Field(
+        "campusguard",
+        title="Topic prefix",
+        description="First topic level(s): `<prefix>/events`, `<prefix>/<camera>/<rule>`, `<prefix>/available`.",
+        min_length=1,
+        max_length=128,
+        pattern=r"^[^+#]+$",
+    )
+    client_id: str = Field(
+        "", title="Client id", description="MQTT client id; empty lets the broker assign one.", max_length=128
+    )
+    username: str | None = Field(None, title="User name", description="Broker user name, if it needs one.")
+    password: str | None = Field(None, title="Password", description="Broker password.")
+    qos: Literal[1, 2] = Field(1, title="QoS", description="MQTT quality of service: 1 (at least once) or 2.")
+    keepalive_s: int = Field(30, ge=5, le=3600, title="Keep-alive", description="MQTT keep-alive in seconds.")
+    reconnect_min_s: int = Field(
+        1, ge=1, le=600, title="First reconnect delay", description="Seconds before the first reconnect attempt."
+    )
+    reconnect_max_s: int = Field(
+        30, ge=1, le=3600, title="Longest reconnect delay", description="Reconnect delays double up to this (seconds)."
+    )
+    outbox: str | None = Field(
+        None,
+        title="Outbox file",
+        description="SQLite file keeping messages until the broker acknowledges them; default beside the event store.",
+    )
+    max_outbox: int = Field(
+        100_000,
+        ge=1,
+        le=10_000_000,
+        title="Outbox size",
+        description="Most unacknowledged messages kept; beyond it the oldest are dropped (and logged).",
+    )
+    phases: list[AlertPhase] = Field(
+        default_factory=_all_phases,
+        title="Phases",
+        description="Event lifecycle phases published.",
+    )
+
+    @model_validator(mode="after")
+    def _delays(self) -> MqttSinkConfig:
+        if self.reconnect_min_s > self.reconnect_max_s:
+            raise ValueError("reconnect_min_s must not exceed reconnect_max_s")
+        return self
+
+
+ALERT_SINK_KINDS: tuple[str, ...] = ("stdout", "jsonl", "webhook", "mqtt")
+
+
+def _alert_sink_tag(value: Any) -> str:
+    kind = value.get("kind", "stdout") if isinstance(value, dict) else getattr(value, "kind", "stdout")
+    return "mqtt" if kind == "mqtt" else "other"
+
+
+def _known_alert_sink_kind(value: Any) -> Any:
+    kind = value.get("kind", "stdout") if isinstance(value, dict) else None
+    if isinstance(value, dict) and kind not in ALERT_SINK_KINDS:
+        raise ValueError(f"unknown alert sink kind {kind!r}; expected {', '.join(ALERT_SINK_KINDS)}")
+    return value
+
+
+AnyAlertSinkConfig = Annotated[
+    Annotated[AlertSinkConfig, Tag("other")] | Annotated[MqttSinkConfig, Tag("mqtt")],
+    Discriminator(_alert_sink_tag),
+    BeforeValidator(_known_alert_sink_kind),
+]

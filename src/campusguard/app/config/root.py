@@ -13,7 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from campusguard.app.config.alerts import AlertSinkConfig
+from campusguard.app.config.alerts import AlertSinkConfig, AnyAlertSinkConfig
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig
 from campusguard.app.config.detector import DetectorConfig
@@ -26,7 +26,7 @@ from campusguard.errors import ConfigError
 __all__ = ["LoadedConfig", "WatchConfig", "config_schema", "load_config", "parse_config"]
 
 
-def _one_stdout_sink() -> list[AlertSinkConfig]:
+def _one_stdout_sink() -> list[AnyAlertSinkConfig]:
     return [AlertSinkConfig()]
 
 
@@ -43,7 +43,7 @@ class WatchConfig(ConfigModel):
     cameras: list[CameraConfig] = Field(
         default_factory=list, title="Cameras", description="The cameras to watch.", max_length=256
     )
-    alerts: list[AlertSinkConfig] = Field(
+    alerts: list[AnyAlertSinkConfig] = Field(
         default_factory=_one_stdout_sink,
         title="Alert sinks",
         description="Where events go after they are stored.",

@@ -11,27 +11,62 @@ the detection loop. Every write commits before returning: callers report an even
 stdout) only after `EventStore.record` returns.
 
 Schema: table ``events``, one row per incident holding its latest state; ``PRAGMA
-user_version`` holds the schema version (`SCHEMA_VERSION`), and opening a file written by a
-newer schema is refused. Another backend (PostgreSQL) only has to implement `EventStore`.
+user_version`` holds the schema version (`SCHEMA_VERSION`). Changes are numbered migrations
+(`_MIGRATIONS`), applied in order in one transaction when a read-write store opens an older
+file; opening a file written by a newer schema is refused. Another backend (PostgreSQL) only has
+to implement `EventStore` (and `ReviewableEventStore` for the console).
+
+Review (schema v2): an operator acknowledges and resolves incidents with a note
+(`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
+separate from the pipeline's lifecycle columns: `record` never touches them, and `review` never
+touches the pipeline's. `EventRecord` is one incident with its review state; its ``to_dict()`` is
+the event JSON of the console API. Queries (`SQLiteEventStore.query_records`) take every filter
+as a bound parameter; no SQL is built from input.
 """
 
 from __future__ import annotations
 
-import contextlib
+import csv
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TextIO, get_args, runtime_checkable
 
 from campusguard.app.events.types import Event
+from campusguard.app.sqlitedb import (
+    SQLiteFile,
+    apply_migrations,
+    connect_durable,
+    schema_version,
+    write_transaction,
+)
 from campusguard.errors import InvalidInputError
 
-__all__ = ["EventStore", "SQLiteEventStore", "read_events", "SCHEMA_VERSION", "is_sqlite_file"]
+__all__ = [
+    "EventStore",
+    "ReviewableEventStore",
+    "SQLiteEventStore",
+    "EventRecord",
+    "EventFilter",
+    "ReviewAction",
+    "ReviewConflictError",
+    "ReviewState",
+    "REVIEW_STATES",
+    "CSV_FIELDS",
+    "write_csv",
+    "csv_lines",
+    "read_events",
+    "SCHEMA_VERSION",
+    "is_sqlite_file",
+]
 
-SCHEMA_VERSION = 1
+ReviewState = Literal["open", "acknowledged", "resolved"]
+REVIEW_STATES: tuple[str, ...] = get_args(ReviewState)
+ReviewAction = Literal["acknowledge", "resolve"]
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS events (
@@ -64,6 +99,22 @@ CREATE INDEX IF NOT EXISTS events_camera_time ON events (camera_id, time_utc);
 CREATE INDEX IF NOT EXISTS events_rule_time ON events (rule_name, time_utc);
 """
 
+_SCHEMA_V2 = """
+ALTER TABLE events ADD COLUMN state TEXT NOT NULL DEFAULT 'open'
+    CHECK (state IN ('open', 'acknowledged', 'resolved'));
+ALTER TABLE events ADD COLUMN acknowledged_by TEXT;
+ALTER TABLE events ADD COLUMN acknowledged_at TEXT;
+ALTER TABLE events ADD COLUMN resolved_by TEXT;
+ALTER TABLE events ADD COLUMN resolved_at TEXT;
+ALTER TABLE events ADD COLUMN note TEXT;
+CREATE INDEX IF NOT EXISTS events_state_time ON events (state, time_utc);
+CREATE INDEX IF NOT EXISTS events_time ON events (time_utc);
+"""
+
+# migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+SCHEMA_VERSION = max(_MIGRATIONS)
+
 _COLUMNS = [
     "event_id",
     "camera_id",
@@ -90,6 +141,15 @@ _COLUMNS = [
     "recorded_at",
     "updated_at",
 ]
+_REVIEW_COLUMNS = ["state", "acknowledged_by", "acknowledged_at", "resolved_by", "resolved_at", "note"]
+_RECORD_COLUMNS = _COLUMNS + _REVIEW_COLUMNS
+# which states each review action may start from, and the columns it sets
+_REVIEW_FROM: dict[str, tuple[str, ...]] = {"acknowledge": ("open",), "resolve": ("open", "acknowledged")}
+_REVIEW_TO: dict[str, ReviewState] = {"acknowledge": "acknowledged", "resolve": "resolved"}
+_REVIEW_SET: dict[str, str] = {
+    "acknowledge": "acknowledged_by = ?, acknowledged_at = ?",
+    "resolve": "resolved_by = ?, resolved_at = ?",
+}
 
 
 def _utc_iso(value: datetime) -> str:
@@ -142,7 +202,96 @@ class EventStore(Protocol):
         ...
 
 
-class SQLiteEventStore:
+class ReviewConflictError(InvalidInputError):
+    """A review action does not apply to the incident's current state (e.g. acknowledging a resolved one)."""
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Filters of `ReviewableEventStore.query_records`; ``None`` means any.
+
+    ``since`` / ``until`` bound the wall-clock sort time (``started_at``, or the time it was
+    recorded when the event has none): ``since <= time < until``.
+    """
+
+    camera_id: str | None = None
+    rule: str | None = None
+    kind: str | None = None
+    state: ReviewState | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One incident: its latest lifecycle state (`Event`) and its review state.
+
+    Times are ISO 8601 UTC strings as stored (``time_utc`` is the wall-clock sort time).
+    """
+
+    event: Event
+    time_utc: str
+    recorded_at: str
+    updated_at: str
+    state: ReviewState = "open"
+    acknowledged_by: str | None = None
+    acknowledged_at: str | None = None
+    resolved_by: str | None = None
+    resolved_at: str | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event JSON of the console API (the API adds ``snapshot_url`` and ``clip_url``)."""
+        ev = self.event
+        return {
+            "id": ev.event_id,
+            "camera": ev.camera_id,
+            "rule": ev.rule_name,
+            "kind": ev.rule_kind,
+            "zone": ev.zone,
+            "state": self.state,
+            "open": ev.is_open,
+            "started_at": self.time_utc if ev.started_at is None else _utc_iso(ev.started_at),
+            "ended_at": None if ev.ended_at is None else _utc_iso(ev.ended_at),
+            "start_s": ev.start_s,
+            "end_s": ev.end_s,
+            "track_id": ev.tracker_ids[0] if ev.tracker_ids else None,
+            "tracker_ids": list(ev.tracker_ids),
+            "class_names": list(ev.class_names),
+            "count": ev.count,
+            "direction": ev.direction,
+            "details": ev.details,
+            "has_snapshot": ev.snapshot_path is not None,
+            "acknowledged_by": self.acknowledged_by,
+            "acknowledged_at": self.acknowledged_at,
+            "resolved_by": self.resolved_by,
+            "resolved_at": self.resolved_at,
+            "note": self.note,
+            "recorded_at": self.recorded_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@runtime_checkable
+class ReviewableEventStore(EventStore, Protocol):
+    """An `EventStore` that also keeps the operators' review of each incident (the console's store)."""
+
+    def get_record(self, event_id: str) -> EventRecord | None:
+        """One incident with its review state, or ``None``."""
+        ...
+
+    def query_records(
+        self, where: EventFilter = ..., *, limit: int | None = 50, offset: int = 0, newest_first: bool = True
+    ) -> tuple[list[EventRecord], int]:
+        """One page of matching incidents and the number of all matching incidents."""
+        ...
+
+    def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
+        """Acknowledge or resolve an incident; committed when this returns."""
+        ...
+
+
+class SQLiteEventStore(SQLiteFile):
     """`EventStore` in one SQLite file (WAL, ``synchronous=FULL``), safe to share across threads.
 
     Args:
@@ -158,24 +307,15 @@ class SQLiteEventStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            if read_only:
-                if not self.path.is_file():
-                    raise InvalidInputError(f"event database {self.path} does not exist")
-                self._conn = sqlite3.connect(
-                    f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-                )
-            else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
+            if read_only and not self.path.is_file():
+                raise InvalidInputError(f"event database {self.path} does not exist")
+            self._conn = connect_durable(self.path, read_only=read_only)
             self._migrate(read_only)
         except sqlite3.DatabaseError as exc:
             raise InvalidInputError(f"event database {self.path} cannot be opened: {exc}") from exc
 
     def _migrate(self, read_only: bool) -> None:
-        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        version = schema_version(self._conn)
         if version > SCHEMA_VERSION:
             raise InvalidInputError(
                 f"event database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
@@ -183,16 +323,16 @@ class SQLiteEventStore:
         if version == SCHEMA_VERSION:
             return
         if read_only:
-            raise InvalidInputError(f"event database {self.path} is not a CampusGuard event database")
+            if version == 0:
+                raise InvalidInputError(f"event database {self.path} is not a CampusGuard event database")
+            raise InvalidInputError(
+                f"event database {self.path} has schema version {version}, older than this CampusGuard "
+                f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
+            )
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables - {"events"}:
+        if version == 0 and tables - {"events"}:
             raise InvalidInputError(f"event database {self.path} holds other tables; refusing to use it")
-        with self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA_V1.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
-            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        apply_migrations(self._conn, _MIGRATIONS, version)
 
     # writes ---------------------------------------------------------------------------------
     def _row(self, event: Event, now: str) -> tuple[Any, ...]:
@@ -224,15 +364,8 @@ class SQLiteEventStore:
             f"ON CONFLICT(event_id) DO UPDATE SET {sets}, "
             "time_utc=CASE WHEN excluded.started_at IS NULL THEN events.time_utc ELSE excluded.time_utc END"
         )
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.execute(sql, row)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, write_transaction(self._conn) as conn:
+            conn.execute(sql, row)
 
     def record(self, event: Event) -> None:
         """Store one lifecycle update; committed (fsync'd) when this returns."""
@@ -278,45 +411,173 @@ class SQLiteEventStore:
         limit: int | None = None,
     ) -> list[Event]:
         """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
-        where, args = [], []
-        if camera_id is not None:
-            where.append("camera_id = ?")
-            args.append(camera_id)
-        if since is not None:
-            where.append("time_utc >= ?")
-            args.append(_utc_iso(since))
-        if rule is not None:
-            where.append("rule_name = ?")
-            args.append(rule)
-        if kind is not None:
-            where.append("rule_kind = ?")
-            args.append(kind)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM events"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY time_utc, start_s"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        records, _ = self.query_records(
+            EventFilter(camera_id=camera_id, rule=rule, kind=kind, since=since), limit=limit, newest_first=False
+        )
+        return [r.event for r in records]
+
+    @staticmethod
+    def _where(where: EventFilter) -> tuple[str, list[Any]]:
+        """The WHERE clause of a filter; every value is a bound parameter."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        for column, value in (
+            ("camera_id", where.camera_id),
+            ("rule_name", where.rule),
+            ("rule_kind", where.kind),
+            ("state", where.state),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        if where.since is not None:
+            clauses.append("time_utc >= ?")
+            args.append(_utc_iso(where.since))
+        if where.until is not None:
+            clauses.append("time_utc < ?")
+            args.append(_utc_iso(where.until))
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def query_records(
+        self,
+        where: EventFilter = EventFilter(),  # noqa: B008 - frozen, so a shared default is safe
+        *,
+        limit: int | None = 50,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> tuple[list[EventRecord], int]:
+        """One page of incidents matching ``where`` and the number of all matching incidents.
+
+        Args:
+            where: the filters (all must match).
+            limit: page size (``None``: all).
+            offset: matching incidents to skip.
+            newest_first: order by wall-clock time descending (the console), else ascending.
+        """
+        if (limit is not None and limit < 0) or offset < 0:
+            raise InvalidInputError(f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
+        clause, args = self._where(where)
+        order = "DESC" if newest_first else "ASC"
+        sql = (
+            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM events{clause} "
+            f"ORDER BY time_utc {order}, start_s {order}, event_id {order} LIMIT ? OFFSET ?"
+        )
+        page_args = [*args, -1 if limit is None else int(limit), int(offset)]
         with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
-        return [self._event(r) for r in rows]
+            rows = self._conn.execute(sql, page_args).fetchall()
+            total = int(self._conn.execute(f"SELECT COUNT(*) FROM events{clause}", args).fetchone()[0])
+        return [self._record(r) for r in rows], total
 
-    def close(self) -> None:
-        """Checkpoint the WAL and close the connection (idempotent)."""
+    @classmethod
+    def _record(cls, row: tuple[Any, ...]) -> EventRecord:
+        n = len(_COLUMNS)
+        base = dict(zip(_COLUMNS, row[:n], strict=True))
+        review = dict(zip(_REVIEW_COLUMNS, row[n:], strict=True))
+        return EventRecord(
+            event=cls._event(row[:n]),
+            time_utc=base["time_utc"],
+            recorded_at=base["recorded_at"],
+            updated_at=base["updated_at"],
+            **review,
+        )
+
+    def get_record(self, event_id: str) -> EventRecord | None:
+        """One incident with its review state, or ``None``."""
         with self._lock:
-            if self._conn is None:
-                return
-            # read-only or busy: fine, the WAL stays valid and is replayed on the next open
-            with contextlib.suppress(sqlite3.DatabaseError):
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._conn.close()
-            self._conn = None  # type: ignore[assignment]
+            row = self._conn.execute(
+                f"SELECT {', '.join(_RECORD_COLUMNS)} FROM events WHERE event_id = ?", (event_id,)
+            ).fetchone()
+        return None if row is None else self._record(row)
 
-    def __enter__(self) -> SQLiteEventStore:
-        return self
+    def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
+        """Acknowledge or resolve an incident, recording who, when and the note; committed when this returns.
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        A non-empty ``note`` replaces the stored one; an empty or missing one keeps it.
+
+        Raises:
+            KeyError: no incident has this id.
+            ReviewConflictError: the action does not apply to the current state (acknowledging an
+                acknowledged or resolved incident, resolving a resolved one).
+        """
+        if action not in _REVIEW_FROM:
+            raise InvalidInputError(f"review action must be one of {sorted(_REVIEW_FROM)}, got {action!r}")
+        allowed = _REVIEW_FROM[action]
+        now = _utc_iso(datetime.now(UTC))
+        sql = (
+            f"UPDATE events SET state = ?, {_REVIEW_SET[action]}, note = COALESCE(NULLIF(?, ''), note) "
+            f"WHERE event_id = ? AND state IN ({', '.join('?' * len(allowed))})"
+        )
+        with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
+            changed = conn.execute(sql, (_REVIEW_TO[action], user, now, note, event_id, *allowed)).rowcount
+            current = conn.execute("SELECT state FROM events WHERE event_id = ?", (event_id,)).fetchone()
+        if current is None:
+            raise KeyError(event_id)
+        if not changed:
+            raise ReviewConflictError(f"event {event_id} is {current[0]}; it cannot be {_REVIEW_TO[action]} now")
+        record = self.get_record(event_id)
+        assert record is not None  # events are never deleted
+        return record
+
+
+CSV_FIELDS: tuple[str, ...] = (
+    "id",
+    "camera",
+    "rule",
+    "kind",
+    "zone",
+    "state",
+    "started_at",
+    "ended_at",
+    "start_s",
+    "end_s",
+    "tracker_ids",
+    "class_names",
+    "count",
+    "direction",
+    "acknowledged_by",
+    "acknowledged_at",
+    "resolved_by",
+    "resolved_at",
+    "note",
+)
+_SPREADSHEET_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value: Any) -> str:
+    """One CSV cell; text a spreadsheet would run as a formula is prefixed with a quote."""
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple):
+        value = " ".join(map(str, value))
+    text = str(value)
+    if isinstance(value, str) and text.startswith(_SPREADSHEET_FORMULA):
+        return "'" + text
+    return text
+
+
+def csv_lines(records: Iterable[EventRecord]) -> Iterator[str]:
+    """The CSV export of incidents, one line at a time (header first; `CSV_FIELDS` columns)."""
+
+    class _Line:
+        value = ""
+
+        def write(self, text: str) -> None:
+            self.value = text
+
+    line = _Line()
+    writer = csv.writer(line)
+    writer.writerow(CSV_FIELDS)
+    yield line.value
+    for record in records:
+        data = record.to_dict()
+        writer.writerow([_csv_cell(data[k]) for k in CSV_FIELDS])
+        yield line.value
+
+
+def write_csv(records: Iterable[EventRecord], fh: TextIO) -> None:
+    """Write the CSV export of incidents to an open text file."""
+    for line in csv_lines(records):
+        fh.write(line)
 
 
 def is_sqlite_file(path: str | Path) -> bool:

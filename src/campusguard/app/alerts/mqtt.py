@@ -1,0 +1,343 @@
+"""`MqttSink`: events and per-camera/rule state published to an MQTT broker (paho-mqtt 2.x).
+
+Topic layout (``prefix`` defaults to ``campusguard``), modelled on Frigate's:
+
+- ``<prefix>/available``: ``online`` / ``offline``, retained; ``offline`` is also the broker's
+  last will, so consumers see a crashed process as unavailable.
+- ``<prefix>/events``: one JSON object per lifecycle update,
+  ``{"type": "new"|"update"|"end", "before": <previous event JSON or null>, "after": <event JSON>}``
+  where the event JSON is `Event.to_dict`.
+- ``<prefix>/<camera>/<rule>``: the number of open incidents of that rule on that camera as a
+  decimal string, retained (``"1"`` while an intrusion is open, ``"0"`` after it ends).
+
+Topic levels are the camera id and the rule name with ``/``, ``+``, ``#`` replaced by ``_``.
+
+Delivery is at least once (QoS 1 by default). Every message is first committed to an outbox
+(a SQLite file) and removed only when the broker acknowledges it, so an alert survives a broker
+restart, a network outage and a restart of this process (the next `MqttSink` on the same outbox
+publishes what is left). The outbox is bounded: past ``max_outbox`` messages the oldest are
+dropped with an error in the log and counted in ``dropped``. ``send`` never waits for the network;
+paho's network thread reconnects with exponential back-off between ``reconnect_min_s`` and
+``reconnect_max_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from campusguard.app.alerts.sinks import ALL_PHASES
+from campusguard.app.events.types import Event
+from campusguard.errors import InvalidInputError, require
+
+if TYPE_CHECKING:
+    from campusguard.app.config import MqttSinkConfig
+
+__all__ = ["MqttSink", "topic_level"]
+
+log = logging.getLogger(__name__)
+
+_EVENT_TYPES = {"start": "new", "update": "update", "end": "end"}
+_OUTBOX_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    retain INTEGER NOT NULL
+)
+"""
+
+
+def topic_level(name: str) -> str:
+    """``name`` made safe as one MQTT topic level: ``/``, ``+``, ``#`` and NUL become ``_``."""
+    return "".join("_" if c in "/+#\0" else c for c in name) or "_"
+
+
+class _Outbox:
+    """Messages not yet acknowledged by the broker, in a SQLite file (WAL, one connection, locked)."""
+
+    def __init__(self, path: Path, max_messages: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_messages = max_messages
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(_OUTBOX_SCHEMA)
+        except sqlite3.Error as exc:
+            raise InvalidInputError(f"mqtt outbox {path}: cannot open: {exc}") from None
+
+    def add(self, messages: list[tuple[str, bytes, bool]]) -> int:
+        """Commit ``(topic, payload, retain)`` messages together; return how many old ones were dropped."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(
+                "INSERT INTO outbox (topic, payload, retain) VALUES (?, ?, ?)",
+                [(t, p, int(r)) for t, p, r in messages],
+            )
+            (count,) = self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()
+            excess = max(0, int(count) - self.max_messages)
+            if excess:
+                self._db.execute(
+                    "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)", (excess,)
+                )
+            self._db.execute("COMMIT")
+            return excess
+
+    def after(self, seq: int, limit: int) -> list[tuple[int, str, bytes, bool]]:
+        """Up to ``limit`` messages with a sequence number above ``seq``, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, topic, payload, retain FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            ).fetchall()
+        return [(int(s), str(t), bytes(p), bool(r)) for s, t, p, r in rows]
+
+    def remove(self, seqs: Collection[int]) -> None:
+        with self._lock:
+            self._db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class MqttSink:
+    """Publish events and per-camera/rule state to an MQTT broker (topic layout in the module doc).
+
+    Args:
+        host: broker host name or address.
+        port: broker TCP port.
+        outbox_path: SQLite file holding messages until the broker acknowledges them.
+        prefix: first topic level.
+        client_id: MQTT client id (empty: the broker assigns one).
+        username: broker user name, if it needs one.
+        password: broker password.
+        qos: 1 (at least once) or 2 (exactly once between this client and the broker).
+        keepalive_s: MQTT keep-alive (seconds).
+        reconnect_min_s: first reconnect delay (whole seconds); doubles up to ``reconnect_max_s``.
+        reconnect_max_s: longest reconnect delay (seconds).
+        max_outbox: most messages kept unacknowledged; the oldest beyond it are dropped and logged.
+        max_inflight: most messages handed to the client library at once.
+        phases: lifecycle phases published.
+
+    Attributes:
+        published: messages acknowledged by the broker.
+        dropped: messages dropped because the outbox was full.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int = 1883,
+        *,
+        outbox_path: str | Path,
+        prefix: str = "campusguard",
+        client_id: str = "",
+        username: str | None = None,
+        password: str | None = None,
+        qos: int = 1,
+        keepalive_s: int = 30,
+        reconnect_min_s: int = 1,
+        reconnect_max_s: int = 30,
+        max_outbox: int = 100_000,
+        max_inflight: int = 100,
+        phases: Collection[str] = ALL_PHASES,
+    ) -> None:
+        mqtt = require("paho.mqtt.client", "console")
+        if qos not in (1, 2):
+            raise InvalidInputError(f"mqtt sink: qos must be 1 or 2, got {qos}")
+        if not 0 < reconnect_min_s <= reconnect_max_s or max_outbox < 1 or max_inflight < 1 or keepalive_s < 1:
+            raise InvalidInputError(
+                "mqtt sink: need 0 < reconnect_min_s <= reconnect_max_s, max_outbox >= 1, max_inflight >= 1, keepalive_s >= 1"
+            )
+        self.host, self.port = host, int(port)
+        self.prefix = "/".join(topic_level(p) for p in prefix.strip("/").split("/")) or "campusguard"
+        self.qos = qos
+        self.max_inflight = max_inflight
+        self.phases = frozenset(phases)
+        self.published = 0
+        self.dropped = 0
+        self._outbox = _Outbox(Path(outbox_path), max_outbox)
+        self._open: dict[str, dict[str, Any]] = {}  # event id -> last published event JSON
+        self._active: dict[str, set[str]] = {}  # state topic -> open event ids
+        self._state_lock = threading.Lock()
+        self._acks: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._inflight: dict[int, int] = {}  # paho mid -> outbox seq (worker thread only)
+        self._cursor = 0  # highest outbox seq handed to paho (worker thread only)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._connected = threading.Event()
+        self._closed = False
+
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
+        if username is not None:
+            client.username_pw_set(username, password)
+        client.will_set(self.availability_topic, b"offline", qos=qos, retain=True)
+        client.reconnect_delay_set(min_delay=reconnect_min_s, max_delay=reconnect_max_s)
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_publish = self._on_publish
+        self._client = client
+        client.connect_async(host, self.port, keepalive=keepalive_s)
+        client.loop_start()  # paho's network thread: connects, retries with back-off, resends unacked QoS>0
+        self._thread = threading.Thread(target=self._run, name=f"mqtt-{host}:{port}", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def from_config(cls, cfg: MqttSinkConfig, *, default_outbox: str | Path) -> MqttSink:
+        """Build from the config block; ``default_outbox`` is used when the config names none."""
+        return cls(
+            cfg.host,
+            cfg.port,
+            outbox_path=cfg.outbox or default_outbox,
+            prefix=cfg.prefix,
+            client_id=cfg.client_id,
+            username=cfg.username,
+            password=cfg.password,
+            qos=cfg.qos,
+            keepalive_s=cfg.keepalive_s,
+            reconnect_min_s=cfg.reconnect_min_s,
+            reconnect_max_s=cfg.reconnect_max_s,
+            max_outbox=cfg.max_outbox,
+            phases=cfg.phases,
+        )
+
+    # topics ---------------------------------------------------------------------------------
+    @property
+    def availability_topic(self) -> str:
+        return f"{self.prefix}/available"
+
+    @property
+    def events_topic(self) -> str:
+        return f"{self.prefix}/events"
+
+    def state_topic(self, camera: str, rule: str) -> str:
+        return f"{self.prefix}/{topic_level(camera)}/{topic_level(rule)}"
+
+    @property
+    def connected(self) -> bool:
+        """True while the client holds a connection to the broker."""
+        return self._connected.is_set()
+
+    @property
+    def pending(self) -> int:
+        """Messages in the outbox, i.e. not yet acknowledged by the broker."""
+        return len(self._outbox)
+
+    # caller side ----------------------------------------------------------------------------
+    def send(self, event: Event) -> None:
+        """Commit the event's messages to the outbox and wake the publisher; never waits for the network."""
+        if event.phase not in self.phases:
+            return
+        if self._closed:
+            raise InvalidInputError("mqtt sink is closed")
+        after = event.to_dict()
+        topic = self.state_topic(event.camera_id, event.rule_name)
+        with self._state_lock:
+            before = self._open.pop(event.event_id, None)
+            active = self._active.setdefault(topic, set())
+            if event.phase == "end":
+                active.discard(event.event_id)
+            else:
+                self._open[event.event_id] = after
+                active.add(event.event_id)
+            body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
+            messages = [
+                (self.events_topic, json.dumps(body, default=str).encode("utf-8"), False),
+                (topic, str(len(active)).encode("ascii"), True),
+            ]
+            dropped = self._outbox.add(messages)
+        if dropped:
+            self.dropped += dropped
+            log.error("mqtt outbox full: dropped the %d oldest unacknowledged message(s)", dropped)
+        self._wake.set()
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` for the outbox to drain, mark the sink offline and disconnect.
+        Messages still unacknowledged stay in the outbox for the next sink on the same file."""
+        if self._closed:
+            return
+        self._closed = True
+        deadline = time.monotonic() + timeout_s
+        while self.pending and time.monotonic() < deadline:
+            self._wake.set()
+            time.sleep(0.02)
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(max(0.1, deadline - time.monotonic()) + 1.0)
+        if self.connected:
+            info = self._client.publish(self.availability_topic, b"offline", qos=self.qos, retain=True)
+            info.wait_for_publish(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
+        self._client.disconnect()
+        self._client.loop_stop()
+        self._take_acks()  # acknowledgements that came in after the publisher thread ended
+        left = self.pending
+        if left:
+            log.warning("mqtt %s:%d: %d message(s) not acknowledged; kept in the outbox", self.host, self.port, left)
+        self._outbox.close()
+
+    # paho callbacks (network thread: never block, never take the outbox lock) ---------------
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
+        if reason_code.is_failure:
+            log.warning("mqtt %s:%d refused the connection: %s", self.host, self.port, reason_code)
+            return
+        log.info("mqtt connected to %s:%d", self.host, self.port)
+        self._connected.set()
+        client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
+        self._wake.set()
+
+    def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
+        if self._connected.is_set():
+            log.warning("mqtt disconnected from %s:%d: %s", self.host, self.port, reason_code)
+        self._connected.clear()
+
+    def _on_publish(self, client: Any, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:
+        self._acks.put(mid)
+        self._wake.set()
+
+    # publisher thread -----------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(0.5)
+            self._wake.clear()
+            self._take_acks()
+            self._hand_over()
+        self._take_acks()
+
+    def _take_acks(self) -> None:
+        done: list[int] = []
+        while True:
+            try:
+                mid = self._acks.get_nowait()
+            except queue.Empty:
+                break
+            seq = self._inflight.pop(mid, None)
+            if seq is not None:
+                done.append(seq)
+        if done:
+            self._outbox.remove(done)
+            self.published += len(done)
+
+    def _hand_over(self) -> None:
+        """Give paho the next outbox messages, up to ``max_inflight`` unacknowledged at once; paho
+        keeps them across reconnects and resends them when the connection is back."""
+        room = self.max_inflight - len(self._inflight)
+        if room <= 0:
+            return
+        for seq, topic, payload, retain in self._outbox.after(self._cursor, room):
+            info = self._client.publish(topic, payload, qos=self.qos, retain=retain)
+            self._inflight[info.mid] = seq
+            self._cursor = seq

@@ -1,0 +1,11 @@
+"""The operators' console: `campusguard serve` (HTTP API, auth, pages) on top of the watch pipeline.
+
+Modules:
+    `runtime`: `ConsoleRuntime`, the watch pipeline plus live view, clips, event push and metrics.
+    `server`: `create_app(runtime, users_db=...)`, the FastAPI app (public routes listed in one place).
+    `auth`: the auth dependencies (`current_user`, `require_role`, `page_user`), CSRF, login rate limits.
+    `users`: `UserStore`, users with argon2 password hashes, hashed tokens and the audit log.
+    `api`: the `/api/v1` routers. `pages`: the page routes; `static/`: HTML, CSS and JS.
+
+Needs the ``console`` extra (``pip install 'campusguard[console]'``); the core does not import it.
+"""

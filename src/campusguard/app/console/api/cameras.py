@@ -1,0 +1,111 @@
+"""Cameras: status, latest snapshot, live MJPEG view, and their zones and lines."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+
+from campusguard.app.console.auth import audit, console_state, require_role
+from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
+from campusguard.errors import ConfigError
+
+router = APIRouter(tags=["cameras"])
+MJPEG_BOUNDARY = "frame"
+_NOT_FOUND: Responses = {404: {"description": "No such camera."}}
+_JPEG: Responses = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG image."}}
+
+
+def _check_camera(request: Request, name: str) -> None:
+    if name not in console_state(request).runtime.camera_names():
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}")
+
+
+@router.get("/cameras")
+def list_cameras(request: Request) -> list[CameraStatusOut]:
+    """Every camera's state, input and processed frame rates, drops, reconnects and last frame time."""
+    return [CameraStatusOut(**dataclasses.asdict(s)) for s in console_state(request).runtime.camera_status()]
+
+
+@router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND})
+def snapshot(name: str, request: Request) -> Response:
+    """The latest annotated frame as JPEG (404 before the first frame)."""
+    _check_camera(request, name)
+    try:
+        jpeg = console_state(request).runtime.snapshot_jpeg(name)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
+    if jpeg is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"camera {name!r} has no frame yet")
+    return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
+
+
+def mjpeg_part(jpeg: bytes) -> bytes:
+    """One part of a ``multipart/x-mixed-replace`` MJPEG stream."""
+    head = f"--{MJPEG_BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n\r\n".encode()
+    return head + jpeg + b"\r\n"
+
+
+@router.get(
+    "/cameras/{name}/live.mjpeg",
+    response_class=StreamingResponse,
+    responses={200: {"content": {f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}": {}}}, **_NOT_FOUND},
+)
+async def live(name: str, request: Request) -> StreamingResponse:
+    """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames."""
+    runtime = console_state(request).runtime
+    await run_in_threadpool(_check_camera, request, name)
+    viewer = await run_in_threadpool(runtime.open_viewer, name)
+
+    async def parts() -> AsyncIterator[bytes]:
+        try:
+            # ends when the client leaves or the runtime closes the viewer (stop)
+            while not viewer.closed and not await request.is_disconnected():
+                jpeg = await run_in_threadpool(viewer.get, 1.0)
+                if jpeg is not None:
+                    yield mjpeg_part(jpeg)
+        finally:
+            viewer.close()
+
+    return StreamingResponse(
+        parts(),
+        media_type=f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/cameras/{name}/zones", responses=_NOT_FOUND)
+def get_zones(name: str, request: Request) -> ZonesBody:
+    """The camera's zones and lines, as in the config file."""
+    _check_camera(request, name)
+    try:
+        return ZonesBody.model_validate(console_state(request).runtime.get_zones(name))
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
+
+
+@router.put(
+    "/cameras/{name}/zones",
+    dependencies=[Depends(require_role("admin"))],
+    responses={**_NOT_FOUND, 422: {"description": "Invalid zones or lines (the message names the field)."}},
+)
+def put_zones(name: str, body: ZonesBody, request: Request) -> ZonesBody:
+    """Replace the camera's zones and lines: validated like the config file, applied live, saved (with a backup)."""
+    _check_camera(request, name)
+    runtime = console_state(request).runtime
+    new: dict[str, Any] = body.model_dump(mode="json", exclude_unset=True)
+    new.setdefault("zones", [])
+    new.setdefault("lines", [])
+    try:
+        before = runtime.get_zones(name)
+        saved = runtime.put_zones(name, new)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
+    except ConfigError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    audit(request, "zones.update", name, before=before, after=saved)
+    return ZonesBody.model_validate(saved)

@@ -1,0 +1,190 @@
+"""Events: filtered pages, detail, snapshot and clip, acknowledge/resolve, CSV export, live push (SSE)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, StreamingResponse
+
+from campusguard.app.console.auth import ConsoleState, audit, console_state, require_role
+from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, NoteRequest, Responses
+from campusguard.app.events.store import EventFilter, ReviewAction, ReviewConflictError, csv_lines
+
+router = APIRouter(tags=["events"])
+EventId = Annotated[str, Path(pattern=EVENT_ID_PATTERN, description="Event id (letters, digits, _ and -).")]
+MAX_CSV_ROWS = 100_000
+SSE_KEEPALIVE_S = 15.0
+_NOT_FOUND: Responses = {404: {"description": "No such event (or it has no such file)."}}
+_MEDIA_TYPES = {"snapshot": "image/jpeg", "clip": "video/mp4"}
+
+
+def event_json(state: ConsoleState, data: dict[str, Any]) -> dict[str, Any]:
+    """An event dict of the store with its snapshot and clip URLs (``None`` while there is no such file)."""
+    eid = data["id"]
+    runtime = state.runtime
+    return {
+        **data,
+        "snapshot_url": f"/api/v1/events/{eid}/snapshot.jpg" if runtime.event_media(eid, "snapshot") else None,
+        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip") else None,
+    }
+
+
+def _filter(
+    camera: str | None = Query(None, max_length=200, description="Camera id."),
+    rule: str | None = Query(None, max_length=200, description="Rule name."),
+    kind: str | None = Query(None, max_length=64, description="Rule kind (intrusion, crowd, ...)."),
+    state: Literal["open", "acknowledged", "resolved"] | None = Query(None, description="Review state."),
+    since: datetime | None = Query(None, description="Started at or after (ISO 8601; naive = UTC)."),
+    until: datetime | None = Query(None, description="Started before (ISO 8601; naive = UTC)."),
+) -> EventFilter:
+    return EventFilter(camera_id=camera, rule=rule, kind=kind, state=state, since=_aware(since), until=_aware(until))
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+@router.get("/events")
+def list_events(
+    request: Request,
+    where: EventFilter = Depends(_filter),
+    limit: int = Query(50, ge=1, le=500),
+    offset: int = Query(0, ge=0, le=10**9),
+) -> EventPage:
+    """A page of events, newest first, matching every given filter, and the number of all matching."""
+    state = console_state(request)
+    records, total = state.runtime.store.query_records(where, limit=limit, offset=offset)
+    return EventPage(items=[EventOut(**event_json(state, r.to_dict())) for r in records], total=total)
+
+
+def _chunks(lines: Iterator[str], rows: int = 1000) -> Iterator[str]:
+    """Lines joined a thousand at a time (each chunk of a sync iterator costs a thread-pool hop)."""
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= rows:
+            yield "".join(batch)
+            batch.clear()
+    if batch:
+        yield "".join(batch)
+
+
+@router.get("/events.csv", response_class=StreamingResponse, responses={200: {"content": {"text/csv": {}}}})
+def export_csv(request: Request, where: EventFilter = Depends(_filter)) -> StreamingResponse:
+    """Every matching event as CSV (newest first, at most 100,000 rows)."""
+    records, _ = console_state(request).runtime.store.query_records(where, limit=MAX_CSV_ROWS)
+    return StreamingResponse(
+        _chunks(csv_lines(records)),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="campusguard-events.csv"'},
+    )
+
+
+@router.get("/events/stream", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
+async def stream(request: Request) -> StreamingResponse:
+    """Server-sent events: ``event: event`` with the event JSON, once per new or updated event (after commit)."""
+    state = console_state(request)
+    subscription = await run_in_threadpool(state.runtime.subscribe_events)
+
+    async def messages() -> AsyncIterator[str]:
+        try:
+            yield "retry: 2000\n\n"
+            idle_s = 0.0
+            # ends when the client leaves or the runtime closes the subscription (stop)
+            while not subscription.closed and not await request.is_disconnected():
+                item = await run_in_threadpool(subscription.get, 1.0)
+                if item is None:
+                    idle_s += 1.0
+                    if idle_s >= SSE_KEEPALIVE_S:
+                        idle_s = 0.0
+                        yield ": keepalive\n\n"
+                    continue
+                idle_s = 0.0
+                data = await run_in_threadpool(event_json, state, item)
+                yield f"event: event\nid: {data['id']}\ndata: {json.dumps(data, default=str)}\n\n"
+        finally:
+            subscription.close()
+
+    return StreamingResponse(
+        messages(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    )
+
+
+def _record(state: ConsoleState, event_id: str) -> dict[str, Any]:
+    record = state.runtime.store.get_record(event_id)
+    if record is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
+    return event_json(state, record.to_dict())
+
+
+@router.get("/events/{event_id}", responses=_NOT_FOUND)
+def get_event(event_id: EventId, request: Request) -> EventOut:
+    """One event with its review state and media URLs."""
+    return EventOut(**_record(console_state(request), event_id))
+
+
+def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
+    state = console_state(request)
+    _record(state, event_id)
+    path = state.runtime.event_media(event_id, kind)  # resolved by the runtime under its media folder
+    if path is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
+    return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers={"Cache-Control": "private, max-age=3600"})
+
+
+@router.get(
+    "/events/{event_id}/snapshot.jpg",
+    response_class=FileResponse,
+    responses={200: {"content": {"image/jpeg": {}}}, **_NOT_FOUND},
+)
+def event_snapshot(event_id: EventId, request: Request) -> FileResponse:
+    """The event's snapshot (JPEG)."""
+    return _media(request, event_id, "snapshot")
+
+
+@router.get(
+    "/events/{event_id}/clip.mp4",
+    response_class=FileResponse,
+    responses={200: {"content": {"video/mp4": {}}}, **_NOT_FOUND},
+)
+def event_clip(event_id: EventId, request: Request) -> FileResponse:
+    """The event's clip (H.264 MP4, a few seconds before and after the start)."""
+    return _media(request, event_id, "clip")
+
+
+def _review(request: Request, event_id: str, action: ReviewAction, note: str) -> EventOut:
+    state = console_state(request)
+    try:
+        record = state.runtime.store.review(event_id, action, user=request.state.user.name, note=note)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}") from exc
+    except ReviewConflictError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    audit(request, f"event.{action}", event_id, note=note)
+    data = event_json(state, record.to_dict())
+    state.runtime.publish_event_update(data)
+    return EventOut(**data)
+
+
+_REVIEW_RESPONSES: Responses = {**_NOT_FOUND, 409: {"description": "Not possible in the event's state."}}
+
+
+@router.post("/events/{event_id}/ack", dependencies=[Depends(require_role("operator"))], responses=_REVIEW_RESPONSES)
+def acknowledge(event_id: EventId, body: NoteRequest, request: Request) -> EventOut:
+    """Acknowledge an open event (operator or admin), with a note."""
+    return _review(request, event_id, "acknowledge", body.note)
+
+
+@router.post(
+    "/events/{event_id}/resolve", dependencies=[Depends(require_role("operator"))], responses=_REVIEW_RESPONSES
+)
+def resolve(event_id: EventId, body: NoteRequest, request: Request) -> EventOut:
+    """Resolve an open or acknowledged event (operator or admin), with a note."""
+    return _review(request, event_id, "resolve", body.note)

@@ -1,0 +1,96 @@
+"""Login, logout and who am I."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+
+from campusguard.app.console.auth import (
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    audit,
+    client_address,
+    console_state,
+    current_user,
+)
+from campusguard.app.console.schemas import LoginRequest, LoginResponse, PasswordChange, UserOut
+from campusguard.app.console.users import User
+
+log = logging.getLogger("campusguard.app.console.auth")
+public_router = APIRouter(tags=["auth"])
+router = APIRouter(tags=["auth"])
+
+
+@public_router.post(
+    "/auth/login",
+    responses={401: {"description": "Wrong user name or password."}, 429: {"description": "Too many failed logins."}},
+)
+def login(body: LoginRequest, request: Request, response: Response) -> LoginResponse:
+    """Log in: sets the session cookie (HttpOnly, SameSite=Strict) and the CSRF cookie; returns both values."""
+    state = console_state(request)
+    address = client_address(request)
+    wait = state.limiter.retry_after(body.username, address)
+    if wait is not None:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many failed logins; try again in {math.ceil(wait)} s",
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
+    user = state.users.verify_password(body.username, body.password)
+    if user is None:
+        state.limiter.failed(body.username, address)
+        log.warning("failed login for %r from %s", body.username[:64], address)
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong user name or password")
+    state.limiter.succeeded(body.username)
+    state.users.purge_expired()
+    token, csrf = state.users.create_session(user.name, ttl=state.settings.session_ttl)
+    request.state.user = user
+    audit(request, "login", user.name, address=address)
+    max_age = int(state.settings.session_ttl.total_seconds())
+    secure = state.settings.secure_cookies
+    response.set_cookie(
+        SESSION_COOKIE, token, max_age=max_age, httponly=True, samesite="strict", secure=secure, path="/"
+    )
+    response.set_cookie(CSRF_COOKIE, csrf, max_age=max_age, httponly=False, samesite="strict", secure=secure, path="/")
+    return LoginResponse(token=token, csrf=csrf, user=UserOut(name=user.name, role=user.role))
+
+
+@router.post("/auth/logout", status_code=status.HTTP_204_NO_CONTENT)
+def logout(request: Request, response: Response, user: User = Depends(current_user)) -> None:
+    """End this session (or revoke this API token) and clear the cookies."""
+    console_state(request).users.revoke(request.state.credential.token_hash)
+    audit(request, "logout", user.name, kind=request.state.credential.kind)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(CSRF_COOKIE, path="/")
+
+
+@router.get("/auth/me")
+def me(user: User = Depends(current_user)) -> UserOut:
+    """The calling user."""
+    return UserOut(name=user.name, role=user.role, created_at=user.created_at)
+
+
+@router.post(
+    "/auth/password",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={403: {"description": "The present password is wrong."}},
+)
+def change_password(body: PasswordChange, request: Request, user: User = Depends(current_user)) -> None:
+    """Change your own password; your other login sessions end, this one stays."""
+    state = console_state(request)
+    address = client_address(request)
+    wait = state.limiter.retry_after(user.name, address)
+    if wait is not None:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many failed attempts; try again in {math.ceil(wait)} s",
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
+    if state.users.verify_password(user.name, body.current) is None:
+        state.limiter.failed(user.name, address)
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "the present password is wrong")
+    credential = request.state.credential
+    state.users.set_password(user.name, body.new, keep_token_hash=credential.token_hash)
+    audit(request, "password.change", user.name)

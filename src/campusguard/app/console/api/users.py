@@ -1,0 +1,89 @@
+"""Users and their API tokens (admin only)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
+
+from campusguard.app.console.auth import audit, console_state, require_role
+from campusguard.app.console.schemas import USER_NAME_PATTERN, TokenCreate, TokenOut, UserCreate, UserOut, UserUpdate
+from campusguard.errors import InvalidInputError
+
+router = APIRouter(tags=["users"], dependencies=[Depends(require_role("admin"))])
+UserName = Annotated[str, Path(pattern=USER_NAME_PATTERN)]
+
+
+@router.get("/users")
+def list_users(request: Request) -> list[UserOut]:
+    """Every user and their role."""
+    return [
+        UserOut(name=u.name, role=u.role, created_at=u.created_at) for u in console_state(request).users.list_users()
+    ]
+
+
+@router.post("/users", status_code=status.HTTP_201_CREATED, responses={409: {"description": "Name taken."}})
+def add_user(body: UserCreate, request: Request) -> UserOut:
+    """Create a user."""
+    users = console_state(request).users
+    if users.get_user(body.name) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"user {body.name!r} already exists")
+    try:
+        user = users.add_user(body.name, body.role, body.password)
+    except InvalidInputError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    audit(request, "user.add", user.name, role=user.role)
+    return UserOut(name=user.name, role=user.role, created_at=user.created_at)
+
+
+@router.delete(
+    "/users/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={404: {"description": "No such user."}, 409: {"description": "The last admin."}},
+)
+def remove_user(name: UserName, request: Request) -> None:
+    """Remove a user and every session and token of theirs."""
+    try:
+        console_state(request).users.remove_user(name)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}") from exc
+    except InvalidInputError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    audit(request, "user.remove", name)
+
+
+@router.patch(
+    "/users/{name}",
+    responses={404: {"description": "No such user."}, 409: {"description": "Demoting the last admin."}},
+)
+def update_user(name: UserName, body: UserUpdate, request: Request) -> UserOut:
+    """Change a user's role and/or password (a new password ends their login sessions)."""
+    users = console_state(request).users
+    try:
+        if body.role is not None:
+            users.set_role(name, body.role)
+        if body.password is not None:
+            users.set_password(name, body.password)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}") from exc
+    except InvalidInputError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    user = users.get_user(name)
+    if user is None:  # removed meanwhile
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}")
+    audit(request, "user.update", name, role=body.role, password_changed=body.password is not None)
+    return UserOut(name=user.name, role=user.role, created_at=user.created_at)
+
+
+@router.post(
+    "/users/{name}/tokens", status_code=status.HTTP_201_CREATED, responses={404: {"description": "No such user."}}
+)
+def create_token(name: UserName, body: TokenCreate, request: Request) -> TokenOut:
+    """Create an API token for a user (for integrations); it is shown once."""
+    try:
+        token = console_state(request).users.create_api_token(name, label=body.label, ttl=timedelta(days=body.days))
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}") from exc
+    audit(request, "token.create", name, label=body.label, days=body.days)
+    return TokenOut(token=token, user=name, expires_days=body.days)

@@ -1,0 +1,149 @@
+"""The console's pages: HTML shells from ``static/templates`` filled in on the server, with small
+plain-JavaScript modules (``static/js``) that call the `/api/v1` API. No node build, no CDN.
+
+`router` holds the pages that need a login; `campusguard.app.console.server` includes it under
+the `page_user` dependency (303 to ``/login`` without a session), so ``request.state.user`` is
+always set in its handlers. `login_router` holds the one public page, ``GET /login``.
+
+Pages: ``/`` (camera wall), ``/events`` (incident timeline, live through server-sent events),
+``/events/{id}`` (one incident with its clip; acknowledge / resolve), ``/zones/{camera}`` (zone and
+line editor on the camera's snapshot; read-only below admin), ``/users`` (admin).
+
+Every page is sent with a Content-Security-Policy that allows only this origin's scripts and
+styles (no inline script), ``X-Frame-Options: DENY`` and ``Cache-Control: no-store``.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from campusguard.app.console.auth import console_state, require_page_role
+from campusguard.app.console.users import role_at_least
+
+__all__ = ["STATIC_DIR", "router", "login_router", "render_page"]
+
+STATIC_DIR = Path(__file__).parent / "static"
+TEMPLATES_DIR = STATIC_DIR / "templates"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+        "media-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+# (path, label, lowest role that sees the link)
+NAV: tuple[tuple[str, str, str], ...] = (
+    ("/", "Cameras", "viewer"),
+    ("/events", "Incidents", "viewer"),
+    ("/users", "Users", "admin"),
+)
+
+router = APIRouter(tags=["pages"], include_in_schema=False)
+login_router = APIRouter(tags=["pages"], include_in_schema=False)
+
+
+@functools.cache
+def _template(name: str) -> Template:
+    return Template((TEMPLATES_DIR / name).read_text(encoding="utf-8"))
+
+
+def _nav(active: str, user: Any) -> str:
+    if user is None:
+        return ""
+    links = "".join(
+        f'<a href="{path}"{" aria-current=page" if path == active else ""}>{label}</a>'
+        for path, label, role in NAV
+        if role_at_least(user.role, role)
+    )
+    who = f'<span class="who">{html.escape(user.name)} <small>{html.escape(user.role)}</small></span>'
+    return f'<nav class="top"><a class="brand" href="/">CampusGuard</a>{links}{who}<button id="logout" type="button">Log out</button></nav>'
+
+
+def render_page(
+    request: Request, template: str, *, title: str, script: str, active: str = "", status_code: int = 200, **data: str
+) -> HTMLResponse:
+    """The page ``template`` (a body fragment in ``static/templates``) in the common layout.
+
+    ``data`` becomes ``data-*`` attributes of ``<body>`` (HTML-escaped) for the page's script;
+    the user's name and role are always there (``data-user``, ``data-role``).
+    """
+    user = getattr(request.state, "user", None)
+    attrs = {"user": user.name, "role": user.role} if user is not None else {}
+    attrs.update(data)
+    body_attrs = "".join(f' data-{k.replace("_", "-")}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
+    page = _template("layout.html").substitute(
+        title=html.escape(title),
+        body_attrs=body_attrs,
+        nav=_nav(active, user),
+        main=_template(template).substitute(),
+        script=html.escape(script, quote=True),
+    )
+    return HTMLResponse(page, status_code=status_code, headers=SECURITY_HEADERS)
+
+
+def _not_found(request: Request, message: str) -> HTMLResponse:
+    return render_page(
+        request,
+        "missing.html",
+        title="Not found",
+        script="nav.js",
+        status_code=status.HTTP_404_NOT_FOUND,
+        message=message,
+    )
+
+
+@login_router.get("/login")
+def login_page(request: Request) -> HTMLResponse:
+    """The login form (public)."""
+    return render_page(request, "login.html", title="Log in", script="login.js")
+
+
+@router.get("/")
+def wall_page(request: Request) -> HTMLResponse:
+    """The camera wall: one tile per camera with its live view and status."""
+    return render_page(request, "wall.html", title="Cameras", script="wall.js", active="/")
+
+
+@router.get("/events")
+def events_page(request: Request) -> HTMLResponse:
+    """The incident timeline: filters, thumbnails, acknowledge; new incidents appear live."""
+    return render_page(request, "events.html", title="Incidents", script="events.js", active="/events")
+
+
+@router.get("/events/{event_id}")
+def event_page(event_id: str, request: Request) -> HTMLResponse:
+    """One incident: its clip, snapshot, details and review (acknowledge / resolve with a note)."""
+    return render_page(
+        request, "event.html", title="Incident", script="event.js", active="/events", event_id=event_id[:128]
+    )
+
+
+@router.get("/zones")
+def zones_index(request: Request) -> RedirectResponse:
+    """The zone editor of the first camera."""
+    names = console_state(request).runtime.camera_names()
+    return RedirectResponse(f"/zones/{names[0]}" if names else "/", status.HTTP_303_SEE_OTHER)
+
+
+@router.get("/zones/{camera}")
+def zones_page(camera: str, request: Request) -> HTMLResponse:
+    """The zone and line editor on the camera's snapshot (saving needs the admin role)."""
+    if camera not in console_state(request).runtime.camera_names():
+        return _not_found(request, f"There is no camera {camera!r}.")
+    return render_page(request, "zones.html", title=f"Zones of {camera}", script="zones.js", active="/", camera=camera)
+
+
+@router.get("/users", dependencies=[Depends(require_page_role("admin"))])
+def users_page(request: Request) -> HTMLResponse:
+    """Users, their roles and API tokens, and the audit log (admin)."""
+    return render_page(request, "users.html", title="Users", script="users.js", active="/users")

@@ -1,0 +1,179 @@
+"""Request and response bodies of the console API (they also make up its OpenAPI schema).
+
+Requests forbid unknown fields and bound every string and list, so a malformed body is a 422 that
+names the field, never a 500. Zones and lines reuse the watch config's own models (the same
+validation as the YAML file).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from campusguard.app.config import LineConfig, ZoneConfig
+from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
+
+__all__ = [
+    "EVENT_ID_PATTERN",
+    "USER_NAME_PATTERN",
+    "LoginRequest",
+    "LoginResponse",
+    "UserOut",
+    "UserCreate",
+    "UserUpdate",
+    "PasswordChange",
+    "TokenCreate",
+    "TokenOut",
+    "NoteRequest",
+    "EventOut",
+    "EventPage",
+    "CameraStatusOut",
+    "ZonesBody",
+    "AuditPage",
+    "Health",
+    "Ready",
+    "Responses",
+]
+
+EVENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+USER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
+RoleName = Literal["viewer", "operator", "admin"]
+Responses = dict[int | str, dict[str, Any]]  # the `responses=` of a route (OpenAPI)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoginRequest(_Request):
+    username: str = Field(..., min_length=1, max_length=64, description="User name.")
+    password: str = Field(..., min_length=1, max_length=MAX_PASSWORD_LENGTH, description="Password.")
+
+
+class UserOut(BaseModel):
+    name: str
+    role: RoleName
+    created_at: str | None = None
+
+
+class LoginResponse(BaseModel):
+    token: str = Field(..., description="Session token; also usable as `Authorization: Bearer <token>`.")
+    csrf: str = Field(..., description="Send as `X-CSRF-Token` on cookie-authenticated writes.")
+    user: UserOut
+
+
+class UserCreate(_Request):
+    name: str = Field(..., pattern=USER_NAME_PATTERN, description="1-64 letters, digits, `_ . @ -`.")
+    role: RoleName = Field(..., description="viewer < operator < admin.")
+    password: str = Field(..., min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)
+
+
+class UserUpdate(_Request):
+    role: RoleName | None = Field(None, description="New role.")
+    password: str | None = Field(
+        None,
+        min_length=MIN_PASSWORD_LENGTH,
+        max_length=MAX_PASSWORD_LENGTH,
+        description="New password (ends their sessions).",
+    )
+
+
+class PasswordChange(_Request):
+    current: str = Field(..., min_length=1, max_length=MAX_PASSWORD_LENGTH, description="The present password.")
+    new: str = Field(..., min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH, description="The new one.")
+
+
+class TokenCreate(_Request):
+    label: str | None = Field(None, max_length=120, description="What the token is for.")
+    days: int = Field(365, ge=1, le=3650, description="Days until it expires.")
+
+
+class TokenOut(BaseModel):
+    token: str = Field(..., description="Shown once; only its hash is stored.")
+    user: str
+    expires_days: int
+
+
+class NoteRequest(_Request):
+    note: str = Field("", max_length=2000, description="What was done or found.")
+
+
+class EventOut(BaseModel):
+    """One incident with its review state (`campusguard.app.events.store.EventRecord.to_dict`) and media URLs."""
+
+    id: str
+    camera: str
+    rule: str
+    kind: str
+    zone: str
+    state: Literal["open", "acknowledged", "resolved"]
+    open: bool = Field(..., description="The incident is still going on (not ended by the pipeline).")
+    started_at: str | None
+    ended_at: str | None
+    start_s: float
+    end_s: float | None
+    track_id: int | None
+    tracker_ids: list[int]
+    class_names: list[str]
+    count: int | None
+    direction: str | None
+    details: dict[str, Any]
+    has_snapshot: bool
+    acknowledged_by: str | None
+    acknowledged_at: str | None
+    resolved_by: str | None
+    resolved_at: str | None
+    note: str | None
+    recorded_at: str
+    updated_at: str
+    snapshot_url: str | None
+    clip_url: str | None
+
+
+class EventPage(BaseModel):
+    items: list[EventOut]
+    total: int = Field(..., description="All matching events (not just this page).")
+
+
+class CameraStatusOut(BaseModel):
+    name: str
+    state: Literal["starting", "live", "reconnecting", "stopped", "failed"]
+    input_fps: float
+    processed_fps: float
+    dropped_frames: int
+    reconnects: int
+    last_frame_time: float | None = Field(None, description="Unix seconds of the last frame read.")
+    width: int | None = None
+    height: int | None = None
+
+
+def _finite(points: list[tuple[float, float]]) -> bool:
+    return all(math.isfinite(v) for p in points for v in p)
+
+
+class ZonesBody(_Request):
+    """A camera's zones and lines, in the config file's form."""
+
+    zones: Annotated[list[ZoneConfig], Field(max_length=64)] = Field(default_factory=list)
+    lines: Annotated[list[LineConfig], Field(max_length=64)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _finite_coordinates(self) -> ZonesBody:
+        if not all(_finite(z.polygon) for z in self.zones) or not all(_finite(ln.points) for ln in self.lines):
+            raise ValueError("coordinates must be finite numbers")
+        return self
+
+
+class AuditPage(BaseModel):
+    items: list[AuditEntry]
+    total: int
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Ready(BaseModel):
+    ready: bool

@@ -1,0 +1,307 @@
+"""The console's FastAPI app: `create_app(runtime, users_db=...)`.
+
+Protected by default. The only routes open without credentials are listed in `PUBLIC_ROUTES`, and
+they are the only ones outside the two protected routers: every API route (and ``/metrics``) sits
+under ``APIRouter(dependencies=[Depends(current_user)])`` (401 without credentials), every page
+under ``Depends(page_user)`` (303 to ``/login``). `create_app` refuses to build an app in which any
+other route is reachable without one of those dependencies, so a new route cannot be left open.
+
+Handlers are thin and blocking work (SQLite, argon2, JPEG, files) runs in the thread pool (sync
+routes, ``run_in_threadpool``). Bodies over ``max_body_bytes`` get 413; malformed JSON 422; unknown
+errors a one-line 500 without a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from starlette.routing import Mount
+
+from campusguard.app.console import api, pages
+from campusguard.app.console.auth import (
+    ConsoleSettings,
+    ConsoleState,
+    LoginLimiter,
+    LoginRequired,
+    console_state,
+    current_user,
+    page_user,
+)
+from campusguard.app.console.schemas import Health, Ready
+from campusguard.app.console.users import UserStore
+
+if TYPE_CHECKING:
+    from campusguard.app.console.runtime import ConsoleRuntime
+
+__all__ = ["create_app", "PUBLIC_ROUTES", "API_PREFIX", "BodySizeLimit", "check_routes_protected", "app_routes"]
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/api/v1"
+# the one list of what answers without credentials: (method, path); /static/* is the static mount
+PUBLIC_ROUTES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("GET", "/login"),
+        ("POST", f"{API_PREFIX}/auth/login"),
+        ("GET", "/static"),
+    }
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class BodySizeLimit:
+    """ASGI middleware: 413 for a request body over ``max_bytes`` (declared or streamed), 400 for a bad length."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await JSONResponse({"detail": "invalid Content-Length"}, status.HTTP_400_BAD_REQUEST)(
+                    scope, receive, send
+                )
+                return
+            if int(declared) > self.max_bytes:
+                await self._too_large(scope, receive, send)
+                return
+        received = 0
+        started = rejected = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, rejected
+            if rejected:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    # answer 413 now; the app sees the client gone and its own answer is dropped
+                    rejected = True
+                    if not started:
+                        await self._too_large(scope, receive, send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if rejected:
+                return
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except Exception:
+            if not rejected:
+                raise
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse({"detail": f"request body larger than {self.max_bytes} bytes"}, 413)
+        await response(scope, receive, send)
+
+
+# sent with every answer that does not set them itself (pages set a stricter policy of their own)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class SecurityHeaders:
+    """ASGI middleware: `SECURITY_HEADERS` on every HTTP response, and ``no-store`` on API JSON."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        is_api = str(scope.get("path", "")).startswith(API_PREFIX)
+
+        async def add_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
+                if is_api and b"cache-control" not in present:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, add_headers)
+
+
+def _health_router() -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz")
+    def healthz() -> Health:
+        """The process is up (public)."""
+        return Health()
+
+    @router.get("/readyz", responses={503: {"model": Ready, "description": "Some camera produces no frames."}})
+    def readyz(request: Request) -> Response:
+        """Every camera produced a frame in the last few seconds (public): 200, else 503."""
+        ready = bool(console_state(request).runtime.ready())
+        return JSONResponse(
+            Ready(ready=ready).model_dump(), status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+
+    return router
+
+
+def _root_protected_router() -> APIRouter:
+    """Protected routes outside /api/v1: metrics and the OpenAPI schema."""
+    router = APIRouter()
+
+    @router.get("/metrics", tags=["metrics"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def metrics(request: Request) -> Response:
+        """Prometheus metrics (``campusguard_*``); needs auth (a bearer API token works)."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(console_state(request).runtime.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @router.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
+    def openapi(request: Request) -> JSONResponse:
+        return JSONResponse(request.app.openapi())
+
+    return router
+
+
+def app_routes(app: FastAPI) -> list[Any]:
+    """Every route of the app, flattened, with its effective path, methods and dependencies.
+
+    Recent FastAPI versions keep an included router as one nested entry of ``app.routes``;
+    `fastapi.routing.iter_route_contexts` (where it exists) flattens them.
+    """
+    import fastapi.routing
+
+    flatten = getattr(fastapi.routing, "iter_route_contexts", None)
+    return list(flatten(app.routes)) if flatten is not None else list(app.routes)
+
+
+def route_kind(route: Any) -> type:
+    """The class of the route as declared (`APIRoute`, `Mount`, ...), seen through FastAPI's route contexts."""
+    return type(getattr(route, "original_route", route))
+
+
+def check_routes_protected(app: FastAPI) -> None:
+    """Raise if a route answers without auth but is not in `PUBLIC_ROUTES` (called by `create_app`)."""
+    guards = {current_user, page_user}
+    open_routes = []
+    for route in app_routes(app):
+        kind = route_kind(route)
+        if issubclass(kind, Mount):
+            if ("GET", route.path) not in PUBLIC_ROUTES:
+                open_routes.append(f"mount {route.path}")
+            continue
+        # a plain Starlette route (or websocket) has no FastAPI dependencies: it is open unless listed
+        if issubclass(kind, APIRoute) and {d.dependency for d in route.dependencies} & guards:
+            continue
+        methods = sorted(getattr(route, "methods", None) or {"GET"})
+        open_routes += [f"{m} {route.path}" for m in methods if (m, route.path) not in PUBLIC_ROUTES]
+    if open_routes:
+        raise RuntimeError(f"routes without auth that are not in PUBLIC_ROUTES: {', '.join(open_routes)}")
+
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, exc: LoginRequired) -> Response:
+        return RedirectResponse(exc.location, status.HTTP_303_SEE_OTHER)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        # never echo the input back: it may be a password
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, 422)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc, exc_info=exc)
+        return JSONResponse({"detail": "internal error"}, status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def create_app(
+    runtime: ConsoleRuntime,
+    *,
+    users_db: str | Path | UserStore,
+    session_ttl: timedelta = timedelta(hours=12),
+    secure_cookies: bool = False,
+    max_body_bytes: int = 1 << 20,
+    limiter: LoginLimiter | None = None,
+    password_hasher: Any = None,
+) -> FastAPI:
+    """The console app over a (started or not) runtime.
+
+    Args:
+        runtime: the `ConsoleRuntime` (pipeline, store, live view, zones, metrics).
+        users_db: the users database file, or an open `UserStore`.
+        session_ttl: login session lifetime.
+        secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy).
+        max_body_bytes: request body limit (413 above).
+        limiter: failed-login limits (default: 5 per user, 20 per address, per 5 minutes).
+        password_hasher: an argon2 ``PasswordHasher`` for a new `UserStore` (tests use cheap parameters).
+    """
+    users = users_db if isinstance(users_db, UserStore) else UserStore(users_db, password_hasher=password_hasher)
+    app = FastAPI(
+        title="CampusGuard console API",
+        version="1",
+        description="Cameras, incidents, zones and users of a CampusGuard watch. Every route but login, "
+        "/healthz and /readyz needs `Authorization: Bearer <token>` or the session cookie "
+        "(with `X-CSRF-Token` on writes).",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.console = ConsoleState(
+        runtime=runtime,
+        users=users,
+        limiter=limiter or LoginLimiter(),
+        settings=ConsoleSettings(session_ttl=session_ttl, secure_cookies=secure_cookies, max_body_bytes=max_body_bytes),
+    )
+    _error_handlers(app)
+
+    # public: PUBLIC_ROUTES and nothing else
+    app.include_router(_health_router())
+    app.include_router(api.public_router, prefix=API_PREFIX)
+    app.include_router(pages.login_router)
+    app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
+
+    # protected: everything else
+    protected = APIRouter(dependencies=[Depends(current_user)])
+    protected.include_router(api.router, prefix=API_PREFIX)
+    protected.include_router(_root_protected_router())
+    app.include_router(protected)
+    app.include_router(pages.router, dependencies=[Depends(page_user)])
+
+    check_routes_protected(app)
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(SecurityHeaders)
+    return app

@@ -1,0 +1,111 @@
+// One incident: the clip (or the snapshot until the clip is written), the facts, and the review
+// (acknowledge / resolve with a note, operator and admin). Updates of this incident arrive live.
+import "./nav.js";
+import {
+  ApiError, STATE_LABELS, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, showError,
+} from "./api.js";
+
+const id = document.body.dataset.eventId;
+const path = `/api/v1/events/${encodeURIComponent(id)}`;
+const article = document.getElementById("event");
+const errorBox = document.getElementById("event-error");
+const reviewError = document.getElementById("review-error");
+const clip = document.getElementById("clip");
+const snapshot = document.getElementById("snapshot");
+const clipNote = document.getElementById("clip-note");
+const facts = document.getElementById("facts");
+const review = document.getElementById("review");
+const ackButton = document.getElementById("ack");
+const resolveButton = document.getElementById("resolve");
+const note = document.getElementById("note");
+let clipPolls = 0;
+
+function fact(label, value) {
+  if (value === null || value === undefined || value === "") return [];
+  return [el("dt", {}, label), el("dd", {}, String(value))];
+}
+
+function render(event) {
+  article.hidden = false;
+  document.title = `${kindLabel(event.kind)} on ${event.camera} · CampusGuard`;
+  document.getElementById("event-title").textContent = `${kindLabel(event.kind)} · ${event.rule}`;
+  const stateBadge = document.getElementById("event-state");
+  stateBadge.textContent = STATE_LABELS[event.state] || event.state;
+  stateBadge.className = `badge state-${event.state}`;
+  const openBadge = document.getElementById("event-open");
+  openBadge.textContent = event.open ? "ongoing" : "ended";
+  openBadge.className = `badge ${event.open ? "ongoing" : ""}`;
+
+  if (event.clip_url) {
+    if (clip.getAttribute("src") !== event.clip_url) {
+      clip.src = event.clip_url;
+      if (event.snapshot_url) clip.poster = event.snapshot_url;
+    }
+    clip.hidden = false;
+    snapshot.hidden = true;
+    clipNote.textContent = "Clip: a few seconds before and after the incident was raised.";
+  } else {
+    clip.hidden = true;
+    if (event.snapshot_url) {
+      snapshot.src = event.snapshot_url;
+      snapshot.hidden = false;
+    }
+    clipNote.textContent = clipPolls < 20 ? "The clip is being written…" : "No clip for this incident.";
+  }
+
+  const duration = eventDuration(event);
+  facts.replaceChildren(
+    ...fact("Camera", event.camera),
+    ...fact("Rule", `${event.rule} (${kindLabel(event.kind)})`),
+    ...fact("Zone", event.zone),
+    ...fact("Started", formatTime(event.started_at)),
+    ...fact("Ended", event.open ? "still going on" : formatTime(event.ended_at)),
+    ...fact("Duration", duration),
+    ...fact("Objects", (event.class_names || []).join(", ")),
+    ...fact("Track ids", (event.tracker_ids || []).join(", ")),
+    ...fact("Count", event.count),
+    ...fact("Direction", event.direction),
+    ...fact("Acknowledged", event.acknowledged_by ? `${event.acknowledged_by}, ${formatTime(event.acknowledged_at)}` : ""),
+    ...fact("Resolved", event.resolved_by ? `${event.resolved_by}, ${formatTime(event.resolved_at)}` : ""),
+    ...fact("Note", event.note),
+    ...fact("Event id", event.id),
+  );
+
+  review.hidden = !hasRole("operator");
+  ackButton.disabled = event.state !== "open";
+  resolveButton.disabled = event.state === "resolved";
+}
+
+async function load() {
+  try {
+    const event = await api(path);
+    showError(errorBox, "");
+    render(event);
+    if (!event.clip_url && clipPolls < 20) {
+      clipPolls += 1;
+      setTimeout(load, 1500); // the clip is written a few seconds after the start
+    }
+  } catch (err) {
+    article.hidden = true;
+    showError(errorBox, err instanceof ApiError && err.status === 404 ? "There is no such incident." : err.message);
+  }
+}
+
+async function act(action) {
+  showError(reviewError, "");
+  ackButton.disabled = resolveButton.disabled = true;
+  try {
+    render(await api(`${path}/${action}`, { method: "POST", body: { note: note.value } }));
+    note.value = "";
+  } catch (err) {
+    showError(reviewError, err.message);
+    load();
+  }
+}
+
+ackButton.addEventListener("click", () => act("ack"));
+resolveButton.addEventListener("click", () => act("resolve"));
+load();
+eventStream((event) => {
+  if (event.id === id) render(event);
+});

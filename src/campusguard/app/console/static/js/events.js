@@ -1,0 +1,197 @@
+// The incident timeline: filters (kept in the URL), pages of 50, acknowledge, and live updates:
+// new and changed incidents arrive over server-sent events and appear without a reload.
+import "./nav.js";
+import {
+  ApiError, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, showError, stateBadge,
+} from "./api.js";
+
+const PAGE = 50;
+const form = document.getElementById("filters");
+const list = document.getElementById("timeline");
+const more = document.getElementById("more");
+const total = document.getElementById("events-total");
+const errorBox = document.getElementById("events-error");
+const liveState = document.getElementById("live-state");
+const csvLink = document.getElementById("csv-link");
+const FIELDS = ["camera", "kind", "state", "rule", "since", "until"];
+let offset = 0;
+let count = 0;
+
+/** The filters as the API takes them (datetime-local values become ISO 8601 instants). */
+function apiFilters() {
+  const params = new URLSearchParams();
+  for (const name of FIELDS) {
+    const value = form.elements[name].value.trim();
+    if (!value) continue;
+    params.set(name, name === "since" || name === "until" ? new Date(value).toISOString() : value);
+  }
+  return params;
+}
+
+function eventTime(event) {
+  return Date.parse(event.started_at || event.recorded_at) || 0;
+}
+
+function matches(event) {
+  const f = Object.fromEntries(apiFilters());
+  if (f.camera && event.camera !== f.camera) return false;
+  if (f.kind && event.kind !== f.kind) return false;
+  if (f.rule && event.rule !== f.rule) return false;
+  if (f.state && event.state !== f.state) return false;
+  const t = eventTime(event);
+  if (f.since && t < Date.parse(f.since)) return false;
+  if (f.until && t >= Date.parse(f.until)) return false;
+  return true;
+}
+
+async function acknowledge(event, button) {
+  button.disabled = true;
+  try {
+    const updated = await api(`/api/v1/events/${encodeURIComponent(event.id)}/ack`, { method: "POST", body: { note: "" } });
+    upsert(updated, false);
+  } catch (err) {
+    button.disabled = false;
+    showError(errorBox, err instanceof ApiError && err.status === 409 ? `Already handled: ${err.message}` : err.message);
+  }
+}
+
+function renderItem(event) {
+  const href = `/events/${encodeURIComponent(event.id)}`;
+  const thumb = event.snapshot_url
+    ? el("img", { src: event.snapshot_url, alt: "", loading: "lazy" })
+    : el("div", { class: "placeholder" }, "no snapshot");
+  const duration = eventDuration(event);
+  const actions = el("div", { class: "actions" });
+  if (hasRole("operator") && event.state === "open") {
+    const button = el("button", { type: "button", class: "ack primary" }, "Acknowledge");
+    button.addEventListener("click", () => acknowledge(event, button));
+    actions.append(button);
+  }
+  actions.append(el("a", { class: "button quiet", href }, "Details"));
+  const reviewer = event.resolved_by
+    ? `resolved by ${event.resolved_by}`
+    : event.acknowledged_by ? `acknowledged by ${event.acknowledged_by}` : "";
+  return el(
+    "li",
+    { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state, time: eventTime(event) } },
+    el("a", { class: "thumb", href, tabindex: "-1" }, thumb),
+    el(
+      "div",
+      { class: "summary" },
+      el("h3", {}, el("a", { href }, `${kindLabel(event.kind)} · ${event.rule}`)),
+      el("p", { class: "muted" }, `${event.camera} · zone ${event.zone} · ${formatTime(event.started_at)}`),
+      el(
+        "p",
+        { class: "badges" },
+        stateBadge(event),
+        event.open ? el("span", { class: "badge ongoing" }, "ongoing") : el("span", { class: "badge" }, `ended after ${duration}`),
+        event.class_names && event.class_names.length ? el("span", { class: "muted" }, event.class_names.join(", ")) : null,
+        reviewer ? el("span", { class: "muted reviewer" }, reviewer) : null,
+      ),
+    ),
+    actions,
+  );
+}
+
+function setTotal() {
+  total.textContent = count === 1 ? "1 incident" : `${count} incidents`;
+}
+
+/** Put an event in the list: replace it where it is, or add it at the top when it is new. */
+function upsert(event, fromStream) {
+  const existing = list.querySelector(`li[data-id="${CSS.escape(event.id)}"]`);
+  if (!matches(event)) {
+    if (existing) {
+      existing.remove();
+      count = Math.max(0, count - 1);
+      setTotal();
+    }
+    return;
+  }
+  const newest = list.querySelector("li[data-id]");
+  if (!existing && newest && eventTime(event) < Number(newest.dataset.time)) {
+    return; // an update of an older incident that is not on the loaded pages: it shows where it belongs
+  }
+  const item = renderItem(event);
+  if (existing) {
+    existing.replaceWith(item);
+  } else {
+    list.prepend(item);
+    count += 1;
+    setTotal();
+  }
+  if (fromStream) {
+    item.classList.add("fresh");
+    setTimeout(() => item.classList.remove("fresh"), 4000);
+  }
+}
+
+async function load(reset) {
+  if (reset) {
+    offset = 0;
+    list.replaceChildren();
+  }
+  const params = apiFilters();
+  params.set("limit", String(PAGE));
+  params.set("offset", String(offset));
+  try {
+    const page = await api(`/api/v1/events?${params}`);
+    showError(errorBox, "");
+    for (const event of page.items) {
+      if (!list.querySelector(`li[data-id="${CSS.escape(event.id)}"]`)) list.append(renderItem(event));
+    }
+    offset += page.items.length;
+    count = page.total;
+    setTotal();
+    more.hidden = offset >= page.total;
+    if (!page.total) list.append(el("li", { class: "empty muted" }, "No incidents match these filters."));
+  } catch (err) {
+    showError(errorBox, `Could not load incidents: ${err.message}`);
+  }
+}
+
+function syncUrl() {
+  const params = new URLSearchParams();
+  for (const name of FIELDS) {
+    const value = form.elements[name].value.trim();
+    if (value) params.set(name, value);
+  }
+  history.replaceState(null, "", params.size ? `?${params}` : location.pathname);
+  csvLink.href = `/api/v1/events.csv?${apiFilters()}`;
+}
+
+async function init() {
+  const query = new URLSearchParams(location.search);
+  try {
+    const cameras = await api("/api/v1/cameras");
+    const select = form.elements.camera;
+    for (const camera of cameras) select.append(el("option", { value: camera.name }, camera.name));
+  } catch (err) {
+    showError(errorBox, err.message);
+  }
+  for (const name of FIELDS) if (query.has(name)) form.elements[name].value = query.get(name);
+  syncUrl();
+  await load(true);
+  eventStream(
+    (event) => {
+      list.querySelector("li.empty")?.remove();
+      upsert(event, true);
+    },
+    (state) => {
+      liveState.textContent = state === "live" ? "live" : "reconnecting…";
+      liveState.className = `badge ${state === "live" ? "cam-live" : "cam-reconnecting"}`;
+    },
+  );
+}
+
+form.addEventListener("submit", (e) => {
+  e.preventDefault();
+  syncUrl();
+  load(true);
+});
+form.addEventListener("reset", () => setTimeout(() => {
+  syncUrl();
+  load(true);
+}));
+more.addEventListener("click", () => load(false));
+init();

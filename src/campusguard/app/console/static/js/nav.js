@@ -1,0 +1,16 @@
+// Every logged-in page: the log-out button, and the message of the not-found page.
+import { api } from "./api.js";
+
+const logout = document.getElementById("logout");
+if (logout) {
+  logout.addEventListener("click", async () => {
+    try {
+      await api("/api/v1/auth/logout", { method: "POST" });
+    } finally {
+      location.assign("/login");
+    }
+  });
+}
+
+const missing = document.getElementById("missing-message");
+if (missing) missing.textContent = document.body.dataset.message || "";

@@ -1,0 +1,145 @@
+// The camera wall: a tile per camera with its live view (MJPEG) or a still refreshed every second,
+// and its status (state, frame rates, drops, reconnects, age of the last frame), polled every 2 s.
+import "./nav.js";
+import { api, el, hasRole, showError } from "./api.js";
+
+const LIVE_LIMIT = 4; // browsers allow ~6 connections per site over HTTP/1.1: more cameras use stills
+const STATUS_EVERY_MS = 2000;
+const STILL_EVERY_MS = 1000;
+const STATE_LABELS = { starting: "Starting", live: "Live", reconnecting: "Reconnecting", stopped: "Stopped", failed: "Failed" };
+
+const wall = document.getElementById("wall");
+const errorBox = document.getElementById("wall-error");
+const summary = document.getElementById("wall-summary");
+const modeSelect = document.getElementById("view-mode");
+const tiles = new Map(); // camera name -> {root, img, badge, stats, name, timer}
+
+modeSelect.value = localStorage.getItem("cg-wall-mode") || "auto";
+
+function liveMode() {
+  const mode = modeSelect.value;
+  return mode === "live" || (mode === "auto" && tiles.size <= LIVE_LIMIT);
+}
+
+function cameraPath(name, leaf) {
+  return `/api/v1/cameras/${encodeURIComponent(name)}/${leaf}`;
+}
+
+function makeTile(camera) {
+  const img = el("img", { class: "frame", alt: `Camera ${camera.name}` });
+  const placeholder = el("div", { class: "placeholder" }, "No picture yet");
+  const badge = el("span", { class: "badge" });
+  const stats = el("p", { class: "stats muted" });
+  const links = el(
+    "p",
+    { class: "links" },
+    el("a", { href: `/events?camera=${encodeURIComponent(camera.name)}` }, "Incidents"),
+    el("a", { href: `/zones/${encodeURIComponent(camera.name)}` }, hasRole("admin") ? "Edit zones" : "Zones"),
+  );
+  const root = el(
+    "article",
+    { class: "tile card", dataset: { camera: camera.name } },
+    el("div", { class: "view" }, img, placeholder, badge),
+    el("header", {}, el("h2", {}, camera.name), links),
+    stats,
+  );
+  const tile = { root, img, placeholder, badge, stats, name: camera.name, timer: null, retry: null };
+  img.addEventListener("load", () => {
+    placeholder.hidden = true;
+    root.classList.add("has-frame");
+  });
+  img.addEventListener("error", () => {
+    placeholder.hidden = false;
+    if (liveMode() && !document.hidden) {
+      clearTimeout(tile.retry);
+      tile.retry = setTimeout(() => startView(tile), 3000); // the stream ended or is not there yet
+    }
+  });
+  return tile;
+}
+
+function stopView(tile) {
+  clearInterval(tile.timer);
+  clearTimeout(tile.retry);
+  tile.timer = null;
+  tile.img.removeAttribute("src"); // closes an MJPEG connection
+}
+
+function startView(tile) {
+  stopView(tile);
+  if (document.hidden) return;
+  if (liveMode()) {
+    tile.img.src = cameraPath(tile.name, "live.mjpeg") + `?t=${Date.now()}`;
+    return;
+  }
+  let loading = false;
+  const refresh = () => {
+    if (loading) return; // never pile up requests on a slow link
+    loading = true;
+    const next = new Image();
+    next.onload = () => {
+      tile.img.src = next.src;
+      loading = false;
+    };
+    next.onerror = () => {
+      tile.placeholder.hidden = tile.root.classList.contains("has-frame");
+      loading = false;
+    };
+    next.src = cameraPath(tile.name, "snapshot.jpg") + `?t=${Date.now()}`;
+  };
+  refresh();
+  tile.timer = setInterval(refresh, STILL_EVERY_MS);
+}
+
+function fps(value) {
+  return Number.isFinite(value) ? value.toFixed(1) : "–";
+}
+
+function updateStatus(tile, camera) {
+  tile.badge.textContent = STATE_LABELS[camera.state] || camera.state;
+  tile.badge.className = `badge cam-${camera.state}`;
+  const age = camera.last_frame_time ? Math.max(0, Date.now() / 1000 - camera.last_frame_time) : null;
+  const parts = [
+    `${fps(camera.input_fps)} fps in`,
+    `${fps(camera.processed_fps)} processed`,
+    `${camera.dropped_frames} dropped`,
+    `${camera.reconnects} reconnects`,
+  ];
+  if (camera.width && camera.height) parts.push(`${camera.width}×${camera.height}`);
+  parts.push(age === null ? "no frame yet" : `last frame ${age < 10 ? age.toFixed(1) : Math.round(age)} s ago`);
+  tile.stats.textContent = parts.join(" · ");
+}
+
+async function poll() {
+  try {
+    const cameras = await api("/api/v1/cameras");
+    showError(errorBox, "");
+    let added = false;
+    for (const camera of cameras) {
+      if (!tiles.has(camera.name)) {
+        const tile = makeTile(camera);
+        tiles.set(camera.name, tile);
+        wall.append(tile.root);
+        added = true;
+      }
+      updateStatus(tiles.get(camera.name), camera);
+    }
+    if (added) {
+      wall.dataset.count = String(Math.min(tiles.size, 3)); // one or two cameras get bigger tiles
+      tiles.forEach(startView);
+    }
+    const live = cameras.filter((c) => c.state === "live").length;
+    summary.textContent = cameras.length ? `${live} of ${cameras.length} live` : "No cameras configured";
+  } catch (err) {
+    showError(errorBox, `Camera status unavailable: ${err.message}`);
+  }
+}
+
+modeSelect.addEventListener("change", () => {
+  localStorage.setItem("cg-wall-mode", modeSelect.value);
+  tiles.forEach(startView);
+});
+document.addEventListener("visibilitychange", () => tiles.forEach(document.hidden ? stopView : startView));
+
+poll();
+setInterval(poll, STATUS_EVERY_MS);

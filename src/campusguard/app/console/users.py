@@ -1,0 +1,393 @@
+"""The console's users, credentials and audit log, in one SQLite file.
+
+- Users have a name, a role (`ROLES`, lowest first) and an argon2id password hash (argon2-cffi).
+- Credentials are random bearer tokens of two kinds: ``session`` (from a login, short-lived, with a
+  CSRF value for cookie-authenticated writes) and ``api`` (for integrations, long-lived). Only the
+  SHA-256 of a token is stored, so a copy of the file does not log anyone in; tokens carry 256 random
+  bits, so a fast hash is enough (the slow hash is for low-entropy passwords). Each has an expiry.
+- The audit log records every state change: who, when (UTC), what, on which target.
+
+Schema changes are numbered migrations (``PRAGMA user_version``), like the event store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from campusguard.app.sqlitedb import (
+    SQLiteFile,
+    apply_migrations,
+    connect_durable,
+    schema_version,
+    write_transaction,
+)
+from campusguard.errors import InvalidInputError, require
+
+__all__ = [
+    "ROLES",
+    "Role",
+    "TokenKind",
+    "User",
+    "Credential",
+    "AuditEntry",
+    "UserStore",
+    "role_at_least",
+    "check_user_name",
+    "check_password",
+    "SCHEMA_VERSION",
+    "MIN_PASSWORD_LENGTH",
+]
+
+Role = Literal["viewer", "operator", "admin"]
+ROLES: tuple[str, ...] = get_args(Role)  # lowest first: each role can do everything the ones before it can
+TokenKind = Literal["session", "api"]
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 1024
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+_TOKEN_PREFIX: dict[str, str] = {"session": "cgs_", "api": "cga_"}
+
+_SCHEMA_V1 = """
+CREATE TABLE users (
+    name          TEXT PRIMARY KEY,
+    role          TEXT NOT NULL CHECK (role IN ('viewer', 'operator', 'admin')),
+    password_hash TEXT NOT NULL,
+    created_at    TEXT NOT NULL
+);
+CREATE TABLE tokens (
+    token_hash TEXT PRIMARY KEY,
+    user_name  TEXT NOT NULL REFERENCES users (name) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('session', 'api')),
+    label      TEXT,
+    csrf       TEXT,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE INDEX tokens_user ON tokens (user_name);
+CREATE TABLE audit (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    time      TEXT NOT NULL,
+    user_name TEXT,
+    action    TEXT NOT NULL,
+    target    TEXT,
+    details   TEXT NOT NULL
+);
+CREATE INDEX audit_time ON audit (time);
+"""
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+SCHEMA_VERSION = max(_MIGRATIONS)
+
+
+def role_at_least(role: str, needed: str) -> bool:
+    """True when ``role`` may do what ``needed`` may (viewer < operator < admin)."""
+    return ROLES.index(role) >= ROLES.index(needed)
+
+
+def check_user_name(name: str) -> str:
+    """The name if valid (1-64 of letters, digits, ``_ . @ -``, starting with a letter or digit).
+
+    Raises:
+        InvalidInputError: naming the problem.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidInputError(
+            f"user name {name!r} is not valid: use 1-64 letters, digits, '_', '.', '@' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def check_password(password: str) -> str:
+    """The password if long enough (`MIN_PASSWORD_LENGTH` to 1024 characters)."""
+    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+        raise InvalidInputError(
+            f"password must have {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters, got {len(password)}"
+        )
+    return password
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class User:
+    """A console user."""
+
+    name: str
+    role: Role
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A valid (unexpired) token and whom it belongs to.
+
+    Attributes:
+        user: the owner.
+        kind: ``session`` (login) or ``api`` (integration token).
+        token_hash: SHA-256 of the token (identifies it for logout/revocation).
+        csrf: the session's CSRF value (``None`` for API tokens).
+        expires_at: UTC expiry.
+    """
+
+    user: User
+    kind: TokenKind
+    token_hash: str
+    csrf: str | None
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One recorded state change."""
+
+    id: int
+    time: str
+    user: str | None
+    action: str
+    target: str | None
+    details: dict[str, Any]
+
+
+class UserStore(SQLiteFile):
+    """Users, hashed tokens and the audit log in one SQLite file; safe to share across threads.
+
+    Args:
+        path: the database file (created with its folder if missing).
+        password_hasher: an ``argon2.PasswordHasher`` (default: argon2-cffi's RFC 9106 low-memory
+            profile). Tests may pass cheaper parameters; the algorithm stays argon2id.
+
+    Raises:
+        InvalidInputError: the file is not a CampusGuard users database or is newer than this code.
+        MissingDependencyError: argon2-cffi is not installed (the ``console`` extra).
+    """
+
+    def __init__(self, path: str | Path, *, password_hasher: Any = None) -> None:
+        argon2 = require("argon2", "console")
+        self.path = Path(path)
+        self._hasher = password_hasher or argon2.PasswordHasher()
+        self._verify_errors = (argon2.exceptions.VerifyMismatchError, argon2.exceptions.InvalidHashError)
+        # verifying against this when the user does not exist costs the same time as a wrong password
+        self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
+        self._lock = threading.Lock()
+        try:
+            self._conn = connect_durable(self.path, foreign_keys=True)
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInputError(f"users database {self.path} cannot be opened: {exc}") from exc
+
+    def _migrate(self) -> None:
+        version = schema_version(self._conn)
+        if version > SCHEMA_VERSION:
+            raise InvalidInputError(
+                f"users database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == 0 and tables:
+            raise InvalidInputError(f"{self.path} is not a CampusGuard users database (it holds other tables)")
+        apply_migrations(self._conn, _MIGRATIONS, version)
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the store's lock, committed (fsync'd) on leaving, rolled back on error."""
+        with self._lock, write_transaction(self._conn) as conn:
+            yield conn
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    # users ------------------------------------------------------------------------------------
+    def add_user(self, name: str, role: str, password: str) -> User:
+        """Create a user with an argon2id hash of the password.
+
+        Raises:
+            InvalidInputError: bad name, role or password, or the name is taken.
+        """
+        check_user_name(name)
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        check_password(password)
+        digest = self._hasher.hash(password)
+        created = _iso(_now())
+        try:
+            with self._transaction() as conn:
+                conn.execute(
+                    "INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                    (name, role, digest, created),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise InvalidInputError(f"user {name!r} already exists") from exc
+        return User(name, role, created)  # type: ignore[arg-type]
+
+    def remove_user(self, name: str) -> None:
+        """Delete a user and every token of theirs.
+
+        Raises:
+            KeyError: no such user.
+            InvalidInputError: it is the last admin (the console would have nobody to manage it).
+        """
+        with self._transaction() as conn:
+            self._check_not_last_admin(conn, name, "removed")
+            conn.execute("DELETE FROM users WHERE name = ?", (name,))
+
+    @staticmethod
+    def _check_not_last_admin(conn: sqlite3.Connection, name: str, change: str) -> str:
+        """The user's role; raises `KeyError` if unknown, `InvalidInputError` if the last admin would go."""
+        row = conn.execute("SELECT role FROM users WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        if row[0] == "admin" and conn.execute("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetchone()[0] <= 1:
+            raise InvalidInputError(f"user {name!r} is the last admin and cannot be {change}; add another admin first")
+        return str(row[0])
+
+    def set_role(self, name: str, role: str) -> User:
+        """Change a user's role (their sessions and tokens carry the new role at once).
+
+        Raises:
+            KeyError: no such user.
+            InvalidInputError: unknown role, or demoting the last admin.
+        """
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        with self._transaction() as conn:
+            if role != "admin":
+                self._check_not_last_admin(conn, name, "demoted")
+            elif conn.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone() is None:
+                raise KeyError(name)
+            conn.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
+        user = self.get_user(name)
+        assert user is not None
+        return user
+
+    def set_password(self, name: str, password: str, *, keep_token_hash: str | None = None) -> None:
+        """Set a new password and end every login session of the user (but ``keep_token_hash``'s).
+
+        API tokens stay valid (revoke them by removing and re-adding the user, or let them expire).
+
+        Raises:
+            KeyError: no such user.
+            InvalidInputError: the password is too short or too long.
+        """
+        digest = self._hasher.hash(check_password(password))
+        with self._transaction() as conn:
+            if conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (digest, name)).rowcount == 0:
+                raise KeyError(name)
+            conn.execute(
+                "DELETE FROM tokens WHERE user_name = ? AND kind = 'session' AND token_hash IS NOT ?",
+                (name, keep_token_hash),
+            )
+
+    def get_user(self, name: str) -> User | None:
+        rows = self._read("SELECT name, role, created_at FROM users WHERE name = ?", (name,))
+        return User(*rows[0]) if rows else None
+
+    def list_users(self) -> list[User]:
+        return [User(*r) for r in self._read("SELECT name, role, created_at FROM users ORDER BY name")]
+
+    def verify_password(self, name: str, password: str) -> User | None:
+        """The user if the password is right, else ``None`` (same cost whether or not the user exists)."""
+        rows = self._read("SELECT password_hash FROM users WHERE name = ?", (name,)) if isinstance(name, str) else []
+        digest = rows[0][0] if rows else self._dummy_hash
+        try:
+            self._hasher.verify(digest, password)
+        except self._verify_errors:
+            return None
+        if not rows:
+            return None
+        if self._hasher.check_needs_rehash(digest):
+            with self._transaction() as conn:
+                conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self._hasher.hash(password), name))
+        return self.get_user(name)
+
+    # tokens -----------------------------------------------------------------------------------
+    def _issue(self, name: str, kind: TokenKind, ttl: timedelta, label: str | None, csrf: str | None) -> str:
+        token = _TOKEN_PREFIX[kind] + secrets.token_urlsafe(32)
+        now = _now()
+        try:
+            with self._transaction() as conn:
+                conn.execute(
+                    "INSERT INTO tokens (token_hash, user_name, kind, label, csrf, created_at, expires_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (_token_hash(token), name, kind, label, csrf, _iso(now), _iso(now + ttl)),
+                )
+        except sqlite3.IntegrityError as exc:  # the foreign key: no such user
+            raise KeyError(name) from exc
+        return token
+
+    def create_session(self, name: str, *, ttl: timedelta = timedelta(hours=12)) -> tuple[str, str]:
+        """A new login session: ``(token, csrf)``. Raises `KeyError` for an unknown user."""
+        csrf = secrets.token_urlsafe(24)
+        return self._issue(name, "session", ttl, None, csrf), csrf
+
+    def create_api_token(self, name: str, *, label: str | None = None, ttl: timedelta = timedelta(days=365)) -> str:
+        """A new API token for integrations (shown once; only its hash is kept). Raises `KeyError`."""
+        return self._issue(name, "api", ttl, label, None)
+
+    def resolve(self, token: str) -> Credential | None:
+        """Whose token this is, or ``None`` when it is unknown, malformed or expired."""
+        if not isinstance(token, str) or not token.startswith(tuple(_TOKEN_PREFIX.values())) or len(token) > 200:
+            return None
+        rows = self._read(
+            "SELECT u.name, u.role, u.created_at, t.kind, t.token_hash, t.csrf, t.expires_at "
+            "FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.token_hash = ?",
+            (_token_hash(token),),
+        )
+        if not rows:
+            return None
+        name, role, created, kind, digest, csrf, expires = rows[0]
+        expires_at = datetime.fromisoformat(expires)
+        if expires_at <= _now():
+            return None
+        return Credential(User(name, role, created), kind, digest, csrf, expires_at)
+
+    def revoke(self, token_hash: str) -> bool:
+        """Delete one token by its hash (logout); True if it existed."""
+        with self._transaction() as conn:
+            return conn.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,)).rowcount > 0
+
+    def purge_expired(self) -> int:
+        """Delete expired tokens; the number deleted."""
+        with self._transaction() as conn:
+            return conn.execute("DELETE FROM tokens WHERE expires_at <= ?", (_iso(_now()),)).rowcount
+
+    # audit ------------------------------------------------------------------------------------
+    def audit(self, user: str | None, action: str, target: str | None = None, **details: Any) -> None:
+        """Record one state change (committed when this returns)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO audit (time, user_name, action, target, details) VALUES (?, ?, ?, ?, ?)",
+                (_iso(_now()), user, action, target, json.dumps(details, default=str, sort_keys=True)),
+            )
+
+    def audit_entries(self, *, limit: int = 100, offset: int = 0) -> tuple[list[AuditEntry], int]:
+        """A page of the audit log, newest first, and the number of entries."""
+        rows = self._read(
+            "SELECT id, time, user_name, action, target, details FROM audit ORDER BY id DESC LIMIT ? OFFSET ?",
+            (int(limit), int(offset)),
+        )
+        total = int(self._read("SELECT COUNT(*) FROM audit")[0][0])
+        entries = [
+            AuditEntry(id=r[0], time=r[1], user=r[2], action=r[3], target=r[4], details=json.loads(r[5])) for r in rows
+        ]
+        return entries, total

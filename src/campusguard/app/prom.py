@@ -1,0 +1,106 @@
+"""Prometheus metrics of a running pipeline, in a registry of its own (``campusguard_*``).
+
+Nothing here runs per frame: the pipeline keeps its plain counters (`CameraMetrics`, the
+readers' stats) and `PipelineCollector` turns a `PipelineSample` of them into metric families
+when Prometheus scrapes. Labels are the camera, and for events the rule and its kind, all
+taken from the config, so their number is bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from campusguard.app.metrics import LatencyHistogram
+from campusguard.errors import require
+
+__all__ = ["CameraSample", "PipelineCollector", "PipelineSample", "build_registry"]
+
+
+@dataclass(frozen=True)
+class CameraSample:
+    """One camera's counters and rates at scrape time."""
+
+    camera: str
+    frames_read: int
+    frames_processed: int
+    frames_dropped: int
+    reconnects: int
+    input_fps: float
+    processed_fps: float
+    queue_depth: int
+    inference_seconds: LatencyHistogram
+
+
+@dataclass(frozen=True)
+class PipelineSample:
+    """Everything exported at one scrape: per-camera samples and event starts by (camera, rule, kind)."""
+
+    cameras: Sequence[CameraSample] = ()
+    events: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+
+class PipelineCollector:
+    """A prometheus-client custom collector reading a `PipelineSample` at each scrape.
+
+    Args:
+        sample: returns the current sample (called from the scraping thread).
+    """
+
+    def __init__(self, sample: Callable[[], PipelineSample]) -> None:
+        self.sample = sample
+
+    def describe(self) -> list[Any]:
+        return list(self._families(PipelineSample()))
+
+    def collect(self) -> Iterator[Any]:
+        yield from self._families(self.sample())
+
+    def _families(self, s: PipelineSample) -> Iterator[Any]:
+        core = require("prometheus_client.core", "console")
+        cams = ["camera"]
+
+        def counter(name: str, doc: str, attr: str) -> Any:
+            fam = core.CounterMetricFamily(f"campusguard_{name}", doc, labels=cams)
+            for c in s.cameras:
+                fam.add_metric([c.camera], float(getattr(c, attr)))
+            return fam
+
+        def gauge(name: str, doc: str, attr: str) -> Any:
+            fam = core.GaugeMetricFamily(f"campusguard_{name}", doc, labels=cams)
+            for c in s.cameras:
+                fam.add_metric([c.camera], float(getattr(c, attr)))
+            return fam
+
+        yield counter("frames_read", "Frames read from the camera's source.", "frames_read")
+        yield counter("frames_processed", "Frames that went through detection, tracking and rules.", "frames_processed")
+        yield counter("frames_dropped", "Frames dropped by the camera's drop-oldest queue.", "frames_dropped")
+        yield counter("reconnects", "Times the camera's source was reopened.", "reconnects")
+        yield gauge("input_fps", "Frames read per second over the last seconds.", "input_fps")
+        yield gauge("processed_fps", "Frames processed per second over the last seconds.", "processed_fps")
+        yield gauge("queue_depth", "Frames waiting between the camera's reader and detection.", "queue_depth")
+        hist = core.HistogramMetricFamily(
+            "campusguard_inference_latency_seconds",
+            "Per-frame share of batched detector inference time.",
+            labels=cams,
+        )
+        for c in s.cameras:
+            h = c.inference_seconds
+            buckets = [("+Inf" if b == float("inf") else repr(b), float(n)) for b, n in h.cumulative()]
+            hist.add_metric([c.camera], buckets, h.sum_s)
+        yield hist
+        events = core.CounterMetricFamily(
+            "campusguard_events", "Incidents raised (event starts).", labels=["camera", "rule", "kind"]
+        )
+        for (camera, rule, kind), n in sorted(s.events.items()):
+            events.add_metric([camera, rule, kind], float(n))
+        yield events
+
+
+def build_registry(sample: Callable[[], PipelineSample]) -> Any:
+    """A new ``prometheus_client.CollectorRegistry`` holding only this pipeline's collector."""
+    prom = require("prometheus_client", "console")
+    registry = prom.CollectorRegistry(auto_describe=True)
+    registry.register(PipelineCollector(sample))
+    return registry

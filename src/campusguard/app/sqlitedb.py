@@ -1,0 +1,106 @@
+"""SQLite plumbing shared by the app's stores (the event store, the console's users): durable
+connections, numbered migrations, write transactions, a checkpointed close.
+
+Connections run in autocommit mode (``isolation_level=None``) with explicit ``BEGIN IMMEDIATE``
+transactions, WAL journal and ``synchronous=FULL``: a write is fsync'd when its transaction
+commits (see `campusguard.app.events.store` for the measured cost).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Self
+
+__all__ = [
+    "SQLiteFile",
+    "connect_durable",
+    "schema_version",
+    "apply_migrations",
+    "write_transaction",
+    "close_checkpointed",
+]
+
+
+def connect_durable(path: Path, *, read_only: bool = False, foreign_keys: bool = False) -> sqlite3.Connection:
+    """Open ``path`` for sharing across threads: WAL and ``synchronous=FULL`` (read-write), or read-only.
+
+    Raises:
+        sqlite3.DatabaseError: the file cannot be opened (the caller names it in its own error).
+    """
+    if read_only:
+        conn = sqlite3.connect(
+            f"file:{path.resolve()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+    if foreign_keys:
+        conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The file's schema version (``PRAGMA user_version``; 0 for a new file)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (durable on return), rolled back on any error. Hold your lock around it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Mapping[int, str], current: int) -> None:
+    """Run migrations ``current + 1`` .. ``max(migrations)`` (each a ``;``-separated script) in one transaction.
+
+    Migration N brings a file from schema N-1 to N; the version is stored with the last one.
+    """
+    target = max(migrations)
+    with write_transaction(conn):
+        for version in range(current + 1, target + 1):
+            for statement in migrations[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={int(target)}")
+
+
+def close_checkpointed(conn: sqlite3.Connection) -> None:
+    """Checkpoint the WAL into the main file and close (a read-only or busy file keeps its WAL: still valid)."""
+    with contextlib.suppress(sqlite3.DatabaseError):
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+class SQLiteFile:
+    """Base of a store kept in one SQLite file: ``_conn`` guarded by ``_lock``, idempotent `close`, ``with``."""
+
+    _conn: sqlite3.Connection
+    _lock: threading.Lock
+
+    def close(self) -> None:
+        """Checkpoint the WAL and close the connection (idempotent)."""
+        with self._lock:
+            if getattr(self, "_conn", None) is None:
+                return
+            close_checkpointed(self._conn)
+            self._conn = None  # type: ignore[assignment]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,289 @@
+"""`campusguard serve CONFIG` (the operators' console), `campusguard users ...`, and `demo --serve`.
+
+The console needs the ``console`` extra; it is imported only when one of these commands runs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from campusguard.cli.watch import _LOG_LEVEL_HELP
+from campusguard.errors import InvalidInputError, require
+
+DEFAULT_USERS_DB = "campusguard-users.db"
+USERS_DB_ENV = "CAMPUSGUARD_USERS_DB"
+TLS_HINT = (
+    "the console speaks plain HTTP: put a TLS reverse proxy in front of it (see docs/console.md, e.g. Caddy:\n"
+    "  caddy reverse-proxy --from console.example.edu --to 127.0.0.1:8080)\n"
+    "and serve it on 127.0.0.1, or pass --secure-cookies once TLS terminates in front of this port"
+)
+
+users_app = typer.Typer(name="users", help="Console users: add, list, remove, API tokens.", no_args_is_help=True)
+
+
+def default_users_db() -> Path:
+    """``$CAMPUSGUARD_USERS_DB`` or ``campusguard-users.db`` in the current folder."""
+    return Path(os.environ.get(USERS_DB_ENV) or DEFAULT_USERS_DB)
+
+
+def _users_db_option() -> Any:
+    return typer.Option(None, "--users-db", help=f"Users database (default: ${USERS_DB_ENV} or ./{DEFAULT_USERS_DB}).")
+
+
+def _open_users(path: Path | None) -> Any:
+    require("argon2", "console")
+    from campusguard.app.console.users import UserStore
+
+    return UserStore(path or default_users_db())
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, port: int, allow_remote: bool) -> None:
+    """Refuse a non-loopback address without ``--allow-remote``, and a port already in use, in one line each."""
+    if not is_loopback(host) and not allow_remote:
+        raise InvalidInputError(
+            f"--host {host} would expose the console beyond this machine; pass --allow-remote as well, "
+            "and put a TLS reverse proxy in front (docs/console.md)"
+        )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def read_password(password_stdin: bool) -> str:
+    """The new password: one line from stdin with ``--password-stdin``, else a hidden prompt typed twice."""
+    if password_stdin:
+        line = sys.stdin.readline()
+        return line[:-1] if line.endswith("\n") else line
+    return str(typer.prompt("Password", hide_input=True, confirmation_prompt=True))
+
+
+def serve_console(
+    config: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    users_db: Path | None = None,
+    allow_remote: bool = False,
+    secure_cookies: bool = False,
+    log_level: str = "warning",
+    detector_factory: Any = None,
+    banner: str | None = None,
+) -> None:
+    """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped (Ctrl-C)."""
+    uvicorn = require("uvicorn", "console")
+    require("fastapi", "console")
+    from campusguard.app.console.runtime import ConsoleRuntime
+    from campusguard.app.console.server import create_app
+
+    check_bind(host, port, allow_remote)
+    if not is_loopback(host):
+        print(f"warning: listening on {host}; {TLS_HINT}", file=sys.stderr)
+    runtime = ConsoleRuntime(config, detector_factory=detector_factory)  # a bad config fails here, first
+    from campusguard.app.model_warning import warn_for_config
+
+    warn_for_config(runtime.loaded.config)
+    try:
+        users = _open_users(users_db)
+    except BaseException:
+        runtime.stop()
+        raise
+    try:
+        app = create_app(runtime, users_db=users, secure_cookies=secure_cookies)
+        runtime.start()
+        shown = f"[{host}]" if ":" in host else host
+        print(f"CampusGuard console on http://{shown}:{port}/ (users: {users.path}; Ctrl-C stops)", flush=True)
+        if banner:
+            print(banner, flush=True)
+        if not users.list_users():
+            print(
+                f"no users yet: add an admin with `campusguard users add NAME --role admin --users-db {users.path}`",
+                flush=True,
+            )
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            proxy_headers=True,
+            forwarded_allow_ips="127.0.0.1",
+            server_header=False,
+        )
+    finally:
+        runtime.stop()
+        users.close()
+
+
+def demo_console_config(seed: int, out_dir: Path, seconds: float, model: str | None) -> Path:
+    """Generate the demo video and a watch config that loops it in real time (for `demo --serve`)."""
+    import yaml
+
+    from campusguard.app.demo import demo_config
+    from campusguard.data.synth.video import generate_video
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"[demo] generating a {seconds:.0f} s synthetic campus video, seed {seed} ...", flush=True)
+    truth = generate_video(seed, out_dir, seconds=seconds, name=f"campus-seed{seed}")
+    data = demo_config(truth.to_dict(), out_dir / truth.video, out_dir, model)
+    data["cameras"][0].update(realtime=True, loop=True)
+    data["alerts"] = [{"kind": "stdout", "phases": ["start", "end"]}]
+    data["outputs"] = {"snapshots_dir": str(out_dir / "snapshots"), "metrics_interval_s": 0}
+    path = out_dir / "console.yaml"
+    path.write_text(
+        "# written by `campusguard demo --serve`: the demo video, looped in real time\n"
+        + yaml.safe_dump(data, sort_keys=False),
+        encoding="utf-8",
+    )
+    return path
+
+
+def demo_admin(users_db: Path) -> str:
+    """Make sure the demo's users database has an admin; a one-line note of how to log in."""
+    with _open_users(users_db) as users:
+        if any(u.role == "admin" for u in users.list_users()):
+            return f"[demo] log in with an existing admin of {users_db}"
+        password = secrets.token_urlsafe(12)
+        users.add_user("admin", "admin", password)
+        users.audit(None, "user.add", "admin", role="admin", via="demo")
+    return f"[demo] log in as admin with the one-time password {password} (stored hashed in {users_db})"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def serve(
+        config: Path = typer.Argument(..., help="Watch configuration YAML (as for `campusguard watch`)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+        port: int = typer.Option(8080, "--port", min=1, max=65535, help="TCP port."),
+        users_db: Path = _users_db_option(),
+        allow_remote: bool = typer.Option(
+            False, "--allow-remote", help="Allow a non-loopback --host (put a TLS reverse proxy in front)."
+        ),
+        secure_cookies: bool = typer.Option(
+            False, "--secure-cookies", help="Mark cookies Secure (when TLS terminates in front of the console)."
+        ),
+        log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+    ) -> None:
+        """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
+        from campusguard.cli.watch import _apply_log_level
+
+        _apply_log_level(log_level)
+        serve_console(
+            config,
+            host=host,
+            port=port,
+            users_db=users_db,
+            allow_remote=allow_remote,
+            secure_cookies=secure_cookies,
+            log_level=log_level or "warning",
+        )
+
+    @users_app.command("add")
+    def users_add(
+        name: str = typer.Argument(..., help="User name (letters, digits, _ . @ -)."),
+        role: str = typer.Option(..., "--role", help="admin, operator or viewer."),
+        password_stdin: bool = typer.Option(
+            False, "--password-stdin", help="Read the password from the first line of stdin instead of a prompt."
+        ),
+        users_db: Path = _users_db_option(),
+    ) -> None:
+        """Add a console user (the password is asked for, never taken from the command line)."""
+        from campusguard.app.console.users import ROLES, check_password, check_user_name
+
+        check_user_name(name)
+        if role not in ROLES:
+            raise InvalidInputError(f"--role must be one of {', '.join(ROLES)}, got {role!r}")
+        with _open_users(users_db) as users:
+            if users.get_user(name) is not None:
+                raise InvalidInputError(f"user {name!r} already exists in {users.path}")
+            password = check_password(read_password(password_stdin))
+            users.add_user(name, role, password)
+            users.audit(None, "user.add", name, role=role, via="cli")
+            typer.echo(f"added {role} {name!r} to {users.path}")
+
+    @users_app.command("list")
+    def users_list(users_db: Path = _users_db_option()) -> None:
+        """List console users and their roles."""
+        with _open_users(users_db) as users:
+            found = users.list_users()
+            table = Table(title=f"{len(found)} users in {users.path}")
+            for col in ("name", "role", "created (UTC)"):
+                table.add_column(col)
+            for u in found:
+                table.add_row(u.name, u.role, u.created_at[:19].replace("T", " "))
+        Console(width=120).print(table)
+
+    @users_app.command("remove")
+    def users_remove(name: str = typer.Argument(..., help="User name."), users_db: Path = _users_db_option()) -> None:
+        """Remove a console user and all their sessions and API tokens."""
+        with _open_users(users_db) as users:
+            try:
+                users.remove_user(name)
+            except KeyError:
+                raise InvalidInputError(f"no user {name!r} in {users.path}") from None
+            users.audit(None, "user.remove", name, via="cli")
+            typer.echo(f"removed {name!r} from {users.path}")
+
+    @users_app.command("passwd")
+    def users_passwd(
+        name: str = typer.Argument(..., help="User name."),
+        password_stdin: bool = typer.Option(
+            False, "--password-stdin", help="Read the new password from the first line of stdin instead of a prompt."
+        ),
+        users_db: Path = _users_db_option(),
+    ) -> None:
+        """Set a user's password (asked for, never on the command line); their login sessions end."""
+        from campusguard.app.console.users import check_password
+
+        with _open_users(users_db) as users:
+            if users.get_user(name) is None:
+                raise InvalidInputError(f"no user {name!r} in {users.path}")
+            users.set_password(name, check_password(read_password(password_stdin)))
+            users.audit(None, "user.update", name, password_changed=True, via="cli")
+            typer.echo(f"password of {name!r} changed; their sessions ended")
+
+    @users_app.command("token")
+    def users_token(
+        name: str = typer.Argument(..., help="User name whose rights the token carries."),
+        label: str = typer.Option(None, "--label", help="What the token is for."),
+        days: int = typer.Option(365, "--days", min=1, max=3650, help="Days until it expires."),
+        users_db: Path = _users_db_option(),
+    ) -> None:
+        """Create an API token (Authorization: Bearer ...) for a user; it is printed once, only its hash is kept."""
+        from datetime import timedelta
+
+        with _open_users(users_db) as users:
+            try:
+                token = users.create_api_token(name, label=label, ttl=timedelta(days=days))
+            except KeyError:
+                raise InvalidInputError(f"no user {name!r} in {users.path}") from None
+            users.audit(None, "token.create", name, label=label, days=days, via="cli")
+        typer.echo(token)
+        print(f"API token for {name!r}, valid {days} days; it is not shown again.", file=sys.stderr)
+
+    app.add_typer(users_app)
+
+
+__all__ = ["register", "serve_console", "check_bind", "is_loopback", "demo_console_config", "demo_admin"]

@@ -1,0 +1,329 @@
+"""MQTT sink against a real Mosquitto broker started by the test on a free loopback port: topic
+layout, retained state, last will, and no alert lost across broker and process restarts."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campusguard.errors import InvalidInputError
+
+mqtt = pytest.importorskip("paho.mqtt.client", reason="paho-mqtt (the console extra) is not installed")
+
+from campusguard.app.alerts.mqtt import MqttSink, topic_level  # noqa: E402 - after the importorskip
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+pytestmark = pytest.mark.skipif(not os.path.exists(MOSQUITTO), reason="the mosquitto binary is not installed")
+
+
+def _wait(predicate: Any, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return bool(predicate())
+
+
+class Broker:
+    """A Mosquitto on 127.0.0.1:``port`` with on-disk persistence, so that a subscriber's
+    persistent session (and the QoS 1 messages queued for it) survives a restart."""
+
+    def __init__(self, tmp: Path, port: int) -> None:
+        self.port = port
+        self.dir = tmp / "mosquitto"
+        self.dir.mkdir(exist_ok=True)
+        self.conf = self.dir / "mosquitto.conf"
+        self.conf.write_text(
+            # run as the current user (as root, mosquitto would switch to a user that cannot write here)
+            f"user {getpass.getuser()}\nlistener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
+            f"persistence_location {self.dir}/\nlog_dest file {self.dir}/log.txt\n"
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [MOSQUITTO, "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+
+        def answers() -> bool:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return True
+            except OSError:
+                return False
+
+        if not _wait(answers, 10):
+            raise RuntimeError(f"mosquitto did not start on port {self.port}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # saves the persistence file on the way out
+            self.proc.wait(10)
+        self.proc = None
+
+
+@pytest.fixture
+def broker(tmp_path: Path, unused_port: int):
+    b = Broker(tmp_path, unused_port)
+    b.start()
+    yield b
+    b.stop()
+
+
+class Subscriber:
+    """A real MQTT client with a persistent session (clean_session=False), recording every message."""
+
+    def __init__(self, port: int, topic: str = "campusguard/#", client_id: str = "cg-test-subscriber") -> None:
+        self.messages: list[tuple[str, bytes, bool]] = []
+        self._lock = threading.Lock()
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False)
+        client.reconnect_delay_set(1, 1)
+        self.subscribed = threading.Event()
+        client.on_connect = lambda c, u, f, rc, p: c.subscribe(topic, qos=1)
+        client.on_subscribe = lambda c, u, mid, rcs, p: self.subscribed.set()
+        client.on_message = self._on_message
+        client.connect("127.0.0.1", port, keepalive=10)
+        client.loop_start()
+        self.client = client
+        assert self.subscribed.wait(10), "subscriber did not subscribe"
+
+    def _on_message(self, client: Any, userdata: Any, msg: Any) -> None:
+        with self._lock:
+            self.messages.append((msg.topic, bytes(msg.payload), bool(msg.retain)))
+
+    def on(self, topic: str) -> list[bytes]:
+        with self._lock:
+            return [p for t, p, _ in self.messages if t == topic]
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(p) for p in self.on("campusguard/events")]
+
+    def event_ids(self, type_: str = "new") -> set[str]:
+        return {e["after"]["event_id"] for e in self.events() if e["type"] == type_}
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.fixture
+def subscriber_factory():
+    made: list[Subscriber] = []
+
+    def make(port: int, **kw: Any) -> Subscriber:
+        s = Subscriber(port, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def _sink(port: int, tmp_path: Path, **kw: Any) -> MqttSink:
+    kw.setdefault("reconnect_max_s", 1)
+    return MqttSink("127.0.0.1", port, outbox_path=tmp_path / "outbox.db", **kw)
+
+
+def test_topic_layout_state_and_availability(broker, subscriber_factory, tmp_path, make_event):
+    sub = subscriber_factory(broker.port)
+    sink = _sink(broker.port, tmp_path)
+    start = make_event(event_id="e1", camera_id="gate", rule_name="no entry/night")
+    sink.send(start)
+    state_topic = "campusguard/gate/no entry_night"
+    assert _wait(lambda: sub.on(state_topic) == [b"1"])
+    sink.send(make_event(event_id="e1", phase="end", end_s=20.0, camera_id="gate", rule_name="no entry/night"))
+    assert _wait(lambda: sub.on(state_topic) == [b"1", b"0"])
+    assert _wait(lambda: len(sub.events()) == 2)
+    new, end = sub.events()
+    assert new["type"] == "new" and new["before"] is None and new["after"] == start.to_dict()
+    assert end["type"] == "end" and end["before"] == start.to_dict() and end["after"]["end_s"] == 20.0
+    assert _wait(lambda: sink.pending == 0) and sink.published == 4
+    sink.close()
+    assert _wait(lambda: sub.on("campusguard/available")[-1:] == [b"offline"])
+    assert b"online" in sub.on("campusguard/available")
+
+    # retained: a consumer that connects later still learns the state and the availability
+    late = subscriber_factory(broker.port, client_id="cg-test-late")
+    assert _wait(lambda: late.on(state_topic) == [b"0"] and late.on("campusguard/available") == [b"offline"])
+
+
+def test_no_alert_lost_when_the_broker_restarts(broker, subscriber_factory, tmp_path, make_event):
+    sub = subscriber_factory(broker.port)
+    sink = _sink(broker.port, tmp_path)
+    before = [f"up-{i}" for i in range(5)]
+    during = [f"down-{i}" for i in range(5)]
+    after = [f"back-{i}" for i in range(5)]
+    for eid in before:
+        sink.send(make_event(event_id=eid))
+    assert _wait(lambda: sub.event_ids() >= set(before))
+
+    broker.stop()
+    assert _wait(lambda: not sink.connected, 10)
+    for eid in during:
+        sink.send(make_event(event_id=eid))
+    time.sleep(0.5)
+    assert sink.pending >= 2 * len(during)  # committed to the outbox, not acknowledged
+    assert not sub.event_ids() & set(during)
+
+    broker.start()
+    for eid in after:
+        sink.send(make_event(event_id=eid))
+    assert _wait(lambda: sub.event_ids() >= set(before + during + after), 30), sorted(sub.event_ids())
+    assert _wait(lambda: sink.pending == 0)
+    assert sub.on("campusguard/cam0/no entry")[-1] == str(15).encode()  # 15 incidents open
+    sink.close()
+
+
+def test_outbox_survives_a_process_that_never_reached_the_broker(tmp_path, unused_port, subscriber_factory, make_event):
+    port = unused_port  # nothing listens there yet
+    sink = _sink(port, tmp_path)
+    for i in range(3):
+        sink.send(make_event(event_id=f"offline-{i}"))
+    sink.close(timeout_s=0.3)
+    assert sink.published == 0
+
+    broker = Broker(tmp_path, port)
+    broker.start()
+    try:
+        sub = subscriber_factory(port)
+        again = _sink(port, tmp_path)  # same outbox file: delivers what the first one left
+        assert _wait(lambda: sub.event_ids() == {"offline-0", "offline-1", "offline-2"})
+        assert _wait(lambda: again.pending == 0)
+        again.close()
+    finally:
+        broker.stop()
+
+
+def _child_sink(port: int, outbox: Path, event_id: str, *, wait_connected: bool) -> subprocess.Popen[str]:
+    """A separate Python process holding a sink: it sends one event, prints ``sent`` (after the
+    broker acknowledged it when ``wait_connected``) and then waits to be killed."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from campusguard.app.alerts.mqtt import MqttSink
+        from campusguard.app.events import Event
+        sink = MqttSink("127.0.0.1", {port}, outbox_path={str(outbox)!r}, reconnect_max_s=1)
+        while {wait_connected!r} and not sink.connected:
+            time.sleep(0.02)
+        sink.send(Event({event_id!r}, "start", "cam0", "no entry", "intrusion", "yard", 1.0))
+        while {wait_connected!r} and sink.pending:
+            time.sleep(0.02)
+        print("sent", flush=True)
+        sys.stdin.readline()
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if line != "sent":
+        proc.kill()
+        raise AssertionError(f"child sink did not send: {line!r}")
+    return proc
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+
+
+def test_killed_process_last_will_and_outbox(broker, subscriber_factory, tmp_path, make_event):
+    """SIGKILL a connected process: the broker publishes its last will (``offline``). SIGKILL one
+    that queued an alert while the broker was away: the next sink on its outbox delivers it."""
+    sub = subscriber_factory(broker.port)
+    outbox = tmp_path / "outbox.db"
+    first = _child_sink(broker.port, outbox, "k1", wait_connected=True)
+    assert _wait(lambda: sub.event_ids() == {"k1"})
+    assert _wait(lambda: sub.on("campusguard/available")[-1:] == [b"online"])
+    _kill(first)
+    assert _wait(lambda: sub.on("campusguard/available")[-1:] == [b"offline"], 10)
+
+    broker.stop()
+    second = _child_sink(broker.port, outbox, "k2", wait_connected=False)
+    _kill(second)
+    broker.start()
+    again = MqttSink("127.0.0.1", broker.port, outbox_path=outbox, reconnect_max_s=1)
+    assert _wait(lambda: sub.event_ids() == {"k1", "k2"}, 30), sorted(sub.event_ids())
+    assert _wait(lambda: again.pending == 0)
+    again.close()
+
+
+def test_bounded_outbox_drops_the_oldest_and_counts_them(tmp_path, unused_port, make_event):
+    sink = _sink(unused_port, tmp_path, max_outbox=3)
+    for i in range(3):
+        sink.send(make_event(event_id=f"e{i}"))  # two messages each: the event and the state
+    assert sink.pending == 3 and sink.dropped == 3
+    sink.close(timeout_s=0.1)
+
+
+def test_phase_filter_and_bad_arguments(tmp_path, unused_port, make_event):
+    sink = _sink(unused_port, tmp_path, phases=("start",))
+    sink.send(make_event(phase="update"))
+    assert sink.pending == 0
+    sink.close(timeout_s=0.1)
+    with pytest.raises(InvalidInputError, match="qos"):
+        MqttSink("127.0.0.1", 1, outbox_path=tmp_path / "o.db", qos=0)
+    with pytest.raises(InvalidInputError, match="reconnect"):
+        MqttSink("127.0.0.1", 1, outbox_path=tmp_path / "o.db", reconnect_min_s=5, reconnect_max_s=1)
+
+
+@pytest.mark.parametrize(
+    ("name", "level"),
+    [("gate", "gate"), ("a/b", "a_b"), ("x+y#z", "x_y_z"), ("", "_"), ("intrusion:yard", "intrusion:yard")],
+)
+def test_topic_level(name, level):
+    assert topic_level(name) == level
+
+
+def test_watch_config_with_an_mqtt_sink_publishes_the_pipeline_events(broker, subscriber_factory, tmp_path):
+    """`alerts: [{kind: mqtt}]` in a watch config: the real pipeline on the synthetic scene reports
+    its intrusion and fire-lane incidents on the broker, with the per-rule state back at 0 after."""
+    import io
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fakes_watch import BlobDetector, scene_config, write_scene
+
+    from campusguard.app.config import parse_config
+    from campusguard.app.events import read_events
+    from campusguard.app.service import WatchService
+
+    sub = subscriber_factory(broker.port)
+    video = write_scene(tmp_path / "scene.mp4")
+    text = scene_config(video, tmp_path).replace(
+        "alerts:\n", f"alerts:\n  - kind: mqtt\n    port: {broker.port}\n    reconnect_max_s: 1\n", 1
+    )
+    service = WatchService(
+        parse_config(text, "watch.yaml"), detector_factory=lambda *a: BlobDetector(), out=io.StringIO()
+    )
+    assert service.run()
+    stored = {e.event_id: e for e in read_events(tmp_path / "events.db")}
+    assert {e.rule_kind for e in stored.values()} == {"intrusion", "fire_lane"}
+    assert _wait(lambda: sub.event_ids("new") == set(stored) and sub.event_ids("end") == set(stored))
+    for event in stored.values():
+        assert sub.on(f"campusguard/cam1/{topic_level(event.rule_name)}")[-1] == b"0"
+    assert _outbox_rows(tmp_path / "events.mqtt-outbox.db") == 0  # the default outbox, beside the event store
+
+
+def _outbox_rows(path: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])

@@ -1,0 +1,130 @@
+"""Console test helpers: a real `ConsoleRuntime` on a tiny synthetic video, the real app, real users.
+
+The detector is `BlobDetector` (a real OpenCV colour-blob detector, see ``tests/app/fakes_watch.py``),
+so everything after detection is the product's own code. Passwords are hashed with real argon2id at
+small cost parameters (`CHEAP_HASHER`) to keep the 2-core CI fast. Import it as ``from fakes_console
+import ...`` (a module of its own: ``conftest`` names clash between test folders).
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argon2 import PasswordHasher
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakes_watch import BlobDetector, scene_config  # noqa: E402
+
+from campusguard.app.console.auth import LoginLimiter  # noqa: E402
+from campusguard.app.console.runtime import ConsoleRuntime  # noqa: E402
+from campusguard.app.console.server import create_app  # noqa: E402
+from campusguard.app.console.users import UserStore  # noqa: E402
+
+CHEAP_HASHER = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+PASSWORDS = {"ada": "admin-pass-1", "otto": "operator-pass-1", "vera": "viewer-pass-1"}
+ROLES = {"ada": "admin", "otto": "operator", "vera": "viewer"}
+
+
+def console_yaml(video: Path, tmp: Path, *, live: bool = False) -> str:
+    """`scene_config` of the scene video; ``live``: looped at its real frame rate (a camera that never ends)."""
+    text = scene_config(video, tmp)
+    if live:
+        text = text.replace(f"    source: {video}\n", f"    source: {video}\n    realtime: true\n    loop: true\n")
+    return text
+
+
+@dataclass
+class ConsoleUnderTest:
+    """The app over a real runtime, its users store, and helpers to log in."""
+
+    app: Any
+    runtime: ConsoleRuntime
+    users: UserStore
+    config: Path
+    tmp: Path
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def client(self, **kw: Any) -> Any:
+        from fastapi.testclient import TestClient
+
+        return TestClient(self.app, **kw)
+
+    def token(self, name: str) -> str:
+        """A session token of a seeded user (created directly in the store, no login request)."""
+        if name not in self.tokens:
+            self.tokens[name] = self.users.create_session(name)[0]
+        return self.tokens[name]
+
+    def bearer(self, name: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token(name)}"}
+
+    def audit_count(self) -> int:
+        return self.users.audit_entries(limit=1)[1]
+
+
+def make_console(
+    config: Path, tmp: Path, *, start: bool = False, limiter: LoginLimiter | None = None, **app_kw: Any
+) -> ConsoleUnderTest:
+    runtime = ConsoleRuntime(config, detector_factory=lambda *a: BlobDetector(), out=io.StringIO())
+    users = UserStore(tmp / "users.db", password_hasher=CHEAP_HASHER)
+    for name, role in ROLES.items():
+        users.add_user(name, role, PASSWORDS[name])
+    app = create_app(runtime, users_db=users, limiter=limiter, **app_kw)
+    if start:
+        runtime.start()
+    return ConsoleUnderTest(app, runtime, users, config, tmp)
+
+
+def watched_console(video: Path, tmp: Path) -> Iterator[ConsoleUnderTest]:
+    """A console whose runtime watched ``video`` to its end (events, snapshots, clips exist); closed after."""
+    config = tmp / "watch.yaml"
+    config.write_text(console_yaml(video, tmp))
+    c = make_console(config, tmp, start=True)
+    assert c.runtime.service is not None and c.runtime.service.wait(60), "the pipeline did not finish the video"
+    yield c
+    c.runtime.stop()
+    c.users.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    """A real uvicorn on a free loopback port serving a `ConsoleUnderTest`."""
+
+    url: str
+    console: ConsoleUnderTest
+    server: Any
+    thread: threading.Thread
+
+
+def start_server(console: ConsoleUnderTest) -> LiveServer:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(console.app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    return LiveServer(f"http://127.0.0.1:{port}", console, server, thread)
+
+
+def stop_server(live: LiveServer) -> None:
+    live.server.should_exit = True
+    live.thread.join(timeout=15)
