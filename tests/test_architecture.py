@@ -41,6 +41,20 @@ def test_core_import_does_not_pull_torch():
     assert out == "False False"
 
 
+def test_watch_and_the_cli_do_not_pull_the_console_extra():
+    """The console's server, clips and metrics libraries are an optional extra: `watch` runs without them."""
+    import subprocess
+    import sys
+
+    optional = ["fastapi", "uvicorn", "starlette", "av", "prometheus_client", "argon2", "paho"]
+    code = (
+        "import sys, campusguard.app.service, campusguard.app.pipeline, campusguard.cli.main; "
+        f"print([m for m in {optional!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
 def test_the_config_package_is_schema_only():
     """`app/config/` (one module per section) imports no worker, store or sink: validation stays pure."""
     files = sorted((PACKAGE / "app" / "config").glob("*.py"))

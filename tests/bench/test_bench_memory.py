@@ -12,12 +12,14 @@ from campusguard.bench.memory import CpuShare, MemorySampler, device_memory_read
 def test_growing_memory_shows_as_peak_and_positive_slope() -> None:
     keep = []
     with MemorySampler(interval_s=0.01) as sampler:
-        for _ in range(8):
-            keep.append(np.ones(8 * 1024 * 1024 // 8))  # 8 MiB, touched
-            time.sleep(0.03)
+        # 36 MiB blocks: above glibc's largest mmap threshold (32 MiB), so each one is fresh pages
+        # even in a process that freed memory before (smaller blocks can reuse the freed heap)
+        for _ in range(4):
+            keep.append(np.ones(36 * 1024 * 1024 // 8))
+            time.sleep(0.05)
     rep = sampler.report()
     assert rep.samples >= 3
-    assert rep.host_rss_peak_mb >= rep.host_rss_start_mb + 40  # 64 MiB allocated in total
+    assert rep.host_rss_peak_mb >= rep.host_rss_start_mb + 100  # 144 MiB allocated in total
     assert rep.host_rss_slope_mb_per_s > 0
     assert rep.device_peak_mb is None and rep.device_source is None
 

@@ -48,7 +48,7 @@ def test_get_and_put_zones(console):
         ({"zones": [{"name": "east", "polygon": [[0, 0], [1, 1]]}]}, "at least 3 points"),
         ({"zones": [{"name": "parking", "polygon": [[0, 0], [9, 0], [9, 9]]}]}, "unknown zone 'east'"),
         ({"zones": [{"name": "east", "polygon": [[0, 0], [9, 0], [9, 9]], "colour": "red"}]}, "extra"),
-        ({"zones": [{"name": "east", "polygon": [[0, 0], [2, 0], [2, 2]], "units": "fraction"}]}, "outside 0..1"),
+        ({"zones": [{"name": "east", "polygon": [[0, 0], [2, 0], [2, 2]], "units": "fraction"}]}, "must be in 0..1"),
         ({"lines": [{"name": "l", "points": [[1, 1], [1, 1]]}]}, "same point"),
         ({"zones": "east"}, "list"),
         ({"cameras": []}, "extra"),
