@@ -70,6 +70,10 @@ def register(app: typer.Typer) -> None:
         _apply_log_level(log_level)
         if serve:
             from campusguard.cli.serve import demo_admin, demo_console_config, serve_console
+            from campusguard.errors import require
+
+            for module in ("fastapi", "uvicorn", "argon2"):  # say what is missing before making the video
+                require(module, "console")
 
             config_path = demo_console_config(seed, out, seconds, model)
             users_db = out / "users.db"
