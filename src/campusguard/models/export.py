@@ -62,24 +62,28 @@ def export_onnx(
     half: bool = False,
     simplify: bool = True,
     opset: int | None = 17,
+    end_to_end: bool | None = None,
 ) -> Path:
     """Export a ``.pt`` checkpoint or architecture model to ONNX with Ultralytics' exporter.
 
     Architecture models get random weights (seeded) and the metadata flag
     ``campusguard_random_weights=true``. ``half`` converts the FP32 export afterwards.
+    ``end_to_end`` picks the head (`select_head`): ``None`` keeps the model's own, so YOLO26
+    exports its NMS-free head, output ``(B, max_det, 6)``; ``False`` the classic
+    ``(B, 4+nc, N)`` head, which CampusGuard's NMS post-processes.
     """
     offline_ultralytics()
     require("torch", "torch")
     require("ultralytics", "torch")
     from ultralytics import YOLO
 
+    from campusguard.backends.torch_backend import build_architecture, select_head
+
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cg-export-") as tmp:
         if ref.kind == "arch":
             import torch
-
-            from campusguard.backends.torch_backend import build_architecture
 
             net = build_architecture(str(ref.name))
             pt = Path(tmp) / f"{ref.name}.pt"
@@ -92,6 +96,7 @@ def export_onnx(
             model = YOLO(str(pt), task="detect")
         except Exception as exc:
             raise ModelLoadError(f"{ref}: not an Ultralytics YOLO checkpoint ({type(exc).__name__})") from exc
+        in_model_nms = select_head(model.model, end_to_end)
         produced = model.export(
             format="onnx",
             imgsz=list(imgsz_hw),
@@ -99,6 +104,7 @@ def export_onnx(
             dynamic=dynamic,
             simplify=simplify,
             opset=opset,
+            nms=False if in_model_nms else None,  # Ultralytics: False = the NMS-free head, None = external NMS
             verbose=False,
         )
         fp32 = Path(tmp) / "fp32.onnx"
