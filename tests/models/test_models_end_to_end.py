@@ -88,11 +88,14 @@ def test_torch_gives_onnxruntime_boxes(yolo26_pt, photos, end_to_end):
 
 
 def test_end_to_end_export_by_default_and_classic_on_request(yolo26_pt, tmp_path):
-    from campusguard.models.export import export_onnx
+    from campusguard.models.export import export_onnx, head_float_nodes
     from campusguard.models.resolve import parse_model_ref, read_model_info
 
     ref = parse_model_ref(yolo26_pt)
-    e2e = read_model_info(parse_model_ref(export_onnx(ref, tmp_path / "e2e.onnx", imgsz_hw=(320, 320))))
+    e2e_path = export_onnx(ref, tmp_path / "e2e.onnx", imgsz_hw=(320, 320))
+    e2e = read_model_info(parse_model_ref(e2e_path))
+    float_nodes = head_float_nodes(e2e_path)  # INT8 keeps these in float: the one-to-one branches and top-k
+    assert any("/TopK" in n for n in float_nodes) and any("/one2one_cv3." in n for n in float_nodes)
     classic = read_model_info(parse_model_ref(export_onnx(ref, tmp_path / "c.onnx", (320, 320), end_to_end=False)))
     assert (e2e.end_to_end, e2e.nms) == (True, "in-model")
     assert (classic.end_to_end, classic.nms) == (False, "campusguard")
