@@ -122,7 +122,11 @@ def main() -> int:
         f"# Detector overhead on a square {args.frame}x{args.frame} frame ({args.model} at 640, batch 1, CPU)",
         "",
         f"{args.rounds} interleaved rounds x {args.iters} frames, contender order rotated every round"
-        + ("; bare session and Detector with spinning OFF." if args.no_spin else "; ONNX Runtime defaults (spinning on)."),
+        + (
+            "; bare session and Detector with spinning OFF."
+            if args.no_spin
+            else "; ONNX Runtime defaults (spinning on)."
+        ),
         f"Machine: {os.cpu_count()} logical CPUs, SHARED with other work (only the ratios mean much); "
         f"ONNX Runtime {ort.__version__}. Model: {args.model}"
         + (" with RANDOM weights (speed only)." if ref.kind == "arch" else "."),

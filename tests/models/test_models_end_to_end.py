@@ -38,7 +38,9 @@ def _spread_scores(net, seed: int = 1):
     convs = [seq[-1] for branch in (head.cv3, head.one2one_cv3) for seq in branch]
     spread: dict[int, float] = {}
     hooks = [
-        c.register_forward_hook(lambda m, a, o, i=i: spread.__setitem__(i, float((o - m.bias[None, :, None, None]).std())))
+        c.register_forward_hook(
+            lambda m, a, o, i=i: spread.__setitem__(i, float((o - m.bias[None, :, None, None]).std()))
+        )
         for i, c in enumerate(convs)
     ]
     with torch.no_grad():

@@ -62,9 +62,7 @@ FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("yolo26", "YOLO26", end_to_end=True),
 )
 
-ARCHITECTURES: dict[str, Architecture] = {
-    a.name: a for a in (Architecture(f, s) for f in FAMILIES for s in f.sizes)
-}
+ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (Architecture(f, s) for f in FAMILIES for s in f.sizes)}
 """Architecture name to `Architecture`, in family then size order."""
 
 
