@@ -19,32 +19,14 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_AUTOINSTALL", "false")
 
-import cv2
 import numpy as np
-
-
-def timed(fn: Callable[[], object], iters: int) -> float:
-    """Mean milliseconds per call over ``iters`` calls."""
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    return (time.perf_counter() - t0) * 1000 / iters
-
-
-def square_frame(size: int) -> np.ndarray:
-    import ultralytics
-
-    img = cv2.imread(str(Path(ultralytics.__file__).parent / "assets" / "bus.jpg"))
-    h, w = img.shape[:2]
-    s = min(h, w)
-    return cv2.resize(img[(h - s) // 2 : (h + s) // 2, (w - s) // 2 : (w + s) // 2], (size, size))
+from overhead import square_photo, timed  # the sibling script: same timer, same centre-cropped bus photo
 
 
 def main() -> int:
@@ -72,7 +54,7 @@ def main() -> int:
     onnx_path = exported_onnx_path(ref, (640, 640), 1, False)
     if not onnx_path.is_file():
         export_onnx(ref, onnx_path, imgsz_hw=(640, 640))
-    frame = square_frame(args.frame)
+    frame = square_photo(args.frame)
     opts = ort.SessionOptions()
     if args.no_spin:
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
