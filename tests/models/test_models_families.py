@@ -59,3 +59,11 @@ def test_every_family_builds_with_its_head(name, end_to_end):
     assert info.random_weights
     assert info.end_to_end is end_to_end
     assert info.nms == ("in-model" if end_to_end else "campusguard")
+
+
+@pytest.mark.torch
+def test_asking_a_classic_family_for_an_end_to_end_head_is_one_line():
+    from campusguard.detector import Detector
+
+    with pytest.raises(InvalidInputError, match="no end-to-end"):
+        Detector("yolov8n", backend="torch", device="cpu", end_to_end=True)
