@@ -85,6 +85,9 @@ class Detector:
             torch device, `campusguard.backends.torch_device.DevicePipeline`), or ``auto``: ``device``
             for the torch backend on a GPU, else ``host``.
         cuda_graphs: with the device pipeline on a GPU, replay each static shape from a CUDA graph.
+        end_to_end: the head of ``.pt`` and architecture models: ``None`` their own (YOLO26:
+            end-to-end, no NMS outside the model; ``info.nms`` says which ran), ``False`` the
+            classic head with CampusGuard's NMS.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class Detector:
         spinning: bool = True,
         pipeline: str = "host",
         cuda_graphs: bool = False,
+        end_to_end: bool | None = None,
     ) -> None:
         self.conf = _check_unit("conf", conf)
         self.iou = _check_unit("iou", iou)
@@ -131,6 +135,7 @@ class Detector:
             tensorrt=tensorrt,
             intra_op_threads=threads,
             allow_spinning=spinning,
+            end_to_end=end_to_end,
         )
         info = self.backend.info
         self.class_map = alias.class_map if (alias := alias_of(model, info)) is not None else None
@@ -157,6 +162,13 @@ class Detector:
         if pipeline not in ("host", "device", "auto"):
             raise InvalidInputError(f"pipeline {pipeline!r} must be host, device or auto")
         on_torch = getattr(self.backend, "name", "") == "torch"
+        if pipeline != "host" and self.backend.info.end_to_end:
+            if pipeline == "device":
+                raise InvalidInputError(
+                    "pipeline='device' runs NMS on the classic head; this model is end-to-end: "
+                    "use pipeline='host' or end_to_end=False"
+                )
+            return None
         if pipeline == "device" and not on_torch:
             raise InvalidInputError("pipeline='device' runs PyTorch models: use backend='torch' with a .pt or architecture")
         if pipeline == "host" or (pipeline == "auto" and not (on_torch and self.provider.split(":")[1] != "cpu")):

@@ -91,3 +91,46 @@ def test_output_kind(shape, kind):
 def test_output_kind_rejects_non_detectors(shape):
     with pytest.raises(ModelLoadError):
         output_kind(shape)
+
+
+# end-to-end heads (YOLO26): final boxes, the same conf / classes / agnostic / max_det ---------------
+
+
+def _e2e_rows() -> np.ndarray:
+    """One image of ``x1, y1, x2, y2, score, class`` rows as a one-to-one head lists them (one anchor twice)."""
+    rows = [
+        [10, 10, 50, 50, 0.9, 0],
+        [10, 10, 50, 50, 0.6, 2],  # the same anchor's box, second class
+        [12, 11, 52, 49, 0.8, 0],  # an overlapping box of the same class: no NMS removes it
+        [100, 100, 140, 160, 0.7, 2],
+        [200, 200, 220, 220, 0.1, 1],
+    ]
+    return np.asarray([rows], dtype=np.float32)
+
+
+def test_end_to_end_output_is_filtered_by_conf_and_sorted():
+    from campusguard.ops.postprocess import decode_end_to_end
+
+    out = _e2e_rows()[:, ::-1]  # scores in rising order: the decoder sorts
+    xyxy, conf, cls = decode_end_to_end(out, conf_threshold=0.5)[0]
+    np.testing.assert_allclose(conf, [0.9, 0.8, 0.7, 0.6])
+    assert xyxy.dtype == np.float32 and cls.dtype == np.int64
+    assert cls.tolist() == [0, 0, 2, 2]
+
+
+def test_end_to_end_classes_max_det_and_agnostic():
+    from campusguard.ops.postprocess import decode_end_to_end
+
+    out = _e2e_rows()
+    assert decode_end_to_end(out, 0.05, classes=[2])[0][2].tolist() == [2, 2]
+    assert decode_end_to_end(out, 0.05, max_det=2)[0][1].tolist() == pytest.approx([0.9, 0.8])
+    xyxy, conf, cls = decode_end_to_end(out, 0.05, agnostic=True)[0]
+    assert conf.tolist() == pytest.approx([0.9, 0.8, 0.7, 0.1])  # the anchor's second class is gone
+    assert decode_end_to_end(out, 0.05, agnostic=True, max_det=2)[0][1].tolist() == pytest.approx([0.9, 0.8])
+    assert decode_end_to_end(np.zeros((1, 0, 6), np.float32), 0.1, agnostic=True)[0][0].shape == (0, 4)
+
+
+def test_postprocess_routes_end_to_end_output_without_nms():
+    meta = LetterboxMeta(ratio=1.0, pad_xy=(0.0, 0.0), orig_wh=(640, 640), input_hw=(640, 640))
+    dets = postprocess(_e2e_rows(), [meta], conf_threshold=0.5, iou_threshold=0.1)[0]
+    assert len(dets) == 4  # IoU 0.1 would merge the overlapping boxes if NMS ran

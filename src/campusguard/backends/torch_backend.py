@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 
 from campusguard.backends.devices import DeviceSpec, describe_devices, parse_device
-from campusguard.errors import DeviceError, ModelLoadError, require
+from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
+from campusguard.models.families import find_architecture
 from campusguard.models.info import DEFAULT_IMGSZ, info_from_ultralytics
 
-__all__ = ["TorchBackend", "torch_device", "load_ultralytics_model", "ARCHITECTURES", "build_architecture"]
-
-ARCHITECTURES = tuple(f"yolov8{s}" for s in "nsmlx") + tuple(f"yolo11{s}" for s in "nsmlx")
+__all__ = ["TorchBackend", "torch_device", "load_ultralytics_model", "build_architecture", "select_head"]
 
 
 def torch_device(spec: DeviceSpec, allow_cpu_fallback: bool = False) -> Any:
@@ -47,15 +46,44 @@ def torch_device(spec: DeviceSpec, allow_cpu_fallback: bool = False) -> Any:
     return torch.device("cuda", spec.index)
 
 
+def select_head(net: Any, end_to_end: bool | None = None) -> bool:
+    """Choose the head an Ultralytics model runs, before it is fused; return whether it is end-to-end.
+
+    ``None`` keeps the model's own head: the one-to-one (NMS-free) head when it has one, as
+    YOLO26 checkpoints do. ``False`` runs the classic one-to-many head (NMS outside the model).
+
+    Raises:
+        InvalidInputError: ``end_to_end=True`` for a model without a one-to-one head.
+    """
+    head = net.model[-1]
+    has_one2one = getattr(head, "one2one_cv2", None) is not None
+    has_one2many = getattr(head, "cv2", None) is not None
+    if end_to_end is None:
+        end_to_end = has_one2one
+    if end_to_end and not has_one2one:
+        raise InvalidInputError("this model has no end-to-end (one-to-one) head; it needs NMS")
+    if not end_to_end and not has_one2many:
+        raise InvalidInputError("this model was fused to its end-to-end head; the classic head is gone")
+    if hasattr(head, "end2end"):
+        net.end2end = end_to_end
+    return end_to_end
+
+
 def build_architecture(name: str, nc: int = 80, seed: int = 0) -> Any:
-    """Build an Ultralytics ``DetectionModel`` from its architecture config with random weights."""
+    """Build an Ultralytics ``DetectionModel`` from its architecture config with random weights.
+
+    ``name`` is any `campusguard.models.families` architecture (``yolo26n`` or ``yolo26n.yaml``).
+    """
+    arch = find_architecture(name)
+    if arch is None:
+        raise InvalidInputError(f"unknown architecture {name!r}")
     os.environ.setdefault("YOLO_OFFLINE", "1")
     torch = require("torch", "torch")
     require("ultralytics", "torch")
     from ultralytics.nn.tasks import DetectionModel
 
     torch.manual_seed(seed)
-    model = DetectionModel(cfg=f"{name}.yaml", nc=nc, verbose=False)
+    model = DetectionModel(cfg=arch.yaml, nc=nc, verbose=False)
     from campusguard.data_names import COCO_NAMES
 
     model.names = dict(enumerate(COCO_NAMES[:nc]))
@@ -88,20 +116,28 @@ class TorchBackend:
     """Run an Ultralytics PyTorch detection model.
 
     Args:
-        model: a ``.pt`` path or an architecture name (``yolov8n`` ... ``yolo11x``).
+        model: a ``.pt`` path or an architecture name (``yolov8n`` ... ``yolo26x``).
         device: ``auto``, ``cpu``, ``cuda:N`` or ``rocm:N``.
         half: FP16 weights and inputs (GPU only).
+        end_to_end: `select_head`: ``None`` runs the model's own head (YOLO26: end-to-end,
+            ``(B, max_det, 6)``), ``False`` the classic head.
     """
 
     name = "torch"
 
     def __init__(
-        self, model: str | Path, device: str = "auto", half: bool = False, allow_cpu_fallback: bool = False
+        self,
+        model: str | Path,
+        device: str = "auto",
+        half: bool = False,
+        allow_cpu_fallback: bool = False,
+        end_to_end: bool | None = None,
     ) -> None:
         torch = require("torch", "torch")
         self._torch = torch
-        random = str(model) in ARCHITECTURES
+        random = find_architecture(model) is not None
         net = build_architecture(str(model)) if random else load_ultralytics_model(model)
+        select_head(net, end_to_end)
         spec = parse_device(device)
         self.device = torch_device(spec, allow_cpu_fallback)
         if half and self.device.type == "cpu":

@@ -55,6 +55,7 @@ class Row:
     other_cpu_share: float | None = None
     cpu_ms_per_image: float | None = None
     provider: str | None = None
+    nms: str | None = None
     samples_ms: list[float] = field(default_factory=list)
     deltas: dict[str, float | None] = field(default_factory=dict)
 
@@ -132,6 +133,7 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
         other_cpu_share=(rec.get("contention") or {}).get("other_processes_cpu_share"),
         cpu_ms_per_image=(rec.get("contention") or {}).get("cpu_ms_per_image"),
         provider=rec.get("provider"),
+        nms=rec.get("nms"),
         samples_ms=list(rec.get("samples_ms") or []),
     )
 

@@ -44,15 +44,15 @@ def _delta(x: float | None) -> str:
 def markdown_table(rows: Sequence[Row]) -> str:
     """The merged matrix as a Markdown table; deltas against the baseline machine in brackets."""
     head = (
-        "| machine | model | backend | precision | batch | scenario | status | FPS (img/s) | p50 ms | p99 ms "
+        "| machine | model | NMS | backend | precision | batch | scenario | status | FPS (img/s) | p50 ms | p99 ms "
         "| first inference ms | host RSS peak MiB | RSS slope MiB/s | device MiB | mAP50-95 | mAP50 | $ per M images |"
     )
-    sep = "|" + "---|" * 17
+    sep = "|" + "---|" * 18
     lines = [head, sep]
     for r in rows:
         if r.status != "ok":
             lines.append(
-                f"| {r.machine} | {r.model} | {r.backend} | {r.precision} | {r.batch} | {r.scenario} | "
+                f"| {r.machine} | {r.model} | {r.nms or '-'} | {r.backend} | {r.precision} | {r.batch} | {r.scenario} | "
                 f"{r.status}: {r.reason} |" + " |" * 10
             )
             continue
@@ -66,7 +66,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
             else ("n/a", "n/a")
         )
         lines.append(
-            f"| {r.machine} | {r.model} | {r.backend} | {r.precision} | {r.batch} | {r.scenario} | ok "
+            f"| {r.machine} | {r.model} | {r.nms or '-'} | {r.backend} | {r.precision} | {r.batch} | {r.scenario} | ok "
             f"| {_fmt(r.fps)}{_delta(d.get('fps'))} | {_fmt(r.p50_ms)}{_delta(d.get('p50_ms'))} "
             f"| {_fmt(r.p99_ms)}{_delta(d.get('p99_ms'))} | {_fmt(r.first_inference_ms, 0)} "
             f"| {_fmt(r.rss_peak_mb, 0)}{_delta(d.get('rss_peak_mb'))} | {_fmt(r.rss_slope_mb_per_s, 2)} "
@@ -124,7 +124,8 @@ def plot_all(cmp: Comparison, out_dir: Path) -> dict[str, Path]:
                 ax.annotate(t, (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
         if low > 0 and top / low > 50:
             ax.set_yscale("log")
-        ax.set_xticks(range(len(models)), models)
+        nms_free = {r.model for r in ok if r.nms == "in-model"}
+        ax.set_xticks(range(len(models)), [f"{m}\n(NMS-free)" if m in nms_free else m for m in models])
         ax.set_ylabel("images / s (best batch size)")
         ax.set_title("Throughput by model" + (" per machine" if len(cmp.machines) > 1 else ""))
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -232,21 +233,22 @@ def _html(cmp: Comparison, plots: dict[str, Path], sentences: list[str]) -> str:
         return html.escape(str(x))
 
     head = [
-        "machine", "model", "backend", "precision", "batch", "scenario", "status", "FPS", "p50 ms", "p99 ms",
+        "machine", "model", "NMS", "backend", "precision", "batch", "scenario", "status", "FPS", "p50 ms", "p99 ms",
         "first inference ms", "RSS peak MiB", "RSS slope MiB/s", "device MiB", "mAP50-95", "mAP50", "$/M images",
     ]  # fmt: skip
     body = []
     for r in cmp.rows:
         if r.status != "ok":
             body.append(
-                f"<tr class='{esc(r.status)}'><td>{esc(r.machine)}</td><td>{esc(r.model)}</td><td>{esc(r.backend)}</td>"
+                f"<tr class='{esc(r.status)}'><td>{esc(r.machine)}</td><td>{esc(r.model)}</td><td>{esc(r.nms or '-')}</td>"
+                f"<td>{esc(r.backend)}</td>"
                 f"<td>{esc(r.precision)}</td><td>{r.batch}</td><td>{esc(r.scenario)}</td>"
                 f"<td colspan='11'>{esc(r.status)}: {esc(r.reason)}</td></tr>"
             )
             continue
         d = r.deltas
         cells = [
-            r.machine, r.model, r.backend, r.precision, r.batch, r.scenario, "ok",
+            r.machine, r.model, r.nms or "-", r.backend, r.precision, r.batch, r.scenario, "ok",
             _fmt(r.fps) + _delta(d.get("fps")), _fmt(r.p50_ms) + _delta(d.get("p50_ms")),
             _fmt(r.p99_ms) + _delta(d.get("p99_ms")), _fmt(r.first_inference_ms, 0),
             _fmt(r.rss_peak_mb, 0) + _delta(d.get("rss_peak_mb")), _fmt(r.rss_slope_mb_per_s, 2),

@@ -48,7 +48,7 @@ def _command(ctx: typer.Context) -> str:
 
 def bench(
     ctx: typer.Context,
-    models: str = typer.Option("yolov8n", "--models", help="Comma-separated: yolov8n..x names, .pt or .onnx files."),
+    models: str = typer.Option("yolov8n", "--models", help="Comma-separated: architecture names (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx files."),
     backends: str = typer.Option("onnxruntime", "--backends", help="Comma-separated: onnxruntime, torch (host pre/post-processing), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs)."),
     precisions: str = typer.Option("fp32", "--precisions", help="Comma-separated: fp32, fp16, int8."),
     batch: str = typer.Option("1", "--batch", help="Comma-separated batch sizes."),
@@ -228,7 +228,7 @@ def compare(
 
 
 def profile(
-    model: str = typer.Argument(..., help="yolov8n..x name, .pt or .onnx file."),
+    model: str = typer.Argument(..., help="Architecture name (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx file."),
     backend: str = typer.Option("onnxruntime", "--backend", help="onnxruntime or torch."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda:N, rocm:N."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),

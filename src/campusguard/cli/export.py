@@ -13,7 +13,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         model: str = typer.Argument(
-            ..., help=".pt checkpoint, architecture name (yolov8n..x) or .onnx (for --half/--int8)."
+            ..., help=".pt checkpoint, architecture name (yolov8n..x, yolo11n..x, yolo26n..x) or .onnx (for --half/--int8)."
         ),
         fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
         imgsz: list[str] = typer.Option(
@@ -27,6 +27,11 @@ def register(app: typer.Typer) -> None:
         calib_images: int = typer.Option(64, help="Calibration images used for INT8."),
         simplify: bool = typer.Option(True, help="Simplify the graph with onnxslim."),
         opset: int = typer.Option(17, help="ONNX opset."),
+        classic_head: bool = typer.Option(
+            False,
+            "--classic-head",
+            help="End-to-end models (YOLO26): export the classic head, NMS in CampusGuard, not the NMS-free one.",
+        ),
         out: Path = typer.Option(Path("runs/export"), "--out", "-o", help="Output folder."),
     ) -> None:
         """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
@@ -48,12 +53,21 @@ def register(app: typer.Typer) -> None:
         for size in imgsz:
             hw = check_imgsz(size, name="--imgsz")
             base = Path(model).stem if ref.kind != "arch" else f"{ref.name}-random"
-            tag = f"{hw[0]}x{hw[1]}" + ("-dynamic" if dynamic else f"-b{batch}")
+            tag = f"{hw[0]}x{hw[1]}" + ("-dynamic" if dynamic else f"-b{batch}") + ("-classic" if classic_head else "")
             fp32 = out / f"{base}.{tag}.onnx"
             if ref.path is not None and ref.kind == "onnx":
                 fp32 = ref.path
             else:
-                export_onnx(ref, fp32, imgsz_hw=hw, batch=batch, dynamic=dynamic, simplify=simplify, opset=opset)
+                export_onnx(
+                    ref,
+                    fp32,
+                    imgsz_hw=hw,
+                    batch=batch,
+                    dynamic=dynamic,
+                    simplify=simplify,
+                    opset=opset,
+                    end_to_end=False if classic_head else None,
+                )
                 _report(fp32, None, check_images, hw)
             if half:
                 p16 = out / f"{base}.{tag}.fp16.onnx"
@@ -113,11 +127,12 @@ def _report(path: Path, reference: Path | None, images: list[Path], hw: tuple[in
     from campusguard.models.parity import compare_detections
 
     size_mb = path.stat().st_size / 1e6
+    cand = Detector(path, device="cpu", imgsz=hw)
+    head = f"NMS {cand.info.nms}"
     if reference is None or not images:
-        typer.echo(f"{path} ({size_mb:.1f} MB)")
+        typer.echo(f"{path} ({size_mb:.1f} MB, {head})")
         return
     frames = [read_image(p) for p in images]
     ref = Detector(reference, device="cpu", imgsz=hw)
-    cand = Detector(path, device="cpu", imgsz=hw)
     report = compare_detections(ref.predict_batch(frames), cand.predict_batch(frames))
-    typer.echo(f"{path} ({size_mb:.1f} MB); vs FP32 {report.line()}")
+    typer.echo(f"{path} ({size_mb:.1f} MB, {head}); vs FP32 {report.line()}")

@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
         args: list[str] = typer.Argument(
             ...,
             metavar="[MODEL] SOURCE",
-            help="Optional model (.onnx, .pt, yolov8n..x; default: the bundled model), then an image, folder, glob or video.",
+            help="Optional model (.onnx, .pt, yolov8n..x, yolo11n..x, yolo26n..x; default: the bundled model), then an image, folder, glob or video.",
         ),
         out: Path = typer.Option(Path("runs/predict"), "--out", "-o", help="Output folder."),
         conf: float = typer.Option(0.25, help="Confidence threshold 0..1."),

@@ -62,24 +62,28 @@ def export_onnx(
     half: bool = False,
     simplify: bool = True,
     opset: int | None = 17,
+    end_to_end: bool | None = None,
 ) -> Path:
     """Export a ``.pt`` checkpoint or architecture model to ONNX with Ultralytics' exporter.
 
     Architecture models get random weights (seeded) and the metadata flag
     ``campusguard_random_weights=true``. ``half`` converts the FP32 export afterwards.
+    ``end_to_end`` picks the head (`select_head`): ``None`` keeps the model's own, so YOLO26
+    exports its NMS-free head, output ``(B, max_det, 6)``; ``False`` the classic
+    ``(B, 4+nc, N)`` head, which CampusGuard's NMS post-processes.
     """
     offline_ultralytics()
     require("torch", "torch")
     require("ultralytics", "torch")
     from ultralytics import YOLO
 
+    from campusguard.backends.torch_backend import build_architecture, select_head
+
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cg-export-") as tmp:
         if ref.kind == "arch":
             import torch
-
-            from campusguard.backends.torch_backend import build_architecture
 
             net = build_architecture(str(ref.name))
             pt = Path(tmp) / f"{ref.name}.pt"
@@ -92,6 +96,7 @@ def export_onnx(
             model = YOLO(str(pt), task="detect")
         except Exception as exc:
             raise ModelLoadError(f"{ref}: not an Ultralytics YOLO checkpoint ({type(exc).__name__})") from exc
+        in_model_nms = select_head(model.model, end_to_end)
         produced = model.export(
             format="onnx",
             imgsz=list(imgsz_hw),
@@ -99,6 +104,7 @@ def export_onnx(
             dynamic=dynamic,
             simplify=simplify,
             opset=opset,
+            nms=False if in_model_nms else None,  # Ultralytics: False = the NMS-free head, None = external NMS
             verbose=False,
         )
         fp32 = Path(tmp) / "fp32.onnx"
@@ -134,6 +140,12 @@ def head_float_nodes(model_path: Path) -> list[str]:
     The head's decode turns logits into pixel coordinates and probabilities: one INT8 scale
     cannot cover both (pixels up to 640, probabilities 0..1), so everything in the last
     module except its two convolution branches (``cv2`` box, ``cv3`` class) stays float.
+
+    An end-to-end head (YOLO26) keeps its one-to-one branches (``one2one_cv2`` / ``one2one_cv3``)
+    and its top-k in float too: its top-k picks 300 (box, class) pairs out of N x 80 scores, and
+    INT8 class logits reorder them. Measured on the random-weight yolo26n of
+    ``tests/models/test_models_end_to_end.py``: 91% of FP32's boxes kept with these branches in
+    float, 41% with them quantised (no trained YOLO26 was available to check real weights).
     """
     import onnx
 
@@ -143,8 +155,9 @@ def head_float_nodes(model_path: Path) -> list[str]:
         return []
     head = max(modules, key=lambda m: int(m.split(".")[1]) if m.split(".")[1].isdigit() else -1)
     prefix = f"/{head}/"
+    branches = ("/cv2.", "/cv3.")  # quantised; "/one2one_cv2." and "/one2one_cv3." do not match: float
     return [
-        n.name for n in graph.node if n.name.startswith(prefix) and "/cv2." not in n.name and "/cv3." not in n.name
+        n.name for n in graph.node if n.name.startswith(prefix) and not any(b in n.name for b in branches)
     ] + [n.name for n in graph.node if not n.name.startswith("/model.")]
 
 

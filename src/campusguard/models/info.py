@@ -122,6 +122,8 @@ class ModelInfo:
         imgsz_hw: the size the model is meant to run at: its static input, else the size it
             was trained or exported at; ``None`` when unknown.
         task: Ultralytics task (``"detect"``).
+        end_to_end: the model emits final boxes, ``(B, max_det, 6)`` (YOLO26's one-to-one head),
+            so no NMS runs outside it.
     """
 
     names: dict[int, str]
@@ -134,11 +136,17 @@ class ModelInfo:
     extra: dict[str, str] = field(default_factory=dict)
     imgsz_hw: tuple[int, int] | None = None
     task: str = "detect"
+    end_to_end: bool = False
 
     @property
     def dynamic(self) -> bool:
         """The model takes any input height and width."""
         return self.input_hw is None
+
+    @property
+    def nms(self) -> str:
+        """Where duplicate boxes are removed: ``"in-model"`` (end-to-end head) or ``"campusguard"`` (our NMS)."""
+        return "in-model" if self.end_to_end else "campusguard"
 
 
 def info_from_onnx(
@@ -178,13 +186,15 @@ def info_from_onnx(
         extra={k: v for k, v in metadata.items() if k != "names"},
         imgsz_hw=input_hw or imgsz_from_metadata(metadata.get("imgsz")),
         task=metadata.get("task", "detect"),
+        end_to_end=kind == "nms",
     )
 
 
 def info_from_ultralytics(net: Any, *, source: str, random_weights: bool = False, precision: str = "fp32") -> ModelInfo:
     """The `ModelInfo` of an Ultralytics ``DetectionModel`` (names, stride, the ``imgsz`` it was trained at).
 
-    PyTorch models take any input size, so ``input_hw`` and ``batch`` are ``None``.
+    PyTorch models take any input size, so ``input_hw`` and ``batch`` are ``None``; ``end_to_end``
+    is the head the model runs now (`campusguard.backends.torch_backend.select_head` chooses it).
     """
     args = getattr(net, "args", None) or {}
     imgsz = args.get("imgsz", DEFAULT_IMGSZ) if isinstance(args, Mapping) else getattr(args, "imgsz", DEFAULT_IMGSZ)
@@ -199,4 +209,5 @@ def info_from_ultralytics(net: Any, *, source: str, random_weights: bool = False
         extra={"imgsz": str(imgsz)},
         imgsz_hw=imgsz_from_metadata(imgsz),
         task=str(getattr(net, "task", "detect")),
+        end_to_end=bool(getattr(net, "end2end", False)),
     )

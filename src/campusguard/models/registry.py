@@ -26,11 +26,17 @@ def cache_dir() -> Path:
 
 
 def exported_onnx_path(
-    ref: ModelRef, imgsz_hw: tuple[int, int], batch: int, dynamic: bool, precision: str = "fp32"
+    ref: ModelRef,
+    imgsz_hw: tuple[int, int],
+    batch: int,
+    dynamic: bool,
+    precision: str = "fp32",
+    end_to_end: bool | None = None,
 ) -> Path:
-    """Cache path of the ONNX export of a ``.pt`` or architecture model."""
+    """Cache path of the ONNX export of a ``.pt`` or architecture model (``-classic``: the classic head asked for)."""
     h, w = imgsz_hw
     tag = f"{h}x{w}-b{'dyn' if dynamic else batch}-{'dynamic' if dynamic else 'static'}-{precision}"
+    tag += "-classic" if end_to_end is False else ""
     if ref.kind == "arch":
         return cache_dir() / f"{ref.name}-random.{tag}.onnx"
     assert ref.path is not None
@@ -59,12 +65,14 @@ def load_backend(
     tensorrt: bool = False,
     intra_op_threads: int = 0,
     allow_spinning: bool = True,
+    end_to_end: bool | None = None,
 ) -> Backend:
     """Load ``model`` on ``device`` with the named backend (default: ONNX Runtime).
 
     ``.onnx`` files and architecture names default to ONNX Runtime; ``.pt`` files default to
     ONNX Runtime too (exported once and cached) unless ``backend="torch"``. ``imgsz_hw`` is
-    the export size of ``.pt`` and architecture models (``None``: the size they were trained at).
+    the export size of ``.pt`` and architecture models (``None``: the size they were trained at);
+    ``end_to_end`` their head (``None``: the model's own; ``False``: the classic head, for YOLO26).
     """
     ref = parse_model_ref(model, torch=backend == "torch")
     if backend is None:
@@ -80,7 +88,9 @@ def load_backend(
 
         target = str(ref.name) if ref.kind == "arch" else ref.path
         assert target is not None
-        return TorchBackend(target, device=device, half=half, allow_cpu_fallback=allow_cpu_fallback)
+        return TorchBackend(
+            target, device=device, half=half, allow_cpu_fallback=allow_cpu_fallback, end_to_end=end_to_end
+        )
 
     from campusguard.backends.onnxruntime_backend import OnnxRuntimeBackend
 
@@ -89,9 +99,9 @@ def load_backend(
     else:
         precision = "fp16" if half else "fp32"
         size = _export_size(ref, imgsz_hw)
-        path = exported_onnx_path(ref, size, batch, dynamic, precision)
+        path = exported_onnx_path(ref, size, batch, dynamic, precision, end_to_end)
         if not path.is_file():
-            export_onnx(ref, path, imgsz_hw=size, batch=batch, dynamic=dynamic, half=half)
+            export_onnx(ref, path, imgsz_hw=size, batch=batch, dynamic=dynamic, half=half, end_to_end=end_to_end)
     assert path is not None  # parse_model_ref always sets the path of an .onnx reference
     return OnnxRuntimeBackend(
         path,

