@@ -85,7 +85,10 @@ class CameraMetrics:
         frames_dropped: frames dropped by the drop-oldest queue.
         frames_processed: frames that went through tracking and rules.
         inference_ms_total: this camera's share of batch inference time, milliseconds.
-        frames_detected: frames that went through detection.
+        frames_detected: frames that went through detection (gated frames included).
+        detector_images: images sent to the detector for this camera (whole frames and crops).
+        frames_skipped: frames the motion gate skipped (no detector call).
+        frames_regions: frames detected on motion and track crops instead of the whole frame.
         events: event updates emitted (start, update, end).
         reconnects: times the source was reopened.
         inference_seconds: histogram of this camera's per-frame share of inference time.
@@ -97,6 +100,9 @@ class CameraMetrics:
     frames_dropped: int = 0
     frames_processed: int = 0
     frames_detected: int = 0
+    detector_images: int = 0
+    frames_skipped: int = 0
+    frames_regions: int = 0
     inference_ms_total: float = 0.0
     events: int = 0
     reconnects: int = 0

@@ -32,17 +32,20 @@ from campusguard.app.pipeline import (
     DetectionWorker,
     DetectorLike,
     EventWorker,
+    TrackedBoxes,
     Watchdog,
     WorkerThread,
 )
 from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.wiring import CameraParts, build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
+from campusguard.motion import MotionDetector, MotionGate
 
 __all__ = [
     "DetectorFactory",
     "WatchService",
     "default_detector_factory",
+    "motion_gate_for",
     "open_camera",
     "probe_source",
     "reader_for",
@@ -73,6 +76,20 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
         )
 
     return make
+
+
+def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[int, int]) -> MotionGate:
+    """A camera's motion gate from its ``motion`` section; crops are at least the network's input side."""
+    m = cam.motion
+    min_side = m.min_region or max(detector.input_hw((frame_wh[1], frame_wh[0])))
+    motion = MotionDetector(threshold=m.threshold, min_area=m.min_area, width=m.width, alpha=m.alpha)
+    return MotionGate(
+        motion,
+        keyframe_s=m.keyframe_s,
+        min_side=min_side,
+        margin=m.margin,
+        full_frame_fraction=m.full_frame_fraction,
+    )
 
 
 def open_camera(cam: CameraConfig) -> FrameSource:
@@ -180,6 +197,7 @@ class WatchService:
         self.analytics: dict[str, AnalyticsWorker] = {}
         self.event_worker: EventWorker | None = None
         self.detection: DetectionWorker | None = None
+        self.tracked: dict[str, TrackedBoxes] = {}  # motion-gated cameras' latest tracked boxes
         self.reporter: MetricsReporter | None = None
         self._started = False
         self._finished = False
@@ -314,6 +332,12 @@ class WatchService:
         self, inputs: dict[str, FrameQueue], outputs: dict[str, queue.Queue], doorbell: threading.Event
     ) -> None:
         det = self.config.detector
+        self.tracked = {cam.id: TrackedBoxes() for _, cam in self.cameras if cam.is_motion_gated()}
+        gates = {
+            cam.id: motion_gate_for(cam, self.detectors[cam.id], self.probes[cam.id].resolution_wh)
+            for _, cam in self.cameras
+            if cam.id in self.tracked
+        }
         self.detection = DetectionWorker(
             inputs,
             outputs,
@@ -324,6 +348,9 @@ class WatchService:
             doorbell,
             batch_size=det.batch_size,
             batch_wait_s=det.batch_wait_ms / 1000,
+            gates=gates,
+            tracked=self.tracked,
+            merge_iou=det.iou,
         )
         self._spawn("detection", self.detection.run)
 
@@ -351,6 +378,7 @@ class WatchService:
                 video=video,
                 snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
                 on_frame=self.on_frame,
+                tracked_out=self.tracked.get(cam.id),
             )
             self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)
