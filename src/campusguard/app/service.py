@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
@@ -45,6 +45,7 @@ __all__ = [
     "DetectorFactory",
     "WatchService",
     "default_detector_factory",
+    "model_for_precision",
     "motion_gate_for",
     "open_camera",
     "probe_source",
@@ -65,7 +66,7 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
         from campusguard.detector import Detector
 
         return Detector(
-            model=model,
+            model=model_for_precision(model, device, det.precision),
             device=device,
             imgsz=imgsz,
             conf=det.conf,
@@ -76,6 +77,34 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
         )
 
     return make
+
+
+def model_for_precision(model: str | None, device: str, precision: Literal["auto", "fp32", "int8"]) -> str | None:
+    """The model file the detector section's ``precision`` asks for (see `campusguard.precision`).
+
+    ``auto`` considers INT8 only on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
+    provider) and only for ONNX files; ``int8`` for a model without an INT8 variant is an error.
+    """
+    import onnxruntime as ort
+
+    from campusguard.doctor import cpu_flags
+    from campusguard.errors import ModelLoadError
+    from campusguard.models.resolve import DEFAULT_MODEL
+    from campusguard.precision import choose_precision
+
+    if precision == "fp32":
+        return model
+    path = DEFAULT_MODEL if model is None else Path(model)
+    if path.suffix != ".onnx" or not path.is_file():
+        if precision == "int8":
+            raise ModelLoadError(f"precision int8 needs an ONNX model with an INT8 variant; got {model}")
+        return model
+    gpu = any(p in ort.get_available_providers() for p in ("CUDAExecutionProvider", "ROCMExecutionProvider"))
+    if precision == "auto" and (device not in ("cpu", "auto") or (device == "auto" and gpu)):
+        return model
+    choice = choose_precision(path, precision, cpu_flags())
+    log.info("detector precision %s: %s (%s)", choice.precision, choice.model.name, choice.reason)
+    return str(choice.model) if choice.model != path or model is not None else None
 
 
 def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[int, int]) -> MotionGate:
