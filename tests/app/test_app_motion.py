@@ -25,23 +25,21 @@ from campusguard.app.pipeline import TrackedBoxes  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 
-GATED = "    motion: {enabled: true, min_region: 64, keyframe_s: 5}\n    zones:\n"
+GATED = "    motion: {enabled: true, min_region: 64, margin: 0.25, keyframe_s: 5}\n    zones:\n"  # a 320x180 frame
 
 
 def gated(text: str) -> str:
     return text.replace("    zones:\n", GATED, 1)
 
 
-def run(text: str, detector: BlobDetector) -> tuple[WatchService, list[LiveFrame]]:
+def run(text: str, detector: BlobDetector) -> tuple[WatchService, list[LiveFrame], str]:
     frames: list[LiveFrame] = []
+    out = io.StringIO()
     service = WatchService(
-        parse_config(text, "watch.yaml"),
-        detector_factory=lambda *a: detector,
-        out=io.StringIO(),
-        on_frame=frames.append,
+        parse_config(text, "watch.yaml"), detector_factory=lambda *a: detector, out=out, on_frame=frames.append
     )
     assert service.run()
-    return service, frames
+    return service, frames, out.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +50,13 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_gating_finds_the_same_incidents_and_keeps_a_parked_car_detected(scene: Path, tmp_path: Path) -> None:
     plain_det, gated_det = BlobDetector(), BlobDetector()
     run(scene_config(scene, tmp_path / "off"), plain_det)
-    service, frames = run(gated(scene_config(scene, tmp_path / "on")), gated_det)
+    service, frames, printed = run(gated(scene_config(scene, tmp_path / "on")), gated_det)
     key = [(e.rule_kind, e.zone, e.onset_s, e.start_s, e.end_s) for e in read_events(tmp_path / "off" / "events.db")]
     got = [(e.rule_kind, e.zone, e.onset_s, e.start_s, e.end_s) for e in read_events(tmp_path / "on" / "events.db")]
     assert sorted(got) == sorted(key) and {k[0] for k in key} == {"intrusion", "fire_lane"}
     m = service.metrics["cam1"]
     assert m.frames_regions > 40  # most frames went as crops, not whole
+    assert f"motion: skipped 0, crops {m.frames_regions}, detector images {m.detector_images}" in printed
     # the car never moves, so motion alone would lose it after the first keyframe; its track keeps it
     # (frame 0 starts the tracks; the tracker reports from the second sighting on, gated or not)
     assert len(frames) == 60 and all(f.detections.class_id.tolist().count(2) == 1 for f in frames[1:])
@@ -82,7 +81,7 @@ def write_walk_then_still(path: Path, n: int = 100) -> Path:
 def test_a_still_stretch_is_skipped_without_detector_calls(tmp_path: Path) -> None:
     video = write_walk_then_still(tmp_path / "walk.avi")
     detector = BlobDetector()
-    service, frames = run(gated(scene_config(video, tmp_path)), detector)
+    service, frames, _ = run(gated(scene_config(video, tmp_path)), detector)
     m = service.metrics["cam1"]
     assert m.frames_processed == 100 and len(frames) == 100
     # the empty stretch (frames 38..99, keyframes at 5 s and 10 s aside, and the lost-track tail) is skipped

@@ -124,6 +124,9 @@ class MetricsSnapshot:
     frames_processed: int
     events: int
     reconnects: int
+    detector_images: int = 0
+    frames_skipped: int = 0
+    frames_regions: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -144,6 +147,9 @@ def _snapshot(m: CameraMetrics, prev: dict[str, float], interval_s: float) -> Me
         frames_processed=m.frames_processed,
         events=m.events,
         reconnects=m.reconnects,
+        detector_images=m.detector_images,
+        frames_skipped=m.frames_skipped,
+        frames_regions=m.frames_regions,
     )
 
 
@@ -153,6 +159,11 @@ def format_snapshot(s: MetricsSnapshot) -> str:
         f"[metrics] {s.camera_id}: in {s.input_fps:.1f} fps, processed {s.processed_fps:.1f} fps, "
         f"inference {s.inference_ms:.1f} ms/frame, queue {s.queue_depth}, dropped {s.dropped}, "
         f"frames {s.frames_processed}, events {s.events}, reconnects {s.reconnects}"
+        + (
+            f", motion: skipped {s.frames_skipped}, crops {s.frames_regions}, detector images {s.detector_images}"
+            if s.frames_skipped or s.frames_regions
+            else ""
+        )
     )
 
 

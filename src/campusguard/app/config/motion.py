@@ -61,11 +61,13 @@ class MotionConfig(ConfigModel):
         description="Smallest side of a detection crop, pixels; none uses the network's input side (crops at native resolution).",
     )
     margin: float = Field(
-        0.25,
+        1.0,
         ge=0,
         le=2,
         title="Margin",
-        description="Context around each moving or tracked box, as a fraction of its longer side.",
+        description="Context around each moving or tracked box, as a fraction of its longer side (a crop is at least "
+        "1 + 2 x margin times the box). 1.0 keeps near, large people at about the scale the network sees in whole frames "
+        "(benchmarks/small_objects.py: 0.25 loses half of the people over 80 px tall in 720p).",
     )
     full_frame_fraction: float = Field(
         0.5,
