@@ -8,6 +8,7 @@ the bundled model itself, gating off and on, on the demo's synthetic campus vide
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -118,11 +119,18 @@ def test_tracked_boxes_are_scaled_to_the_frame_they_are_read_for() -> None:
 def test_demo_with_the_bundled_model_finds_the_same_incidents_gated_or_not(tmp_path: Path) -> None:
     from campusguard.app.demo import run_demo
 
-    results = {}
-    for motion in (False, True):
-        results[motion] = run_demo(seed=0, out_dir=tmp_path / str(motion), seconds=40, out=io.StringIO(), motion=motion)
-    off, on = results[False], results[True]
+    # a 640x360 demo frame: crops of the network's 320 px side may cover the whole frame between them
+    gating = {"enabled": True, "margin": 0.25, "full_frame_fraction": 1.0}
+    results, printed = {}, {}
+    for name, motion in (("off", False), ("on", gating)):
+        out = io.StringIO()
+        results[name] = run_demo(seed=0, out_dir=tmp_path / name, seconds=40, out=out, motion=motion)
+        printed[name] = out.getvalue()
+    off, on = results["off"], results["on"]
     assert off.clean and on.clean
+    crops = re.search(r"motion: skipped (\d+), crops (\d+), detector images (\d+)", printed["on"])
+    assert crops is not None and int(crops.group(2)) > 100  # the gate really sent crops
+    assert "motion:" not in printed["off"]
     assert off.scores.overall.f1 >= 0.9
     assert on.scores.overall.f1 >= off.scores.overall.f1 - 0.02
     assert sorted((e.rule_kind, e.zone) for e in on.events) == sorted((e.rule_kind, e.zone) for e in off.events)

@@ -58,7 +58,7 @@ def demo_config(
     out_dir: Path,
     model: str | None = None,
     example_text: str | None = None,
-    motion: bool | None = None,
+    motion: bool | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The watch config of a demo video: the example config with the video's geometry and thresholds.
 
@@ -69,7 +69,8 @@ def demo_config(
         out_dir: where the database, events, annotated video and snapshots go.
         model: a model instead of the example's (the bundled default).
         example_text: the example config YAML (default: the bundled one).
-        motion: turn the camera's motion gating on or off (none keeps the example's setting).
+        motion: turn the camera's motion gating on or off, or give its ``motion`` section (none keeps
+            the example's setting).
 
     Returns:
         The config as a plain dict (dump it with ``yaml.safe_dump``). Example rules whose zone or
@@ -121,7 +122,7 @@ def demo_config(
         )
     cam["rules"] = rules
     if motion is not None:
-        cam["motion"] = {**cam.get("motion", {}), "enabled": motion}
+        cam["motion"] = {**cam.get("motion", {}), **(motion if isinstance(motion, dict) else {"enabled": motion})}
     if model is not None:
         data.setdefault("detector", {})["model"] = str(model)
     data["storage"] = {"sqlite": str(out_dir / "events.db")}
@@ -172,12 +173,13 @@ def run_demo(
     size_wh: tuple[int, int] = (640, 360),
     fps: int = 10,
     falls: bool = False,
-    motion: bool | None = None,
+    motion: bool | dict[str, Any] | None = None,
 ) -> DemoResult:
     """Generate, watch, score and summarise one synthetic scenario (see the module docstring).
 
     ``falls``: the video also scripts people who fall, and the config gets a fall rule.
-    ``motion``: motion gating on or off for the camera (none: the example config's setting)."""
+    ``motion``: motion gating on or off for the camera, or its ``motion`` section (none: the
+    example config's setting)."""
     from campusguard.data.synth.video import generate_video
 
     out = out or sys.stdout
