@@ -218,7 +218,13 @@ class DetectionWorker:
             while self._take_round(items, open_cams):
                 pass
             n_frames = sum(isinstance(i, Frame) for i in items)
-            if n_frames >= self.batch_size or not open_cams or any(isinstance(i, EndOfStream) for i in items):
+            gated_in = {i.camera_id for i in items if isinstance(i, Frame) and i.camera_id in self.gates}
+            if (
+                n_frames >= self.batch_size
+                or not open_cams
+                or any(isinstance(i, EndOfStream) for i in items)
+                or open_cams <= gated_in  # every open camera is gated and has its one frame in the batch
+            ):
                 return items
             now = time.monotonic()
             if items:
