@@ -17,7 +17,7 @@ import psutil
 
 from campusguard.backends.devices import list_gpus, visible_devices_env
 
-__all__ = ["Verdict", "collect_environment", "backend_verdicts", "check_visible_devices"]
+__all__ = ["Verdict", "collect_environment", "backend_verdicts", "check_visible_devices", "cpu_flags"]
 
 PACKAGES = (
     "campusguard",
@@ -67,6 +67,11 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """The CPU's instruction-set flags that matter for inference (AVX2, AVX-512, VNNI, AMX, FMA)."""
+    return _cpu_flags()
 
 
 def _cpu_flags() -> list[str]:
@@ -214,4 +219,14 @@ def collect_environment(include_torch: bool = True) -> dict[str, Any]:
         "onnxruntime": {"version": ort.__version__, "device": ort.get_device(), "providers": providers},
         "verdicts": [asdict(v) for v in backend_verdicts(providers, torch_info, gpus)],
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
+        "precision": _precision_advice(_cpu_flags()),
     }
+
+
+def _precision_advice(flags: list[str]) -> dict[str, Any]:
+    """Which variant of the bundled model ``precision: auto`` loads on this CPU, and why."""
+    from campusguard.models.resolve import DEFAULT_MODEL
+    from campusguard.precision import choose_precision
+
+    choice = choose_precision(DEFAULT_MODEL, "auto", flags)
+    return {"recommended": choice.precision, "model": choice.model.name, "reason": choice.reason}

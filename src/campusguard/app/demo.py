@@ -53,7 +53,12 @@ class DemoResult:
 
 
 def demo_config(
-    truth: dict[str, Any], video: Path, out_dir: Path, model: str | None = None, example_text: str | None = None
+    truth: dict[str, Any],
+    video: Path,
+    out_dir: Path,
+    model: str | None = None,
+    example_text: str | None = None,
+    motion: bool | dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The watch config of a demo video: the example config with the video's geometry and thresholds.
 
@@ -64,6 +69,8 @@ def demo_config(
         out_dir: where the database, events, annotated video and snapshots go.
         model: a model instead of the example's (the bundled default).
         example_text: the example config YAML (default: the bundled one).
+        motion: turn the camera's motion gating on or off, or give its ``motion`` section (none keeps
+            the example's setting).
 
     Returns:
         The config as a plain dict (dump it with ``yaml.safe_dump``). Example rules whose zone or
@@ -114,6 +121,8 @@ def demo_config(
             }
         )
     cam["rules"] = rules
+    if motion is not None:
+        cam["motion"] = {**cam.get("motion", {}), **(motion if isinstance(motion, dict) else {"enabled": motion})}
     if model is not None:
         data.setdefault("detector", {})["model"] = str(model)
     data["storage"] = {"sqlite": str(out_dir / "events.db")}
@@ -164,10 +173,13 @@ def run_demo(
     size_wh: tuple[int, int] = (640, 360),
     fps: int = 10,
     falls: bool = False,
+    motion: bool | dict[str, Any] | None = None,
 ) -> DemoResult:
     """Generate, watch, score and summarise one synthetic scenario (see the module docstring).
 
-    ``falls``: the video also scripts people who fall, and the config gets a fall rule."""
+    ``falls``: the video also scripts people who fall, and the config gets a fall rule.
+    ``motion``: motion gating on or off for the camera, or its ``motion`` section (none: the
+    example config's setting)."""
     from campusguard.data.synth.video import generate_video
 
     out = out or sys.stdout
@@ -190,7 +202,7 @@ def run_demo(
     config_path = out_dir / "watch.yaml"
     config_path.write_text(
         "# written by `campusguard demo` from the bundled example config\n"
-        + yaml.safe_dump(demo_config(truth_dict, video, out_dir, model), sort_keys=False),
+        + yaml.safe_dump(demo_config(truth_dict, video, out_dir, model, motion=motion), sort_keys=False),
         encoding="utf-8",
     )
     print(f"[demo] config {config_path}; watching {video} ...", file=out, flush=True)

@@ -85,7 +85,10 @@ class CameraMetrics:
         frames_dropped: frames dropped by the drop-oldest queue.
         frames_processed: frames that went through tracking and rules.
         inference_ms_total: this camera's share of batch inference time, milliseconds.
-        frames_detected: frames that went through detection.
+        frames_detected: frames that went through detection (gated frames included).
+        detector_images: images sent to the detector for this camera (whole frames and crops).
+        frames_skipped: frames the motion gate skipped (no detector call).
+        frames_regions: frames detected on motion and track crops instead of the whole frame.
         events: event updates emitted (start, update, end).
         reconnects: times the source was reopened.
         inference_seconds: histogram of this camera's per-frame share of inference time.
@@ -97,6 +100,9 @@ class CameraMetrics:
     frames_dropped: int = 0
     frames_processed: int = 0
     frames_detected: int = 0
+    detector_images: int = 0
+    frames_skipped: int = 0
+    frames_regions: int = 0
     inference_ms_total: float = 0.0
     events: int = 0
     reconnects: int = 0
@@ -118,6 +124,9 @@ class MetricsSnapshot:
     frames_processed: int
     events: int
     reconnects: int
+    detector_images: int = 0
+    frames_skipped: int = 0
+    frames_regions: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -138,6 +147,9 @@ def _snapshot(m: CameraMetrics, prev: dict[str, float], interval_s: float) -> Me
         frames_processed=m.frames_processed,
         events=m.events,
         reconnects=m.reconnects,
+        detector_images=m.detector_images,
+        frames_skipped=m.frames_skipped,
+        frames_regions=m.frames_regions,
     )
 
 
@@ -147,6 +159,11 @@ def format_snapshot(s: MetricsSnapshot) -> str:
         f"[metrics] {s.camera_id}: in {s.input_fps:.1f} fps, processed {s.processed_fps:.1f} fps, "
         f"inference {s.inference_ms:.1f} ms/frame, queue {s.queue_depth}, dropped {s.dropped}, "
         f"frames {s.frames_processed}, events {s.events}, reconnects {s.reconnects}"
+        + (
+            f", motion: skipped {s.frames_skipped}, crops {s.frames_regions}, detector images {s.detector_images}"
+            if s.frames_skipped or s.frames_regions
+            else ""
+        )
     )
 
 

@@ -35,6 +35,7 @@ from campusguard.app.metrics import CameraMetrics
 from campusguard.app.rules import RuleEngine
 from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue
 from campusguard.detections import Detections
+from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_region_detections
 from campusguard.tracking import Tracker
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "DetectorLike",
     "EventMessage",
     "EventWorker",
+    "TrackedBoxes",
     "Watchdog",
     "WorkerThread",
     "put_until",
@@ -98,6 +100,35 @@ def wall_time_of(frame: Frame) -> datetime:
     return datetime.fromtimestamp(time.time() - (time.monotonic() - frame.read_at)).astimezone()
 
 
+class TrackedBoxes:
+    """The latest tracked boxes of one camera: written by its analytics worker, read by detection.
+
+    One reference is swapped per update (an atomic assignment), so the reader never sees a
+    half-written value and neither side takes a lock.
+    """
+
+    def __init__(self) -> None:
+        self._latest: tuple[np.ndarray, tuple[int, int]] | None = None
+
+    def publish(self, xyxy: np.ndarray, resolution_wh: tuple[int, int]) -> None:
+        """Replace the boxes (``(N, 4)`` xyxy in pixels of a ``resolution_wh`` frame)."""
+        self._latest = (np.array(xyxy, np.float32).reshape(-1, 4), resolution_wh)
+
+    def boxes_for(self, frame_wh: tuple[int, int]) -> np.ndarray:
+        """The latest boxes in pixels of a ``frame_wh`` frame (``(0, 4)`` before the first update)."""
+        latest = self._latest
+        if latest is None:
+            return np.zeros((0, 4), np.float32)
+        xyxy, from_wh = latest
+        if from_wh == frame_wh or len(xyxy) == 0:
+            return xyxy
+        sx, sy = frame_wh[0] / from_wh[0], frame_wh[1] / from_wh[1]
+        return xyxy * np.array([sx, sy, sx, sy], np.float32)
+
+
+_WHOLE_FRAME = RegionPlan("full", "disabled")
+
+
 # detection ---------------------------------------------------------------------------------
 class DetectionWorker:
     """Runs detection for all cameras, batching frames across cameras.
@@ -116,6 +147,14 @@ class DetectionWorker:
         doorbell: set by every frame queue put.
         batch_size: most frames per inference batch.
         batch_wait_s: longest wait for a fuller batch, seconds.
+        gates: camera id to its motion gate (cameras without one are detected whole); a frame
+            planned "skip" gets no detections and no detector call, a "regions" frame sends its
+            crops, batched with the other frames and crops in the same `predict_batch` call.
+        tracked: camera id to its analytics worker's latest tracked boxes, which the gate keeps
+            in the detection set so objects that stand still are not lost; the boxes of the
+            camera's previous frame are kept too (the analytics worker may be a frame or more
+            behind).
+        merge_iou: IoU of the class-aware NMS that joins boxes of overlapping crops.
     """
 
     def __init__(
@@ -129,6 +168,9 @@ class DetectionWorker:
         doorbell: threading.Event,
         batch_size: int = 4,
         batch_wait_s: float = 0.005,
+        gates: dict[str, MotionGate] | None = None,
+        tracked: dict[str, TrackedBoxes] | None = None,
+        merge_iou: float = 0.7,
     ) -> None:
         self.inputs = inputs
         self.outputs = outputs
@@ -139,6 +181,11 @@ class DetectionWorker:
         self.doorbell = doorbell
         self.batch_size = batch_size
         self.batch_wait_s = batch_wait_s
+        self.gates = gates or {}
+        self.tracked = tracked or {}
+        self.merge_iou = merge_iou
+        self._frame_wh: dict[str, tuple[int, int]] = {}
+        self._last_boxes: dict[str, np.ndarray] = {}  # gated cameras' boxes of their last detected frame
         self.heartbeat = time.monotonic()
         self.batches = 0
         self._order = list(inputs)
@@ -152,6 +199,8 @@ class DetectionWorker:
         for cam in cams[start:] + cams[:start]:
             if sum(isinstance(i, Frame) for i in items) >= self.batch_size:
                 break
+            if cam in self.gates and any(isinstance(i, Frame) and i.camera_id == cam for i in items):
+                continue  # a gated camera's next frame is planned with this one's detections
             item = self.inputs[cam].get_nowait()
             if item is not None:
                 items.append(item)
@@ -169,7 +218,13 @@ class DetectionWorker:
             while self._take_round(items, open_cams):
                 pass
             n_frames = sum(isinstance(i, Frame) for i in items)
-            if n_frames >= self.batch_size or not open_cams or any(isinstance(i, EndOfStream) for i in items):
+            gated_in = {i.camera_id for i in items if isinstance(i, Frame) and i.camera_id in self.gates}
+            if (
+                n_frames >= self.batch_size
+                or not open_cams
+                or any(isinstance(i, EndOfStream) for i in items)
+                or open_cams <= gated_in  # every open camera is gated and has its one frame in the batch
+            ):
                 return items
             now = time.monotonic()
             if items:
@@ -197,6 +252,20 @@ class DetectionWorker:
                 if isinstance(item, EndOfStream):
                     self._put(item.camera_id, item)
 
+    def _plan(self, frame: Frame) -> RegionPlan:
+        """What the detector sees of ``frame``: its camera's gate decides, else the whole frame."""
+        gate = self.gates.get(frame.camera_id)
+        if gate is None:
+            return _WHOLE_FRAME
+        wh = frame.resolution_wh
+        if self._frame_wh.setdefault(frame.camera_id, wh) != wh:  # a reconnect changed the frame size
+            self._frame_wh[frame.camera_id] = wh
+            gate.reset()
+        keep = [self._last_boxes.get(frame.camera_id, np.zeros((0, 4), np.float32))]
+        if frame.camera_id in self.tracked:
+            keep.append(self.tracked[frame.camera_id].boxes_for(wh))
+        return gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep))
+
     def _detect(self, frames: list[Frame]) -> list[DetectedFrame]:
         by_detector: dict[int, list[Frame]] = {}
         for f in frames:
@@ -204,18 +273,35 @@ class DetectionWorker:
         out: list[DetectedFrame] = []
         for group in by_detector.values():
             detector = self.detectors[group[0].camera_id]
+            plans = [self._plan(f) for f in group]
+            crops = [crop_regions(f.image, plan) for f, plan in zip(group, plans, strict=True)]
+            images = [im for c in crops for im in c]
             t0 = time.perf_counter()
-            dets = detector.predict_batch([f.image for f in group])
-            share_ms = (time.perf_counter() - t0) * 1000 / len(group)
-            self.batches += 1
-            for f, d in zip(group, dets, strict=True):
-                m = self.metrics[f.camera_id]
-                m.frames_detected += 1
-                m.inference_ms_total += share_ms
-                m.inference_seconds.observe(share_ms / 1000)
-                out.append(DetectedFrame(f, d, share_ms))
+            dets = detector.predict_batch(images) if images else []
+            ms_per_image = (time.perf_counter() - t0) * 1000 / max(1, len(images))
+            if images:
+                self.batches += 1
+            start = 0
+            for f, plan, c in zip(group, plans, crops, strict=True):
+                own = dets[start : start + len(c)]
+                start += len(c)
+                share_ms = ms_per_image * len(c)
+                self._count(self.metrics[f.camera_id], plan, share_ms)
+                merged = merge_region_detections(plan, own, self.merge_iou, f.resolution_wh)
+                if f.camera_id in self.gates:
+                    self._last_boxes[f.camera_id] = merged.xyxy
+                out.append(DetectedFrame(f, merged, share_ms))
         out.sort(key=lambda m: (m.frame.camera_id, m.frame.index))  # per-camera order kept
         return out
+
+    @staticmethod
+    def _count(m: CameraMetrics, plan: RegionPlan, share_ms: float) -> None:
+        m.frames_detected += 1
+        m.detector_images += plan.calls if plan.kind != "skip" else 0
+        m.frames_skipped += plan.kind == "skip"
+        m.frames_regions += plan.kind == "regions"
+        m.inference_ms_total += share_ms
+        m.inference_seconds.observe(share_ms / 1000)
 
     def _put(self, camera_id: str, item: DetectedFrame | EndOfStream) -> None:
         put_until(self.outputs[camera_id], item, self.failed.is_set)
@@ -264,6 +350,8 @@ class AnalyticsWorker:
         snapshots_dir: folder for event-start JPEGs, or None.
         on_frame: called with each processed frame as a `LiveFrame` (the live view and clips);
             must not block.
+        tracked_out: where this camera's tracked boxes are published after every frame (for
+            its motion gate), or None.
     """
 
     def __init__(
@@ -280,6 +368,7 @@ class AnalyticsWorker:
         video: AnnotatedVideoWriter | None = None,
         snapshots_dir: Path | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
+        tracked_out: TrackedBoxes | None = None,
     ) -> None:
         self.camera_id = camera_id
         self.inbox = inbox
@@ -293,6 +382,7 @@ class AnalyticsWorker:
         self.video = video
         self.snapshots_dir = snapshots_dir
         self.on_frame = on_frame
+        self.tracked_out = tracked_out
         self.heartbeat = time.monotonic()
         self._open: dict[str, Event] = {}  # event_id -> latest open state, for drawing
         self._last_ts = 0.0
@@ -342,6 +432,8 @@ class AnalyticsWorker:
         wall = wall_time_of(frame)
         dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
         tracked = self.tracker.update(dets, frame.timestamp_s)
+        if self.tracked_out is not None:
+            self.tracked_out.publish(tracked.xyxy, self.geometry.resolution_wh)
         events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
         self._last_ts = frame.timestamp_s
         self._last_frame = frame

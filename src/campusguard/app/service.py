@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
@@ -32,17 +32,21 @@ from campusguard.app.pipeline import (
     DetectionWorker,
     DetectorLike,
     EventWorker,
+    TrackedBoxes,
     Watchdog,
     WorkerThread,
 )
 from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.wiring import CameraParts, build_camera
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
+from campusguard.motion import MotionDetector, MotionGate
 
 __all__ = [
     "DetectorFactory",
     "WatchService",
     "default_detector_factory",
+    "model_for_precision",
+    "motion_gate_for",
     "open_camera",
     "probe_source",
     "reader_for",
@@ -62,7 +66,7 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
         from campusguard.detector import Detector
 
         return Detector(
-            model=model,
+            model=model_for_precision(model, device, det.precision),
             device=device,
             imgsz=imgsz,
             conf=det.conf,
@@ -73,6 +77,48 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
         )
 
     return make
+
+
+def model_for_precision(model: str | None, device: str, precision: Literal["auto", "fp32", "int8"]) -> str | None:
+    """The model file the detector section's ``precision`` asks for (see `campusguard.precision`).
+
+    ``auto`` considers INT8 only on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
+    provider) and only for ONNX files; ``int8`` for a model without an INT8 variant is an error.
+    """
+    import onnxruntime as ort
+
+    from campusguard.doctor import cpu_flags
+    from campusguard.errors import ModelLoadError
+    from campusguard.models.resolve import DEFAULT_MODEL
+    from campusguard.precision import choose_precision
+
+    if precision == "fp32":
+        return model
+    path = DEFAULT_MODEL if model is None else Path(model)
+    if path.suffix != ".onnx" or not path.is_file():
+        if precision == "int8":
+            raise ModelLoadError(f"precision int8 needs an ONNX model with an INT8 variant; got {model}")
+        return model
+    gpu = any(p in ort.get_available_providers() for p in ("CUDAExecutionProvider", "ROCMExecutionProvider"))
+    if precision == "auto" and (device not in ("cpu", "auto") or (device == "auto" and gpu)):
+        return model
+    choice = choose_precision(path, precision, cpu_flags())
+    log.info("detector precision %s: %s (%s)", choice.precision, choice.model.name, choice.reason)
+    return str(choice.model) if choice.model != path or model is not None else None
+
+
+def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[int, int]) -> MotionGate:
+    """A camera's motion gate from its ``motion`` section; crops are at least the network's input side."""
+    m = cam.motion
+    min_side = m.min_region or max(detector.input_hw((frame_wh[1], frame_wh[0])))
+    motion = MotionDetector(threshold=m.threshold, min_area=m.min_area, width=m.width, alpha=m.alpha)
+    return MotionGate(
+        motion,
+        keyframe_s=m.keyframe_s,
+        min_side=min_side,
+        margin=m.margin,
+        full_frame_fraction=m.full_frame_fraction,
+    )
 
 
 def open_camera(cam: CameraConfig) -> FrameSource:
@@ -180,6 +226,7 @@ class WatchService:
         self.analytics: dict[str, AnalyticsWorker] = {}
         self.event_worker: EventWorker | None = None
         self.detection: DetectionWorker | None = None
+        self.tracked: dict[str, TrackedBoxes] = {}  # motion-gated cameras' latest tracked boxes
         self.reporter: MetricsReporter | None = None
         self._started = False
         self._finished = False
@@ -314,6 +361,12 @@ class WatchService:
         self, inputs: dict[str, FrameQueue], outputs: dict[str, queue.Queue], doorbell: threading.Event
     ) -> None:
         det = self.config.detector
+        self.tracked = {cam.id: TrackedBoxes() for _, cam in self.cameras if cam.is_motion_gated()}
+        gates = {
+            cam.id: motion_gate_for(cam, self.detectors[cam.id], self.probes[cam.id].resolution_wh)
+            for _, cam in self.cameras
+            if cam.id in self.tracked
+        }
         self.detection = DetectionWorker(
             inputs,
             outputs,
@@ -324,6 +377,9 @@ class WatchService:
             doorbell,
             batch_size=det.batch_size,
             batch_wait_s=det.batch_wait_ms / 1000,
+            gates=gates,
+            tracked=self.tracked,
+            merge_iou=det.iou,
         )
         self._spawn("detection", self.detection.run)
 
@@ -351,6 +407,7 @@ class WatchService:
                 video=video,
                 snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
                 on_frame=self.on_frame,
+                tracked_out=self.tracked.get(cam.id),
             )
             self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)

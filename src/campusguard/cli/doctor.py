@@ -69,6 +69,8 @@ def _print(env: dict, skipped_torch: bool = False) -> None:
         "CPU",
         f"{cpu['name']}, {cpu['physical_cores']} cores / {cpu['logical_cores']} threads, {' '.join(cpu['flags'])}",
     )
+    advice = env["precision"]
+    t.add_row("Precision", f"{advice['recommended'].upper()} ({advice['model']}): {advice['reason']}")
     t.add_row("RAM", _gib(env["ram_bytes"]))
     t.add_row("Python", env["python"])
     t.add_row("Packages", ", ".join(f"{k} {v}" for k, v in env["packages"].items()))

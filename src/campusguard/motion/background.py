@@ -70,7 +70,9 @@ class MotionDetector:
         """
         h, w = frame_bgr.shape[:2]
         scale = self.width / w if w > self.width else 1.0
-        small = cv2.resize(frame_bgr, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
+        small = cv2.resize(
+            frame_bgr, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA
+        )
         grey = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY) if small.ndim == 3 else small
         if self.blur:
             grey = cv2.GaussianBlur(grey, (self.blur, self.blur), 0)

@@ -87,7 +87,9 @@ def plan_regions(
         side = int(np.ceil(max(min_side, longest * (1 + 2 * margin))))
         if side > limit:
             return None
-        need = np.array([box[0] - margin * longest, box[1] - margin * longest, box[2] + margin * longest, box[3] + margin * longest])
+        need = np.array(
+            [box[0] - margin * longest, box[1] - margin * longest, box[2] + margin * longest, box[3] + margin * longest]
+        )
         if any(r[0] <= need[0] and r[1] <= need[1] and r[2] >= need[2] and r[3] >= need[3] for r in regions):
             continue
         merged = False
@@ -144,7 +146,11 @@ class MotionGate:
     def plan(self, frame_bgr: np.ndarray, timestamp_s: float, tracked_xyxy: np.ndarray | None = None) -> RegionPlan:
         """Plan one frame; ``tracked_xyxy`` are the boxes of objects the tracker still follows."""
         moving = self.motion(frame_bgr)
-        if self._last_keyframe is None or timestamp_s - self._last_keyframe >= self.keyframe_s or timestamp_s < self._last_keyframe:
+        if (
+            self._last_keyframe is None
+            or timestamp_s - self._last_keyframe >= self.keyframe_s
+            or timestamp_s < self._last_keyframe
+        ):
             self._last_keyframe = timestamp_s
             return RegionPlan("full", "keyframe")
         tracked = np.zeros((0, 4), np.float32) if tracked_xyxy is None else np.asarray(tracked_xyxy, np.float32)
@@ -165,8 +171,28 @@ def crop_regions(frame_bgr: np.ndarray, plan: RegionPlan) -> list[np.ndarray]:
     return [frame_bgr[y1:y2, x1:x2] for x1, y1, x2, y2 in plan.regions]
 
 
-def merge_region_detections(plan: RegionPlan, per_image: list[Detections], iou_threshold: float) -> Detections:
-    """Map each crop's boxes back to the frame and drop duplicates from overlapping regions (class-aware NMS)."""
+def _cut_by_inner_edge(xyxy: np.ndarray, crop_wh: tuple[int, int], inner: np.ndarray, edge_px: float) -> np.ndarray:
+    """Which of a crop's boxes touch one of its sides that lies inside the frame (the object was cut)."""
+    w, h = crop_wh
+    touches = np.stack(
+        [xyxy[:, 0] <= edge_px, xyxy[:, 1] <= edge_px, xyxy[:, 2] >= w - edge_px, xyxy[:, 3] >= h - edge_px], axis=1
+    )
+    return (touches & inner).any(axis=1)
+
+
+def merge_region_detections(
+    plan: RegionPlan,
+    per_image: list[Detections],
+    iou_threshold: float,
+    frame_wh: tuple[int, int] | None = None,
+    edge_px: float = 1.0,
+) -> Detections:
+    """Map each crop's boxes back to the frame and drop duplicates from overlapping regions (class-aware NMS).
+
+    With ``frame_wh``, a box that touches a crop side lying inside the frame (within ``edge_px``)
+    is dropped: it is a part of an object the crop cut, and regions are planned so that every
+    known object lies wholly inside one of them, with a margin.
+    """
     if plan.kind == "full":
         return per_image[0]
     if plan.kind == "skip" or not per_image:
@@ -174,7 +200,10 @@ def merge_region_detections(plan: RegionPlan, per_image: list[Detections], iou_t
     if len(per_image) != len(plan.regions):
         raise InvalidInputError(f"{len(per_image)} detection sets for {len(plan.regions)} regions")
     shifted = []
-    for (x1, y1, _, _), dets in zip(plan.regions, per_image, strict=True):
+    for (x1, y1, x2, y2), dets in zip(plan.regions, per_image, strict=True):
+        if len(dets) and frame_wh is not None:
+            inner = np.array([x1 > 0, y1 > 0, x2 < frame_wh[0], y2 < frame_wh[1]])
+            dets = dets[~_cut_by_inner_edge(dets.xyxy, (int(x2 - x1), int(y2 - y1)), inner, edge_px)]
         if len(dets):
             offset = np.array([x1, y1, x1, y1], np.float32)
             shifted.append(Detections(dets.xyxy + offset, dets.confidence, dets.class_id, data=dict(dets.data)))

@@ -15,6 +15,7 @@ Modules:
     `zones`: `ZoneConfig`, `LineConfig`, checked by `campusguard.zones` and built into its
         `PolygonZone` and `LineZone`.
     `rules`: one `...RuleConfig` per rule kind, the `RuleConfig` union, `class_ids`.
+    `motion`: `MotionConfig`, a camera's motion gating.
     `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
     `root`: `WatchConfig` (the file), `LoadedConfig`, `parse_config`, `load_config`, `config_schema`.
     `locate`: the line of a field in the YAML, and pydantic errors as one message.
@@ -26,6 +27,7 @@ from campusguard.app.config.alerts import ALERT_SINK_KINDS, AlertSinkConfig, Any
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig, ReconnectConfig, source_kind
 from campusguard.app.config.detector import DetectorConfig
+from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema, load_config, parse_config
 from campusguard.app.config.rules import (
@@ -62,6 +64,7 @@ __all__ = [
     "LoadedConfig",
     "Loc",
     "LoiteringRuleConfig",
+    "MotionConfig",
     "OutputsConfig",
     "ReconnectConfig",
     "RuleConfig",

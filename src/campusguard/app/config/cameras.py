@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
+from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.rules import FallRuleConfig, LineCrossingRuleConfig, RuleConfig
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
@@ -105,6 +106,11 @@ class CameraConfig(ConfigModel):
         title="Stall timeout",
         description="Seconds without a frame before the watchdog reconnects a live source.",
     )
+    motion: MotionConfig = Field(
+        default_factory=MotionConfig,
+        title="Motion gating",
+        description="Detect only where something moves or is tracked, plus the whole frame every keyframe_s.",
+    )
     reconnect: ReconnectConfig = Field(
         default_factory=ReconnectConfig, title="Reconnect", description="Back-off between reconnect attempts."
     )
@@ -137,6 +143,10 @@ class CameraConfig(ConfigModel):
     def is_realtime(self) -> bool:
         """Whether this camera drops frames when behind (live sources, or files with ``realtime: true``)."""
         return self.is_live() if self.realtime is None else self.realtime
+
+    def is_motion_gated(self) -> bool:
+        """Whether this camera's frames go through a motion gate (``motion.enabled``; default: live sources)."""
+        return self.is_live() if self.motion.enabled is None else self.motion.enabled
 
     def reference_errors(self) -> list[tuple[Loc, str]]:
         """What the field validators cannot see: unique zone, line and rule names, rules naming

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, validate_imgsz
@@ -18,6 +20,13 @@ class DetectorConfig(ConfigModel):
         description="ONNX file, .pt checkpoint or architecture name; none uses the bundled default model.",
     )
     device: str = Field("auto", title="Device", description="`auto`, `cpu`, `cuda:N` or `rocm:N`.")
+    precision: Literal["auto", "fp32", "int8"] = Field(
+        "auto",
+        title="Precision",
+        description="ONNX models on the CPU: `int8` loads the model's INT8 variant (NAME-int8.onnx or NAME.int8.onnx "
+        "next to it; the bundled model has one), `fp32` the model itself, `auto` INT8 where the CPU has VNNI or AMX "
+        "and the variant exists (`campusguard doctor` says which), else FP32.",
+    )
     imgsz: int | tuple[int, int] | None = Field(
         None,
         title="Input size",
