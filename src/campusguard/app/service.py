@@ -74,6 +74,9 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
             max_det=det.max_det,
             threads=det.threads,
             spinning=det.spinning,
+            backend=det.backend,
+            pipeline=det.pipeline,
+            half=det.half,
         )
 
     return make

@@ -20,6 +20,19 @@ class DetectorConfig(ConfigModel):
         description="ONNX file, .pt checkpoint or architecture name; none uses the bundled default model.",
     )
     device: str = Field("auto", title="Device", description="`auto`, `cpu`, `cuda:N` or `rocm:N`.")
+    backend: Literal["onnxruntime", "torch"] | None = Field(
+        None,
+        title="Backend",
+        description="`onnxruntime` (the default for every model) or `torch` (PyTorch: .pt checkpoints and "
+        "architecture names; needs the torch extra).",
+    )
+    pipeline: Literal["auto", "host", "device"] = Field(
+        "auto",
+        title="Pre/post-processing",
+        description="`host`: letterbox and NMS on the CPU; `device`: PyTorch only, uint8 frames uploaded from pinned "
+        "memory with letterbox, normalisation and NMS on the GPU; `auto`: `device` for the torch backend on a GPU.",
+    )
+    half: bool = Field(False, title="FP16", description="FP16 weights and inputs (the torch backend on a GPU).")
     precision: Literal["auto", "fp32", "int8"] = Field(
         "auto",
         title="Precision",

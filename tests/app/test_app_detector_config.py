@@ -1,0 +1,28 @@
+"""The detector section reaches the `Detector`: backend, pre/post-processing path, FP16."""
+
+from __future__ import annotations
+
+import pytest
+
+from campusguard.app.config import parse_config
+from campusguard.app.service import default_detector_factory
+from campusguard.errors import ConfigError
+
+
+@pytest.mark.torch
+def test_torch_backend_with_the_device_pipeline_from_the_config(fall_pt):
+    loaded = parse_config(f"detector: {{model: '{fall_pt}', backend: torch, pipeline: device}}\n")
+    det = default_detector_factory(loaded)(str(fall_pt), "cpu", None)
+    assert det.pipeline == "device" and det.provider == "torch-device:cpu"  # type: ignore[attr-defined]
+
+
+def test_defaults_keep_onnx_runtime_on_the_host_path():
+    loaded = parse_config("detector: {}\n")
+    assert (loaded.config.detector.backend, loaded.config.detector.pipeline) == (None, "auto")
+    det = default_detector_factory(loaded)(None, "cpu", None)
+    assert det.pipeline == "host"  # type: ignore[attr-defined]
+
+
+def test_unknown_pipeline_is_a_config_error():
+    with pytest.raises(ConfigError, match="pipeline"):
+        parse_config("detector: {pipeline: gpu}\n")
