@@ -227,7 +227,7 @@ def main() -> int:
     from watch_throughput import make_video
 
     from campusguard.detector import Detector
-    from campusguard.models.registry import DEFAULT_MODEL
+    from campusguard.models.resolve import DEFAULT_MODEL
 
     model = args.model or str(DEFAULT_MODEL)
     tmp = Path(tempfile.mkdtemp(prefix="console-viewers-"))
