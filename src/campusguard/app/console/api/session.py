@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from campusguard.app.console.auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
+    ConsoleState,
     audit,
     client_address,
     console_state,
@@ -31,13 +32,7 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
     """Log in: sets the session cookie (HttpOnly, SameSite=Strict) and the CSRF cookie; returns both values."""
     state = console_state(request)
     address = client_address(request)
-    wait = state.limiter.retry_after(body.username, address)
-    if wait is not None:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            f"too many failed logins; try again in {math.ceil(wait)} s",
-            headers={"Retry-After": str(math.ceil(wait))},
-        )
+    _refuse_while_limited(state, body.username, address, "failed logins")
     user = state.users.verify_password(body.username, body.password)
     if user is None:
         state.limiter.failed(body.username, address)
@@ -56,6 +51,17 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
     response.set_cookie(CSRF_COOKIE, csrf, max_age=max_age, httponly=False, samesite="strict", secure=secure, path="/")
     return LoginResponse(token=token, csrf=csrf, user=UserOut(name=user.name, role=user.role))
 
+
+
+def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: str) -> None:
+    """429 with Retry-After while the limiter holds back ``name`` or ``address`` (``what`` names the failures)."""
+    wait = state.limiter.retry_after(name, address)
+    if wait is not None:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"too many {what}; try again in {math.ceil(wait)} s",
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
 
 @router.post("/auth/logout", status_code=status.HTTP_204_NO_CONTENT)
 def logout(request: Request, response: Response, user: User = Depends(current_user)) -> None:
@@ -81,13 +87,7 @@ def change_password(body: PasswordChange, request: Request, user: User = Depends
     """Change your own password; your other login sessions end, this one stays."""
     state = console_state(request)
     address = client_address(request)
-    wait = state.limiter.retry_after(user.name, address)
-    if wait is not None:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            f"too many failed attempts; try again in {math.ceil(wait)} s",
-            headers={"Retry-After": str(math.ceil(wait))},
-        )
+    _refuse_while_limited(state, user.name, address, "failed attempts")
     if state.users.verify_password(user.name, body.current) is None:
         state.limiter.failed(user.name, address)
         raise HTTPException(status.HTTP_403_FORBIDDEN, "the present password is wrong")
