@@ -137,15 +137,22 @@ def main() -> int:
         ("16:9 aspect-matched / static 640x640 Detector", ratio(keys[6], keys[5]), None),
     ]
     lines += ["", "| throughput ratio (median of per-round ratios) | value | target |", "| --- | ---: | ---: |"]
+    report(lines, checks, args.out, "overhead.py", digits=2)
+    return 0
+
+
+def report(
+    lines: list[str], checks: list[tuple[str, float, float | None]], out: Path | None, script: str, digits: int
+) -> None:
+    """Append the ratio rows (with met / NOT met against each target) to ``lines``, print, and write ``out``."""
     for label, value, target in checks:
         verdict = "" if target is None else (f">= {target} " + ("met" if value >= target else "NOT met"))
-        lines.append(f"| {label} | {value:.2f}x | {verdict} |")
+        lines.append(f"| {label} | {value:.{digits}f}x | {verdict} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\nCommand: `python benchmarks/overhead.py " + " ".join(sys.argv[1:]) + "`\n")
-    return 0
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + f"\nCommand: `python benchmarks/{script} " + " ".join(sys.argv[1:]) + "`\n")
 
 
 if __name__ == "__main__":

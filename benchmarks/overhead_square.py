@@ -26,7 +26,7 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_AUTOINSTALL", "false")
 
 import numpy as np
-from overhead import square_photo, timed  # the sibling script: same timer, same centre-cropped bus photo
+from overhead import report, square_photo, timed  # the sibling script: same timer, photo and report
 
 
 def main() -> int:
@@ -133,14 +133,7 @@ def main() -> int:
         ("letterbox + batch + bare run / bare run", ratio(keys[2], keys[0]), None),
         ("Detector / letterbox + batch + bare run", ratio(keys[3], keys[2]), None),
     ]
-    for label, value, target in checks:
-        verdict = "" if target is None else (f">= {target} " + ("met" if value >= target else "NOT met"))
-        lines.append(f"| {label} | {value:.3f}x | {verdict} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\nCommand: `python benchmarks/overhead_square.py " + " ".join(sys.argv[1:]) + "`\n")
+    report(lines, checks, args.out, "overhead_square.py", digits=3)
     return 0
 
 
