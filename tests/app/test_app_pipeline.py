@@ -72,6 +72,20 @@ def test_file_runs_are_deterministic(scene: Path, tmp_path: Path) -> None:
     assert starts(tmp_path / "a") == starts(tmp_path / "b")
 
 
+def test_a_file_run_again_writes_the_same_event_ids_once(scene: Path, tmp_path: Path) -> None:
+    """Deterministic ids: a re-run (a retried scan, a restarted worker) upserts the same rows."""
+    text = scene_config(scene, tmp_path)
+    run_service(text)
+    first = sorted((e.event_id, e.rule_kind, e.start_s) for e in read_events(tmp_path / "events.db"))
+    run_service(text)  # same file, same store
+    again = sorted((e.event_id, e.rule_kind, e.start_s) for e in read_events(tmp_path / "events.db"))
+    assert len(first) == 2 and again == first
+    other = tmp_path / "other"
+    other.mkdir()
+    run_service(scene_config(scene, other).replace("id: cam1", "id: cam9"))
+    assert not {e.event_id for e in read_events(other / "events.db")} & {i for i, _, _ in first}
+
+
 def test_two_cameras_are_batched_together_and_keep_their_order(scene: Path, tmp_path: Path) -> None:
     text = scene_config(scene, tmp_path).replace("batch_size: 2", "batch_size: 4\n  batch_wait_ms: 50")
     second = text.split("cameras:\n")[1].split("alerts:")[0].replace("id: cam1", "id: cam2")

@@ -3,21 +3,51 @@
 from __future__ import annotations
 
 import dataclasses
-import uuid
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-__all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "new_event_id"]
+__all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "event_id_for"]
 
 EventPhase = Literal["start", "update", "end"]
 RuleKind = Literal["intrusion", "crowd", "fire_lane", "loitering", "line_crossing", "fall"]
 RULE_KINDS: tuple[str, ...] = get_args(RuleKind)
 
 
-def new_event_id() -> str:
-    """A fresh random event id (uuid4, 32 hex digits)."""
-    return uuid.uuid4().hex
+def event_id_for(
+    *,
+    camera_id: str,
+    rule_name: str,
+    zone: str,
+    start_frame: int,
+    start_s: float,
+    tracker_ids: tuple[int, ...] = (),
+    direction: str | None = None,
+    count: int | None = None,
+) -> str:
+    """The deterministic id of the incident that starts with these values (32 hex digits).
+
+    Derived from what identifies an incident (camera, rule, zone, the frame and stream time it
+    was raised at, the objects and, for line crossings, direction and count), so a retried
+    write, a restarted worker or a resumed scan that raises the same incident again writes the
+    same row once (the stores upsert on ``event_id``). File sources' stream time is
+    ``index / fps``, so re-running a file reproduces its ids; live sources' stream time is
+    ``time.monotonic()`` with microseconds, so two live incidents never share one.
+    """
+    key = "\x1f".join(
+        [
+            camera_id,
+            rule_name,
+            zone,
+            str(int(start_frame)),
+            repr(float(start_s)),
+            ",".join(str(int(t)) for t in tracker_ids),
+            direction or "",
+            "" if count is None else str(int(count)),
+        ]
+    )
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -25,7 +55,7 @@ class Event:
     """One lifecycle update of an incident; every update of an incident shares ``event_id``.
 
     Attributes:
-        event_id: uuid4 hex, unique per incident.
+        event_id: 32 hex digits, unique per incident and deterministic (`event_id_for`).
         phase: ``"start"``, ``"update"`` or ``"end"``.
         camera_id: camera that saw it.
         rule_name: the configured rule's name.

@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from campusguard.app.events.types import Event, EventPhase, RuleKind, new_event_id
+from campusguard.app.events.types import Event, EventPhase, RuleKind, event_id_for
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
@@ -352,8 +352,17 @@ class Episode:
             if self.current is None:
                 if self.last_end_s is not None and timestamp_s - self.last_end_s < self.cooldown_s:
                     return out
+                objs = self._objects(objects)
                 self.current = Event(
-                    event_id=new_event_id(),
+                    event_id=event_id_for(
+                        camera_id=self.camera_id,
+                        rule_name=self.rule_name,
+                        zone=self.zone,
+                        start_frame=frame_index,
+                        start_s=timestamp_s,
+                        tracker_ids=objs["tracker_ids"],
+                        count=count,
+                    ),
                     phase="start",
                     camera_id=self.camera_id,
                     rule_name=self.rule_name,
@@ -365,7 +374,7 @@ class Episode:
                     count=count,
                     started_at=wall_time,
                     details=dict(details or {}),
-                    **self._objects(objects),  # type: ignore[arg-type]
+                    **objs,  # type: ignore[arg-type]
                 )
                 self.seen = dict(objects)
                 self.max_count = count

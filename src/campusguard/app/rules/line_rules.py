@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from campusguard.app.events.types import Event, RuleKind, new_event_id
+from campusguard.app.events.types import Event, RuleKind, event_id_for
 from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
@@ -113,7 +113,16 @@ class LineCrossingRule:
                 name = class_name(self.class_names, cid)
                 out.append(
                     Event(
-                        event_id=new_event_id(),
+                        event_id=event_id_for(
+                            camera_id=self.camera_id,
+                            rule_name=self.name,
+                            zone=self.line.name,
+                            start_frame=frame_index,
+                            start_s=timestamp_s,
+                            tracker_ids=(int(detections.tracker_id[i]),),
+                            direction=direction,
+                            count=int(count),
+                        ),
                         phase="start",
                         camera_id=self.camera_id,
                         rule_name=self.name,
