@@ -14,7 +14,7 @@ Contenders, stepped side by side in one run (each step runs every contender stil
 - ``ultralytics``: Ultralytics' own predict (``YOLO(onnx).predict``, one image per call, its
   own letterbox, decode and NMS) as the detector of the same paced pipeline;
 - ``fp32``: CampusGuard FP32, whole frames (aspect-matched 192x320 input);
-- ``int8``: the bundled INT8 variant, whole frames (its static 320x320 input);
+- ``int8``: the bundled INT8 variant, whole frames (aspect-matched 192x320 input, like FP32);
 - ``int8_motion``: INT8 with motion gating (crops around motion and tracks, whole frame every 5 s).
 
 Incident F1 against the videos' ground truth is pooled over the cameras of each contender's

@@ -60,3 +60,31 @@ def test_doctor_says_which_precision_this_cpu_should_use() -> None:
     vnni = campusguard.doctor.cpu_flags()
     assert advice["recommended"] == ("int8" if {"avx512_vnni", "avx_vnni", "amx_int8"} & set(vnni) else "fp32")
     assert advice["model"] in (DEFAULT_MODEL.name, INT8.name) and advice["reason"]
+
+
+def test_the_bundled_int8_variant_runs_aspect_matched_and_keeps_fp32_boxes() -> None:
+    """The INT8 file keeps the dynamic input, so a 16:9 camera runs it at 192x320, not 320x320."""
+    from campusguard.data.synth.video import SynthVideo
+    from campusguard.detector import Detector
+    from campusguard.models.parity import compare_detections
+
+    frames = [SynthVideo(seed, (1280, 720), 20.0, 10).frame(i)[0] for seed in (0, 2) for i in range(0, 200, 25)]
+    fp32 = Detector(DEFAULT_MODEL, device="cpu", imgsz=320)
+    int8 = Detector(INT8, device="cpu", imgsz=320)
+    assert int8.input_hw((720, 1280)) == fp32.input_hw((720, 1280)) == (192, 320)
+    report = compare_detections(fp32.predict_batch(frames), int8.predict_batch(frames))
+    assert report.reference_boxes > 50
+    assert report.kept_share >= 0.95 and report.mean_iou >= 0.9, report.line()
+
+
+def test_quantising_a_dynamic_model_needs_a_calibration_size(tmp_path: Path) -> None:
+    from campusguard.errors import InvalidInputError
+    from campusguard.models.export import quantize_int8
+
+    image = tmp_path / "a.jpg"
+    import cv2
+    import numpy as np
+
+    cv2.imwrite(str(image), np.full((64, 64, 3), 128, np.uint8))
+    with pytest.raises(InvalidInputError, match="dynamic; give the calibration size"):
+        quantize_int8(DEFAULT_MODEL, tmp_path / "q.onnx", [image])

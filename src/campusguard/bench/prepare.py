@@ -82,11 +82,13 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
     return None
 
 
-def int8_path(fp32: Path, calibration: Sequence[Path], per_channel: bool, reduce_range: bool) -> Path:
-    """Cache path of the INT8 model made from ``fp32`` with these calibration images and options."""
+def int8_path(
+    fp32: Path, calibration: Sequence[Path], per_channel: bool, reduce_range: bool, calib_hw: tuple[int, int]
+) -> Path:
+    """Cache path of the INT8 model made from ``fp32`` with these calibration images, size and options."""
     key = hashlib.sha1(
         "|".join(
-            [str(fp32.resolve()), str(fp32.stat().st_size), str(per_channel), str(reduce_range)]
+            [str(fp32.resolve()), str(fp32.stat().st_size), str(per_channel), str(reduce_range), str(calib_hw)]
             + [str(p) for p in calibration]
         ).encode()
     ).hexdigest()[:10]
@@ -96,8 +98,8 @@ def int8_path(fp32: Path, calibration: Sequence[Path], per_channel: bool, reduce
 def fix_input_shape(path: Path, batch: int, imgsz_hw: tuple[int, int]) -> Path:
     """A copy of an ONNX model whose dynamic input is fixed to ``(batch, 3, H, W)`` (cached); static models as they are.
 
-    ONNX Runtime's static INT8 quantisation calibrates on a fixed shape, so a dynamic export
-    (like the bundled default model) is fixed first, with its output shapes re-inferred.
+    Bench fixes a dynamic export (like the bundled default model) to the shape it measures, so
+    every precision runs the same static graph; output shapes are re-inferred.
     """
     import onnx
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_input_shape_fixed
@@ -149,7 +151,7 @@ def prepare_onnx(
         assert ref.path is not None
         fp32 = ref.path
         if precision == "int8" and not dynamic:
-            fp32 = fix_input_shape(fp32, batch, imgsz_hw)  # static quantisation needs a static shape
+            fp32 = fix_input_shape(fp32, batch, imgsz_hw)  # the shape the other precisions are benched at
     else:
         fp32 = exported_onnx_path(ref, imgsz_hw, batch, dynamic, "fp32")
         if not fp32.is_file():
@@ -169,11 +171,13 @@ def prepare_onnx(
     if precision == "int8":
         if not calibration:
             raise InvalidInputError("INT8 needs calibration images: pass --calib DIR or --data DATASET_YAML")
-        out = int8_path(fp32, calibration, per_channel, reduce_range)
+        out = int8_path(fp32, calibration, per_channel, reduce_range, imgsz_hw)
         if alias is not None:
             out = out.with_name(f"{alias.name}.{out.name}")
         if not out.is_file():
-            quantize_int8(fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range)
+            quantize_int8(
+                fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range, calib_hw=imgsz_hw
+            )
             stamp_alias(out, alias)
         return out
     raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")

@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
                 stamp_alias(p16, alias)  # after the parity check, which compares the raw classes
             if int8:
                 p8 = out / f"{base}.{tag}.int8.onnx"
-                quantize_int8(fp32, p8, check_images)
+                quantize_int8(fp32, p8, check_images, calib_hw=hw)
                 _report(p8, fp32, check_images, hw)
                 stamp_alias(p8, alias)
 

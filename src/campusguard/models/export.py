@@ -195,14 +195,22 @@ def quantize_int8(
     per_channel: bool = False,
     reduce_range: bool = True,
     method: str = "minmax",
+    calib_hw: tuple[int, int] | None = None,
 ) -> Path:
     """Static post-training INT8 quantisation with ONNX Runtime (QOperator, U8 activations, S8 weights).
 
     The detection head's decode stays float (`head_float_nodes`). ``reduce_range`` uses 7-bit
     weights, which avoids saturation in the AVX2/VNNI-less u8s8 kernels.
 
+    "Static" is ONNX Runtime's name for activation scales fixed at calibration, not for the
+    image size: a model with a dynamic input stays dynamic. It is calibrated on images
+    letterboxed to ``calib_hw`` (its own static size when it has one) and then runs at any
+    size, e.g. an aspect-matched 192x320 for 16:9 cameras; the scales are per tensor, so they
+    carry over to another size of the same scenes (the export's parity check measures it).
+
     Raises:
-        InvalidInputError: when there are no calibration images.
+        InvalidInputError: when there are no calibration images, or a dynamic model comes
+            without ``calib_hw``.
     """
     import onnxruntime as ort
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
@@ -214,7 +222,9 @@ def quantize_int8(
     inp = sess.get_inputs()[0]
     h, w = inp.shape[2], inp.shape[3]
     if not (isinstance(h, int) and isinstance(w, int)):
-        raise InvalidInputError(f"{src}: INT8 quantisation needs a static input shape; export without --dynamic")
+        if calib_hw is None:
+            raise InvalidInputError(f"{src}: its input size is dynamic; give the calibration size (--imgsz)")
+        h, w = calib_hw
     batch = inp.shape[0] if isinstance(inp.shape[0], int) else 1
     meta = dict(sess.get_modelmeta().custom_metadata_map)
     del sess
