@@ -31,6 +31,9 @@ class CameraSample:
     processed_fps: float
     queue_depth: int
     inference_seconds: LatencyHistogram
+    detector_images: int = 0
+    frames_skipped: int = 0
+    frames_regions: int = 0
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,13 @@ class PipelineCollector:
         yield counter("frames_processed", "Frames that went through detection, tracking and rules.", "frames_processed")
         yield counter("frames_dropped", "Frames dropped by the camera's drop-oldest queue.", "frames_dropped")
         yield counter("reconnects", "Times the camera's source was reopened.", "reconnects")
+        yield counter(
+            "detector_images", "Images sent to the detector for the camera (whole frames and crops).", "detector_images"
+        )
+        yield counter("frames_skipped", "Frames the motion gate skipped (no detector call).", "frames_skipped")
+        yield counter(
+            "frames_regions", "Frames detected on motion and track crops instead of the whole frame.", "frames_regions"
+        )
         yield gauge("input_fps", "Frames read per second over the last seconds.", "input_fps")
         yield gauge("processed_fps", "Frames processed per second over the last seconds.", "processed_fps")
         yield gauge("queue_depth", "Frames waiting between the camera's reader and detection.", "queue_depth")

@@ -154,6 +154,10 @@ def test_runtime_status_live_view_events_clips_metrics_and_media(scene: Path, tm
         assert f'campusguard_frames_processed_total{{camera="cam1"}} {processed}.0' in text
         assert f'campusguard_frames_dropped_total{{camera="cam1"}} {dropped}.0' in text
         assert f'campusguard_inference_latency_seconds_count{{camera="cam1"}} {processed}.0' in text
+        m = rt.service.metrics["cam1"]
+        assert m.detector_images >= processed  # a file camera is not gated: one whole frame per processed frame
+        assert f'campusguard_detector_images_total{{camera="cam1"}} {m.detector_images}.0' in text
+        assert 'campusguard_frames_skipped_total{camera="cam1"} 0.0' in text
         assert re.search(r'campusguard_events_total\{camera="cam1",kind="intrusion",rule="[^"]+"\} 1\.0', text)
         for name in (
             "campusguard_reconnects_total",

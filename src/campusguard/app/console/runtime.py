@@ -458,6 +458,9 @@ class ConsoleRuntime:
                     processed_fps=processed_fps,
                     queue_depth=int(m.queue_depth()),
                     inference_seconds=m.inference_seconds,
+                    detector_images=m.detector_images,
+                    frames_skipped=m.frames_skipped,
+                    frames_regions=m.frames_regions,
                 )
             )
         return PipelineSample(cams, events)

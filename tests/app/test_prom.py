@@ -1,0 +1,31 @@
+"""`campusguard.app.prom`: the pipeline's counters as Prometheus families, gating counters included."""
+
+from __future__ import annotations
+
+import pytest
+
+from campusguard.app.metrics import LatencyHistogram
+from campusguard.app.prom import CameraSample, PipelineSample, build_registry
+
+prometheus_client = pytest.importorskip("prometheus_client")
+
+
+def test_motion_gating_counters_are_exported_per_camera() -> None:
+    gated = CameraSample(
+        camera="gate",
+        frames_read=100,
+        frames_processed=100,
+        frames_dropped=0,
+        reconnects=0,
+        input_fps=10.0,
+        processed_fps=10.0,
+        queue_depth=0,
+        inference_seconds=LatencyHistogram(),
+        detector_images=37,
+        frames_skipped=70,
+        frames_regions=12,
+    )
+    text = prometheus_client.generate_latest(build_registry(lambda: PipelineSample([gated]))).decode()
+    assert 'campusguard_detector_images_total{camera="gate"} 37.0' in text
+    assert 'campusguard_frames_skipped_total{camera="gate"} 70.0' in text
+    assert 'campusguard_frames_regions_total{camera="gate"} 12.0' in text
