@@ -49,6 +49,7 @@ from campusguard.app.events import read_events
 from campusguard.app.service import WatchService
 from campusguard.data.synth.video import SynthVideo
 from campusguard.detections import Detections
+from campusguard.doctor import cpu_name
 from campusguard.models.resolve import DEFAULT_MODEL
 
 CONTENDERS = ("ultralytics", "fp32", "int8", "int8_motion")
@@ -220,7 +221,7 @@ def main() -> None:
                 hi[c] = n
     summary = {
         "cpu": platform.processor() or platform.machine(),
-        "cpu_name": _cpu_name(),
+        "cpu_name": cpu_name(),
         "logical_cores": os.cpu_count(),
         "video": f"1280x720, 10 fps, {args.scripted_s:.0f} s scripted + {args.quiet_s:.0f} s quiet, seeds {args.seeds}",
         "capacity": {c: lo[c] for c in contenders},
@@ -230,12 +231,6 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary["capacity"]))
-
-
-def _cpu_name() -> str:
-    from campusguard.doctor import collect_environment
-
-    return str(collect_environment(include_torch=False)["cpu"]["name"])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import argparse
 import io
 import json
 import os
-import platform
 import statistics
 import tempfile
 import threading
@@ -297,16 +296,6 @@ def main() -> int:
     return 0
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def write_report(
     args: argparse.Namespace,
     model: str,
@@ -321,6 +310,8 @@ def write_report(
     live_ms: float,
 ) -> None:
     """``<out>.json`` with every run, and ``<out>.md`` with the tables."""
+    from campusguard.doctor import cpu_name
+
     cpu = cpu_name()
     command = f"python benchmarks/console_viewers.py --rounds {args.rounds} --frames {args.frames}"
     data: dict[str, Any] = {

@@ -58,7 +58,8 @@ def _version(pkg: str) -> str | None:
         return None
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``); results measured on different CPUs are not comparable."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -204,7 +205,7 @@ def collect_environment(include_torch: bool = True) -> dict[str, Any]:
         "machine": platform.machine(),
         "hostname": platform.node(),
         "cpu": {
-            "name": _cpu_name(),
+            "name": cpu_name(),
             "logical_cores": psutil.cpu_count(),
             "physical_cores": psutil.cpu_count(logical=False),
             "flags": _cpu_flags(),

@@ -20,7 +20,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import cv2
 import yaml
@@ -59,6 +59,7 @@ def demo_config(
     model: str | None = None,
     example_text: str | None = None,
     motion: bool | dict[str, Any] | None = None,
+    precision: Literal["auto", "fp32", "int8"] | None = None,
 ) -> dict[str, Any]:
     """The watch config of a demo video: the example config with the video's geometry and thresholds.
 
@@ -71,6 +72,7 @@ def demo_config(
         example_text: the example config YAML (default: the bundled one).
         motion: turn the camera's motion gating on or off, or give its ``motion`` section (none keeps
             the example's setting).
+        precision: the detector's ``precision`` (none keeps the example's, ``auto``).
 
     Returns:
         The config as a plain dict (dump it with ``yaml.safe_dump``). Example rules whose zone or
@@ -125,6 +127,8 @@ def demo_config(
         cam["motion"] = {**cam.get("motion", {}), **(motion if isinstance(motion, dict) else {"enabled": motion})}
     if model is not None:
         data.setdefault("detector", {})["model"] = str(model)
+    if precision is not None:
+        data.setdefault("detector", {})["precision"] = precision
     data["storage"] = {"sqlite": str(out_dir / "events.db")}
     data["alerts"] = [
         {"kind": "stdout", "phases": ["start", "end"]},
@@ -174,12 +178,13 @@ def run_demo(
     fps: int = 10,
     falls: bool = False,
     motion: bool | dict[str, Any] | None = None,
+    precision: Literal["auto", "fp32", "int8"] | None = None,
 ) -> DemoResult:
     """Generate, watch, score and summarise one synthetic scenario (see the module docstring).
 
     ``falls``: the video also scripts people who fall, and the config gets a fall rule.
     ``motion``: motion gating on or off for the camera, or its ``motion`` section (none: the
-    example config's setting)."""
+    example config's setting). ``precision``: the detector's (none: the example's ``auto``)."""
     from campusguard.data.synth.video import generate_video
 
     out = out or sys.stdout
@@ -202,7 +207,7 @@ def run_demo(
     config_path = out_dir / "watch.yaml"
     config_path.write_text(
         "# written by `campusguard demo` from the bundled example config\n"
-        + yaml.safe_dump(demo_config(truth_dict, video, out_dir, model, motion=motion), sort_keys=False),
+        + yaml.safe_dump(demo_config(truth_dict, video, out_dir, model, motion=motion, precision=precision), sort_keys=False),
         encoding="utf-8",
     )
     print(f"[demo] config {config_path}; watching {video} ...", file=out, flush=True)
