@@ -10,17 +10,21 @@ Three steps, each printed with where its numbers come from:
 2. **Store write rate**: `SQLiteEventStore.record()` (WAL, ``synchronous=FULL``: every write is
    fsync'd when it returns) timed for ``--store-seconds`` on a temporary file here. A rough local
    figure; the store benchmark of issue 12 (docs/results/store-writes-cpu.md) is the reference.
-3. **Simulation**: every camera's writes as a Poisson stream into one FIFO writer with a fixed
+3. **Event hop through Ray** (``--ray-calls N``): calls per second into one Ray actor carrying one
+   event each (as JSON), waited one by one and pipelined: the rate one collecting actor or driver
+   can take events from camera actors. Local Ray, one CPU.
+4. **Simulation**: every camera's writes as a Poisson stream into one FIFO writer with a fixed
    service time (1 / write rate): utilisation, mean and p99 wait, for several camera counts and
    event densities. Lindley's recursion over simulated arrivals, ``--sim-seconds`` of traffic.
 
-    python benchmarks/event_path.py --seeds 0-3 --store-seconds 3 --sim-seconds 600
+    python benchmarks/event_path.py --seeds 0-3 --store-seconds 3 --sim-seconds 600 --ray-calls 2000
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import json
 import math
 import os
@@ -108,6 +112,37 @@ def store_write_rate(seconds: float) -> float:
             store.close()
 
 
+def ray_call_rate(calls: int) -> dict[str, float]:
+    """Events per second into one Ray actor: each call waited for (``sync``) and all in flight (``pipelined``)."""
+    import ray
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+
+        @ray.remote(num_cpus=0)
+        class Collector:
+            def __init__(self) -> None:
+                self.n = 0
+
+            def put(self, event_json: str) -> int:
+                self.n += 1
+                return self.n
+
+        sink = Collector.remote()  # type: ignore[attr-defined]
+        payload = json.dumps(sample_event(0, "end").to_dict())
+        ray.get(sink.put.remote(payload))
+        t0 = time.perf_counter()
+        for _ in range(calls // 4):
+            ray.get(sink.put.remote(payload))
+        sync = (calls // 4) / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ray.get([sink.put.remote(payload) for _ in range(calls)])
+        pipelined = calls / (time.perf_counter() - t0)
+        return {"sync_calls_per_s": sync, "pipelined_calls_per_s": pipelined}
+    finally:
+        ray.shutdown()
+
+
 def simulate_writer(rate_in: float, rate_out: float, seconds: float, seed: int = 0) -> dict[str, float]:
     """One FIFO writer, Poisson arrivals at ``rate_in``/s, fixed service ``1 / rate_out`` s.
 
@@ -138,6 +173,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0-3", help="demo seeds whose ground truth gives the event load")
     ap.add_argument("--store-seconds", type=float, default=3.0, help="seconds of SQLite writes to time")
+    ap.add_argument("--store-rounds", type=int, default=5, help="rounds of SQLite timing (the disk is shared)")
     ap.add_argument("--store-rate", type=float, default=None, help="writes/s to simulate instead of timing SQLite")
     ap.add_argument("--sim-seconds", type=float, default=600.0, help="simulated seconds of traffic per case")
     ap.add_argument("--cameras", default="100,1000,5000", help="camera counts to simulate")
@@ -147,12 +183,18 @@ def main() -> int:
         default=10.0,
         help="assumed incidents per camera-hour on a real campus",
     )
+    ap.add_argument("--ray-calls", type=int, default=0, help="time this many event calls into a Ray actor (0: skip)")
     ap.add_argument("--out", type=Path, default=None, help="JSON file for the numbers")
     args = ap.parse_args()
 
     load = event_load(parse_seeds(args.seeds))
     size = len(json.dumps(sample_event(0, "end").to_dict()).encode())
-    rate = args.store_rate if args.store_rate else store_write_rate(args.store_seconds)
+    if args.store_rate:
+        rates = [args.store_rate]
+        src = "given (--store-rate)"
+    else:
+        rates = [store_write_rate(args.store_seconds) for _ in range(args.store_rounds)]
+        src = f"SQLite measured here, {args.store_rounds} rounds of {args.store_seconds:g} s"
     print(
         f"event load (demo seeds {args.seeds} ground truth, {load['camera_hours'] * 3600:.0f} camera-seconds): "
         f"{load['incidents']} incidents, {load['incidents_per_camera_hour']:.0f} per camera-hour, mean "
@@ -160,8 +202,15 @@ def main() -> int:
         f"(update_interval_s {UPDATE_INTERVAL_S:g}): {load['writes_per_camera_hour']:.0f} writes per camera-hour"
     )
     print(f"one event as JSON: {size} bytes")
-    src = "given (--store-rate)" if args.store_rate else f"SQLite measured here for {args.store_seconds:g} s"
-    print(f"store: {rate:.0f} durable writes/s ({src}); load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"store: durable writes/s {', '.join(f'{r:.0f}' for r in rates)} ({src}); load average {os.getloadavg()[0]:.1f}"
+    )
+    ray_rate = ray_call_rate(args.ray_calls) if args.ray_calls else None
+    if ray_rate:
+        print(
+            f"Ray: {ray_rate['sync_calls_per_s']:.0f} event calls/s into one actor waited one by one, "
+            f"{ray_rate['pipelined_calls_per_s']:.0f}/s pipelined ({args.ray_calls} calls)"
+        )
     cases = {
         "demo density": load["writes_per_camera_hour"],
         f"quiet campus ({args.quiet_incidents_per_hour:g} incidents/camera-hour, assumed)": (
@@ -169,19 +218,31 @@ def main() -> int:
         ),
     }
     rows = []
-    for label, per_hour in cases.items():
+    writers = {"slowest": min(rates), "median": statistics.median(rates)}
+    for (label, per_hour), (which, rate) in itertools.product(cases.items(), writers.items()):
+        print(
+            f"{label}, {which} store ({rate:.0f}/s): {0.8 * rate * 3600 / per_hour:,.0f} cameras at 80% of the writer"
+        )
         for cams in (int(c) for c in args.cameras.split(",")):
             rate_in = cams * per_hour / 3600
             sim = simulate_writer(rate_in, rate, args.sim_seconds)
-            rows.append({"case": label, "cameras": cams, "writes_per_s": rate_in, "bytes_per_s": rate_in * size, **sim})
+            row = {"case": label, "store": which, "store_writes_per_s": rate, "cameras": cams, "writes_per_s": rate_in}
+            rows.append({**row, "bytes_per_s": rate_in * size, **sim})
             print(
-                f"{label}, {cams} cameras: {rate_in:.1f} writes/s, {rate_in * size / 1e3:.1f} kB/s, utilisation "
+                f"{label}, {which} store ({rate:.0f}/s), {cams} cameras: {rate_in:.1f} writes/s, {rate_in * size / 1e3:.1f} kB/s, utilisation "
                 f"{sim['utilisation']:.2f}, wait mean {sim['wait_mean_ms']:.1f} ms, p99 {sim['wait_p99_ms']:.1f} ms, "
                 f"max {sim['wait_max_ms']:.0f} ms"
             )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"load": load, "event_bytes": size, "store_writes_per_s": rate, "store_rate_source": src, "cases": rows}
+        doc = {
+            "load": load,
+            "event_bytes": size,
+            "store_writes_per_s": rates,
+            "store_rate_source": src,
+            "ray": ray_rate,
+            "cases": rows,
+        }
         args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return 0
 
