@@ -82,31 +82,23 @@ def plan(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    print_plan(Console(width=160), result)
+    print_plan(Console(width=200), result)
 
 
 def print_plan(console: Console, result: CapacityPlan) -> None:
     """The deployment's load, one row per machine, then every assumption with its source."""
     d = result.deployment
     console.print(
-        f"{d.cameras} cameras x {d.fps:g} fps at {d.resolution_wh[0]}x{d.resolution_wh[1]}: "
-        f"{d.frames_per_second:,.0f} frames/s, {d.frames_per_day:,.0f} frames/day; "
-        f"detector: {d.detector_images_per_second:,.1f} images/s, {d.detector_images_per_day:,.0f} images/day "
-        f"(active fraction {d.active_fraction:g})"
+        f"{d.cameras:,} camera{'s' if d.cameras != 1 else ''} x {d.fps:g} fps at "
+        f"{d.resolution_wh[0]}x{d.resolution_wh[1]}: {d.frames_per_second:,.1f} frames/s, "
+        f"{d.frames_per_day:,.0f} frames/day; detector: {d.detector_images_per_second:,.1f} images/s, "
+        f"{d.detector_images_per_day:,.0f} images/day (active fraction {d.active_fraction:g})"
     )
     table = Table(title="capacity plan")
-    for col in (
-        "machine",
-        "result used",
-        "input (h x w)",
-        "img/s measured",
-        "img/s usable",
-        "cameras / unit",
-        "units needed",
-        "utilisation",
-        "USD / h",
-        "USD / day",
-    ):
+    table.add_column("machine", no_wrap=True)
+    table.add_column("result used", no_wrap=True)
+    table.add_column("input h x w", no_wrap=True)
+    for col in ("img/s", "usable img/s", "cameras/unit", "units", "utilisation", "USD/h", "USD/day"):
         table.add_column(col)
     for p in result.machines:
         r = p.choice.row
@@ -114,7 +106,7 @@ def print_plan(console: Console, result: CapacityPlan) -> None:
         table.add_row(
             escape(p.machine),
             escape(r.label),
-            f"{hw} {p.choice.shape}",
+            f"{hw} ({p.choice.shape})",
             f"{p.measured_ips:.1f}",
             f"{p.usable_ips:.1f}",
             f"{p.cameras_per_unit:.2f}",
@@ -125,10 +117,10 @@ def print_plan(console: Console, result: CapacityPlan) -> None:
         )
     console.print(table)
     for machine, why in result.unmatched.items():
-        console.print(f"not planned on {escape(machine)}: {escape(why)}")
+        console.print(f"not planned on {escape(machine)}: {escape(why)}", soft_wrap=True)
     console.print("assumptions:")
     for a in result.assumptions:
-        console.print(f"  {escape(a.name)}: {escape(a.value)}  [dim]({escape(a.source)})[/dim]")
+        console.print(f"  {escape(a.name)}: {escape(a.value)}  [dim]({escape(a.source)})[/dim]", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
