@@ -232,3 +232,11 @@ def test_bad_deployment(kwargs: dict, message: str) -> None:
 def test_bad_settings(kwargs: dict, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         PlanSettings(**kwargs)
+
+
+def test_a_result_without_an_input_shape_is_used_last_and_named_unknown(tmp_path: Path) -> None:
+    write(tmp_path, "box", [rec(fps=90.0, input_hw=None, batch=4)], name="old.json")
+    only = plan(tmp_path, imgsz=640).machines[0]
+    assert (only.choice.shape, only.measured_ips) == ("unknown", 90.0)
+    write(tmp_path, "box", [rec(fps=50.0, input_hw=(320, 320), batch=1)], name="new.json")
+    assert plan(tmp_path, imgsz=640).machines[0].choice.row.input_hw == (320, 320)  # a known size first

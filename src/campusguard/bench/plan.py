@@ -308,6 +308,13 @@ def _candidates(rows: Sequence[Row], settings: PlanSettings) -> list[Row]:
     ]
 
 
+def _size_gap(input_hw: tuple[int, int] | None, imgsz: int | None) -> float:
+    """Pixels between a result's input long side and the wanted one; an unrecorded size comes last."""
+    if imgsz is None:
+        return 0.0
+    return float(abs(max(input_hw) - imgsz)) if input_hw else math.inf
+
+
 def choose_row(rows: Sequence[Row], settings: PlanSettings, resolution_wh: tuple[int, int]) -> Choice | None:
     """The measured result closest to what the cameras need, from one machine's rows.
 
@@ -322,7 +329,7 @@ def choose_row(rows: Sequence[Row], settings: PlanSettings, resolution_wh: tuple
         kind = shape_kind(r.input_hw, resolution_wh)
         if kind == "other":
             continue
-        size_gap = abs(max(r.input_hw) - settings.imgsz) if settings.imgsz and r.input_hw else 0
+        size_gap = _size_gap(r.input_hw, settings.imgsz)
         batch_gap = abs(math.log(r.batch / settings.batch))
         key = (size_gap, _SHAPE_RANK[kind], round(batch_gap, 9), r.scenario != "multi-stream", -(r.fps or 0.0))
         scored.append((key, r, kind))
