@@ -58,6 +58,9 @@ class Row:
     nms: str | None = None
     samples_ms: list[float] = field(default_factory=list)
     deltas: dict[str, float | None] = field(default_factory=dict)
+    input_hw: tuple[int, int] | None = None
+    device: str | None = None
+    source: str | None = None
 
     @property
     def key(self) -> RowKey:
@@ -135,17 +138,24 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
         provider=rec.get("provider"),
         nms=rec.get("nms"),
         samples_ms=list(rec.get("samples_ms") or []),
+        input_hw=(int(rec["input_hw"][0]), int(rec["input_hw"][1])) if rec.get("input_hw") else None,
+        device=rec.get("device"),
     )
 
 
 def merge_results(
     results: Sequence[tuple[Path, dict[str, Any]]],
+    by_input_shape: bool = False,
 ) -> tuple[list[Row], dict[str, list[str]], dict[str, list[str]]]:
-    """Rows of all files; for a key measured twice on one machine the later run (``created_utc``) wins."""
-    chosen: dict[tuple[str, RowKey], tuple[str, Row]] = {}
+    """Rows of all files; for a key measured twice on one machine the later run (``created_utc``) wins.
+
+    With ``by_input_shape`` the network input (height, width) is part of the key, so runs of one
+    combination at several input shapes are all kept (the capacity plan chooses among them).
+    """
+    chosen: dict[tuple[str, RowKey, tuple[int, int] | None], tuple[str, Row]] = {}
     commands: dict[str, list[str]] = {}
     notes: dict[str, list[str]] = {}
-    for _path, res in results:
+    for path, res in results:
         machine = str(res["machine"])
         commands.setdefault(machine, []).append(str(res.get("command", "")))
         if res.get("notes"):
@@ -154,7 +164,8 @@ def merge_results(
         created = str(res.get("created_utc", ""))
         for rec in res.get("results", []):
             row = _row(machine, rec, price)
-            k = (machine, row.key)
+            row.source = str(path)
+            k = (machine, row.key, row.input_hw if by_input_shape else None)
             if k not in chosen or created >= chosen[k][0]:
                 chosen[k] = (created, row)
     return [r for _, r in chosen.values()], commands, notes

@@ -1,0 +1,127 @@
+"""`campusguard plan`: machines or GPUs and cost per day of a camera deployment, from `bench` results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from campusguard.bench.plan import (
+    DEFAULT_EFFICIENCY,
+    DEFAULT_HEADROOM,
+    CapacityPlan,
+    Deployment,
+    PlanSettings,
+    parse_resolution,
+    plan_from_results,
+)
+from campusguard.errors import InvalidInputError
+
+_PRECISIONS = ("fp32", "fp16", "int8")
+
+
+def _watch_batch_size() -> int:
+    """The watch app's default cross-camera batch (``detector.batch_size``): the batch a deployment forms."""
+    from campusguard.app.config.detector import DetectorConfig
+
+    return int(DetectorConfig.model_fields["batch_size"].default)
+
+
+def plan(
+    ctx: typer.Context,
+    cameras: int = typer.Option(..., "--cameras", help="Number of cameras."),
+    fps: float = typer.Option(..., "--fps", help="Frames per second per camera."),
+    resolution: str = typer.Option(..., "--resolution", help="Frame size WIDTHxHEIGHT, e.g. 1280x720."),
+    results: list[Path] = typer.Option(
+        ..., "--results", help="Bench result files or folders (repeat the option or list several)."
+    ),
+    model: str = typer.Option("yolov8n", "--model", help="Model as recorded by bench: yolov8n, or a file name."),
+    backend: str = typer.Option(None, "--backend", help="onnxruntime, torch ... (default: fastest measured)."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32, fp16 or int8."),
+    batch: int = typer.Option(None, "--batch", help="Frames per inference call (default: watch's batch_size)."),
+    imgsz: int = typer.Option(None, "--imgsz", help="Network input long side wanted (default: any measured)."),
+    active_fraction: float = typer.Option(
+        1.0, "--active-fraction", help="Share of frames reaching the detector with motion gating, (0, 1]."
+    ),
+    efficiency: float = typer.Option(
+        DEFAULT_EFFICIENCY, "--efficiency", help="Watch pipeline / model-only throughput (measured on CPU)."
+    ),
+    headroom: float = typer.Option(DEFAULT_HEADROOM, "--headroom", help="Spare share of each unit, [0, 1)."),
+    price_per_hour: float = typer.Option(
+        None, "--price-per-hour", help="USD per machine- or GPU-hour where the results carry no price."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """How many machines or GPUs a camera deployment needs and what it costs per day, from bench results.
+
+    Every assumption is printed with its source: a measured result file, the user, or a default.
+    """
+    if precision not in _PRECISIONS:
+        raise InvalidInputError(f"--precision {precision!r} must be one of {', '.join(_PRECISIONS)}")
+    given = [
+        name
+        for name in ("model", "backend", "precision", "batch", "imgsz", "active_fraction", "efficiency", "headroom")
+        if (src := ctx.get_parameter_source(name)) is not None and src.name == "COMMANDLINE"
+    ]
+    deployment = Deployment(cameras, fps, parse_resolution(resolution), active_fraction)
+    settings = PlanSettings(
+        model=model,
+        backend=backend,
+        precision=precision,
+        batch=batch if batch is not None else _watch_batch_size(),
+        imgsz=imgsz,
+        efficiency=efficiency,
+        headroom=headroom,
+        price_per_hour=price_per_hour,
+    )
+    result = plan_from_results(list(results), deployment, settings, given)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    print_plan(Console(width=200), result)
+
+
+def print_plan(console: Console, result: CapacityPlan) -> None:
+    """The deployment's load, one row per machine, then every assumption with its source."""
+    d = result.deployment
+    console.print(
+        f"{d.cameras:,} camera{'s' if d.cameras != 1 else ''} x {d.fps:g} fps at "
+        f"{d.resolution_wh[0]}x{d.resolution_wh[1]}: {d.frames_per_second:,.1f} frames/s, "
+        f"{d.frames_per_day:,.0f} frames/day; detector: {d.detector_images_per_second:,.1f} images/s, "
+        f"{d.detector_images_per_day:,.0f} images/day (active fraction {d.active_fraction:g})"
+    )
+    table = Table(title="capacity plan")
+    table.add_column("machine", no_wrap=True)
+    table.add_column("result used", no_wrap=True)
+    table.add_column("input h x w", no_wrap=True)
+    for col in ("img/s", "usable img/s", "cameras/unit", "units", "utilisation", "USD/h", "USD/day"):
+        table.add_column(col)
+    for p in result.machines:
+        r = p.choice.row
+        hw = f"{r.input_hw[0]}x{r.input_hw[1]}" if r.input_hw else "?"
+        table.add_row(
+            escape(p.machine),
+            escape(r.label),
+            f"{hw} ({p.choice.shape})",
+            f"{p.measured_ips:.1f}",
+            f"{p.usable_ips:.1f}",
+            f"{p.cameras_per_unit:.2f}",
+            f"{p.units:,} {p.unit}{'s' if p.units != 1 else ''}",
+            f"{p.utilisation:.0%}",
+            f"{p.price_per_hour:g}" if p.price_per_hour is not None else "unknown",
+            f"{p.cost_per_day:,.2f}" if p.cost_per_day is not None else "unknown",
+        )
+    console.print(table)
+    for machine, why in result.unmatched.items():
+        console.print(f"not planned on {escape(machine)}: {escape(why)}", soft_wrap=True)
+    console.print("assumptions:")
+    for a in result.assumptions:
+        console.print(f"  {escape(a.name)}: {escape(a.value)}  [dim]({escape(a.source)})[/dim]", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(plan)
