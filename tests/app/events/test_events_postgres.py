@@ -118,3 +118,39 @@ def test_cli_events_reads_a_postgres_url(postgres_url: str, make_event, capsys: 
     assert main(["events", "--db", down]) != 0
     err = capsys.readouterr().err.strip()
     assert "cannot be reached" in err and len(err.splitlines()) == 1 and "s3cret" not in err
+
+
+def test_the_console_lists_and_reviews_incidents_stored_in_postgresql(postgres_url: str, tmp_path: Path) -> None:
+    """`campusguard serve` on ``storage.postgresql``: the watched video's incidents listed, acknowledged, resolved."""
+    pytest.importorskip("fastapi", reason="needs the console extra")
+    sys.path.insert(1, str(Path(__file__).parents[1] / "console"))
+    from fakes_console import console_yaml, make_console
+
+    video = write_scene(tmp_path / "scene.mp4")
+    config = tmp_path / "watch.yaml"
+    config.write_text(console_yaml(video, tmp_path).replace("storage:\n", f"storage:\n  postgresql: {postgres_url}\n"))
+    c = make_console(config, tmp_path, start=True)
+    try:
+        assert c.runtime.service is not None and c.runtime.service.wait(60)
+        client = c.client()
+        page = client.get("/api/v1/events", headers=c.bearer("vera")).json()
+        assert page["total"] == 2 and sorted(e["kind"] for e in page["items"]) == ["fire_lane", "intrusion"]
+        eid = next(e["id"] for e in page["items"] if e["kind"] == "intrusion")
+        r = client.post(f"/api/v1/events/{eid}/ack", json={"note": "on my way"}, headers=c.bearer("otto"))
+        assert r.status_code == 200 and r.json()["state"] == "acknowledged"
+        assert client.post(f"/api/v1/events/{eid}/ack", json={}, headers=c.bearer("otto")).status_code == 409
+        r = client.post(f"/api/v1/events/{eid}/resolve", json={}, headers=c.bearer("otto"))
+        assert r.status_code == 200 and (r.json()["state"], r.json()["note"]) == ("resolved", "on my way")
+        listed = client.get("/api/v1/events", params={"state": "resolved"}, headers=c.bearer("vera")).json()
+        assert [e["id"] for e in listed["items"]] == [eid]
+        assert not (tmp_path / "events.db").exists()  # nothing went to SQLite
+    finally:
+        c.runtime.stop()
+        c.users.close()
+    import psycopg
+
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT state, resolved_by FROM events WHERE event_id = %s", (eid,)).fetchone() == (
+            "resolved",
+            "otto",
+        )
