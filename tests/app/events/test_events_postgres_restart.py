@@ -224,3 +224,27 @@ def test_a_write_past_the_retry_budget_raises_a_typed_error(server: LocalPostgre
         store.close()
         if not _answers(server.url):
             server.start()
+
+
+def test_the_console_answers_503_while_the_server_is_down(server: LocalPostgres, fresh_db: str, tmp_path: Path) -> None:
+    pytest.importorskip("fastapi", reason="needs the console extra")
+    sys.path.insert(1, str(Path(__file__).parents[1] / "console"))
+    from fakes_console import console_yaml, make_console
+
+    video = write_scene(tmp_path / "scene.mp4", n=20)
+    config = tmp_path / "watch.yaml"
+    storage = f"storage:\n  postgresql: {fresh_db}\n  retry: {{budget_s: 0.3, initial_s: 0.1}}\n"
+    config.write_text(console_yaml(video, tmp_path).replace("storage:\n", storage))
+    c = make_console(config, tmp_path, start=True)
+    try:
+        assert c.runtime.service is not None and c.runtime.service.wait(60)
+        client = c.client()
+        assert client.get("/api/v1/events", headers=c.bearer("vera")).status_code == 200
+        server.stop("immediate")
+        r = client.get("/api/v1/events", headers=c.bearer("vera"))
+        assert r.status_code == 503 and r.headers["retry-after"] == "5" and "unavailable" in r.json()["detail"]
+        server.start()
+        assert client.get("/api/v1/events", headers=c.bearer("vera")).status_code == 200
+    finally:
+        c.runtime.stop()
+        c.users.close()
