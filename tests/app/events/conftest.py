@@ -18,12 +18,9 @@ import pytest
 DEFAULT_TEST_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
 
-def test_postgres_url() -> str:
+def postgres_test_server_url() -> str:
     """The test server's URL (``CAMPUSGUARD_TEST_POSTGRES`` or the default)."""
     return os.environ.get("CAMPUSGUARD_TEST_POSTGRES") or DEFAULT_TEST_POSTGRES
-
-
-test_postgres_url.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
 
 
 def with_search_path(url: str, schema: str) -> str:
@@ -36,7 +33,7 @@ def with_search_path(url: str, schema: str) -> str:
 def postgres_server() -> str:
     """The test server's URL once it answered; skip (fail under CI=true) when it does not."""
     psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg: pip install -e '.[postgres]'")
-    url = test_postgres_url()
+    url = postgres_test_server_url()
     try:
         with psycopg.connect(url, connect_timeout=3) as conn:
             conn.execute("SELECT 1")

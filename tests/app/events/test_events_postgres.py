@@ -154,3 +154,25 @@ def test_the_console_lists_and_reviews_incidents_stored_in_postgresql(postgres_u
             "resolved",
             "otto",
         )
+
+
+def test_a_role_that_may_not_create_the_tables_gets_one_line(postgres_server: str, postgres_url: str) -> None:
+    import uuid
+
+    import psycopg
+
+    role = f"cg_role_{uuid.uuid4().hex[:10]}"
+    schema = postgres_url.rsplit("%3D", 1)[1]
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+    try:
+        as_role = postgres_url.replace("postgres@", f"{role}@", 1)
+        with pytest.raises(InvalidInputError, match=f"cannot be opened: permission denied for schema {schema}"):
+            open_event_store(as_role)
+        with pytest.raises(InvalidInputError, match="no schema of search_path nosuch exists"):
+            open_event_store(as_role.rsplit("%3D", 1)[0] + "%3Dnosuch")
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

@@ -97,7 +97,8 @@ def server() -> Iterator[LocalPostgres]:
 @pytest.fixture
 def fresh_db(server: LocalPostgres) -> Iterator[str]:
     """A URL of a fresh database on the test's own server (the server is started if a test left it down)."""
-    server.start() if not _answers(server.url) else None
+    if not _answers(server.url):
+        server.start()
     name = f"cg_{time.monotonic_ns()}"
     with psycopg.connect(server.url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")

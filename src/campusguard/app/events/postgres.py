@@ -170,8 +170,9 @@ class PostgresEventStore:
     Raises:
         StoreUnavailableError: the server does not answer (one attempt at open: a start-up error
             is reported at once).
-        InvalidInputError: the URL is malformed, the database was written by a newer schema, or
-            holds an ``events`` table CampusGuard did not create.
+        InvalidInputError: the URL is malformed, the database was written by a newer schema,
+            holds an ``events`` table CampusGuard did not create, or the role may not create
+            the tables.
     """
 
     def __init__(self, url: str, *, read_only: bool = False, retry: RetryPolicy | None = None) -> None:
@@ -190,9 +191,12 @@ class PostgresEventStore:
             raise StoreUnavailableError(f"PostgreSQL at {self.display} cannot be reached: {one_line(exc)}") from None
         try:
             self._migrate(conn)
-        except psycopg.Error as exc:
+        except _RETRYABLE as exc:
             conn.close()
-            raise StoreUnavailableError(
+            raise StoreUnavailableError(f"PostgreSQL at {self.display} was lost at open: {one_line(exc)}") from None
+        except psycopg.Error as exc:  # e.g. no CREATE privilege on the schema
+            conn.close()
+            raise InvalidInputError(
                 f"PostgreSQL event store {self.display} cannot be opened: {one_line(exc)}"
             ) from None
         except BaseException:
@@ -298,9 +302,15 @@ class PostgresEventStore:
                 conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (target,))
             log.info("PostgreSQL event store %s migrated from schema %d to %d", self.display, version, SCHEMA_VERSION)
 
-    @staticmethod
-    def _tables(conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
+    def _tables(self, conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
         """Whether the version table and an ``events`` table exist in the schema tables are created in."""
+        schema = conn.execute("SELECT current_schema()").fetchone()
+        if not schema or schema[0] is None:
+            path = conn.execute("SHOW search_path").fetchone()
+            raise InvalidInputError(
+                f"PostgreSQL event store {self.display}: no schema of search_path "
+                f"{path[0] if path else '?'} exists or may be used by this role"
+            )
         row = conn.execute(
             "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) IS NOT NULL, "
             "to_regclass(format('%%I.events', current_schema())) IS NOT NULL",
@@ -325,10 +335,6 @@ class PostgresEventStore:
                 f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
             )
         return version == SCHEMA_VERSION
-
-    def schema_version(self) -> int:
-        """The database's schema version (the highest applied migration)."""
-        return self._run("reading the schema version", self._version)
 
     # writes -----------------------------------------------------------------------------------
     def _upsert(self, event: Event) -> None:
