@@ -102,10 +102,6 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-def _iso_text(value: datetime) -> str:
-    return utc_iso(value)
-
-
 def _json_value(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
@@ -127,7 +123,7 @@ class Dialect:
 
     param: str = "?"
     encode_json: Callable[[Any], Any] = _json_text
-    encode_time: Callable[[datetime], Any] = _iso_text
+    encode_time: Callable[[datetime], Any] = utc_iso
     no_limit: int | None = -1
 
     # writes ---------------------------------------------------------------------------------
