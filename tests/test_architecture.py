@@ -42,11 +42,12 @@ def test_core_import_does_not_pull_torch():
 
 
 def test_watch_and_the_cli_do_not_pull_the_console_extra():
-    """The console's server, clips and metrics libraries are an optional extra: `watch` runs without them."""
+    """The console's server, clips and metrics libraries are an optional extra: `watch` runs without them
+    (and without psycopg, the ``postgres`` extra, unless the config names a PostgreSQL store)."""
     import subprocess
     import sys
 
-    optional = ["fastapi", "uvicorn", "starlette", "av", "prometheus_client", "argon2", "paho"]
+    optional = ["fastapi", "uvicorn", "starlette", "av", "prometheus_client", "argon2", "paho", "psycopg"]
     code = (
         "import sys, campusguard.app.service, campusguard.app.pipeline, campusguard.cli.main; "
         f"print([m for m in {optional!r} if m in sys.modules])"
@@ -59,7 +60,7 @@ def test_the_config_package_is_schema_only():
     """`app/config/` (one module per section) imports no worker, store or sink: validation stays pure."""
     files = sorted((PACKAGE / "app" / "config").glob("*.py"))
     assert {"__init__.py", "root.py", "locate.py", "cameras.py", "zones.py", "rules.py"} <= {p.name for p in files}
-    allowed = ("campusguard.app.config", "campusguard.app.events.types")
+    allowed = ("campusguard.app.config", "campusguard.app.events.types", "campusguard.app.events.urls")
     offenders = {
         p.name: sorted(m for m in imported_modules(p) if m.startswith(APP_LAYERS) and not m.startswith(allowed))
         for p in files

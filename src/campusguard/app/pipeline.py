@@ -29,6 +29,7 @@ import numpy as np
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
+from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.live import LiveFrame, render_live_frame
 from campusguard.app.metrics import CameraMetrics
@@ -500,7 +501,10 @@ class EventWorker:
     """Commits each event update to the store, then hands it to the alert sinks.
 
     An event is reported (sinks, stdout) only after `store.record` returned, i.e. after the
-    commit. When every camera has ended, the sinks and the store are closed.
+    commit. A store that cannot commit within its own retry budget raises
+    `StoreUnavailableError`; the worker keeps that event and writes it again every ``retry_s``
+    until it is committed (events behind it wait in the bounded queue: back-pressure, never a
+    drop). When every camera has ended, the sinks and the store are closed.
 
     Args:
         inbox: `EventMessage` / `EndOfStream` queue from the analytics workers.
@@ -509,6 +513,7 @@ class EventWorker:
         cameras: ids of the cameras whose ends to wait for.
         failed: set when any worker died; the worker then drains what is queued and stops.
         on_event: called with each stored event (after the sinks), e.g. for the demo's summary.
+        retry_s: seconds between writes of an event the store could not commit.
     """
 
     def __init__(
@@ -519,9 +524,12 @@ class EventWorker:
         cameras: Sequence[str],
         failed: threading.Event,
         on_event: Callable[[Event], None] | None = None,
+        retry_s: float = 1.0,
     ) -> None:
         self.inbox = inbox
         self.store = store
+        self.retry_s = retry_s
+        self.store_retries = 0
         self.sinks = list(sinks)
         self.cameras = set(cameras)
         self.failed = failed
@@ -551,7 +559,7 @@ class EventWorker:
 
     def handle(self, event: Event) -> None:
         """Commit, then report."""
-        self.store.record(event)  # type: ignore[attr-defined]
+        self._commit(event)
         self.stored += 1
         for sink in self.sinks:
             try:
@@ -560,6 +568,18 @@ class EventWorker:
                 log.exception("alert sink %s failed on event %s", type(sink).__name__, event.event_id)
         if self.on_event is not None:
             self.on_event(event)
+
+    def _commit(self, event: Event) -> None:
+        """``store.record(event)`` until it succeeds; a store that is unavailable never loses the event."""
+        while True:
+            try:
+                self.store.record(event)  # type: ignore[attr-defined]
+                return
+            except StoreUnavailableError as exc:
+                self.store_retries += 1
+                self.heartbeat = time.monotonic()
+                log.error("event %s is not stored yet (%s); retrying in %.1f s", event.event_id, exc, self.retry_s)
+                time.sleep(self.retry_s)
 
     def close(self) -> None:
         for sink in self.sinks:

@@ -193,7 +193,7 @@ class WatchService:
         opener: opens a camera source (injectable for tests).
         out: where metrics and stdout alerts go.
         on_event: called with every stored event update (after the sinks).
-        store: an event store to use instead of the config's SQLite file.
+        store: an event store to use instead of the one the config's storage section names.
         on_frame: called by each camera's analytics thread with every processed frame (the
             console's live view and clip buffer); must return at once.
     """
@@ -306,12 +306,14 @@ class WatchService:
     def _open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
         store = self.store
         if store is None:
-            from campusguard.app.events import SQLiteEventStore
+            from campusguard.app.events import open_event_store
+            from campusguard.app.events.factory import storage_backend
 
+            storage = self.config.storage
             try:
-                store = SQLiteEventStore(self.config.storage.sqlite)
+                store = open_event_store(storage)
             except CampusGuardError as exc:
-                raise self.loaded.error(("storage", "sqlite"), str(exc)) from None
+                raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
         sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
         return store, sinks
 

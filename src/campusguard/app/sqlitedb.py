@@ -68,9 +68,12 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Mapping[int, str], cu
     """Run migrations ``current + 1`` .. ``max(migrations)`` (each a ``;``-separated script) in one transaction.
 
     Migration N brings a file from schema N-1 to N; the version is stored with the last one.
+    The version is read again inside the write transaction, so of several connections opening a
+    new file at once the first migrates it and the others find it done.
     """
     target = max(migrations)
     with write_transaction(conn):
+        current = max(current, schema_version(conn))
         for version in range(current + 1, target + 1):
             for statement in migrations[version].split(";"):
                 if statement.strip():

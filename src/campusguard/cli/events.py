@@ -45,7 +45,9 @@ def _fmt(value: float | None) -> str:
 def register(app: typer.Typer) -> None:
     @app.command()
     def events(
-        db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="SQLite event database written by `watch`."),
+        db: str = typer.Option(
+            DEFAULT_DB, "--db", help="SQLite event database written by `watch`, or a postgresql:// URL."
+        ),
         camera: str = typer.Option(None, "--camera", help="Only this camera id."),
         since: str = typer.Option(
             None, "--since", help="Only events from this time: ISO date/time or 30m, 2h, 1d ago."
@@ -56,12 +58,13 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("table", "--format", help="table or json."),
     ) -> None:
         """List incidents from the event store, oldest first."""
-        from campusguard.app.events import SQLiteEventStore
+        from campusguard.app.events import open_event_store
+        from campusguard.app.events.urls import redact_url
 
         if fmt not in ("table", "json"):
             raise InvalidInputError(f"--format must be 'table' or 'json', got {fmt!r}")
         since_dt = None if since is None else parse_since(since)
-        store = SQLiteEventStore(db, read_only=True)
+        store = open_event_store(db, read_only=True)
         try:
             found = store.query(camera_id=camera, since=since_dt, rule=rule, kind=kind, limit=limit)
         finally:
@@ -69,7 +72,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps([e.to_dict() for e in found], indent=2, default=str))
             return
-        table = Table(title=f"{len(found)} events in {db}")
+        table = Table(title=f"{len(found)} events in {redact_url(db)}")
         for col in (
             "started (UTC)",
             "camera",

@@ -1,20 +1,71 @@
-"""The storage section: the event store."""
+"""The storage section: the event store (SQLite file or PostgreSQL server)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel
+from campusguard.app.config.cameras import ReconnectConfig
+from campusguard.app.events.urls import postgres_url_problem
 
-__all__ = ["StorageConfig"]
+__all__ = ["StorageConfig", "StoreRetryConfig"]
+
+
+class StoreRetryConfig(ReconnectConfig):
+    """How a PostgreSQL store call retries a lost connection (exponential back-off, bounded)."""
+
+    initial_s: float = Field(0.1, gt=0, le=60, title="First delay", description="Seconds before the first retry.")
+    max_s: float = Field(
+        2.0, gt=0, le=600, title="Longest delay", description="Upper bound of the delay between retries, seconds."
+    )
+    budget_s: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        title="Retry budget",
+        description=(
+            "Seconds one store call keeps retrying before it fails; the pipeline then keeps the "
+            "event and tries again, so nothing is dropped (0: one attempt)."
+        ),
+    )
+    connect_timeout_s: float = Field(
+        5.0, ge=2, le=300, title="Connect timeout", description="Longest wait for one connection attempt, seconds."
+    )
 
 
 class StorageConfig(ConfigModel):
-    """The event store."""
+    """The event store: a SQLite file (default) or a PostgreSQL server."""
 
     sqlite: str = Field(
         "campusguard-events.db",
         title="SQLite file",
-        description="SQLite database file (WAL mode) where events are committed.",
+        description=(
+            "SQLite database file (WAL mode) where events are committed when `postgresql` is not set; "
+            "its folder also holds the MQTT outbox, webhook dead letters and the console's media."
+        ),
         min_length=1,
     )
+    postgresql: str | None = Field(
+        None,
+        title="PostgreSQL URL",
+        description=(
+            "Commit events to this PostgreSQL server instead of SQLite: postgresql://user@host:port/database "
+            "(add ?options=-csearch_path%3Dname for a schema). Passwords belong in PGPASSWORD or ~/.pgpass, "
+            "not in this file."
+        ),
+        min_length=1,
+    )
+    retry: StoreRetryConfig = Field(
+        default_factory=StoreRetryConfig,
+        title="PostgreSQL retries",
+        description="Back-off of PostgreSQL calls whose connection was lost.",
+    )
+
+    @field_validator("postgresql")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = postgres_url_problem(value)
+            if problem is not None:
+                raise ValueError(problem)
+        return value

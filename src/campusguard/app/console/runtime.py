@@ -35,7 +35,8 @@ import yaml
 from campusguard.app.clips import ClipRecorder
 from campusguard.app.config import load_config, parse_config
 from campusguard.app.eventbus import EventBus, EventSubscription
-from campusguard.app.events import SQLiteEventStore
+from campusguard.app.events import open_event_store
+from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.types import Event
 from campusguard.app.live import FrameHub, LiveFrame, Viewer
 from campusguard.app.prom import CameraSample, PipelineSample, build_registry
@@ -163,10 +164,11 @@ class ConsoleRuntime:
         self.out = out or sys.stdout
         self.ready_within_s = ready_within_s
         self._cameras = [c.id for c in self.loaded.config.cameras if c.enabled]
+        storage = self.loaded.config.storage
         try:
-            self.store: Any = SQLiteEventStore(self.loaded.config.storage.sqlite)
+            self.store: Any = open_event_store(storage)
         except CampusGuardError as exc:
-            raise self.loaded.error(("storage", "sqlite"), str(exc)) from None
+            raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
         self.hub = FrameHub(self._cameras, max_fps=live_fps)
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
         self.bus = EventBus()

@@ -38,6 +38,7 @@ from campusguard.app.console.auth import (
 )
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import UserStore
+from campusguard.app.events.store import StoreUnavailableError
 
 if TYPE_CHECKING:
     from campusguard.app.console.runtime import ConsoleRuntime
@@ -241,6 +242,15 @@ def _error_handlers(app: FastAPI) -> None:
             for e in exc.errors()
         ]
         return JSONResponse({"detail": errors}, 422)
+
+    @app.exception_handler(StoreUnavailableError)
+    async def store_unavailable(request: Request, exc: StoreUnavailableError) -> Response:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse(
+            {"detail": "the event store is unavailable; try again shortly"},
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "5"},
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

@@ -8,6 +8,11 @@ Public API:
     `EventStore`: protocol (``record``, ``add``, ``update``, ``end``, ``query``, ``get``, ``close``).
     `SQLiteEventStore(path)`: the embedded default, WAL mode, ``synchronous=FULL``; an event is
         committed when ``record``/``add`` returns, so report it as raised only after that.
+    `PostgresEventStore(url)` (`campusguard.app.events.postgres`, the ``postgres`` extra): the same
+        protocols on a PostgreSQL server, for many writers; lost connections are retried.
+    `open_event_store(storage)`: the store a ``storage`` config section, a SQLite path or a
+        ``postgresql://`` URL names (the one place a store is chosen).
+    `StoreUnavailableError`: a store call could not complete within its retry budget.
     `read_events(path)`: the latest state of every event in a SQLite store or a JSONL file.
 
 Lifecycle: a rule emits ``phase="start"`` once, any number of ``"update"`` (new objects,
@@ -16,7 +21,25 @@ crossings) are emitted once with ``phase="start"`` and ``end_s == start_s``; the
 records them as closed.
 """
 
-from campusguard.app.events.store import EventStore, SQLiteEventStore, read_events
+from campusguard.app.events.factory import open_event_store
+from campusguard.app.events.store import (
+    EventStore,
+    ReviewableEventStore,
+    SQLiteEventStore,
+    StoreUnavailableError,
+    read_events,
+)
 from campusguard.app.events.types import RULE_KINDS, Event, EventPhase, RuleKind
 
-__all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "EventStore", "SQLiteEventStore", "read_events"]
+__all__ = [
+    "Event",
+    "EventPhase",
+    "RuleKind",
+    "RULE_KINDS",
+    "EventStore",
+    "ReviewableEventStore",
+    "SQLiteEventStore",
+    "StoreUnavailableError",
+    "open_event_store",
+    "read_events",
+]

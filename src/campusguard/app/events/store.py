@@ -13,8 +13,9 @@ stdout) only after `EventStore.record` returns.
 Schema: table ``events``, one row per incident holding its latest state; ``PRAGMA
 user_version`` holds the schema version (`SCHEMA_VERSION`). Changes are numbered migrations
 (`_MIGRATIONS`), applied in order in one transaction when a read-write store opens an older
-file; opening a file written by a newer schema is refused. Another backend (PostgreSQL) only has
-to implement `EventStore` (and `ReviewableEventStore` for the console).
+file; opening a file written by a newer schema is refused. `PostgresEventStore`
+(`campusguard.app.events.postgres`) implements the same protocols with the same SQL
+(`campusguard.app.events.sql`); `open_event_store` picks one from the storage config.
 
 Review (schema v2): an operator acknowledges and resolves incidents with a note
 (`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
@@ -36,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO, get_args, runtime_checkable
 
+from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, utc_iso
 from campusguard.app.events.types import Event
 from campusguard.app.sqlitedb import (
     SQLiteFile,
@@ -44,7 +46,7 @@ from campusguard.app.sqlitedb import (
     schema_version,
     write_transaction,
 )
-from campusguard.errors import InvalidInputError
+from campusguard.errors import CampusGuardError, InvalidInputError
 
 __all__ = [
     "EventStore",
@@ -54,6 +56,12 @@ __all__ = [
     "EventFilter",
     "ReviewAction",
     "ReviewConflictError",
+    "StoreUnavailableError",
+    "check_can_end",
+    "check_page",
+    "check_review_action",
+    "query_events",
+    "review_outcome",
     "ReviewState",
     "REVIEW_STATES",
     "CSV_FIELDS",
@@ -115,47 +123,6 @@ CREATE INDEX IF NOT EXISTS events_time ON events (time_utc);
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
-_COLUMNS = [
-    "event_id",
-    "camera_id",
-    "rule_name",
-    "rule_kind",
-    "zone",
-    "status",
-    "phase",
-    "start_s",
-    "end_s",
-    "onset_s",
-    "start_frame",
-    "end_frame",
-    "tracker_ids",
-    "class_ids",
-    "class_names",
-    "count",
-    "direction",
-    "started_at",
-    "ended_at",
-    "snapshot_path",
-    "details",
-    "time_utc",
-    "recorded_at",
-    "updated_at",
-]
-_REVIEW_COLUMNS = ["state", "acknowledged_by", "acknowledged_at", "resolved_by", "resolved_at", "note"]
-_RECORD_COLUMNS = _COLUMNS + _REVIEW_COLUMNS
-# which states each review action may start from, and the columns it sets
-_REVIEW_FROM: dict[str, tuple[str, ...]] = {"acknowledge": ("open",), "resolve": ("open", "acknowledged")}
-_REVIEW_TO: dict[str, ReviewState] = {"acknowledge": "acknowledged", "resolve": "resolved"}
-_REVIEW_SET: dict[str, str] = {
-    "acknowledge": "acknowledged_by = ?, acknowledged_at = ?",
-    "resolve": "resolved_by = ?, resolved_at = ?",
-}
-
-
-def _utc_iso(value: datetime) -> str:
-    """ISO 8601 in UTC; a naive datetime is taken as local time."""
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
-
 
 @runtime_checkable
 class EventStore(Protocol):
@@ -200,6 +167,11 @@ class EventStore(Protocol):
     def close(self) -> None:
         """Flush and release the store."""
         ...
+
+
+class StoreUnavailableError(CampusGuardError):
+    """The event store's server could not be reached, or a write or read could not be completed
+    within the store's retry budget; nothing was committed by the failed call (retry it)."""
 
 
 class ReviewConflictError(InvalidInputError):
@@ -251,8 +223,8 @@ class EventRecord:
             "zone": ev.zone,
             "state": self.state,
             "open": ev.is_open,
-            "started_at": self.time_utc if ev.started_at is None else _utc_iso(ev.started_at),
-            "ended_at": None if ev.ended_at is None else _utc_iso(ev.ended_at),
+            "started_at": self.time_utc if ev.started_at is None else utc_iso(ev.started_at),
+            "ended_at": None if ev.ended_at is None else utc_iso(ev.ended_at),
             "start_s": ev.start_s,
             "end_s": ev.end_s,
             "track_id": ev.tracker_ids[0] if ev.tracker_ids else None,
@@ -335,37 +307,10 @@ class SQLiteEventStore(SQLiteFile):
         apply_migrations(self._conn, _MIGRATIONS, version)
 
     # writes ---------------------------------------------------------------------------------
-    def _row(self, event: Event, now: str) -> tuple[Any, ...]:
-        closed = event.phase == "end" or event.end_s is not None
-        wall = event.started_at
-        values = {
-            **{k: getattr(event, k) for k in _COLUMNS if hasattr(event, k)},
-            "status": "closed" if closed else "open",
-            "tracker_ids": json.dumps(list(event.tracker_ids)),
-            "class_ids": json.dumps(list(event.class_ids)),
-            "class_names": json.dumps(list(event.class_names)),
-            "started_at": None if event.started_at is None else _utc_iso(event.started_at),
-            "ended_at": None if event.ended_at is None else _utc_iso(event.ended_at),
-            "details": json.dumps(event.details, default=str),
-            "time_utc": now if wall is None else _utc_iso(wall),
-            "recorded_at": now,
-            "updated_at": now,
-        }
-        return tuple(values[c] for c in _COLUMNS)
-
     def _upsert(self, event: Event) -> None:
-        now = _utc_iso(datetime.now(UTC))
-        row = self._row(event, now)
-        keep = {"event_id", "recorded_at"}
-        # an update never moves the wall-clock sort time of an event recorded without one
-        sets = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS if c not in keep and c != "time_utc")
-        sql = (
-            f"INSERT INTO events ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
-            f"ON CONFLICT(event_id) DO UPDATE SET {sets}, "
-            "time_utc=CASE WHEN excluded.started_at IS NULL THEN events.time_utc ELSE excluded.time_utc END"
-        )
+        row = SQLITE.event_row(event, datetime.now(UTC))
         with self._lock, write_transaction(self._conn) as conn:
-            conn.execute(sql, row)
+            conn.execute(_UPSERT_SQL, row)
 
     def record(self, event: Event) -> None:
         """Store one lifecycle update; committed (fsync'd) when this returns."""
@@ -381,25 +326,14 @@ class SQLiteEventStore(SQLiteFile):
 
     def end(self, event: Event) -> None:
         """Mark an incident ended; committed when this returns."""
-        if event.end_s is None:
-            raise InvalidInputError(f"event {event.event_id} cannot end without end_s")
+        check_can_end(event)
         self._upsert(event)
 
     # reads ----------------------------------------------------------------------------------
-    @staticmethod
-    def _event(row: sqlite3.Row | tuple[Any, ...]) -> Event:
-        data = dict(zip(_COLUMNS, row, strict=True))
-        for key in ("tracker_ids", "class_ids", "class_names", "details"):
-            data[key] = json.loads(data[key])
-        return Event.from_dict(data)
-
     def get(self, event_id: str) -> Event | None:
         """The latest state of one incident, or ``None``."""
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM events WHERE event_id = ?", (event_id,)
-            ).fetchone()
-        return None if row is None else self._event(row)
+        record = self.get_record(event_id)
+        return None if record is None else record.event
 
     def query(
         self,
@@ -411,32 +345,7 @@ class SQLiteEventStore(SQLiteFile):
         limit: int | None = None,
     ) -> list[Event]:
         """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
-        records, _ = self.query_records(
-            EventFilter(camera_id=camera_id, rule=rule, kind=kind, since=since), limit=limit, newest_first=False
-        )
-        return [r.event for r in records]
-
-    @staticmethod
-    def _where(where: EventFilter) -> tuple[str, list[Any]]:
-        """The WHERE clause of a filter; every value is a bound parameter."""
-        clauses: list[str] = []
-        args: list[Any] = []
-        for column, value in (
-            ("camera_id", where.camera_id),
-            ("rule_name", where.rule),
-            ("rule_kind", where.kind),
-            ("state", where.state),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                args.append(value)
-        if where.since is not None:
-            clauses.append("time_utc >= ?")
-            args.append(_utc_iso(where.since))
-        if where.until is not None:
-            clauses.append("time_utc < ?")
-            args.append(_utc_iso(where.until))
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)
 
     def query_records(
         self,
@@ -454,40 +363,20 @@ class SQLiteEventStore(SQLiteFile):
             offset: matching incidents to skip.
             newest_first: order by wall-clock time descending (the console), else ascending.
         """
-        if (limit is not None and limit < 0) or offset < 0:
-            raise InvalidInputError(f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
-        clause, args = self._where(where)
-        order = "DESC" if newest_first else "ASC"
-        sql = (
-            f"SELECT {', '.join(_RECORD_COLUMNS)} FROM events{clause} "
-            f"ORDER BY time_utc {order}, start_s {order}, event_id {order} LIMIT ? OFFSET ?"
+        check_page(limit, offset)
+        page, page_args, count, count_args = SQLITE.page_sql(
+            where, limit=limit, offset=offset, newest_first=newest_first
         )
-        page_args = [*args, -1 if limit is None else int(limit), int(offset)]
         with self._lock:
-            rows = self._conn.execute(sql, page_args).fetchall()
-            total = int(self._conn.execute(f"SELECT COUNT(*) FROM events{clause}", args).fetchone()[0])
-        return [self._record(r) for r in rows], total
-
-    @classmethod
-    def _record(cls, row: tuple[Any, ...]) -> EventRecord:
-        n = len(_COLUMNS)
-        base = dict(zip(_COLUMNS, row[:n], strict=True))
-        review = dict(zip(_REVIEW_COLUMNS, row[n:], strict=True))
-        return EventRecord(
-            event=cls._event(row[:n]),
-            time_utc=base["time_utc"],
-            recorded_at=base["recorded_at"],
-            updated_at=base["updated_at"],
-            **review,
-        )
+            rows = self._conn.execute(page, page_args).fetchall()
+            total = int(self._conn.execute(count, count_args).fetchone()[0])
+        return [SQLITE.record(r) for r in rows], total
 
     def get_record(self, event_id: str) -> EventRecord | None:
         """One incident with its review state, or ``None``."""
         with self._lock:
-            row = self._conn.execute(
-                f"SELECT {', '.join(_RECORD_COLUMNS)} FROM events WHERE event_id = ?", (event_id,)
-            ).fetchone()
-        return None if row is None else self._record(row)
+            row = self._conn.execute(SQLITE.select_sql(), (event_id,)).fetchone()
+        return None if row is None else SQLITE.record(row)
 
     def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
         """Acknowledge or resolve an incident, recording who, when and the note; committed when this returns.
@@ -499,24 +388,63 @@ class SQLiteEventStore(SQLiteFile):
             ReviewConflictError: the action does not apply to the current state (acknowledging an
                 acknowledged or resolved incident, resolving a resolved one).
         """
-        if action not in _REVIEW_FROM:
-            raise InvalidInputError(f"review action must be one of {sorted(_REVIEW_FROM)}, got {action!r}")
-        allowed = _REVIEW_FROM[action]
-        now = _utc_iso(datetime.now(UTC))
-        sql = (
-            f"UPDATE events SET state = ?, {_REVIEW_SET[action]}, note = COALESCE(NULLIF(?, ''), note) "
-            f"WHERE event_id = ? AND state IN ({', '.join('?' * len(allowed))})"
-        )
+        check_review_action(action)
+        args = SQLITE.review_args(action, event_id, user, note, datetime.now(UTC))
         with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
-            changed = conn.execute(sql, (_REVIEW_TO[action], user, now, note, event_id, *allowed)).rowcount
-            current = conn.execute("SELECT state FROM events WHERE event_id = ?", (event_id,)).fetchone()
-        if current is None:
-            raise KeyError(event_id)
-        if not changed:
-            raise ReviewConflictError(f"event {event_id} is {current[0]}; it cannot be {_REVIEW_TO[action]} now")
-        record = self.get_record(event_id)
-        assert record is not None  # events are never deleted
-        return record
+            changed = conn.execute(SQLITE.review_sql(action), args).rowcount
+            current = conn.execute(SQLITE.state_sql(), (event_id,)).fetchone()
+        return review_outcome(self, event_id, action, changed, None if current is None else current[0])
+
+
+_UPSERT_SQL = SQLITE.upsert_sql()
+
+
+def check_can_end(event: Event) -> None:
+    """`EventStore.end` needs the end time."""
+    if event.end_s is None:
+        raise InvalidInputError(f"event {event.event_id} cannot end without end_s")
+
+
+def check_page(limit: int | None, offset: int) -> None:
+    """`ReviewableEventStore.query_records` takes no negative paging."""
+    if (limit is not None and limit < 0) or offset < 0:
+        raise InvalidInputError(f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
+
+
+def check_review_action(action: str) -> None:
+    """A review action is one of `REVIEW_FROM`'s."""
+    if action not in REVIEW_FROM:
+        raise InvalidInputError(f"review action must be one of {sorted(REVIEW_FROM)}, got {action!r}")
+
+
+def query_events(
+    store: ReviewableEventStore,
+    *,
+    camera_id: str | None,
+    since: datetime | None,
+    rule: str | None,
+    kind: str | None,
+    limit: int | None,
+) -> list[Event]:
+    """`EventStore.query` on a store's `query_records`: oldest first, by wall-clock time then stream time."""
+    records, _ = store.query_records(
+        EventFilter(camera_id=camera_id, rule=rule, kind=kind, since=since), limit=limit, newest_first=False
+    )
+    return [r.event for r in records]
+
+
+def review_outcome(
+    store: ReviewableEventStore, event_id: str, action: ReviewAction, changed: int, current: str | None
+) -> EventRecord:
+    """What `ReviewableEventStore.review` returns or raises once its update ran (``changed`` rows;
+    ``current``: the state after it, ``None`` when there is no such incident)."""
+    if current is None:
+        raise KeyError(event_id)
+    if not changed:
+        raise ReviewConflictError(f"event {event_id} is {current}; it cannot be {REVIEW_TO[action]} now")
+    record = store.get_record(event_id)
+    assert record is not None  # events are never deleted
+    return record
 
 
 CSV_FIELDS: tuple[str, ...] = (

@@ -1,0 +1,422 @@
+"""`PostgresEventStore`: the event store on a PostgreSQL server (psycopg 3), for many writers.
+
+Same protocols (`EventStore`, `ReviewableEventStore`) and the same SQL as `SQLiteEventStore`
+(`campusguard.app.events.sql`); the columns are native types (``timestamptz`` wall-clock
+times, ``jsonb`` lists and details, ``double precision`` stream times).
+
+Durability: one connection in autocommit mode with ``synchronous_commit = on``; each write is
+one statement (a review, one transaction), so it is committed, its WAL flushed on the server,
+when the call returns.
+
+Schema: table ``events`` and the version table ``campusguard_schema`` (one row per applied
+migration) in the first schema of the connection's ``search_path``. Migrations are numbered
+like SQLite's (version 2 means the same columns in both) and applied in one transaction at open,
+under a transaction-level advisory lock, so several workers starting at once migrate once. A
+database written by a newer schema is refused.
+
+Lost connections: every call runs under `RetryPolicy`: when the connection fails (server
+restarted, network cut) the call reconnects and runs again with exponential back-off until it
+succeeds or the policy's budget is spent; then it raises `StoreUnavailableError` and nothing
+was committed by it, so the caller keeps the event and tries again (the pipeline's event worker
+does). Writes are upserts on the deterministic ``event_id``, so a write whose commit was sent but
+whose answer was lost is simply written again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Self, TypeVar
+
+from campusguard.app.events.sql import Dialect
+from campusguard.app.events.store import (
+    SCHEMA_VERSION,
+    EventFilter,
+    EventRecord,
+    ReviewAction,
+    StoreUnavailableError,
+    check_can_end,
+    check_page,
+    check_review_action,
+    query_events,
+    review_outcome,
+)
+from campusguard.app.events.types import Event
+from campusguard.app.events.urls import one_line, redact_url
+from campusguard.errors import InvalidInputError, MissingDependencyError
+
+try:
+    import psycopg
+    from psycopg.types.json import Jsonb
+except ImportError as _exc:  # pragma: no cover - depends on the environment
+    raise MissingDependencyError(
+        "psycopg is not installed; install it with: pip install 'campusguard[postgres]'"
+    ) from _exc
+
+__all__ = ["PostgresEventStore", "RetryPolicy", "MIGRATIONS", "VERSION_TABLE"]
+
+log = logging.getLogger("campusguard.app.events.postgres")
+
+T = TypeVar("T")
+
+VERSION_TABLE = "campusguard_schema"
+_MIGRATION_LOCK = 0x6367_6576_656E_7473 & 0x7FFF_FFFF_FFFF_FFFF  # "cgevents": the advisory lock of migrations
+
+_SCHEMA_V1 = """
+CREATE TABLE events (
+    event_id      TEXT PRIMARY KEY,
+    camera_id     TEXT NOT NULL,
+    rule_name     TEXT NOT NULL,
+    rule_kind     TEXT NOT NULL,
+    zone          TEXT NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('open', 'closed')),
+    phase         TEXT NOT NULL,
+    start_s       DOUBLE PRECISION NOT NULL,
+    end_s         DOUBLE PRECISION,
+    onset_s       DOUBLE PRECISION,
+    start_frame   BIGINT,
+    end_frame     BIGINT,
+    tracker_ids   JSONB NOT NULL,
+    class_ids     JSONB NOT NULL,
+    class_names   JSONB NOT NULL,
+    count         BIGINT,
+    direction     TEXT,
+    started_at    TIMESTAMPTZ,
+    ended_at      TIMESTAMPTZ,
+    snapshot_path TEXT,
+    details       JSONB NOT NULL,
+    time_utc      TIMESTAMPTZ NOT NULL,
+    recorded_at   TIMESTAMPTZ NOT NULL,
+    updated_at    TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX events_camera_time ON events (camera_id, time_utc);
+CREATE INDEX events_rule_time ON events (rule_name, time_utc)
+"""
+
+_SCHEMA_V2 = """
+ALTER TABLE events ADD COLUMN state TEXT NOT NULL DEFAULT 'open'
+    CHECK (state IN ('open', 'acknowledged', 'resolved'));
+ALTER TABLE events ADD COLUMN acknowledged_by TEXT;
+ALTER TABLE events ADD COLUMN acknowledged_at TIMESTAMPTZ;
+ALTER TABLE events ADD COLUMN resolved_by TEXT;
+ALTER TABLE events ADD COLUMN resolved_at TIMESTAMPTZ;
+ALTER TABLE events ADD COLUMN note TEXT;
+CREATE INDEX events_state_time ON events (state, time_utc);
+CREATE INDEX events_time ON events (time_utc)
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+"""Migration N brings a database from schema N-1 to N (the same numbers as SQLite's)."""
+assert max(MIGRATIONS) == SCHEMA_VERSION, "PostgreSQL and SQLite schema versions must move together"
+
+
+def _jsonb(value: Any) -> Jsonb:
+    return Jsonb(value, dumps=_dumps)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+_PG = Dialect(param="%s", encode_json=_jsonb, encode_time=lambda t: t, no_limit=None)
+_UPSERT_SQL = _PG.upsert_sql()
+_RETRYABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long a call keeps trying when the connection to the server fails.
+
+    Attributes:
+        budget_s: give up (`StoreUnavailableError`) once the next attempt would start later than
+            this many seconds after the first; 0 tries once.
+        initial_s: delay before the second attempt, seconds.
+        max_s: longest delay between attempts, seconds.
+        factor: each failed attempt multiplies the delay by this.
+        connect_timeout_s: longest wait for one connection attempt, seconds (libpq counts whole
+            seconds, at least 2).
+    """
+
+    budget_s: float = 30.0
+    initial_s: float = 0.1
+    max_s: float = 2.0
+    factor: float = 2.0
+    connect_timeout_s: float = 5.0
+
+    def delays(self) -> Iterator[float]:
+        """The delays between attempts: ``initial_s``, times ``factor`` each time, capped at ``max_s``."""
+        delay = self.initial_s
+        while True:
+            yield delay
+            delay = min(delay * self.factor, self.max_s)
+
+
+class PostgresEventStore:
+    """`ReviewableEventStore` on a PostgreSQL server; safe to share across threads (one connection, locked).
+
+    Args:
+        url: ``postgresql://user@host:port/database`` (libpq URL; the password comes from
+            ``PGPASSWORD`` or ``~/.pgpass``; ``?options=-csearch_path%3Dname`` picks the schema).
+        read_only: only read (``campusguard events``): no migration, a database without the
+            current schema is refused.
+        retry: the back-off of calls whose connection failed.
+
+    Raises:
+        StoreUnavailableError: the server does not answer (one attempt at open: a start-up error
+            is reported at once).
+        InvalidInputError: the URL is malformed, the database was written by a newer schema,
+            holds an ``events`` table CampusGuard did not create, or the role may not create
+            the tables.
+    """
+
+    def __init__(self, url: str, *, read_only: bool = False, retry: RetryPolicy | None = None) -> None:
+        self.url = url
+        self.display = redact_url(url)
+        self.read_only = read_only
+        self.retry = retry or RetryPolicy()
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._closed = False
+        try:
+            conn = self._connect()
+        except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
+            raise InvalidInputError(f"PostgreSQL URL {self.display} is not valid: {one_line(exc)}") from None
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(f"PostgreSQL at {self.display} cannot be reached: {one_line(exc)}") from None
+        try:
+            self._migrate(conn)
+        except _RETRYABLE as exc:
+            conn.close()
+            raise StoreUnavailableError(f"PostgreSQL at {self.display} was lost at open: {one_line(exc)}") from None
+        except psycopg.Error as exc:  # e.g. no CREATE privilege on the schema
+            conn.close()
+            raise InvalidInputError(
+                f"PostgreSQL event store {self.display} cannot be opened: {one_line(exc)}"
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    # connection and retries -------------------------------------------------------------------
+    def _connect(self) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(
+            self.url,
+            autocommit=True,
+            connect_timeout=max(2, round(self.retry.connect_timeout_s)),
+            application_name="campusguard",
+        )
+        try:
+            conn.execute("SET synchronous_commit TO on")  # durable on return, whatever the server default
+            if self.read_only:
+                conn.execute("SET default_transaction_read_only TO on")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _run(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``op`` on a live connection, reconnecting with back-off (`RetryPolicy`) when it fails."""
+        start = time.monotonic()
+        delays = self.retry.delays()
+        attempts = 0
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise InvalidInputError(f"event store {self.display} is closed")
+                attempts += 1
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._conn = self._connect()
+                    return op(self._conn)
+                except _RETRYABLE as exc:
+                    self._discard()
+                    delay = next(delays)
+                    waited = time.monotonic() - start
+                    if waited + delay > self.retry.budget_s:
+                        raise StoreUnavailableError(
+                            f"PostgreSQL event store {self.display}: {what} failed {attempts} time(s) "
+                            f"over {waited:.1f} s: {one_line(exc)}"
+                        ) from None
+                    log.warning(
+                        "PostgreSQL event store %s: %s failed (%s); retrying in %.1f s",
+                        self.display,
+                        what,
+                        one_line(exc),
+                        delay,
+                    )
+                    time.sleep(delay)
+
+    def _discard(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        self._conn = None
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._closed = True
+            self._discard()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # schema -----------------------------------------------------------------------------------
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Check the schema version and apply missing migrations, all in one locked transaction."""
+        with conn.transaction():
+            exists, events = self._tables(conn)
+            if self.read_only:
+                if not exists:
+                    raise InvalidInputError(f"{self.display} holds no CampusGuard event store ({VERSION_TABLE})")
+                self._check_version(self._version(conn), read_only=True)
+                return
+            # every opener waits here until the first has committed its migration
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "
+                "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            version = self._version(conn)
+            if version == 0 and events:
+                raise InvalidInputError(
+                    f"{self.display} already has an events table not created by CampusGuard; "
+                    "use another database or schema (search_path)"
+                )
+            if self._check_version(version, read_only=False):
+                return
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (target,))
+            log.info("PostgreSQL event store %s migrated from schema %d to %d", self.display, version, SCHEMA_VERSION)
+
+    def _tables(self, conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
+        """Whether the version table and an ``events`` table exist in the schema tables are created in."""
+        schema = conn.execute("SELECT current_schema()").fetchone()
+        if not schema or schema[0] is None:
+            path = conn.execute("SHOW search_path").fetchone()
+            raise InvalidInputError(
+                f"PostgreSQL event store {self.display}: no schema of search_path "
+                f"{path[0] if path else '?'} exists or may be used by this role"
+            )
+        row = conn.execute(
+            "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) IS NOT NULL, "
+            "to_regclass(format('%%I.events', current_schema())) IS NOT NULL",
+            (VERSION_TABLE,),
+        ).fetchone()
+        return (bool(row[0]), bool(row[1])) if row else (False, False)
+
+    @staticmethod
+    def _version(conn: psycopg.Connection[Any]) -> int:
+        row = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {VERSION_TABLE}").fetchone()
+        return int(row[0]) if row else 0
+
+    def _check_version(self, version: int, *, read_only: bool) -> bool:
+        """True when the database is at `SCHEMA_VERSION`; raise when it is newer, or older and read-only."""
+        if version > SCHEMA_VERSION:
+            raise InvalidInputError(
+                f"event store {self.display} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
+            )
+        if version < SCHEMA_VERSION and read_only:
+            raise InvalidInputError(
+                f"event store {self.display} has schema version {version}, older than this CampusGuard "
+                f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
+            )
+        return version == SCHEMA_VERSION
+
+    # writes -----------------------------------------------------------------------------------
+    def _upsert(self, event: Event) -> None:
+        row = _PG.event_row(event, datetime.now(UTC))
+        self._run(f"storing event {event.event_id}", lambda conn: conn.execute(_UPSERT_SQL, row))
+
+    def record(self, event: Event) -> None:
+        """Store one lifecycle update; committed when this returns (retried per `RetryPolicy`).
+
+        Raises:
+            StoreUnavailableError: not committed within the retry budget; call again.
+        """
+        self._upsert(event)
+
+    def add(self, event: Event) -> None:
+        """Store a new incident; committed when this returns."""
+        self._upsert(event)
+
+    def update(self, event: Event) -> None:
+        """Replace the state of an incident (inserted if unknown); committed when this returns."""
+        self._upsert(event)
+
+    def end(self, event: Event) -> None:
+        """Mark an incident ended; committed when this returns."""
+        check_can_end(event)
+        self._upsert(event)
+
+    def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
+        """Acknowledge or resolve an incident (see `SQLiteEventStore.review`); committed when this returns."""
+        check_review_action(action)
+        args = _PG.review_args(action, event_id, user, note, datetime.now(UTC))
+
+        def op(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
+            with conn.transaction():  # check and change in one transaction
+                changed = conn.execute(_PG.review_sql(action), args).rowcount
+                row = conn.execute(_PG.state_sql(), (event_id,)).fetchone()
+            return changed, None if row is None else str(row[0])
+
+        changed, current = self._run(f"reviewing event {event_id}", op)
+        return review_outcome(self, event_id, action, changed, current)
+
+    # reads ------------------------------------------------------------------------------------
+    def get_record(self, event_id: str) -> EventRecord | None:
+        """One incident with its review state, or ``None``."""
+        row = self._run(f"reading event {event_id}", lambda c: c.execute(_PG.select_sql(), (event_id,)).fetchone())
+        return None if row is None else _PG.record(tuple(row))
+
+    def get(self, event_id: str) -> Event | None:
+        """The latest state of one incident, or ``None``."""
+        record = self.get_record(event_id)
+        return None if record is None else record.event
+
+    def query_records(
+        self,
+        where: EventFilter = EventFilter(),  # noqa: B008 - frozen, so a shared default is safe
+        *,
+        limit: int | None = 50,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> tuple[list[EventRecord], int]:
+        """One page of incidents matching ``where`` and the number of all matching incidents
+        (see `SQLiteEventStore.query_records`)."""
+        check_page(limit, offset)
+        page, page_args, count, count_args = _PG.page_sql(where, limit=limit, offset=offset, newest_first=newest_first)
+
+        def op(conn: psycopg.Connection[Any]) -> tuple[list[Any], int]:
+            with conn.transaction():
+                rows = conn.execute(page, page_args).fetchall()
+                total = conn.execute(count, count_args).fetchone()
+            return rows, int(total[0]) if total else 0
+
+        rows, total = self._run("querying events", op)
+        return [_PG.record(tuple(r)) for r in rows], total
+
+    def query(
+        self,
+        *,
+        camera_id: str | None = None,
+        since: datetime | None = None,
+        rule: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
+        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)

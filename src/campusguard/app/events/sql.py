@@ -1,0 +1,252 @@
+"""What the SQL event stores share: the columns, the SQL of each operation, and the row mapping.
+
+`SQLiteEventStore` and `PostgresEventStore` run the same statements with the same semantics;
+only the parameter marker (``?`` / ``%s``) and how a value is encoded differ, and a `Dialect`
+holds those two things. Every value is a bound parameter: no SQL is built from input.
+
+Semantics (both stores):
+    - ``record`` upserts on ``event_id``: the first write inserts, later ones replace the
+      pipeline's columns (`COLUMNS` less ``event_id`` and ``recorded_at``), never the review
+      columns; ``time_utc`` (the wall-clock sort time) only moves when the update carries a
+      wall-clock start.
+    - a review action changes the review columns only when the incident is in a state the
+      action may start from (`REVIEW_FROM`), checked and changed in one statement.
+    - filters are equalities, ``since <= time_utc < until``; pages are ordered by
+      ``time_utc``, ``start_s``, ``event_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from campusguard.app.events.types import Event
+
+if TYPE_CHECKING:
+    from campusguard.app.events.store import EventFilter, EventRecord, ReviewAction, ReviewState
+
+__all__ = [
+    "COLUMNS",
+    "REVIEW_COLUMNS",
+    "RECORD_COLUMNS",
+    "JSON_COLUMNS",
+    "TIME_COLUMNS",
+    "REVIEW_FROM",
+    "REVIEW_TO",
+    "Dialect",
+    "SQLITE",
+    "utc_iso",
+]
+
+COLUMNS: tuple[str, ...] = (
+    "event_id",
+    "camera_id",
+    "rule_name",
+    "rule_kind",
+    "zone",
+    "status",
+    "phase",
+    "start_s",
+    "end_s",
+    "onset_s",
+    "start_frame",
+    "end_frame",
+    "tracker_ids",
+    "class_ids",
+    "class_names",
+    "count",
+    "direction",
+    "started_at",
+    "ended_at",
+    "snapshot_path",
+    "details",
+    "time_utc",
+    "recorded_at",
+    "updated_at",
+)
+"""The pipeline's columns: one `Event` and the store's times; `record` writes these."""
+REVIEW_COLUMNS: tuple[str, ...] = (
+    "state",
+    "acknowledged_by",
+    "acknowledged_at",
+    "resolved_by",
+    "resolved_at",
+    "note",
+)
+"""The operators' columns: only `Dialect.review_sql` writes these."""
+RECORD_COLUMNS: tuple[str, ...] = COLUMNS + REVIEW_COLUMNS
+JSON_COLUMNS: frozenset[str] = frozenset({"tracker_ids", "class_ids", "class_names", "details"})
+TIME_COLUMNS: frozenset[str] = frozenset(
+    {"started_at", "ended_at", "time_utc", "recorded_at", "updated_at", "acknowledged_at", "resolved_at"}
+)
+"""Wall-clock columns: ISO 8601 UTC text in SQLite, ``timestamptz`` in PostgreSQL."""
+
+# which states each review action may start from, and the state it leaves
+REVIEW_FROM: dict[str, tuple[str, ...]] = {"acknowledge": ("open",), "resolve": ("open", "acknowledged")}
+REVIEW_TO: dict[str, str] = {"acknowledge": "acknowledged", "resolve": "resolved"}
+_REVIEW_BY: dict[str, tuple[str, str]] = {
+    "acknowledge": ("acknowledged_by", "acknowledged_at"),
+    "resolve": ("resolved_by", "resolved_at"),
+}
+
+
+def utc_iso(value: datetime) -> str:
+    """ISO 8601 in UTC with microseconds; a naive datetime is taken as local time."""
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def _json_value(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _time_text(value: Any) -> Any:
+    return utc_iso(value) if isinstance(value, datetime) else value
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one database spells parameters and stores JSON and wall-clock values.
+
+    Attributes:
+        param: the parameter marker (``"?"`` for sqlite3, ``"%s"`` for psycopg).
+        encode_json: Python list/dict to the value bound for a JSON column.
+        encode_time: aware datetime to the value bound for a wall-clock column.
+        no_limit: the ``LIMIT`` value meaning "all rows".
+    """
+
+    param: str = "?"
+    encode_json: Callable[[Any], Any] = _json_text
+    encode_time: Callable[[datetime], Any] = utc_iso
+    no_limit: int | None = -1
+
+    # writes ---------------------------------------------------------------------------------
+    def event_row(self, event: Event, now: datetime) -> tuple[Any, ...]:
+        """The values of `COLUMNS` for one lifecycle update recorded at ``now`` (aware)."""
+        closed = event.phase == "end" or event.end_s is not None
+        values: dict[str, Any] = {
+            **{k: getattr(event, k) for k in COLUMNS if hasattr(event, k)},
+            "status": "closed" if closed else "open",
+            "tracker_ids": self.encode_json(list(event.tracker_ids)),
+            "class_ids": self.encode_json(list(event.class_ids)),
+            "class_names": self.encode_json(list(event.class_names)),
+            "details": self.encode_json(event.details),
+            "started_at": None if event.started_at is None else self.encode_time(event.started_at),
+            "ended_at": None if event.ended_at is None else self.encode_time(event.ended_at),
+            "time_utc": self.encode_time(now if event.started_at is None else event.started_at),
+            "recorded_at": self.encode_time(now),
+            "updated_at": self.encode_time(now),
+        }
+        return tuple(values[c] for c in COLUMNS)
+
+    def upsert_sql(self) -> str:
+        """Insert one `event_row`, or replace the pipeline's columns of the stored incident."""
+        keep = {"event_id", "recorded_at", "time_utc"}
+        sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in keep)
+        return (
+            f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join([self.param] * len(COLUMNS))}) "
+            f"ON CONFLICT (event_id) DO UPDATE SET {sets}, "
+            # an update never moves the wall-clock sort time of an event recorded without one
+            "time_utc = CASE WHEN excluded.started_at IS NULL THEN events.time_utc ELSE excluded.time_utc END"
+        )
+
+    def review_sql(self, action: ReviewAction) -> str:
+        """Move an incident to ``REVIEW_TO[action]`` if its state allows; parameters from `review_args`."""
+        by, at = _REVIEW_BY[action]
+        p = self.param
+        allowed = ", ".join([p] * len(REVIEW_FROM[action]))
+        return (
+            f"UPDATE events SET state = {p}, {by} = {p}, {at} = {p}, "
+            f"note = COALESCE(NULLIF(CAST({p} AS TEXT), ''), note) "
+            f"WHERE event_id = {p} AND state IN ({allowed})"
+        )
+
+    def review_args(
+        self, action: ReviewAction, event_id: str, user: str, note: str | None, now: datetime
+    ) -> tuple[Any, ...]:
+        """The parameters of `review_sql`."""
+        return (REVIEW_TO[action], user, self.encode_time(now), note, event_id, *REVIEW_FROM[action])
+
+    def state_sql(self) -> str:
+        """The review state of one incident by ``event_id`` (read after `review_sql`)."""
+        return f"SELECT state FROM events WHERE event_id = {self.param}"
+
+    # reads ----------------------------------------------------------------------------------
+    def select_sql(self, columns: tuple[str, ...] = RECORD_COLUMNS) -> str:
+        """One incident by ``event_id``."""
+        return f"SELECT {', '.join(columns)} FROM events WHERE event_id = {self.param}"
+
+    def where(self, where: EventFilter) -> tuple[str, list[Any]]:
+        """The WHERE clause of a filter (``""`` for none) and its parameters."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        for column, value in (
+            ("camera_id", where.camera_id),
+            ("rule_name", where.rule),
+            ("rule_kind", where.kind),
+            ("state", where.state),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = {self.param}")
+                args.append(value)
+        if where.since is not None:
+            clauses.append(f"time_utc >= {self.param}")
+            args.append(self.encode_time(where.since))
+        if where.until is not None:
+            clauses.append(f"time_utc < {self.param}")
+            args.append(self.encode_time(where.until))
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def page_sql(
+        self, where: EventFilter, *, limit: int | None, offset: int, newest_first: bool
+    ) -> tuple[str, list[Any], str, list[Any]]:
+        """``(page SQL, its parameters, count SQL, its parameters)`` of `query_records`."""
+        clause, args = self.where(where)
+        order = "DESC" if newest_first else "ASC"
+        page = (
+            f"SELECT {', '.join(RECORD_COLUMNS)} FROM events{clause} "
+            f"ORDER BY time_utc {order}, start_s {order}, event_id {order} LIMIT {self.param} OFFSET {self.param}"
+        )
+        page_args = [*args, self.no_limit if limit is None else int(limit), int(offset)]
+        return page, page_args, f"SELECT COUNT(*) FROM events{clause}", args
+
+    @staticmethod
+    def event(row: tuple[Any, ...]) -> Event:
+        """The `Event` of a row of `COLUMNS` (JSON as text or decoded, times as text or datetimes)."""
+        data = dict(zip(COLUMNS, row, strict=True))
+        for key in JSON_COLUMNS:
+            data[key] = _json_value(data[key])
+        for key in ("started_at", "ended_at"):
+            if isinstance(data[key], datetime):
+                data[key] = utc_iso(data[key])  # the same aware value SQLite's text gives
+        return Event.from_dict(data)
+
+    @classmethod
+    def record(cls, row: tuple[Any, ...]) -> EventRecord:
+        """The `EventRecord` of a row of `RECORD_COLUMNS`; wall-clock values become ISO 8601 UTC text."""
+        from campusguard.app.events.store import EventRecord
+
+        n = len(COLUMNS)
+        base = dict(zip(COLUMNS, row[:n], strict=True))
+        review: dict[str, Any] = dict(zip(REVIEW_COLUMNS, row[n:], strict=True))
+        for key in ("acknowledged_at", "resolved_at"):
+            review[key] = _time_text(review[key])
+        state: ReviewState = review.pop("state")
+        return EventRecord(
+            event=cls.event(row[:n]),
+            time_utc=_time_text(base["time_utc"]),
+            recorded_at=_time_text(base["recorded_at"]),
+            updated_at=_time_text(base["updated_at"]),
+            state=state,
+            **review,
+        )
+
+
+SQLITE = Dialect()
+"""SQLite: ``?`` parameters, JSON and times as text."""
