@@ -34,7 +34,7 @@ import numpy as np
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError, ModelLoadError
 from campusguard.ops.boxes import scale_boxes
-from campusguard.ops.postprocess import MAX_NMS_CANDIDATES, detections_by_image
+from campusguard.ops.postprocess import MAX_NMS_CANDIDATES, detections_by_image, output_kind
 from campusguard.ops.preprocess import LetterboxPlan, letterbox_plan, linear_resize_coefficients
 
 __all__ = [
@@ -280,9 +280,10 @@ def fuse_device_graph(
         raise ModelLoadError(f"the device pipeline needs an ONNX opset >= {MIN_OPSET}; this model has {opset}")
     x, y = model.graph.input[0], model.graph.output[0]
     dims = y.type.tensor_type.shape.dim
-    if len(dims) != 3 or not dims[1].HasField("dim_value") or dims[1].dim_value < 5:
+    shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in dims)
+    if len(shape) != 3 or output_kind(shape) != "raw" or shape[1] < 5:
         raise ModelLoadError(
-            "the device pipeline needs a classic YOLO head output (B, 4+nc, N) with a fixed class count"
+            f"the device pipeline needs a classic YOLO head output (B, 4+nc, N) with a fixed class count; got {shape}"
         )
     in_fp16 = x.type.tensor_type.elem_type == tp.FLOAT16
     out_fp16 = y.type.tensor_type.elem_type == tp.FLOAT16
