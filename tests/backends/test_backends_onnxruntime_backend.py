@@ -78,3 +78,11 @@ def test_missing_gpu_provider_is_a_one_line_device_error(kind):
         providers_for(DeviceSpec(kind, 0), ["CPUExecutionProvider"])  # type: ignore[arg-type]
     msg = str(info.value)
     assert "\n" not in msg and ("onnxruntime-migraphx" if kind == "rocm" else "onnxruntime-gpu") in msg
+
+
+def test_doctor_says_where_the_migraphx_cache_is(tmp_path, monkeypatch):
+    from campusguard.doctor import collect_environment
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path))
+    monkeypatch.setattr("campusguard.backends.onnxruntime_backend._MIGRAPHX_ROOT", None)
+    assert collect_environment(include_torch=False)["onnxruntime"]["migraphx_cache"] == str(tmp_path / "migraphx")

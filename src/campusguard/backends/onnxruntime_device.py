@@ -294,7 +294,7 @@ def fuse_device_graph(
         del part.opset_import[:]
         part.opset_import.extend(model.opset_import)
     # merge_models wires outputs to inputs by name; the model keeps its own input and output names
-    body = onnx.compose.merge_models(pre, model, io_map=[(x.name, x.name)], prefix1="", prefix2="")
+    body = onnx.compose.merge_models(pre, model, io_map=[(x.name, x.name)])
     fused = onnx.compose.merge_models(body, post, io_map=[(y.name, y.name)])
     del fused.graph.output[:]
     fused.graph.output.extend(post.graph.output)
