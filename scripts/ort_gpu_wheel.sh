@@ -38,6 +38,7 @@ pack() {
     | xz -6 -T2 > "$HERE/ortgpu.tar.xz"
   split -b "${part_mib}M" -d -a 2 "$HERE/ortgpu.tar.xz" "$PARTS/part-"
   (cd "$PARTS" && sha256sum part-* > SHA256SUMS)
+  rm -f "$HERE/ortgpu.tar.xz"  # the parts are what travels
   rm -rf "$HERE/unpacked"
   ls -l "$PARTS"
   echo "carry .gpu/ortgpu/parts/part-NN and .gpu/ortgpu/parts/SHA256SUMS in one call per part"
@@ -75,10 +76,18 @@ install() {
   eval "$(ort_env)"
   echo "ldd of the CUDA provider (missing libraries say why CUDA would not load):"
   ldd "$SITE/onnxruntime/capi/libonnxruntime_providers_cuda.so" | grep -E 'not found|cudnn|cublas|cudart' || true
+  # a session on a one-node model: ONNX Runtime names the library it cannot load (stderr) and falls back
   python3 -c "
-import onnxruntime as ort
+import onnx, onnxruntime as ort
+from onnx import TensorProto, helper
 print('onnxruntime', ort.__version__, 'from', ort.__file__)
 print('providers', ort.get_available_providers())
+x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [1])
+g = helper.make_graph([helper.make_node('Identity', ['x'], ['y'])], 'g', [x], [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)], ir_version=8)
+s = ort.InferenceSession(m.SerializeToString(), providers=['CUDAExecutionProvider', 'CPUExecutionProvider'])
+print('session providers', s.get_providers())
+raise SystemExit(0 if s.get_providers()[0] == 'CUDAExecutionProvider' else 'CUDAExecutionProvider did not load')
 "
 }
 
