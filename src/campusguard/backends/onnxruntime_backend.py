@@ -221,6 +221,7 @@ class OnnxRuntimeBackend:
             spec, providers = DeviceSpec("cpu"), ["CPUExecutionProvider"]
         self.device = spec
         self._requested = providers
+        self.migraphx_cache: Path | None = None  # set when MIGraphX opens a session: its compiled-program directory
         self.session = self.open_session(self.path)
         used = self.session.get_providers()
         self._providers = used
