@@ -25,6 +25,7 @@ from campusguard.ops.postprocess import postprocess
 from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
 
 if TYPE_CHECKING:
+    from campusguard.backends.onnxruntime_device import OrtDevicePipeline
     from campusguard.backends.torch_device import DevicePipeline
 
 __all__ = ["Detector", "StageTimings"]
@@ -80,10 +81,12 @@ class Detector:
         tensorrt: use TensorRT before CUDA.
         threads: ONNX Runtime intra-op threads (0: one per physical core).
         spinning: ONNX Runtime pool threads spin-wait between calls (off for shared machines).
-        pipeline: ``host`` (letterbox and NMS on the CPU, every backend), ``device`` (PyTorch only:
-            uint8 frames uploaded from pinned memory, letterbox, normalisation, FP16 and NMS on the
-            torch device, `campusguard.backends.torch_device.DevicePipeline`), or ``auto``: ``device``
-            for the torch backend on a GPU, else ``host``.
+        pipeline: ``host`` (letterbox and NMS on the CPU, every backend), ``device`` (uint8 frames
+            uploaded once, letterbox, normalisation and NMS where the model runs: PyTorch through
+            `campusguard.backends.torch_device.DevicePipeline` (pinned memory, FP16, CUDA graphs),
+            ONNX Runtime through `campusguard.backends.onnxruntime_device.OrtDevicePipeline` (the
+            model fused with a letterbox and an NMS graph, I/O bound on the device)), or ``auto``:
+            ``device`` for the torch backend on a GPU, else ``host``.
         cuda_graphs: with the device pipeline on a GPU, replay each static shape from a CUDA graph.
         end_to_end: the head of ``.pt`` and architecture models: ``None`` their own (YOLO26:
             end-to-end, no NMS outside the model; ``info.nms`` says which ran), ``False`` the
@@ -157,11 +160,12 @@ class Detector:
         self._buffer: np.ndarray | None = None
         self._device_path = self._device_pipeline(pipeline, cuda_graphs)
 
-    def _device_pipeline(self, pipeline: str, cuda_graphs: bool) -> DevicePipeline | None:
+    def _device_pipeline(self, pipeline: str, cuda_graphs: bool) -> DevicePipeline | OrtDevicePipeline | None:
         """The device-resident path when ``pipeline`` asks for it (see the class docstring)."""
         if pipeline not in ("host", "device", "auto"):
             raise InvalidInputError(f"pipeline {pipeline!r} must be host, device or auto")
-        on_torch = getattr(self.backend, "name", "") == "torch"
+        name = getattr(self.backend, "name", "")
+        on_torch = name == "torch"
         if pipeline != "host" and self.backend.info.end_to_end:
             if pipeline == "device":
                 raise InvalidInputError(
@@ -169,12 +173,18 @@ class Detector:
                     "use pipeline='host' or end_to_end=False"
                 )
             return None
-        if pipeline == "device" and not on_torch:
-            raise InvalidInputError("pipeline='device' runs PyTorch models: use backend='torch' with a .pt or architecture")
+        if pipeline == "device" and name not in ("torch", "onnxruntime"):
+            raise InvalidInputError(f"pipeline='device' runs PyTorch or ONNX Runtime models, not {name!r}")
         if pipeline == "host" or (pipeline == "auto" and not (on_torch and self.provider.split(":")[1] != "cpu")):
             if cuda_graphs:
                 raise InvalidInputError("cuda_graphs needs pipeline='device' (or 'auto' on a GPU)")
             return None
+        if not on_torch:
+            if cuda_graphs:
+                raise InvalidInputError("cuda_graphs is for the PyTorch device pipeline (backend='torch')")
+            from campusguard.backends.onnxruntime_device import OrtDevicePipeline
+
+            return OrtDevicePipeline.from_detector(self)
         from campusguard.backends.torch_device import DevicePipeline
 
         return DevicePipeline.from_detector(self, cuda_graphs=cuda_graphs)
@@ -245,11 +255,13 @@ class Detector:
         timings = StageTimings(images=len(frames))
         results: list[Detections | None] = [None] * len(frames)
         groups = [
-            [i for i, f in enumerate(frames) if f.shape == shape] for shape in dict.fromkeys(f.shape for f in frames)
+            chunk
+            for shape in dict.fromkeys(f.shape for f in frames)
+            for chunk in self._chunks([i for i, f in enumerate(frames) if f.shape == shape])
         ]
         pending = [self._device_path.submit([frames[i] for i in idx]) for idx in groups]
         t1 = time.perf_counter()
-        collected = [self._device_path.collect(p) for p in pending]
+        collected = [self._device_path.collect(p) for p in pending]  # type: ignore[arg-type]  # its own batches
         t2 = time.perf_counter()
         for idx, dets in zip(groups, collected, strict=True):
             for i, det in zip(idx, dets, strict=True):

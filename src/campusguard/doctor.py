@@ -195,6 +195,8 @@ def collect_environment(include_torch: bool = True) -> dict[str, Any]:
     """Everything `campusguard doctor` reports, as a JSON-serialisable dict."""
     import onnxruntime as ort
 
+    from campusguard.backends.onnxruntime_backend import migraphx_cache_root
+
     mem = psutil.virtual_memory()
     gpus = [asdict(g) for g in list_gpus()]
     providers = ort.get_available_providers()
@@ -217,7 +219,12 @@ def collect_environment(include_torch: bool = True) -> dict[str, Any]:
         "gpus": gpus,
         "visible_devices": env,
         "visible_devices_problems": check_visible_devices(env, len(gpus)) if gpus else [],
-        "onnxruntime": {"version": ort.__version__, "device": ort.get_device(), "providers": providers},
+        "onnxruntime": {
+            "version": ort.__version__,
+            "device": ort.get_device(),
+            "providers": providers,
+            "migraphx_cache": str(migraphx_cache_root()),  # one directory per model, shape and precision below
+        },
         "verdicts": [asdict(v) for v in backend_verdicts(providers, torch_info, gpus)],
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
         "precision": _precision_advice(_cpu_flags()),

@@ -148,9 +148,8 @@ def test_detector_pipeline_device_gives_the_host_boxes(photos, fall_pt):
 def test_detector_pipeline_choices():
     from campusguard.detector import Detector
 
-    assert Detector(device="cpu", pipeline="auto").pipeline == "host"  # ONNX Runtime: always the host path
-    with pytest.raises(InvalidInputError, match="PyTorch models"):
-        Detector(device="cpu", pipeline="device")
+    assert Detector(device="cpu", pipeline="auto").pipeline == "host"  # ONNX Runtime: device path only when asked
+    assert Detector(device="cpu", pipeline="device").provider.startswith("ort-device:")
     with pytest.raises(InvalidInputError, match="host, device or auto"):
         Detector(device="cpu", pipeline="gpu")
     with pytest.raises(InvalidInputError, match="cuda_graphs"):

@@ -105,6 +105,19 @@ def test_multi_stream_sends_one_frame_per_source(tiny: str, frames: list) -> Non
     assert [s[0].shape[:2] for s in sources] == [(720, 1280), (1080, 1920), (480, 640)]
 
 
+def test_onnxruntime_device_variant_runs_beside_the_host_path(tiny: str, frames: list) -> None:
+    recs = {
+        b: bench_combination(Combination(tiny, b, "fp32", 2), SETTINGS, frames, DeviceSpec("cpu"))
+        for b in ("onnxruntime", "onnxruntime-device")
+    }
+    assert [r["status"] for r in recs.values()] == ["ok", "ok"], [r["reason"] for r in recs.values()]
+    assert recs["onnxruntime"]["provider"] == "CPUExecutionProvider"
+    assert recs["onnxruntime-device"]["provider"] == "ort-device:CPUExecutionProvider"
+    assert recs["onnxruntime-device"]["export"] == recs["onnxruntime"]["export"]
+    config = {"models": [tiny], "backends": list(recs), "precisions": ["fp32"], "batch": [2]}
+    validate_result(build_result(list(recs.values()), SETTINGS, config, "cpu-test", "cmd", {}, 0.001))
+
+
 def test_accuracy_is_measured_for_trained_models(tiny: str, frames: list, tmp_path: Path) -> None:
     from campusguard.eval import load_yolo_dataset
 
@@ -143,6 +156,9 @@ def test_random_weight_models_skip_accuracy_with_the_reason(
         ("onnxruntime", "fp16", "cpu", "GPU provider"),
         ("onnxruntime", "fp32", "cuda", "install onnxruntime-gpu"),  # this CPU-only build
         ("onnxruntime", "int8", "cpu", None),
+        ("onnxruntime-device", "fp32", "cpu", None),
+        ("onnxruntime-device", "fp16", "cpu", "GPU provider"),
+        ("onnxruntime-device", "fp32", "cuda", "install onnxruntime-gpu"),
         ("torch", "int8", "cpu", "ONNX Runtime only"),
         ("torch", "fp16", "cpu", "needs a GPU"),
         ("torch", "fp16", "cuda", None),

@@ -14,10 +14,17 @@ auto       the first GPU found, else cpu
 
 A requested GPU whose provider is missing, or a session that silently falls back to the
 CPU, raises `DeviceError` unless ``allow_cpu_fallback=True`` (then a loud warning).
+
+MIGraphX compiles a model when the session opens (minutes for a large one). The compiled program is
+kept in one directory per model file, input shape and precision (`migraphx_cache_dir`, under
+``$ORT_MIGRAPHX_CACHE_DIR`` or ``<cache>/migraphx``), passed as the built-in provider's
+``migraphx_model_cache_dir`` option (the plugin provider reads ``ORT_MIGRAPHX_CACHE_DIR``, set per
+model), so a restart does not recompile and two models never share a cache.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -29,7 +36,15 @@ from campusguard.backends.devices import DeviceSpec, resolve_device
 from campusguard.errors import DeviceError, ModelLoadError
 from campusguard.models.info import ModelInfo, info_from_onnx
 
-__all__ = ["OnnxRuntimeBackend", "providers_for", "read_metadata"]
+__all__ = [
+    "OnnxRuntimeBackend",
+    "providers_for",
+    "read_metadata",
+    "migraphx_cache_dir",
+    "migraphx_cache_root",
+    "migraphx_provider_options",
+    "model_signature",
+]
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +118,65 @@ def read_metadata(session: Any) -> dict[str, str]:
     return dict(session.get_modelmeta().custom_metadata_map)
 
 
+def _provider_name(provider: Any) -> str:
+    return str(provider[0] if isinstance(provider, tuple) else provider)
+
+
+# read once: per-model caches set ORT_MIGRAPHX_CACHE_DIR for the plugin provider, and must stay
+# siblings under the user's root rather than nest one inside the last
+_MIGRAPHX_ROOT = os.environ.get("ORT_MIGRAPHX_CACHE_DIR")
+
+
+def migraphx_cache_root() -> Path:
+    """Where MIGraphX compiled programs are kept: ``$ORT_MIGRAPHX_CACHE_DIR`` as set at start, else ``<cache>/migraphx``."""
+    if _MIGRAPHX_ROOT:
+        return Path(_MIGRAPHX_ROOT)
+    from campusguard.models.registry import cache_dir
+
+    return cache_dir() / "migraphx"
+
+
+def model_signature(model: Path | bytes) -> tuple[list[int | str], str]:
+    """The first input's shape (``"dyn"`` for a dynamic axis) and precision (``fp16``/``fp32``) of an ONNX model."""
+    import onnx
+
+    proto = (
+        onnx.load_model_from_string(model)
+        if isinstance(model, bytes)
+        else onnx.load(str(model), load_external_data=False)
+    )
+    tensor = proto.graph.input[0].type.tensor_type
+    shape: list[int | str] = [d.dim_value if d.HasField("dim_value") else "dyn" for d in tensor.shape.dim]
+    return shape, "fp16" if tensor.elem_type == onnx.TensorProto.FLOAT16 else "fp32"
+
+
+def migraphx_cache_dir(
+    model: Path | bytes, input_shape: list[int | str], precision: str, root: Path | None = None
+) -> Path:
+    """The compiled-program cache directory of one model: ``<root>/<name>-<sha256[:16]>-<shape>-<precision>``.
+
+    Keyed by the model's bytes (a re-export gets a new directory, a restart finds the old one), its
+    input shape (MIGraphX compiles a program per static shape) and precision, so two models never
+    share a cache. Not created here: MIGraphX writes it on the first compile.
+    """
+    digest = hashlib.sha256()
+    if isinstance(model, bytes):
+        digest.update(model)
+        name = "graph"
+    else:
+        with open(model, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        name = Path(model).stem
+    shape = "x".join(str(d) for d in input_shape) or "scalar"
+    return (root or migraphx_cache_root()) / f"{name}-{digest.hexdigest()[:16]}-{shape}-{precision}"
+
+
+def migraphx_provider_options(device_index: int, cache: Path) -> dict[str, str]:
+    """Options of ONNX Runtime's built-in MIGraphX provider: the GPU and its compiled-program cache directory."""
+    return {"device_id": str(device_index), "migraphx_model_cache_dir": str(cache)}
+
+
 class OnnxRuntimeBackend:
     """Run an ONNX detector with ONNX Runtime.
 
@@ -130,13 +204,13 @@ class OnnxRuntimeBackend:
         import onnxruntime as ort
 
         self.path = Path(path)
+        self._allow_cpu_fallback = allow_cpu_fallback
+        self._intra_op_threads, self._allow_spinning = intra_op_threads, allow_spinning
         available = ort.get_available_providers()
-        plugin = None
+        self._plugin = None
         if str(device).startswith("rocm") and "MIGraphXExecutionProvider" not in available:
-            plugin = register_migraphx_plugin(ort)
-            available = [*available, "MIGraphXExecutionProvider"] if plugin else available
-        # MIGraphX compiles the graph on first load; keep the compiled program between runs
-        os.environ.setdefault("ORT_MIGRAPHX_CACHE_DIR", str(Path.home() / ".cache" / "campusguard" / "migraphx"))
+            self._plugin = register_migraphx_plugin(ort)
+            available = [*available, "MIGraphXExecutionProvider"] if self._plugin else available
         try:
             spec = resolve_device(device)
             providers = providers_for(spec, available, tensorrt)
@@ -146,33 +220,10 @@ class OnnxRuntimeBackend:
             log.warning("FALLING BACK TO CPU: %s", exc)
             spec, providers = DeviceSpec("cpu"), ["CPUExecutionProvider"]
         self.device = spec
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.intra_op_num_threads = intra_op_threads
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if allow_spinning else "0")
-        opts.log_severity_level = 3
-        session_providers: list[Any] | None = providers
-        if plugin and spec.kind == "rocm":
-            # plugin providers are attached to devices, not named in the providers list
-            ep_devices = [d for d in ort.get_ep_devices() if d.ep_name == plugin]
-            if spec.index >= len(ep_devices):
-                raise DeviceError(f"invalid device ordinal: {spec} requested, MIGraphX sees {len(ep_devices)} GPU(s)")
-            opts.add_provider_for_devices(ep_devices[spec.index : spec.index + 1], {})
-            session_providers = None
-        try:
-            self.session = ort.InferenceSession(str(self.path), sess_options=opts, providers=session_providers)
-        except Exception as exc:  # onnxruntime raises its own, untyped, exception classes
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelLoadError(f"{self.path}: cannot load ONNX model ({first[:200]})") from exc
+        self._requested = providers
+        self.migraphx_cache: Path | None = None  # set when MIGraphX opens a session: its compiled-program directory
+        self.session = self.open_session(self.path)
         used = self.session.get_providers()
-        wanted = providers[0][0] if isinstance(providers[0], tuple) else providers[0]
-        if session_providers is None and plugin:
-            wanted = plugin
-        if used[0] != wanted and spec.kind not in ("cpu", "auto"):
-            msg = f"ONNX Runtime silently fell back from {wanted} to {used[0]} for {spec}"
-            if not allow_cpu_fallback:
-                raise DeviceError(msg + " (pass allow_cpu_fallback=True to accept)")
-            log.warning("FALLING BACK TO CPU: %s", msg)
         self._providers = used
         self._input = self.session.get_inputs()[0]
         self._output = self.session.get_outputs()[0]
@@ -184,6 +235,66 @@ class OnnxRuntimeBackend:
             "MIGraphXExecutionProvider",
             "ROCMExecutionProvider",
         )
+
+    def open_session(self, model: Path | bytes) -> Any:
+        """An ``InferenceSession`` for ``model`` (a file or serialised ONNX) with this backend's providers and options.
+
+        The device pipeline opens its fused graph (pre-processing, the network, NMS) through here, so
+        both sessions get the same providers, threads and fallback checks. On MIGraphX the compiled
+        program is cached in a directory of its own per model file, input shape and precision
+        (`migraphx_cache_dir`).
+
+        Raises:
+            ModelLoadError: when ONNX Runtime cannot load the model.
+            DeviceError: when the session silently fell back from the requested GPU provider.
+        """
+        import onnxruntime as ort
+
+        spec, providers = self.device, list(self._requested)
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.intra_op_num_threads = self._intra_op_threads
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._allow_spinning else "0")
+        opts.log_severity_level = 3
+        session_providers: list[Any] | None = providers
+        if _provider_name(providers[0]) == "MIGraphXExecutionProvider" or (self._plugin and spec.kind == "rocm"):
+            shape, precision = model_signature(model)
+            cache = migraphx_cache_dir(model, shape, precision)
+            log.info("MIGraphX compiled-program cache for %s: %s", self.path.name, cache)
+            if "dyn" in shape:
+                log.warning(
+                    "%s has a dynamic input %s: MIGraphX compiles a program per shape met; export a static "
+                    "shape (dynamic=False, the default) so the cache is used from the first frame",
+                    self.path.name,
+                    shape,
+                )
+            self.migraphx_cache = cache
+            if self._plugin:  # the plugin provider reads only the environment variable
+                os.environ["ORT_MIGRAPHX_CACHE_DIR"] = str(cache)
+            else:
+                providers[0] = ("MIGraphXExecutionProvider", migraphx_provider_options(spec.index, cache))
+                session_providers = providers
+        if self._plugin and spec.kind == "rocm":
+            # plugin providers are attached to devices, not named in the providers list
+            ep_devices = [d for d in ort.get_ep_devices() if d.ep_name == self._plugin]
+            if spec.index >= len(ep_devices):
+                raise DeviceError(f"invalid device ordinal: {spec} requested, MIGraphX sees {len(ep_devices)} GPU(s)")
+            opts.add_provider_for_devices(ep_devices[spec.index : spec.index + 1], {})
+            session_providers = None
+        source = model if isinstance(model, bytes) else str(model)
+        try:
+            session = ort.InferenceSession(source, sess_options=opts, providers=session_providers)
+        except Exception as exc:  # onnxruntime raises its own, untyped, exception classes
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelLoadError(f"{self.path}: cannot load ONNX model ({first[:200]})") from exc
+        used = session.get_providers()
+        wanted = self._plugin if session_providers is None and self._plugin else _provider_name(providers[0])
+        if used[0] != wanted and spec.kind not in ("cpu", "auto"):
+            msg = f"ONNX Runtime silently fell back from {wanted} to {used[0]} for {spec}"
+            if not self._allow_cpu_fallback:
+                raise DeviceError(msg + " (pass allow_cpu_fallback=True to accept)")
+            log.warning("FALLING BACK TO CPU: %s", msg)
+        return session
 
     def _model_info(self) -> ModelInfo:
         return info_from_onnx(

@@ -25,31 +25,21 @@ import numpy as np
 
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError, require
-from campusguard.ops.postprocess import MAX_NMS_CANDIDATES
-from campusguard.ops.preprocess import LetterboxPlan, fit_shape, letterbox_plan
+from campusguard.ops.postprocess import MAX_NMS_CANDIDATES, detections_by_image
+from campusguard.ops.preprocess import LetterboxPlan, fit_shape, letterbox_plan, linear_resize_coefficients
 
 __all__ = ["DevicePipeline", "letterbox_tensor", "resize_bilinear_u8", "nms_tensor", "PendingBatch"]
 
 
-# OpenCV's INTER_LINEAR on uint8 works in fixed point: weights scaled by 2**11, a horizontal pass
-# kept as integers, then a vertical pass whose shifts follow its SIMD kernel (VResizeLinearVec_32s8u).
-_COEF_BITS = 11
-_COEF_SCALE = 1 << _COEF_BITS
 _coefficients: dict[tuple[int, int, str], tuple[Any, Any, Any, Any]] = {}
 
 
 def _linear_coefficients(src: int, dst: int, device: Any) -> tuple[Any, Any, Any, Any]:
-    """Source indices and fixed-point weights of OpenCV's bilinear resize along one axis, cached per device."""
+    """`linear_resize_coefficients` as tensors on ``device``, cached."""
     key = (src, dst, str(device))
     if key not in _coefficients:
         torch = require("torch", "torch")
-        fx = ((np.arange(dst) + 0.5) * (1.0 / (dst / src)) - 0.5).astype(np.float32)
-        sx = np.floor(fx).astype(np.int64)
-        fx -= sx
-        fx[sx < 0], sx[sx < 0] = 0, 0
-        fx[sx >= src - 1], sx[sx >= src - 1] = 0, src - 1
-        w1 = np.round(fx * _COEF_SCALE).astype(np.int32)
-        arrays = (sx, np.minimum(sx + 1, src - 1), _COEF_SCALE - w1, w1)
+        arrays = linear_resize_coefficients(src, dst)
         _coefficients[key] = tuple(torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays)  # type: ignore[assignment]
     return _coefficients[key]
 
@@ -283,18 +273,7 @@ class DevicePipeline:
             xyxy[:, [0, 2]] = xyxy[:, [0, 2]].clamp(0, w)
             xyxy[:, [1, 3]] = xyxy[:, [1, 3]].clamp(0, h)
             host = torch.cat([xyxy, conf[:, None], label[:, None].float(), image[:, None].float()], dim=1).cpu()
-        rows = host.numpy()
-        out = []
-        for i in range(len(pending.plans)):
-            mine = rows[rows[:, 6] == i][: self.max_det]
-            out.append(
-                Detections(
-                    xyxy=np.ascontiguousarray(mine[:, :4], dtype=np.float32),
-                    confidence=mine[:, 4].astype(np.float32),
-                    class_id=mine[:, 5].astype(np.int64),
-                )
-            )
-        return out
+        return detections_by_image(host.numpy(), len(pending.plans), self.max_det)
 
     def _forward(self, uploaded: Any, plan: LetterboxPlan) -> Any:
         x = letterbox_tensor(uploaded, plan, dtype=self._torch.float16 if self.half else None)
@@ -309,9 +288,7 @@ class DevicePipeline:
         key = (len(frames), *frames[0].shape[:2])
         buffers = self._staging.get(key)
         if buffers is None:
-            buffers = [
-                _Staging(torch.empty((*key, 3), dtype=torch.uint8).pin_memory()) for _ in range(2)
-            ]
+            buffers = [_Staging(torch.empty((*key, 3), dtype=torch.uint8).pin_memory()) for _ in range(2)]
             self._staging[key] = buffers
         self._turn ^= 1
         staging = buffers[self._turn]

@@ -36,7 +36,15 @@ from campusguard.bench.memory import (
     device_memory_reader,
     torch_peak_allocated_mb,
 )
-from campusguard.bench.prepare import BACKENDS, PRECISIONS, TORCH_VARIANTS, prepare_onnx, skip_reason
+from campusguard.bench.prepare import (
+    BACKENDS,
+    ORT_VARIANTS,
+    PRECISIONS,
+    TORCH_VARIANTS,
+    VARIANTS,
+    prepare_onnx,
+    skip_reason,
+)
 from campusguard.bench.results import SCHEMA_VERSION
 from campusguard.bench.stats import cost_per_million, latency_stats, spread, throughput
 from campusguard.bench.timing import TimedRun, run_timed
@@ -328,7 +336,7 @@ def _measure(
 
 def _prepare_model(combo: Combination, settings: BenchSettings, calibration: Sequence[Path] | None) -> str | Path:
     """The model the `Detector` loads: the prepared (exported, FP16 or INT8) ONNX file for ONNX Runtime."""
-    if combo.backend != "onnxruntime":
+    if combo.backend not in ORT_VARIANTS:
         return combo.model
     return prepare_onnx(
         combo.model,
@@ -356,7 +364,7 @@ def _load_and_warm_up(
         import torch
 
         torch.set_num_threads(settings.torch_threads)
-    backend, pipeline, cuda_graphs = TORCH_VARIANTS.get(combo.backend, (combo.backend, "host", False))
+    backend, pipeline, cuda_graphs = VARIANTS[combo.backend]
     t0 = time.perf_counter()
     det = Detector(
         model_arg,
@@ -446,7 +454,7 @@ def _timing_summary(timed: _TimedPhase, images_per_call: int, settings: BenchSet
 
 def _memory_record(combo: Combination, memory: MemoryReport) -> dict[str, Any]:
     notes = []
-    if combo.backend == "onnxruntime":
+    if combo.backend in ORT_VARIANTS:
         notes.append("ONNX Runtime exposes no arena counter in Python; its CPU arena is inside host RSS")
     return {**memory.__dict__, "notes": notes + list(memory.notes)}
 

@@ -17,16 +17,32 @@ from campusguard.errors import InvalidInputError
 from campusguard.models.registry import cache_dir, exported_onnx_path
 from campusguard.models.resolve import ModelRef, parse_model_ref
 
-__all__ = ["PRECISIONS", "BACKENDS", "TORCH_VARIANTS", "EXPORT_MODES", "skip_reason", "prepare_onnx", "int8_path", "fix_input_shape"]
+__all__ = [
+    "PRECISIONS",
+    "BACKENDS",
+    "TORCH_VARIANTS",
+    "ORT_VARIANTS",
+    "VARIANTS",
+    "EXPORT_MODES",
+    "skip_reason",
+    "prepare_onnx",
+    "int8_path",
+    "fix_input_shape",
+]
 
 PRECISIONS = ("fp32", "fp16", "int8")
-BACKENDS = ("onnxruntime", "torch", "torch-device", "torch-graphs")
-# bench backend -> (Detector backend, Detector pipeline, CUDA graphs): the PyTorch variants compared in one run
+BACKENDS = ("onnxruntime", "onnxruntime-device", "torch", "torch-device", "torch-graphs")
+# bench backend -> (Detector backend, Detector pipeline, CUDA graphs): the variants compared in one run
 TORCH_VARIANTS: dict[str, tuple[str, str, bool]] = {
     "torch": ("torch", "host", False),
     "torch-device": ("torch", "device", False),
     "torch-graphs": ("torch", "device", True),
 }
+ORT_VARIANTS: dict[str, tuple[str, str, bool]] = {
+    "onnxruntime": ("onnxruntime", "host", False),
+    "onnxruntime-device": ("onnxruntime", "device", False),
+}
+VARIANTS = {**ORT_VARIANTS, **TORCH_VARIANTS}
 EXPORT_MODES = ("static", "dynamic")
 
 
@@ -35,8 +51,8 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
 
     Args:
         ref: the parsed model reference.
-        backend: ``onnxruntime``, ``torch`` (host pre/post-processing), ``torch-device`` (the
-            device-resident path) or ``torch-graphs`` (the same with CUDA graphs).
+        backend: ``onnxruntime``, ``torch`` (host pre/post-processing), ``onnxruntime-device`` and
+            ``torch-device`` (the device-resident paths) or ``torch-graphs`` (the same with CUDA graphs).
         precision: ``fp32``, ``fp16`` or ``int8``.
         device_kind: the resolved device kind.
     """

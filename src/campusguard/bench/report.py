@@ -76,7 +76,13 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-_SHORT = {"onnxruntime": "ORT", "torch": "torch", "torch-device": "torch-dev", "torch-graphs": "torch-graphs"}
+_SHORT = {
+    "onnxruntime": "ORT",
+    "onnxruntime-device": "ORT-dev",
+    "torch": "torch",
+    "torch-device": "torch-dev",
+    "torch-graphs": "torch-graphs",
+}
 
 
 def _bar_label(r: Row, machines: int) -> str:

@@ -100,6 +100,8 @@ def _print(env: dict, skipped_torch: bool = False) -> None:
         t.add_row("[red]Problem[/red]", p)
     ort = env["onnxruntime"]
     t.add_row("ONNX Runtime", f"{ort['version']}, providers: {', '.join(ort['providers'])}")
+    if "MIGraphXExecutionProvider" in ort["providers"] or "onnxruntime-migraphx" in env["packages"]:
+        t.add_row("MIGraphX cache", f"{ort['migraphx_cache']} (one directory per model, shape and precision)")
     for v in env["verdicts"]:
         colour = {"ready": "green", "cpu-only": "yellow"}.get(v["status"], "red")
         t.add_row(

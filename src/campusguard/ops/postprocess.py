@@ -15,7 +15,7 @@ from campusguard.errors import ModelLoadError
 from campusguard.ops.boxes import box_iou, scale_boxes, xywh_to_xyxy
 from campusguard.ops.preprocess import LetterboxMeta
 
-__all__ = ["decode_yolov8", "decode_end_to_end", "nms", "postprocess", "output_kind"]
+__all__ = ["decode_yolov8", "decode_end_to_end", "nms", "postprocess", "output_kind", "detections_by_image"]
 
 MAX_NMS_CANDIDATES = 30000  # same cap as Ultralytics: keeps NMS bounded on random-weight models
 
@@ -183,6 +183,28 @@ def postprocess(
     out = []
     for (xyxy, conf, cls), meta in zip(decoded, metas, strict=False):
         out.append(Detections(scale_boxes(xyxy, meta.ratio, meta.pad_xy, meta.orig_wh), conf, cls))
+    return out
+
+
+def detections_by_image(rows: np.ndarray, n_images: int, max_det: int) -> list[Detections]:
+    """Split the kept boxes of a batch, as the device paths return them, into one `Detections` per image.
+
+    Args:
+        rows: ``(K, 7)`` float rows ``x1, y1, x2, y2, confidence, class, image`` in original-frame pixels.
+        n_images: images in the batch (rows of other images, such as a static batch's padding, are dropped).
+        max_det: most detections kept per image, the best first.
+    """
+    out = []
+    for i in range(n_images):
+        mine = rows[rows[:, 6] == i]
+        mine = mine[np.argsort(-mine[:, 4], kind="stable")][:max_det]
+        out.append(
+            Detections(
+                xyxy=np.ascontiguousarray(mine[:, :4], dtype=np.float32),
+                confidence=mine[:, 4].astype(np.float32),
+                class_id=mine[:, 5].astype(np.int64),
+            )
+        )
     return out
 
 

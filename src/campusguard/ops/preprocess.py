@@ -9,7 +9,17 @@ import numpy as np
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["LetterboxMeta", "LetterboxPlan", "letterbox_plan", "letterbox", "to_bgr_uint8", "make_batch", "fit_shape"]
+__all__ = [
+    "LetterboxMeta",
+    "LetterboxPlan",
+    "letterbox_plan",
+    "letterbox",
+    "to_bgr_uint8",
+    "make_batch",
+    "fit_shape",
+    "linear_resize_coefficients",
+    "RESIZE_COEF_SCALE",
+]
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,28 @@ def letterbox_plan(frame_hw: tuple[int, int], input_hw: tuple[int, int], scaleup
     left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
     meta = LetterboxMeta(ratio=r, pad_xy=(left, top), orig_wh=(w, h), input_hw=input_hw)
     return LetterboxPlan(meta=meta, resized_wh=(new_w, new_h), pad_tblr=(top, bottom, left, right))
+
+
+# OpenCV's INTER_LINEAR on uint8 works in fixed point: weights scaled by 2**11, a horizontal pass
+# kept as integers, then a vertical pass whose shifts follow its SIMD kernel (VResizeLinearVec_32s8u).
+RESIZE_COEF_SCALE = 1 << 11
+
+
+def linear_resize_coefficients(src: int, dst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Source indices and fixed-point weights of OpenCV's bilinear resize of ``uint8`` along one axis.
+
+    Returns:
+        ``(i0, i1, w0, w1)``, each ``(dst,)``: output pixel ``j`` is ``src[i0[j]] * w0[j] + src[i1[j]] * w1[j]``
+        in units of ``1 / RESIZE_COEF_SCALE``; indices ``int64``, weights ``int32``. The device letterboxes
+        (`campusguard.backends.torch_device`, `campusguard.backends.onnxruntime_device`) apply them.
+    """
+    fx = ((np.arange(dst) + 0.5) * (1.0 / (dst / src)) - 0.5).astype(np.float32)
+    sx = np.floor(fx).astype(np.int64)
+    fx -= sx
+    fx[sx < 0], sx[sx < 0] = 0, 0
+    fx[sx >= src - 1], sx[sx >= src - 1] = 0, src - 1
+    w1 = np.round(fx * RESIZE_COEF_SCALE).astype(np.int32)
+    return sx, np.minimum(sx + 1, src - 1), (RESIZE_COEF_SCALE - w1).astype(np.int32), w1
 
 
 def letterbox(

@@ -29,8 +29,9 @@ class DetectorConfig(ConfigModel):
     pipeline: Literal["auto", "host", "device"] = Field(
         "auto",
         title="Pre/post-processing",
-        description="`host`: letterbox and NMS on the CPU; `device`: PyTorch only, uint8 frames uploaded from pinned "
-        "memory with letterbox, normalisation and NMS on the GPU; `auto`: `device` for the torch backend on a GPU.",
+        description="`host`: letterbox and NMS on the CPU; `device`: uint8 frames uploaded once, letterbox, "
+        "normalisation and NMS on the GPU (PyTorch: from pinned memory; ONNX Runtime: fused into the session); "
+        "`auto`: `device` for the torch backend on a GPU.",
     )
     half: bool = Field(False, title="FP16", description="FP16 weights and inputs (the torch backend on a GPU).")
     precision: Literal["auto", "fp32", "int8"] = Field(
