@@ -213,3 +213,28 @@ def test_the_camera_must_be_one_of_the_config(
             camera_id=camera_id,
             detector_factory=blob_detector_factory,
         )
+
+
+def test_ray_tasks_give_the_same_events_as_the_local_path(videos: list[Path], tmp_path: Path) -> None:
+    """The same unit as Ray tasks on a private local Ray (2 CPUs): the same rows as one local worker."""
+    ray = pytest.importorskip("ray")
+    from campusguard.app.scan import RayExecutor
+
+    _, local, _ = scan(tmp_path / "local", [str(v) for v in videos])
+    out = tmp_path / "ray"
+    # the Ray workers import the test's detector factory from here
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
+    try:
+        summary = run_scan(
+            parse_config(config_for(out), "scan.yaml"),
+            [str(v) for v in videos],
+            RayExecutor("auto"),  # joins the Ray started above
+            detector_factory=blob_detector_factory,
+            out=io.StringIO(),
+            console=Console(file=io.StringIO()),
+        )
+    finally:
+        ray.shutdown()
+    assert summary.clean and summary.scanned == 2 and summary.frames == 105
+    remote = read_events(out / "events.db")
+    assert sorted((e.event_id, facts(e)) for e in remote) == sorted((e.event_id, facts(e)) for e in local)

@@ -48,7 +48,6 @@ def register(app: typer.Typer) -> None:
         from campusguard.app.config import load_config
         from campusguard.app.scan import LocalExecutor, RayExecutor, run_scan
         from campusguard.app.scan.executors import UnitExecutor
-        from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
 
         if log_level is not None:
             setup_logging(log_level)
@@ -59,9 +58,6 @@ def register(app: typer.Typer) -> None:
 
         cv_logging.setLogLevel(cv_logging.LOG_LEVEL_ERROR)  # this process; the workers read the variable above
         loaded = load_config(config)
-        cameras = [c for c in loaded.config.cameras if camera is None or c.id == camera]
-        model = cameras[0].model if len(cameras) == 1 and cameras[0].model else loaded.config.detector.model
-        warn_if_synthetic_model_on_real(model, sources)
         executor: UnitExecutor = RayExecutor(ray) if ray is not None else LocalExecutor(workers or _default_workers())
         summary = run_scan(
             loaded,
@@ -71,6 +67,7 @@ def register(app: typer.Typer) -> None:
             state_path=state,
             detections_dir=detections,
             rescan=rescan,
+            warn_synthetic_model=True,
         )
         typer.echo(summary.line())
         if not summary.clean:

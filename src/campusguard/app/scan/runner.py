@@ -51,6 +51,7 @@ from campusguard.app.scan.unit import (
 )
 from campusguard.app.service import DetectorFactory, WatchService, detector_key
 from campusguard.errors import CampusGuardError, require
+from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
 
 __all__ = ["ScanSummary", "default_state_path", "run_scan"]
 
@@ -153,6 +154,7 @@ def run_scan(
     detector_factory: DetectorFactory | None = None,
     store: Any = None,
     rescan: bool = False,
+    warn_synthetic_model: bool = False,
     out: TextIO | None = None,
     console: Console | None = None,
 ) -> ScanSummary:
@@ -168,6 +170,8 @@ def run_scan(
         detector_factory: a picklable detector factory instead of the config's detector.
         store: an event store instead of the config's.
         rescan: scan every recording, also those the ledger has as done.
+        warn_synthetic_model: print the one-line warning when the bundled synthetic-only model
+            is about to scan anything but CampusGuard's own synthetic video (the CLI does).
         out: where the stdout alert sink writes (default: stdout).
         console: where the progress bar and failure lines go (default: stderr).
 
@@ -187,6 +191,8 @@ def run_scan(
         detector = shared_detector_factory(job_config, detector_factory)(*detector_key(job_config.config, camera))
         loaded.check_class_names(camera_index, detector.names)
         del detector
+        if warn_synthetic_model:
+            warn_if_synthetic_model_on_real(detector_key(job_config.config, camera)[0], [r.path for r in recordings])
         ledger = ScanLedger(state_path or default_state_path(loaded))
     except BaseException:
         executor.close(cancel=True)
@@ -211,15 +217,19 @@ def run_scan(
             for rec in sorted(todo, key=lambda r: -r.size):  # largest first: the last to finish is short
                 job = ScanJob(job_config, camera_index, rec, detections_dir, detector_factory)
                 futures[executor.submit(job)] = rec
-            reported: dict[str, int] = {}
+            reported: dict[str, int] = {}  # frames reported by running units
+            finished: set[str] = set()
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for key, n in executor.progress():
+                    if key in finished:
+                        continue  # a late report of a unit whose frames were counted when it returned
                     reported[key] = reported.get(key, 0) + n
                     bar.advance(frames_task, n)
                 for future in done:
                     rec = futures[future]
+                    finished.add(rec.key)
                     try:
                         result = future.result()
                     except CampusGuardError as exc:
