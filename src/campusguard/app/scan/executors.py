@@ -78,6 +78,13 @@ def _init_worker(parent_pid: int, progress: Any) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
 
 
+def _warm_up() -> None:
+    """Import what every unit needs (ONNX Runtime, the detector) while the driver is still checking."""
+    import onnxruntime  # noqa: F401
+
+    import campusguard.detector  # noqa: F401
+
+
 def _pool_unit(job: ScanJob) -> FileResult:
     """`scan_file` in a pool worker, reporting on the queue the worker was started with."""
     return scan_file(job, _POOL_PROGRESS)
@@ -106,6 +113,8 @@ class LocalExecutor:
             self._pool = ProcessPoolExecutor(
                 workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), self._queue)
             )
+            for _ in range(workers):  # start the workers now: they import while the driver checks the sources
+                self._pool.submit(_warm_up)
 
     def submit(self, job: ScanJob) -> Future[FileResult]:
         if isinstance(self._pool, ThreadPoolExecutor):
