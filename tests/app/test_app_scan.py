@@ -223,7 +223,12 @@ def test_ray_tasks_give_the_same_events_as_the_local_path(videos: list[Path], tm
     _, local, _ = scan(tmp_path / "local", [str(v) for v in videos])
     out = tmp_path / "ray"
     # the Ray workers import the test's detector factory from here
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}})
+    ray.init(  # a private instance ("local"), never another cluster running on this machine
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}},
+    )
     try:
         summary = run_scan(
             parse_config(config_for(out), "scan.yaml"),
@@ -238,3 +243,17 @@ def test_ray_tasks_give_the_same_events_as_the_local_path(videos: list[Path], tm
     assert summary.clean and summary.scanned == 2 and summary.frames == 105
     remote = read_events(out / "events.db")
     assert sorted((e.event_id, facts(e)) for e in remote) == sorted((e.event_id, facts(e)) for e in local)
+
+
+def test_an_unreachable_ray_cluster_is_a_prompt_one_line_error() -> None:
+    pytest.importorskip("ray")
+    from campusguard.app.scan import RayExecutor
+
+    with pytest.raises(InvalidInputError, match=r"cannot connect to the Ray cluster at 127.0.0.1:1: nothing answers"):
+        RayExecutor("127.0.0.1:1")
+
+
+def test_the_state_file_refuses_a_file_that_is_not_one(videos: list[Path], tmp_path: Path) -> None:
+    scan(tmp_path, [str(videos[0])])  # writes tmp_path/events.db
+    with pytest.raises(InvalidInputError, match="not a scan state file"):
+        ScanLedger(tmp_path / "events.db")

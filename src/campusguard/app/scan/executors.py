@@ -20,12 +20,13 @@ import multiprocessing
 import os
 import queue
 import signal
+import socket
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from campusguard.app.scan.unit import FileResult, ScanJob, scan_file
+from campusguard.app.scan.unit import FileResult, ScanJob, scan_file, stop_running_units
 from campusguard.errors import CampusGuardError, InvalidInputError, require
 
 __all__ = ["LocalExecutor", "RayExecutor", "UnitExecutor"]
@@ -125,7 +126,43 @@ class LocalExecutor:
         return _drain(self._queue)
 
     def close(self, cancel: bool = False) -> None:
-        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        if cancel and isinstance(self._pool, ThreadPoolExecutor):
+            stop_running_units()  # the in-process unit stops at its next frame
+        elif cancel:
+            self._terminate_workers()
+        self._pool.shutdown(wait=True, cancel_futures=cancel)
+
+    def _terminate_workers(self) -> None:
+        """End the worker processes now (an interrupted scan must not wait for their current files)."""
+        terminate = getattr(self._pool, "terminate_workers", None)  # Python 3.14+
+        if terminate is not None:
+            terminate()
+            return
+        for process in list(getattr(self._pool, "_processes", {}).values()):  # older Pythons: the pool's own table
+            process.terminate()
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Raise `ConnectionError` unless the cluster's head answers on TCP within ``timeout_s``.
+
+    ``ray.init`` retries a dead head (a stale ``auto`` address, a wrong port) for minutes; this
+    turns that into a prompt one-line error.
+    """
+    target = address
+    if address == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+
+            target = canonicalize_bootstrap_address(address) or ""  # raises ConnectionError when none runs
+        except ImportError:  # another Ray layout: let ray.init find it
+            return
+    host, _, port = target.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # not host:port: ray.init reports it
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {host}:{port} ({exc.strerror or exc})") from None
 
 
 class RayExecutor:
@@ -150,12 +187,14 @@ class RayExecutor:
         self._started = not ray.is_initialized()
         if self._started:
             try:
-                if address is None:
-                    ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="warning")
+                if address is None:  # "local": a new private instance, never a cluster already on this machine
+                    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="warning")
                 else:
+                    _check_reachable(address)
                     ray.init(address=address, logging_level="warning")
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise InvalidInputError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise InvalidInputError(f"cannot connect to the Ray cluster at {address}: {first}") from None
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.description = f"Ray cluster ({self.workers} CPUs)"
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries)(scan_file)

@@ -69,7 +69,17 @@ class ScanLedger(SQLiteFile):
             if current < max(_MIGRATIONS):
                 apply_migrations(self._conn, _MIGRATIONS, current)
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             raise InvalidInputError(f"{self.path}: cannot open the scan state file: {exc}") from None
+        except InvalidInputError:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+            self._conn = None  # type: ignore[assignment]
 
     def is_done(self, recording: Recording, camera_id: str) -> bool:
         """True if this recording, unchanged, was finished for ``camera_id``."""

@@ -121,6 +121,14 @@ def _frame_count(path: Path) -> int:
         cap.release()
 
 
+def _count_frames(bar: Progress, task: TaskID, recordings: list[Recording]) -> None:
+    """Add each recording's announced frame count to the bar's total (a thread: opening many files takes a while)."""
+    total = 0
+    for rec in recordings:
+        total += _frame_count(rec.path)
+        bar.update(task, total=total or None)
+
+
 def _reason(exc: BaseException) -> str:
     """One line for a failed unit (a Ray task error carries its cause; the remote traceback is dropped)."""
     cause = getattr(exc, "cause", None) or exc
@@ -212,7 +220,11 @@ def run_scan(
     try:
         with _progress_bar(console) as bar:
             files_task = bar.add_task("files", total=len(todo))
-            frames_task = bar.add_task("frames", total=sum(_frame_count(r.path) for r in todo) or None)
+            frames_task = bar.add_task("frames", total=None)
+            counting = threading.Thread(
+                target=_count_frames, args=(bar, frames_task, todo), name="scan-frame-count", daemon=True
+            )
+            counting.start()  # the bar's total grows as files are probed; the scan does not wait for it
             futures: dict[Future[FileResult], Recording] = {}
             for rec in sorted(todo, key=lambda r: -r.size):  # largest first: the last to finish is short
                 job = ScanJob(job_config, camera_index, rec, detections_dir, detector_factory)

@@ -38,6 +38,7 @@ __all__ = [
     "scan_config",
     "scan_file",
     "shared_detector_factory",
+    "stop_running_units",
 ]
 
 
@@ -197,6 +198,18 @@ def _open_recording(cam: CameraConfig) -> FrameSource:
         raise ScanUnitError(str(exc)) from None
 
 
+# the units running in this process, so an interrupted scan can stop them (`stop_running_units`)
+_RUNNING: set[WatchService] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_running_units() -> None:
+    """Ask every unit running in this process to stop at once (its file is then not done: a resumed scan re-runs it)."""
+    with _RUNNING_LOCK:
+        for service in _RUNNING:
+            service.stop()
+
+
 def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResult:
     """Run one recording through the `watch` pipeline; return its events (nothing is stored here).
 
@@ -229,6 +242,8 @@ def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResu
         on_frame=on_frame_cb,
         stream_keys={job.camera_id: rec.key},
     )
+    with _RUNNING_LOCK:
+        _RUNNING.add(service)
     try:
         clean = service.run()
         reporter.flush()
@@ -241,6 +256,9 @@ def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResu
         if parquet is not None:
             parquet.discard()
         raise
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(service)
     written = parquet.commit() if parquet is not None else None
     frames = service.metrics[job.camera_id].frames_processed
     return FileResult(rec, frames, store.events, time.perf_counter() - t0, written)
