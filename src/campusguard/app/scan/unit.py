@@ -14,7 +14,6 @@ import dataclasses
 import io
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -232,14 +231,13 @@ def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResu
             parquet.add(live.index, live.timestamp_s, live.detections)
         reporter.frame()
 
-    on_frame_cb: Callable[[LiveFrame], None] = on_frame
     service = WatchService(
         loaded,
         detector_factory=shared_detector_factory(job.loaded, job.detector_factory),
         opener=_open_recording,
         out=io.StringIO(),  # the unit's own metrics lines: the parent prints the summary
         store=store,
-        on_frame=on_frame_cb,
+        on_frame=on_frame,
         stream_keys={job.camera_id: rec.key},
     )
     with _RUNNING_LOCK:
