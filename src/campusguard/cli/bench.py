@@ -48,16 +48,8 @@ def _command(ctx: typer.Context) -> str:
 
 def bench(
     ctx: typer.Context,
-    models: str = typer.Option(
-        "yolov8n",
-        "--models",
-        help="Comma-separated: architecture names (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx files.",
-    ),
-    backends: str = typer.Option(
-        "onnxruntime",
-        "--backends",
-        help="Comma-separated: onnxruntime, torch (host pre/post-processing), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs).",
-    ),
+    models: str = typer.Option("yolov8n", "--models", help="Comma-separated: architecture names (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx files."),
+    backends: str = typer.Option("onnxruntime", "--backends", help="Comma-separated: onnxruntime, torch (host pre/post-processing), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs)."),
     precisions: str = typer.Option("fp32", "--precisions", help="Comma-separated: fp32, fp16, int8."),
     batch: str = typer.Option("1", "--batch", help="Comma-separated batch sizes."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),

@@ -13,8 +13,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         model: str = typer.Argument(
-            ...,
-            help=".pt checkpoint, architecture name (yolov8n..x, yolo11n..x, yolo26n..x) or .onnx (for --half/--int8).",
+            ..., help=".pt checkpoint, architecture name (yolov8n..x, yolo11n..x, yolo26n..x) or .onnx (for --half/--int8)."
         ),
         fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
         imgsz: list[str] = typer.Option(

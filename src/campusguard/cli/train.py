@@ -101,10 +101,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def train(
         model: str = typer.Option(
-            "yolov8n",
-            "--model",
-            "-m",
-            help="yolov8n..x, yolo11n..x, yolo26n..x or their .yaml (random init), or a .pt to fine-tune.",
+            "yolov8n", "--model", "-m", help="yolov8n..x, yolo11n..x, yolo26n..x or their .yaml (random init), or a .pt to fine-tune."
         ),
         data: str = typer.Option(..., "--data", help="data.yaml of a YOLO-format data set (train and val splits)."),
         epochs: int = typer.Option(100, "--epochs", help="Passes over the train split."),
