@@ -95,3 +95,16 @@ def test_shared_facts_are_defined_once():
 def test_models_export_does_not_import_the_registry():
     # the registry imports the exporter; the exporter needs only the resolved reference
     assert "campusguard.models.registry" not in imported_modules(PACKAGE / "models" / "export.py")
+
+
+def test_scan_reuses_the_watch_pipeline_and_stays_out_of_the_cli():
+    """`app/scan/` runs recordings through `WatchService` (no second pipeline) and imports no CLI or console."""
+    files = sorted((PACKAGE / "app" / "scan").glob("*.py"))
+    imports = {p.name: imported_modules(p) for p in files}
+    assert "campusguard.app.service" in imports["unit.py"]
+    forbidden = ("campusguard.cli", "campusguard.app.console", "campusguard.app.pipeline.DetectionWorker")
+    assert {
+        n: sorted(m for m in i if m.startswith(forbidden))
+        for n, i in imports.items()
+        if any(m.startswith(forbidden) for m in i)
+    } == {}

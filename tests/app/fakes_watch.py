@@ -54,6 +54,11 @@ class BlobDetector:
         return [self(im) for im in images]
 
 
+def blob_detector_factory(model: str | None, device: str, imgsz: object) -> BlobDetector:
+    """A `BlobDetector` for any model: a picklable detector factory (scan's worker processes import it)."""
+    return BlobDetector()
+
+
 def person_box(i: int) -> tuple[int, int, int, int] | None:
     """Scripted person: walks right from x=10 along y 100..140, frames 0..59; in the zone x>=160 from about frame 19."""
     x = 10 + 8 * i

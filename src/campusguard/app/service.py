@@ -23,7 +23,7 @@ from typing import Any, Literal, TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
-from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig
+from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig, WatchConfig
 from campusguard.app.events.types import Event
 from campusguard.app.live import LiveFrame
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
@@ -45,6 +45,7 @@ __all__ = [
     "DetectorFactory",
     "WatchService",
     "default_detector_factory",
+    "detector_key",
     "model_for_precision",
     "motion_gate_for",
     "open_camera",
@@ -108,6 +109,12 @@ def model_for_precision(model: str | None, device: str, precision: Literal["auto
     choice = choose_precision(path, precision, cpu_flags())
     log.info("detector precision %s: %s (%s)", choice.precision, choice.model.name, choice.reason)
     return str(choice.model) if choice.model != path or model is not None else None
+
+
+def detector_key(config: WatchConfig, cam: CameraConfig) -> tuple[str | None, str, int | tuple[int, int] | None]:
+    """The ``(model, device, imgsz)`` a camera's detector is built with: its own settings, else the detector section's."""
+    det = config.detector
+    return cam.model or det.model, cam.device or det.device, cam.imgsz or det.imgsz
 
 
 def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[int, int]) -> MotionGate:
@@ -196,6 +203,8 @@ class WatchService:
         store: an event store to use instead of the one the config's storage section names.
         on_frame: called by each camera's analytics thread with every processed frame (the
             console's live view and clip buffer); must return at once.
+        stream_keys: camera id to the key of the recording it reads, put into its event ids
+            (`campusguard scan`: the file's resolved path); cameras not named get none.
     """
 
     def __init__(
@@ -208,6 +217,7 @@ class WatchService:
         on_event: Callable[[Event], None] | None = None,
         store: Any = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
+        stream_keys: dict[str, str] | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -217,6 +227,7 @@ class WatchService:
         self.on_event = on_event
         self.store = store
         self.on_frame = on_frame
+        self.stream_keys = stream_keys or {}
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -283,10 +294,9 @@ class WatchService:
                 raise self.loaded.error(("cameras", i, "source"), f"camera {cam.id!r}: {exc}") from None
 
     def _load_detectors(self) -> None:
-        det = self.config.detector
         cache: dict[tuple[Any, ...], DetectorLike] = {}
         for i, cam in self.cameras:
-            key = (cam.model or det.model, cam.device or det.device, cam.imgsz or det.imgsz)
+            key = detector_key(self.config, cam)
             if key not in cache:
                 try:
                     cache[key] = self.detector_factory(*key)
@@ -300,8 +310,22 @@ class WatchService:
         parts = {}
         for i, cam in self.cameras:
             probe = self.probes[cam.id]
-            parts[cam.id] = build_camera(self.loaded, i, self.detectors[cam.id].names, probe.resolution_wh, probe.fps)
+            parts[cam.id] = build_camera(
+                self.loaded,
+                i,
+                self.detectors[cam.id].names,
+                probe.resolution_wh,
+                probe.fps,
+                self.stream_keys.get(cam.id, ""),
+            )
         return parts
+
+    def open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
+        """The config's event store (or the one given) and alert sinks, opened; `ConfigError` naming the field.
+
+        `campusguard scan` uses them as its one writer, so scanned events go where `watch` puts them.
+        """
+        return self._open_store_and_sinks()
 
     def _open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
         store = self.store
@@ -437,7 +461,8 @@ class WatchService:
         if index is None or camera_id not in self.analytics:
             raise KeyError(camera_id)
         probe = self.probes[camera_id]
-        return build_camera(loaded, index, self.detectors[camera_id].names, probe.resolution_wh, probe.fps)
+        names = self.detectors[camera_id].names
+        return build_camera(loaded, index, names, probe.resolution_wh, probe.fps, self.stream_keys.get(camera_id, ""))
 
     def apply_camera_parts(self, loaded: LoadedConfig, camera_id: str, parts: CameraParts) -> None:
         """Swap `build_camera_parts`' result in: the camera's analytics thread takes it before its

@@ -78,6 +78,7 @@ def _build_rule(
     anchors: Mapping[str, str],
     lines: dict[str, LineConfig],
     resolution_wh: tuple[int, int],
+    stream_key: str = "",
 ) -> Rule:
     """The rule a rule section configures; zone and line names were checked when the file was parsed."""
     common: dict[str, Any] = {
@@ -87,6 +88,7 @@ def _build_rule(
         "cooldown_s": rule.cooldown_s,
         "time_windows": list(rule.time_windows) or None,
         "class_names": names,
+        "stream_key": stream_key,
     }
     if isinstance(rule, LineCrossingRuleConfig):
         line = lines[rule.line].build(resolution_wh, hysteresis_px=rule.hysteresis_px)
@@ -131,8 +133,12 @@ def build_camera(
     names: dict[int, str],
     resolution_wh: tuple[int, int],
     fps: float,
+    stream_key: str = "",
 ) -> CameraParts:
     """Zones, lines, tracker and rules of camera ``camera_index`` for frames of ``resolution_wh``.
+
+    ``stream_key`` goes into the rules' event ids (`campusguard.app.events.types.event_id_for`):
+    which recording the frames come from (`campusguard scan`); empty for a live camera.
 
     Raises:
         ConfigError: a zone or line leaves the frame, or a rule names a class the model does not
@@ -147,7 +153,7 @@ def build_camera(
     rules: list[Rule] = []
     for ri, rule in enumerate(cam.rules):
         try:
-            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh))
+            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key))
         except InvalidInputError as exc:
             raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
     geometry = CameraGeometry(

@@ -25,6 +25,7 @@ def event_id_for(
     tracker_ids: tuple[int, ...] = (),
     direction: str | None = None,
     count: int | None = None,
+    stream_key: str = "",
 ) -> str:
     """The deterministic id of the incident that starts with these values (32 hex digits).
 
@@ -34,19 +35,24 @@ def event_id_for(
     same row once (the stores upsert on ``event_id``). File sources' stream time is
     ``index / fps``, so re-running a file reproduces its ids; live sources' stream time is
     ``time.monotonic()`` with microseconds, so two live incidents never share one.
+
+    ``stream_key`` names the recording when one camera's incidents come from several streams
+    (`campusguard scan`: the file's resolved path), so two files of a camera with an incident at
+    the same frame and time get two ids; empty (a live camera, `watch`) leaves the id as it was.
     """
-    key = "\x1f".join(
-        [
-            camera_id,
-            rule_name,
-            zone,
-            str(int(start_frame)),
-            repr(float(start_s)),
-            ",".join(str(int(t)) for t in tracker_ids),
-            direction or "",
-            "" if count is None else str(int(count)),
-        ]
-    )
+    parts = [
+        camera_id,
+        rule_name,
+        zone,
+        str(int(start_frame)),
+        repr(float(start_s)),
+        ",".join(str(int(t)) for t in tracker_ids),
+        direction or "",
+        "" if count is None else str(int(count)),
+    ]
+    if stream_key:
+        parts.append(stream_key)
+    key = "\x1f".join(parts)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 

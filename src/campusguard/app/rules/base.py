@@ -270,7 +270,8 @@ class Episode:
     updates to emit. ``update`` events (new objects joined, a higher count) are emitted at most
     once per ``update_interval_s``, so a long busy incident does not flood the store and the
     sinks; events list at most ``max_ids`` tracker ids (the end event then gives the total
-    in ``details["n_objects"]``).
+    in ``details["n_objects"]``). ``stream_key`` goes into the event ids (`event_id_for`): the
+    recording a scanned file's events come from; empty for a live camera.
     """
 
     def __init__(
@@ -285,8 +286,10 @@ class Episode:
         class_names: ClassNames = None,
         update_interval_s: float = 2.0,
         max_ids: int = 100,
+        stream_key: str = "",
     ) -> None:
         self.camera_id = camera_id
+        self.stream_key = stream_key
         self.rule_name = rule_name
         self.rule_kind = rule_kind
         self.zone = zone
@@ -362,6 +365,7 @@ class Episode:
                         start_s=timestamp_s,
                         tracker_ids=objs["tracker_ids"],
                         count=count,
+                        stream_key=self.stream_key,
                     ),
                     phase="start",
                     camera_id=self.camera_id,

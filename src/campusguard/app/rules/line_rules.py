@@ -37,6 +37,7 @@ class LineCrossingRule:
             cooldown are still counted.
         time_windows: daily wall-clock windows in which the rule raises events.
         class_names: names of class ids, copied onto events.
+        stream_key: put into the event ids: the recording (a scanned file); empty for a live camera.
     """
 
     kind: RuleKind = "line_crossing"
@@ -52,6 +53,7 @@ class LineCrossingRule:
         cooldown_s: float = 0.0,
         time_windows: Sequence[str | tuple[str, str]] | None = None,
         class_names: ClassNames = None,
+        stream_key: str = "",
     ) -> None:
         what = f"rule {name!r}"
         if direction not in ("in", "out", "both"):
@@ -67,6 +69,7 @@ class LineCrossingRule:
         self.cooldown_s = float(cooldown_s)
         self.time_windows = parse_time_windows(time_windows, what)
         self.class_names = class_names
+        self.stream_key = stream_key
         self._last_event_s: float | None = None
         self._last_t: float | None = None
 
@@ -122,6 +125,7 @@ class LineCrossingRule:
                             tracker_ids=(int(detections.tracker_id[i]),),
                             direction=direction,
                             count=int(count),
+                            stream_key=self.stream_key,
                         ),
                         phase="start",
                         camera_id=self.camera_id,

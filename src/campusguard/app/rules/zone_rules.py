@@ -70,6 +70,7 @@ class _ZoneRule:
             whose last anchor is within this many box heights (id-switch stitching; 0 disables).
         update_interval_s: minimum seconds between two ``update`` events of one incident.
         max_ids_per_event: most tracker ids listed on an event (the end gives the total).
+        stream_key: put into the event ids: the recording (a scanned file); empty for a live camera.
     """
 
     kind: RuleKind
@@ -92,6 +93,7 @@ class _ZoneRule:
         stitch_radius: float = 0.5,
         update_interval_s: float = 2.0,
         max_ids_per_event: int = 100,
+        stream_key: str = "",
     ) -> None:
         what = f"rule {name!r}"
         check_non_negative(
@@ -122,6 +124,7 @@ class _ZoneRule:
         self.class_names = class_names
         self.update_interval_s = float(update_interval_s)
         self.max_ids_per_event = int(max_ids_per_event)
+        self.stream_key = stream_key
         self.presence = PresenceTracker(
             zone, self.class_ids, self.inertia, self.max_gap_s, anchor, self._history_s(), stitch_radius
         )
@@ -203,6 +206,7 @@ class _ZoneRule:
             class_names=self.class_names,
             update_interval_s=self.update_interval_s,
             max_ids=self.max_ids_per_event,
+            stream_key=self.stream_key,
         )
 
     def _check_time(self, timestamp_s: float, wall_time: datetime | None) -> bool:
