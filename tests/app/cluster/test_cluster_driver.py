@@ -1,0 +1,149 @@
+"""The cluster driver with in-process camera groups: same events as one process, restarts and dead groups.
+
+The groups are real `CameraGroup` objects running the real pipeline on real video files (with
+the colour-blob detector); a restart is a new `CameraGroup` replacing a running one, as Ray
+does with a dead actor, so the at-least-once delivery and the deduplication are what is tested.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes_cluster import cameras_config, make_detector_factory, write_walks  # noqa: E402
+
+from campusguard.app.cluster.driver import ClusterWatch, LocalExecutor, Unavailable  # noqa: E402
+from campusguard.app.cluster.group import Ack, Batch, CameraGroup, camera_groups  # noqa: E402
+from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.events import read_events  # noqa: E402
+from campusguard.app.service import WatchService  # noqa: E402
+from campusguard.errors import ConfigError  # noqa: E402
+
+FRAMES = 120
+
+
+def incidents(db: Path) -> list[tuple]:
+    """The stored incidents' deterministic fields, sorted."""
+    return sorted(
+        (e.event_id, e.camera_id, e.phase, e.start_s, e.end_s, e.start_frame, e.end_frame, e.tracker_ids)
+        for e in read_events(db)
+    )
+
+
+def sink_lines(path: Path) -> Counter:
+    """(event id, phase) of every line the JSONL sink wrote, counted."""
+    return Counter((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))
+
+
+@pytest.fixture
+def videos(tmp_path: Path) -> list[Path]:
+    return [write_walks(tmp_path / f"v{k}.avi", FRAMES, offset=7 * k) for k in range(3)]
+
+
+def run_single(videos: list[Path], out: Path) -> tuple[list[tuple], Counter]:
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    service = WatchService(loaded, detector_factory=make_detector_factory(loaded, 0.0), out=io.StringIO())
+    assert service.run()
+    return incidents(out / "events.db"), sink_lines(out / "events.jsonl")
+
+
+def factory(loaded: object) -> object:
+    return make_detector_factory(loaded, 0.0)
+
+
+def test_groups_are_cut_in_config_order(videos: list[Path], tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config(videos, tmp_path, cameras_per_actor=2))
+    assert camera_groups(loaded) == [["cam0", "cam1"], ["cam2"]]
+    group = CameraGroup(loaded, ["cam2"], detector_factory=factory)
+    assert [c.enabled for c in group.loaded.config.cameras] == [False, False, True]
+    assert group.loaded.config.alerts == []
+
+
+def test_local_groups_give_the_same_events_as_one_process(videos: list[Path], tmp_path: Path) -> None:
+    single_rows, single_lines = run_single(videos, tmp_path / "single")
+    assert len(single_rows) >= 6 and all(n == 1 for n in single_lines.values())
+    out = tmp_path / "groups"
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    text = io.StringIO()
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=text)
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    assert incidents(out / "events.db") == single_rows
+    assert sink_lines(out / "events.jsonl") == single_lines
+    assert driver.duplicates == 0
+    metrics = [line for line in text.getvalue().splitlines() if line.startswith("[metrics]")]
+    assert len(metrics) == 3 and f"frames {FRAMES}," in metrics[0]
+
+
+class RestartingExecutor(LocalExecutor):
+    """Replaces group ``victim`` by a new `CameraGroup` (a new incarnation) once it has delivered an open incident.
+
+    The old group is stopped and never pulled again, as if its process had died: what it had
+    not handed over is lost, as with a dead actor. With ``dead=True`` the group never answers again.
+    """
+
+    def __init__(self, *args, victim: int, dead: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.victim, self.dead, self.killed = victim, dead, False
+
+    def poll(self, acks: dict[int, Ack | None], timeout_s: float) -> dict[int, Batch | Unavailable]:
+        out: dict[int, Batch | Unavailable] = {}
+        if self.killed and self.dead and self.victim in acks:
+            out[self.victim] = Unavailable("actor died")
+            acks = {g: a for g, a in acks.items() if g != self.victim}
+        out.update(super().poll(acks, timeout_s))
+        reply = out.get(self.victim)
+        if not self.killed and isinstance(reply, Batch) and any(e.is_open for _, e in reply.events):
+            self.killed = True
+            old = self.groups[self.victim]
+            old.stop()
+            if not self.dead:
+                self.groups[self.victim] = CameraGroup(
+                    self.loaded, old.camera_ids, detector_factory=self.detector_factory, opener=self.opener
+                )
+        return out
+
+
+def test_a_restarted_group_resumes_and_nothing_is_lost_or_duplicated(videos: list[Path], tmp_path: Path) -> None:
+    single_rows, single_lines = run_single(videos, tmp_path / "single")
+    out = tmp_path / "restart"
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    executor = RestartingExecutor(loaded, detector_factory=factory, victim=1)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    assert executor.killed and driver.groups[1].restarts == 1
+    assert driver.duplicates >= 1  # the restarted group sent its first incident again
+    assert incidents(out / "events.db") == single_rows
+    assert sink_lines(out / "events.jsonl") == single_lines
+    assert driver.metrics["cam2"].frames_processed >= FRAMES  # the first run's frames plus the re-run's
+
+
+def test_a_group_given_up_has_its_open_incidents_ended(videos: list[Path], tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config(videos, tmp_path, extra="  restart_timeout_s: 0.5\n"))
+    executor = RestartingExecutor(loaded, detector_factory=factory, victim=1, dead=True)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    assert driver.wait(30)
+    assert not driver.finish()  # a group was given up: the run is not clean
+    cam2 = [e for e in read_events(tmp_path / "events.db") if e.camera_id == "cam2"]
+    assert len(cam2) == 1 and not cam2[0].is_open
+    assert cam2[0].details["ended_by"] == "cluster: camera group given up"
+    assert driver.orphans_ended == 1
+    assert {e.camera_id for e in read_events(tmp_path / "events.db")} == {"cam0", "cam1", "cam2"}
+
+
+def test_a_start_up_error_is_one_line_naming_the_camera(tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config([tmp_path / "missing.avi"], tmp_path), path="cfg.yaml")
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    with pytest.raises(ConfigError, match=r"^cfg.yaml:\d+: cameras\[0\].source: camera 'cam0'"):
+        driver.start()
