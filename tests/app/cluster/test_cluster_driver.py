@@ -147,3 +147,27 @@ def test_a_start_up_error_is_one_line_naming_the_camera(tmp_path: Path) -> None:
     driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=io.StringIO())
     with pytest.raises(ConfigError, match=r"^cfg.yaml:\d+: cameras\[0\].source: camera 'cam0'"):
         driver.start()
+
+
+def test_a_group_config_travels_small_and_keeps_its_line_numbers(tmp_path: Path) -> None:
+    """Ray keeps big constructor arguments in the object store, where a dead node can lose them."""
+    import pickle
+
+    from campusguard.app.cluster.group import ConfigSpec
+
+    videos = [tmp_path / f"v{k}.avi" for k in range(200)]
+    config = tmp_path / "cfg.yaml"
+    config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=4))
+    from campusguard.app.config import load_config
+
+    loaded = load_config(config)
+    spec = ConfigSpec.of(loaded, ["cam4", "cam5", "cam6", "cam7"])
+    assert len(pickle.dumps(spec)) < 90_000  # Ray inlines arguments under 100 KiB
+    again = spec.load()
+    assert [c.id for c in again.config.cameras if c.enabled] == ["cam4", "cam5", "cam6", "cam7"]
+    assert again.config.cameras[5].rules == loaded.config.cameras[5].rules
+    assert again.where(("cameras", 5, "source")) == loaded.where(("cameras", 5, "source"))
+    assert ":" in again.where(("cameras", 5, "source")).removeprefix(str(config))  # a line number
+    group = CameraGroup(spec, ["cam4", "cam5", "cam6", "cam7"], detector_factory=factory)
+    batch = group.pull()  # the videos do not exist: the start-up error names the camera's line
+    assert batch.error is not None and batch.error.startswith(f"{config}:") and "cameras[4].source" in batch.error

@@ -144,3 +144,66 @@ def test_groups_on_two_nodes_give_the_same_events_and_survive_a_node_kill(node2:
     assert executor.describe(victim) != node2_id  # resumed on the head
     assert incidents(out / "events.db") == single_rows  # nothing lost
     assert sink_lines(out / "events.jsonl") == single_lines  # nothing alerted twice
+
+
+def test_the_watch_command_runs_camera_groups_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
+    """`campusguard watch CONFIG --ray ADDRESS` end to end: the bundled model on the actors, metrics on the driver."""
+    import subprocess
+
+    videos = [write_walks(tmp_path / f"v{k}.avi", 15) for k in range(2)]
+    config = tmp_path / "watch.yaml"
+    config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=1))
+    cmd = [sys.executable, "-m", "campusguard.cli.main", "watch", str(config), "--ray", cluster.address]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    metrics = [line for line in run.stdout.splitlines() if line.startswith("[metrics]")]
+    assert sorted(line.split(":")[0] for line in metrics) == ["[metrics] cam0", "[metrics] cam1"]
+    assert all("frames 15," in line for line in metrics), metrics
+
+
+def test_the_console_serves_the_clusters_events_and_refuses_live_features(cluster: Any, tmp_path: Path) -> None:
+    """`serve --ray`: events, incident pages and review work from the shared store; live view,
+    frame snapshots and live zone edits answer 503 with the reason."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("argon2")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
+    from fakes_console import CHEAP_HASHER, PASSWORDS, ROLES, ConsoleUnderTest
+
+    from campusguard.app.console.runtime import ConsoleRuntime
+    from campusguard.app.console.server import create_app
+    from campusguard.app.console.users import UserStore
+
+    videos = [write_walks(tmp_path / f"v{k}.avi", 60, offset=9 * k) for k in range(2)]
+    config = tmp_path / "watch.yaml"
+    config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=1))
+    runtime = ConsoleRuntime(
+        config, ray_address=cluster.address, group_detector_factory=make_detector_factory, out=io.StringIO()
+    )
+    users = UserStore(tmp_path / "users.db", password_hasher=CHEAP_HASHER)
+    for name, role in ROLES.items():
+        users.add_user(name, role, PASSWORDS[name])
+    c = ConsoleUnderTest(create_app(runtime, users_db=users), runtime, users, config, tmp_path)
+    runtime.start()
+    try:
+        assert runtime.service.wait(60)
+        client = c.client()
+        stored = read_events(tmp_path / "events.db")
+        assert len(stored) >= 2
+        page = client.get("/api/v1/events", headers=c.bearer("vera")).json()
+        assert page["total"] == len(stored)
+        event_id = stored[0].event_id
+        assert client.get(f"/api/v1/events/{event_id}", headers=c.bearer("vera")).status_code == 200
+        ack = client.post(f"/api/v1/events/{event_id}/ack", json={"note": "seen"}, headers=c.bearer("otto"))
+        assert ack.status_code == 200 and ack.json()["state"] == "acknowledged"
+        cams = client.get("/api/v1/cameras", headers=c.bearer("vera")).json()
+        assert [(x["name"], x["state"]) for x in cams] == [("cam0", "stopped"), ("cam1", "stopped")]
+        for method, path in [
+            ("get", "/api/v1/cameras/cam0/snapshot.jpg"),
+            ("get", "/api/v1/cameras/cam0/live.mjpeg"),
+            ("put", "/api/v1/cameras/cam0/zones"),
+        ]:
+            r = client.request(method, path, headers=c.bearer("ada"), json={"zones": []} if method == "put" else None)
+            assert r.status_code == 503 and "serve --ray" in r.json()["detail"], (path, r.text)
+    finally:
+        runtime.stop()
+        users.close()

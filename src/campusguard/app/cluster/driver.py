@@ -230,7 +230,29 @@ class ClusterWatch:
             self._reporter_stop.set()
             assert self.reporter is not None
             self.reporter.final()
+            restarts = sum(g.restarts for g in self.groups)
+            log.info(
+                "cluster: %d group restart(s), %d re-sent update(s) dropped, %d incident(s) ended by the driver",
+                restarts,
+                self.duplicates,
+                self.orphans_ended,
+            )
         return done and not self.failed.is_set() and all(g.clean for g in self.groups)
+
+    def refresh_metrics(self) -> None:
+        """Nothing to do: the counters are copied in from each group's answer (as `WatchService.refresh_metrics`)."""
+
+    def camera_state(self, camera_id: str) -> str:
+        """``starting``, ``live``, ``reconnecting`` (its group is restarting), ``stopped`` or ``failed``."""
+        state = next((g for g in self.groups if camera_id in g.cameras), None)
+        if state is None:
+            return "stopped" if self._finished else "starting"
+        if state.finished:
+            return "stopped" if state.clean else "failed"
+        if state.unavailable_since is not None:
+            return "reconnecting"
+        m = self.metrics.get(camera_id)
+        return "live" if m is not None and m.frames_in > 0 else "starting"
 
     # the loop -------------------------------------------------------------------------------
     def _wait_started(self) -> None:

@@ -20,8 +20,12 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from campusguard.app.config import CameraConfig, LoadedConfig
+import yaml
+
+from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
 from campusguard.app.events.types import Event
 from campusguard.app.service import DetectorFactory, WatchService, default_detector_factory, open_camera
 from campusguard.app.sources import FrameSource
@@ -33,6 +37,7 @@ __all__ = [
     "Batch",
     "CameraGroup",
     "ClusterError",
+    "ConfigSpec",
     "DetectorFactoryMaker",
     "Outbox",
     "camera_groups",
@@ -79,6 +84,48 @@ def group_config(loaded: LoadedConfig, camera_ids: list[str]) -> LoadedConfig:
     outputs = cfg.outputs.model_copy(update={"metrics_interval_s": 0.0, "metrics_file": None})
     config = cfg.model_copy(update={"cameras": cameras, "alerts": [], "outputs": outputs})
     return dataclasses.replace(loaded, config=config)
+
+
+MAX_SHIPPED_TEXT = 64 * 1024
+"""Largest config file text sent along to name lines in a group's start-up errors (bytes)."""
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """A group's config in a form small enough to travel inline with a Ray call (kilobytes).
+
+    Ray keeps larger constructor arguments in the object store, where a node's death can lose
+    them and make the actor's restart fail; so the YAML node tree is not sent, and cameras of
+    other groups travel as disabled stubs (they keep their index, so errors name the right line).
+
+    Attributes:
+        data: the group's `WatchConfig` as JSON-ready data.
+        path: the config file's name, for error messages.
+        text: the file's text when small (`MAX_SHIPPED_TEXT`), to find the line of a field.
+    """
+
+    data: dict[str, Any]
+    path: str
+    text: str | None
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig, camera_ids: list[str]) -> ConfigSpec:
+        """The spec of ``camera_ids``' group (`group_config`) of ``loaded``."""
+        data = group_config(loaded, camera_ids).config.model_dump(mode="json")
+        keep = set(camera_ids)
+        data["cameras"] = [
+            c if c["id"] in keep else {"id": c["id"], "source": c["source"], "enabled": False} for c in data["cameras"]
+        ]
+        path = Path(loaded.path)
+        text = None
+        if path.is_file() and path.stat().st_size <= MAX_SHIPPED_TEXT:
+            text = path.read_text(encoding="utf-8")
+        return cls(data, loaded.path, text)
+
+    def load(self) -> LoadedConfig:
+        """The `LoadedConfig` again (validated; with line numbers when the text came along)."""
+        root = yaml.compose(self.text, Loader=yaml.SafeLoader) if self.text else None
+        return LoadedConfig(WatchConfig.model_validate(self.data), self.path, root)
 
 
 @dataclass(frozen=True)
@@ -151,7 +198,7 @@ class CameraGroup:
     again, starts by itself when the driver next pulls).
 
     Args:
-        loaded: the whole validated config.
+        loaded: the whole validated config, or its `ConfigSpec` for this group.
         camera_ids: the cameras of this group.
         detector_factory: builds the group's detector factory from the group's config.
         opener: opens a camera source (injectable for tests).
@@ -160,14 +207,14 @@ class CameraGroup:
 
     def __init__(
         self,
-        loaded: LoadedConfig,
+        loaded: LoadedConfig | ConfigSpec,
         camera_ids: list[str],
         *,
         detector_factory: DetectorFactoryMaker | None = None,
         opener: Callable[[CameraConfig], FrameSource] = open_camera,
         max_batch: int = 256,
     ) -> None:
-        self.loaded = group_config(loaded, camera_ids)
+        self.loaded = group_config(loaded.load() if isinstance(loaded, ConfigSpec) else loaded, camera_ids)
         self.camera_ids = list(camera_ids)
         self.incarnation = uuid.uuid4().hex
         self.outbox = Outbox()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from campusguard.app.cluster.driver import ClusterWatch, Unavailable
-from campusguard.app.cluster.group import Ack, Batch, CameraGroup, ClusterError, DetectorFactoryMaker
+from campusguard.app.cluster.group import Ack, Batch, CameraGroup, ClusterError, ConfigSpec, DetectorFactoryMaker
 from campusguard.app.config import CameraConfig, LoadedConfig
 from campusguard.app.service import open_camera
 from campusguard.app.sources import FrameSource
@@ -103,8 +103,9 @@ class RayExecutor:
 
     def start(self, groups: list[list[str]]) -> None:
         cls = self.ray.remote(RayCameraGroup).options(**self.actor_options())
-        self.actors = [
-            cls.remote(self.loaded, ids, detector_factory=self.detector_factory, opener=self.opener) for ids in groups
+        self.actors = [  # small arguments only (`ConfigSpec`): they travel inline and survive any node's death
+            cls.remote(ConfigSpec.of(self.loaded, ids), ids, detector_factory=self.detector_factory, opener=self.opener)
+            for ids in groups
         ]
 
     def poll(self, acks: dict[int, Ack | None], timeout_s: float) -> dict[int, Batch | Unavailable]:
@@ -149,6 +150,8 @@ class RayExecutor:
             return "unknown node"
 
 
-def ray_watch(loaded: LoadedConfig, address: str, **kwargs: Any) -> ClusterWatch:
+def ray_watch(
+    loaded: LoadedConfig, address: str, *, detector_factory: DetectorFactoryMaker | None = None, **kwargs: Any
+) -> ClusterWatch:
     """`watch --ray ADDRESS`: the driver over camera groups on Ray actors (``kwargs`` go to `ClusterWatch`)."""
-    return ClusterWatch(loaded, RayExecutor(loaded, address=address), **kwargs)
+    return ClusterWatch(loaded, RayExecutor(loaded, address=address, detector_factory=detector_factory), **kwargs)
