@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes_cluster import cameras_config, write_walks  # noqa: E402
 
-pytest.importorskip("ray")
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra")
 
 
 def watch(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -34,6 +35,7 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
+@needs_ray
 def test_no_cluster_on_this_machine_is_one_line(config: Path, tmp_path: Path) -> None:
     empty = tmp_path / "no-ray"
     empty.mkdir()
@@ -45,13 +47,26 @@ def test_no_cluster_on_this_machine_is_one_line(config: Path, tmp_path: Path) ->
     ]
 
 
+@needs_ray
 def test_nothing_answering_at_the_address_is_one_line(config: Path) -> None:
     run = watch(config, "--ray", "127.0.0.1:9")
     assert run.returncode == 2
     assert errors(run) == ["error: no Ray cluster answers at 127.0.0.1:9 (Connection refused)"]
 
 
+@needs_ray
 def test_a_malformed_address_is_one_line(config: Path) -> None:
     run = watch(config, "--ray", "somewhere")
     assert run.returncode == 2
     assert errors(run) == ["error: --ray 'somewhere': expected auto, local, HOST:PORT or ray://HOST:PORT"]
+
+
+def test_without_the_ray_extra_the_hint_names_it(config: Path) -> None:
+    """Ray made unimportable in the child (as when the extra is not installed): one line naming the extra."""
+    code = (
+        "import sys; sys.modules['ray'] = None; from campusguard.cli.main import main; "
+        f"sys.exit(main(['watch', {str(config)!r}, '--ray', 'auto']))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert errors(run) == ["error: ray is not installed; install it with: pip install 'campusguard[ray]'"]

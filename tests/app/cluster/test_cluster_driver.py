@@ -171,3 +171,28 @@ def test_a_group_config_travels_small_and_keeps_its_line_numbers(tmp_path: Path)
     group = CameraGroup(spec, ["cam4", "cam5", "cam6", "cam7"], detector_factory=factory)
     batch = group.pull()  # the videos do not exist: the start-up error names the camera's line
     assert batch.error is not None and batch.error.startswith(f"{config}:") and "cameras[4].source" in batch.error
+
+
+class RestartAfterStopExecutor(LocalExecutor):
+    """Group 1 dies and comes back just after the driver asked every group to stop."""
+
+    def stop(self) -> None:
+        super().stop()
+        old = self.groups[1]
+        self.groups[1] = CameraGroup(self.loaded, old.camera_ids, detector_factory=self.detector_factory)
+
+
+def test_a_group_restarted_after_the_stop_stops_too(videos: list[Path], tmp_path: Path) -> None:
+    """Looping cameras never end by themselves: the restarted group must learn the stop from its pulls."""
+    text = cameras_config(videos, tmp_path).replace("    source:", "    loop: true\n    source:")
+    loaded = parse_config(text)
+    driver = ClusterWatch(loaded, RestartAfterStopExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    driver.start()
+    try:
+        assert not driver.wait(1.0)  # looping: still running
+        driver.stop()
+        assert driver.wait(30), "the restarted group did not stop"
+    finally:
+        driver.executor.stop()
+    assert driver.groups[1].restarts == 1
+    assert all(not e.is_open for e in read_events(tmp_path / "events.db"))

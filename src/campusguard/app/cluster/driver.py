@@ -65,7 +65,8 @@ class Unavailable:
 
 
 class GroupExecutor(Protocol):
-    """Where camera groups run. ``poll`` waits at most ``timeout_s`` and returns the groups that answered."""
+    """Where camera groups run. ``poll`` waits at most ``timeout_s`` and returns the groups that answered;
+    after ``stop`` every pull carries the stop, so a group restarted later stops too."""
 
     def start(self, groups: list[list[str]]) -> None: ...
 
@@ -92,6 +93,7 @@ class LocalExecutor:
         self.detector_factory = detector_factory
         self.opener = opener
         self.groups: list[CameraGroup] = []
+        self.stopping = False
 
     def start(self, groups: list[list[str]]) -> None:
         self.groups = [
@@ -99,11 +101,12 @@ class LocalExecutor:
         ]
 
     def poll(self, acks: dict[int, Ack | None], timeout_s: float) -> dict[int, Batch | Unavailable]:
-        out: dict[int, Batch | Unavailable] = {g: self.groups[g].pull(ack) for g, ack in acks.items()}
+        out: dict[int, Batch | Unavailable] = {g: self.groups[g].pull(ack, self.stopping) for g, ack in acks.items()}
         time.sleep(timeout_s)
         return out
 
     def stop(self) -> None:
+        self.stopping = True
         for group in self.groups:
             group.stop()
 

@@ -227,15 +227,18 @@ class CameraGroup:
         self._error: str | None = None
         self._clean: bool | None = None
 
-    def pull(self, ack: Ack | None = None) -> Batch:
+    def pull(self, ack: Ack | None = None, stop: bool = False) -> Batch:
         """Forget what ``ack`` acknowledges (if it is meant for this incarnation); return what is pending.
 
         The first call starts the service; a start-up failure comes back as ``Batch.error``.
+        ``stop``: the driver is stopping; a group restarted after `stop` was sent learns it here.
         """
         if not self._started:
             self._start()
         if self._error is not None:
             return Batch(self.incarnation, finished=True, clean=False, error=self._error)
+        if stop and not self.service.stop_event.is_set():
+            self.service.stop()
         if ack is not None and ack.incarnation == self.incarnation:
             self.outbox.ack(ack.seq)
         events, last = self.outbox.pending(self.max_batch)

@@ -88,6 +88,7 @@ class RayExecutor:
         self.opener = opener
         self.actors: list[Any] = []
         self._pending: dict[int, Any] = {}  # group -> ObjectRef of its pull in flight
+        self.stopping = False
 
     def actor_options(self) -> dict[str, Any]:
         """The ``.options(...)`` of every camera-group actor, from the ``cluster`` section."""
@@ -111,7 +112,7 @@ class RayExecutor:
     def poll(self, acks: dict[int, Ack | None], timeout_s: float) -> dict[int, Batch | Unavailable]:
         for g, ack in acks.items():
             if g not in self._pending:
-                self._pending[g] = self.actors[g].pull.remote(ack)
+                self._pending[g] = self.actors[g].pull.remote(ack, self.stopping)
         by_ref = {ref: g for g, ref in self._pending.items() if g in acks}
         if not by_ref:
             return {}
@@ -130,6 +131,7 @@ class RayExecutor:
         return out
 
     def stop(self) -> None:
+        self.stopping = True
         for actor in self.actors:
             actor.stop.remote()
 
