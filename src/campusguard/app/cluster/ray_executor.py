@@ -48,7 +48,7 @@ def connect(address: str) -> Any:
         return ray
     check_reachable(address)
     try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        ray.init(address=address, logging_level=logging.WARNING)  # actors' warnings reach this stderr
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClusterError(f"cannot join a Ray cluster at {address!r}: {first}") from None
