@@ -7,10 +7,15 @@ does with a dead actor, so the at-least-once delivery and the deduplication are 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import sys
+import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -196,3 +201,51 @@ def test_a_group_restarted_after_the_stop_stops_too(videos: list[Path], tmp_path
         driver.executor.stop()
     assert driver.groups[1].restarts == 1
     assert all(not e.is_open for e in read_events(tmp_path / "events.db"))
+
+
+class _QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def live_url(tmp_path: Path) -> Iterator[str]:
+    """A video served over HTTP on 127.0.0.1: a URL source, i.e. a live camera (stream time is the clock)."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    write_walks(folder / "live.avi", FRAMES)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietFiles, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/live.avi"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_live_cameras_open_incident_is_ended_when_its_group_restarts(
+    videos: list[Path], live_url: str, tmp_path: Path
+) -> None:
+    """A restarted group cannot raise a live camera's incident again: the driver ends it, saying why."""
+    loaded = parse_config(cameras_config([videos[0], videos[1], live_url], tmp_path))  # type: ignore[list-item]
+    assert loaded.config.cameras[2].is_live()
+    executor = RestartingExecutor(loaded, detector_factory=factory, victim=1)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    try:
+        deadline = time.monotonic() + 30
+        while driver.orphans_ended == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        driver.stop()
+        assert driver.wait(30)
+        driver.finish()
+    assert executor.killed and driver.groups[1].restarts == 1 and driver.orphans_ended >= 1
+    cam2 = [e for e in read_events(tmp_path / "events.db") if e.camera_id == "cam2"]
+    ended = [e for e in cam2 if e.details.get("ended_by")]
+    assert (
+        ended and ended[0].details["ended_by"] == "cluster: camera group restarted; a live stream cannot raise it again"
+    )
+    assert ended[0].end_s == ended[0].start_s and ended[0].phase == "end"
+    assert all(not e.is_open for e in cam2)
+    assert all(n == 1 for n in sink_lines(tmp_path / "events.jsonl").values())
