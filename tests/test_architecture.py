@@ -108,3 +108,23 @@ def test_scan_reuses_the_watch_pipeline_and_stays_out_of_the_cli():
         for n, i in imports.items()
         if any(m.startswith(forbidden) for m in i)
     } == {}
+
+
+def test_watch_without_ray_imports_nothing_of_ray():
+    """Ray is the `ray` extra: imported lazily by the app (`app/cluster/ray_executor.py`) when `--ray` is given."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, campusguard.cli.main, campusguard.cli.watch, campusguard.app.service, "
+        "campusguard.app.cluster.driver, campusguard.app.cluster.group, campusguard.app.cluster.ray_executor; "
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+    importers = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if any(m == "ray" or m.startswith("ray.") for m in imported_modules(p))
+    ]
+    assert not [p for p in importers if not p.startswith(("app/", "cli/"))], importers  # never the vision kit

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
@@ -49,6 +49,7 @@ __all__ = [
     "model_for_precision",
     "motion_gate_for",
     "open_camera",
+    "open_store_and_sinks",
     "probe_source",
     "reader_for",
     "run_until_stopped",
@@ -320,13 +321,6 @@ class WatchService:
             )
         return parts
 
-    def open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
-        """The config's event store (or the one given) and alert sinks, opened; `ConfigError` naming the field.
-
-        `campusguard scan` uses them as its one writer, so scanned events go where `watch` puts them.
-        """
-        return self._open_store_and_sinks()
-
     def _open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
         store = self.store
         if store is None:
@@ -535,7 +529,31 @@ class WatchService:
         return self.finish()
 
 
-def run_until_stopped(service: WatchService, seconds: float | None = None) -> bool:
+def open_store_and_sinks(
+    loaded: LoadedConfig, out: TextIO | None = None, store: Any = None
+) -> tuple[Any, list[AlertSink]]:
+    """The config's event store (or ``store``) and alert sinks, opened as `WatchService` opens them.
+
+    For a process that owns them while the cameras run elsewhere: the cluster driver
+    (`campusguard.app.cluster`) and `campusguard scan`'s one writer, so their events go where
+    `watch` puts them. `ConfigError` naming the storage or alerts field when one cannot be opened.
+    """
+    return WatchService(loaded, out=out, store=store)._open_store_and_sinks()
+
+
+class StoppableService(Protocol):
+    """What `run_until_stopped` drives: `WatchService`, or the cluster driver."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def finish(self, timeout_s: float = 30.0) -> bool: ...
+
+
+def run_until_stopped(service: StoppableService, seconds: float | None = None) -> bool:
     """Run ``service`` in the main thread until its sources end, ``seconds`` pass, or SIGINT/SIGTERM.
 
     A signal stops the service cleanly (open events ended and committed); a second SIGINT

@@ -92,8 +92,11 @@ def serve_console(
     log_level: str = "warning",
     detector_factory: Any = None,
     banner: str | None = None,
+    ray_address: str | None = None,
 ) -> None:
-    """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped (Ctrl-C)."""
+    """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped (Ctrl-C).
+
+    ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`)."""
     uvicorn = require("uvicorn", "console")
     require("fastapi", "console")
     from campusguard.app.console.runtime import ConsoleRuntime
@@ -102,7 +105,7 @@ def serve_console(
     check_bind(host, port, allow_remote)
     if not is_loopback(host):
         print(f"warning: listening on {host}; {TLS_HINT}", file=sys.stderr)
-    runtime = ConsoleRuntime(config, detector_factory=detector_factory)  # a bad config fails here, first
+    runtime = ConsoleRuntime(config, detector_factory=detector_factory, ray_address=ray_address)  # bad config: here
     from campusguard.app.model_warning import warn_for_config
 
     warn_for_config(runtime.loaded.config)
@@ -185,6 +188,13 @@ def register(app: typer.Typer) -> None:
             False, "--secure-cookies", help="Mark cookies Secure (when TLS terminates in front of the console)."
         ),
         log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+        ray: str | None = typer.Option(
+            None,
+            "--ray",
+            metavar="auto|ADDRESS",
+            help="Run the cameras in groups on Ray actors of this cluster; no live view, clips or live zone "
+            "edits yet (docs/cluster.md). Needs the ray extra.",
+        ),
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
         from campusguard.cli.watch import _apply_log_level
@@ -198,6 +208,7 @@ def register(app: typer.Typer) -> None:
             allow_remote=allow_remote,
             secure_cookies=secure_cookies,
             log_level=log_level or "warning",
+            ray_address=ray,
         )
 
     @users_app.command("add")

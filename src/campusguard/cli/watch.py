@@ -29,16 +29,29 @@ def register(app: typer.Typer) -> None:
             help="Stop after this many seconds (default: run until the sources end or Ctrl-C).",
         ),
         log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+        ray: str | None = typer.Option(
+            None,
+            "--ray",
+            metavar="auto|ADDRESS",
+            help="Run camera groups on Ray actors of this cluster (auto: the one on this machine); "
+            "see the config's cluster section. Needs the ray extra.",
+        ),
     ) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
         from campusguard.app.model_warning import warn_for_config
-        from campusguard.app.service import WatchService, run_until_stopped
+        from campusguard.app.service import StoppableService, WatchService, run_until_stopped
 
         _apply_log_level(log_level)
         loaded = load_config(config)
         warn_for_config(loaded.config)
-        service = WatchService(loaded)
+        service: StoppableService
+        if ray is None:
+            service = WatchService(loaded)
+        else:
+            from campusguard.app.cluster.ray_executor import ray_watch
+
+            service = ray_watch(loaded, ray)
         if not run_until_stopped(service, seconds):
             raise typer.Exit(1)
 

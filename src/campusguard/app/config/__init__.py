@@ -17,6 +17,7 @@ Modules:
     `rules`: one `...RuleConfig` per rule kind, the `RuleConfig` union, `class_ids`.
     `motion`: `MotionConfig`, a camera's motion gating.
     `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
+    `cluster`: `ClusterConfig`, camera groups on Ray actors (`watch --ray`).
     `root`: `WatchConfig` (the file), `LoadedConfig`, `parse_config`, `load_config`, `config_schema`.
     `locate`: the line of a field in the YAML, and pydantic errors as one message.
 
@@ -26,6 +27,7 @@ A new section is a new module with its model, and one field on `WatchConfig`.
 from campusguard.app.config.alerts import ALERT_SINK_KINDS, AlertSinkConfig, AnyAlertSinkConfig, MqttSinkConfig
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig, ReconnectConfig, source_kind
+from campusguard.app.config.cluster import ClusterConfig
 from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.outputs import OutputsConfig
@@ -53,6 +55,7 @@ __all__ = [
     "AnyAlertSinkConfig",
     "MqttSinkConfig",
     "CameraConfig",
+    "ClusterConfig",
     "ConfigModel",
     "CrowdRuleConfig",
     "DetectorConfig",

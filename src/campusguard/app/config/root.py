@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 from campusguard.app.config.alerts import AlertSinkConfig, AnyAlertSinkConfig
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig
+from campusguard.app.config.cluster import ClusterConfig
 from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.locate import dotted, first_error, line_of
 from campusguard.app.config.outputs import OutputsConfig
@@ -52,6 +53,9 @@ class WatchConfig(ConfigModel):
     storage: StorageConfig = Field(default_factory=StorageConfig, title="Storage", description="The event store.")
     outputs: OutputsConfig = Field(
         default_factory=OutputsConfig, title="Outputs", description="Annotated video, snapshots, metrics."
+    )
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig, title="Cluster", description="Camera groups on Ray actors (with --ray)."
     )
 
     def reference_errors(self) -> list[tuple[Loc, str]]:

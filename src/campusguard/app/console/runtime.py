@@ -43,11 +43,18 @@ from campusguard.app.prom import CameraSample, PipelineSample, build_registry
 from campusguard.app.service import DetectorFactory, WatchService
 from campusguard.errors import CampusGuardError, ConfigError
 
-__all__ = ["CameraState", "CameraStatus", "ConsoleRuntime"]
+__all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "NotOnClusterError"]
 
 CameraState = Literal["starting", "live", "reconnecting", "stopped", "failed"]
 
 _EVENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # media names are built from ids; nothing else gets in
+
+
+class NotOnClusterError(CampusGuardError):
+    """What the console cannot do yet with its cameras on Ray actors (``serve --ray``): the API answers 503."""
+
+
+_NOT_ON_RAY = "with the cameras on Ray actors (serve --ray), {what} is not available yet; see docs/cluster.md"
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,11 @@ class ConsoleRuntime:
         clip_pre_s: seconds of video kept before an incident's start in its clip.
         clip_post_s: seconds after it.
         ready_within_s: `ready` needs a frame from every camera within this many seconds.
+        ray_address: run the cameras in groups on the Ray cluster at this address (``serve --ray``):
+            events, incidents, review and metrics work; live view, frame snapshots, clips and
+            live zone edits raise `NotOnClusterError`.
+        group_detector_factory: with ``ray_address``, builds each group's detector factory
+            (default: `campusguard.Detector` from the config).
 
     Raises:
         ConfigError: the config file is missing or invalid (one line naming file, line, field).
@@ -150,8 +162,12 @@ class ConsoleRuntime:
         clip_pre_s: float = 3.0,
         clip_post_s: float = 3.0,
         ready_within_s: float = 5.0,
+        ray_address: str | None = None,
+        group_detector_factory: Callable[[Any], DetectorFactory] | None = None,
     ) -> None:
         self.config_path = Path(config_path)
+        self.ray_address = ray_address
+        self.group_detector_factory = group_detector_factory
         self.loaded = load_config(self.config_path)
         config = self.loaded.config
         self.media_dir = Path(media_dir) if media_dir else Path(config.storage.sqlite).parent / "media"
@@ -173,7 +189,7 @@ class ConsoleRuntime:
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
         self.bus = EventBus()
         self.registry = build_registry(self._prom_sample)
-        self.service: WatchService | None = None
+        self.service: Any = None  # WatchService, or the cluster driver (`ClusterWatch`) with ray_address
         self._rates = _Rates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
@@ -189,14 +205,27 @@ class ConsoleRuntime:
         Raises:
             ConfigError, SourceError, ModelLoadError: what ``campusguard watch`` would refuse.
         """
-        service = WatchService(
-            self.loaded,
-            detector_factory=self.detector_factory,
-            out=self.out,
-            on_event=self._on_event,
-            store=_KeepOpenStore(self.store),
-            on_frame=self._on_frame,
-        )
+        service: Any
+        if self.ray_address is not None:
+            from campusguard.app.cluster.ray_executor import ray_watch
+
+            service = ray_watch(
+                self.loaded,
+                self.ray_address,
+                detector_factory=self.group_detector_factory,
+                out=self.out,
+                on_event=self._on_event,
+                store=_KeepOpenStore(self.store),
+            )
+        else:
+            service = WatchService(
+                self.loaded,
+                detector_factory=self.detector_factory,
+                out=self.out,
+                on_event=self._on_event,
+                store=_KeepOpenStore(self.store),
+                on_frame=self._on_frame,
+            )
         service.start()
         self.service = service
         self.clips.start()
@@ -236,7 +265,8 @@ class ConsoleRuntime:
         if event.phase == "start":
             with self._event_starts_lock:
                 self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
-            self.clips.request(event.camera_id, event.event_id, event.start_s)
+            if self.ray_address is None:  # on Ray the frames stay on the actors: no clip
+                self.clips.request(event.camera_id, event.event_id, event.start_s)
         data = self.event_json(event.event_id)
         if data is not None:
             self.bus.publish(data)
@@ -269,6 +299,8 @@ class ConsoleRuntime:
 
     def _status(self, camera: str) -> CameraStatus:
         service = self.service
+        if self.ray_address is not None and service is not None:
+            return self._cluster_status(camera)
         reader = None if service is None else next((r for r in service.readers if r.camera_id == camera), None)
         if service is None or reader is None:
             state: CameraState = "stopped" if self._stopped else "starting"
@@ -302,9 +334,19 @@ class ConsoleRuntime:
             height=None if wh is None else wh[1],
         )
 
+    def _cluster_status(self, camera: str) -> CameraStatus:
+        """A camera on a Ray actor: its state and counters as the driver last pulled them (no frame time, size)."""
+        m = self.service.metrics.get(camera)
+        input_fps, processed_fps = self._rates.fps(camera)
+        dropped, reconnects = (0, 0) if m is None else (m.frames_dropped, m.reconnects)
+        state: Any = self.service.camera_state(camera)
+        return CameraStatus(camera, state, input_fps, processed_fps, dropped, reconnects, None, None, None)
+
     def ready(self) -> bool:
         """True when every camera's stream is running and read a frame within ``ready_within_s`` seconds."""
         service = self.service
+        if self.ray_address is not None:  # on Ray: every camera live as of its group's last answer
+            return service is not None and not self._stopped and all(s.state == "live" for s in self.camera_status())
         if service is None or self._stopped or not service.readers:
             return False
         now = time.monotonic()
@@ -316,12 +358,18 @@ class ConsoleRuntime:
     def snapshot_jpeg(self, camera: str) -> bytes | None:
         """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown."""
         self._check_camera(camera)
+        self._not_on_ray("the camera's latest frame")
         return self.hub.snapshot_jpeg(camera)
 
     def open_viewer(self, camera: str, maxsize: int = 2) -> Viewer:
         """A live viewer (``get(timeout) -> JPEG bytes | None``, ``close()``); ``KeyError`` if unknown."""
         self._check_camera(camera)
+        self._not_on_ray("the live view")
         return self.hub.open_viewer(camera, maxsize)
+
+    def _not_on_ray(self, what: str) -> None:
+        if self.ray_address is not None:
+            raise NotOnClusterError(_NOT_ON_RAY.format(what=what))
 
     # events ---------------------------------------------------------------------------------
     def event_json(self, event_id: str) -> dict[str, Any] | None:
@@ -376,8 +424,10 @@ class ConsoleRuntime:
             KeyError: unknown camera.
             ConfigError: the body is invalid (names the field), a zone leaves the camera's frame,
                 or the config file cannot be rewritten.
+            NotOnClusterError: the cameras run on Ray actors.
         """
         self._check_camera(camera)
+        self._not_on_ray("editing zones live")
         if not isinstance(body, dict):
             raise ConfigError("zones body must be an object with 'zones' and 'lines'")
         unknown = sorted(set(body) - {"zones", "lines"})

@@ -20,7 +20,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import socket
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -142,29 +141,6 @@ class LocalExecutor:
             process.terminate()
 
 
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """Raise `ConnectionError` unless the cluster's head answers on TCP within ``timeout_s``.
-
-    ``ray.init`` retries a dead head (a stale ``auto`` address, a wrong port) for minutes; this
-    turns that into a prompt one-line error.
-    """
-    target = address
-    if address == "auto":
-        try:
-            from ray._private.services import canonicalize_bootstrap_address
-
-            target = canonicalize_bootstrap_address(address) or ""  # raises ConnectionError when none runs
-        except ImportError:  # another Ray layout: let ray.init find it
-            return
-    host, _, port = target.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        return  # not host:port: ray.init reports it
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise ConnectionError(f"nothing answers at {host}:{port} ({exc.strerror or exc})") from None
-
-
 class RayExecutor:
     """Units as Ray tasks on a cluster.
 
@@ -176,25 +152,18 @@ class RayExecutor:
 
     Raises:
         MissingDependencyError: Ray is not installed (names the ``ray`` extra).
-        InvalidInputError: the cluster cannot be reached.
+        ClusterError: the cluster cannot be reached.
     """
 
     def __init__(self, address: str | None = "auto", *, max_retries: int = 3, num_cpus: int | None = None) -> None:
+        from campusguard.app.cluster.ray_executor import connect
+
         ray = require("ray", "ray")
+        self._started = not ray.is_initialized()
+        connect("local" if address is None else address, num_cpus=num_cpus)  # `ClusterError` when unreachable
         from ray.util.queue import Queue
 
         self._ray = ray
-        self._started = not ray.is_initialized()
-        if self._started:
-            try:
-                if address is None:  # "local": a new private instance, never a cluster already on this machine
-                    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="warning")
-                else:
-                    _check_reachable(address)
-                    ray.init(address=address, logging_level="warning")
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise InvalidInputError(f"cannot connect to the Ray cluster at {address}: {first}") from None
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.description = f"Ray cluster ({self.workers} CPUs)"
         self._remote = ray.remote(num_cpus=1, max_retries=max_retries)(scan_file)

@@ -49,7 +49,7 @@ from campusguard.app.scan.unit import (
     scan_config,
     shared_detector_factory,
 )
-from campusguard.app.service import DetectorFactory, WatchService, detector_key
+from campusguard.app.service import DetectorFactory, detector_key, open_store_and_sinks
 from campusguard.errors import CampusGuardError, require
 from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
 
@@ -207,7 +207,7 @@ def run_scan(
         raise
     summary = ScanSummary(found=len(recordings), ignored=ignored)
     try:
-        event_store, sinks = WatchService(loaded, store=store, out=out or sys.stdout).open_store_and_sinks()
+        event_store, sinks = open_store_and_sinks(loaded, out or sys.stdout, store)
     except BaseException:
         ledger.close()
         executor.close(cancel=True)

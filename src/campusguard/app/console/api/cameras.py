@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from campusguard.app.console.auth import audit, console_state, require_role
+from campusguard.app.console.runtime import NotOnClusterError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
 from campusguard.errors import ConfigError
 
@@ -18,6 +19,7 @@ router = APIRouter(tags=["cameras"])
 MJPEG_BOUNDARY = "frame"
 _NOT_FOUND: Responses = {404: {"description": "No such camera."}}
 _JPEG: Responses = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG image."}}
+_NOT_ON_RAY: Responses = {503: {"description": "Not available with the cameras on Ray actors (serve --ray)."}}
 
 
 def _check_camera(request: Request, name: str) -> None:
@@ -31,7 +33,7 @@ def list_cameras(request: Request) -> list[CameraStatusOut]:
     return [CameraStatusOut(**dataclasses.asdict(s)) for s in console_state(request).runtime.camera_status()]
 
 
-@router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND})
+@router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_NOT_ON_RAY})
 def snapshot(name: str, request: Request) -> Response:
     """The latest annotated frame as JPEG (404 before the first frame)."""
     _check_camera(request, name)
@@ -39,6 +41,8 @@ def snapshot(name: str, request: Request) -> Response:
         jpeg = console_state(request).runtime.snapshot_jpeg(name)
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
+    except NotOnClusterError as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
     if jpeg is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"camera {name!r} has no frame yet")
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
@@ -53,13 +57,20 @@ def mjpeg_part(jpeg: bytes) -> bytes:
 @router.get(
     "/cameras/{name}/live.mjpeg",
     response_class=StreamingResponse,
-    responses={200: {"content": {f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}": {}}}, **_NOT_FOUND},
+    responses={
+        200: {"content": {f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}": {}}},
+        **_NOT_FOUND,
+        **_NOT_ON_RAY,
+    },
 )
 async def live(name: str, request: Request) -> StreamingResponse:
     """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames."""
     runtime = console_state(request).runtime
     await run_in_threadpool(_check_camera, request, name)
-    viewer = await run_in_threadpool(runtime.open_viewer, name)
+    try:
+        viewer = await run_in_threadpool(runtime.open_viewer, name)
+    except NotOnClusterError as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
 
     async def parts() -> AsyncIterator[bytes]:
         try:
@@ -91,7 +102,11 @@ def get_zones(name: str, request: Request) -> ZonesBody:
 @router.put(
     "/cameras/{name}/zones",
     dependencies=[Depends(require_role("admin"))],
-    responses={**_NOT_FOUND, 422: {"description": "Invalid zones or lines (the message names the field)."}},
+    responses={
+        **_NOT_FOUND,
+        **_NOT_ON_RAY,
+        422: {"description": "Invalid zones or lines (the message names the field)."},
+    },
 )
 def put_zones(name: str, body: ZonesBody, request: Request) -> ZonesBody:
     """Replace the camera's zones and lines: validated like the config file, applied live, saved (with a backup)."""
@@ -105,6 +120,8 @@ def put_zones(name: str, body: ZonesBody, request: Request) -> ZonesBody:
         saved = runtime.put_zones(name, new)
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
+    except NotOnClusterError as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
     except ConfigError as exc:
         raise HTTPException(422, str(exc)) from exc
     audit(request, "zones.update", name, before=before, after=saved)

@@ -1,0 +1,251 @@
+"""The cluster driver with in-process camera groups: same events as one process, restarts and dead groups.
+
+The groups are real `CameraGroup` objects running the real pipeline on real video files (with
+the colour-blob detector); a restart is a new `CameraGroup` replacing a running one, as Ray
+does with a dead actor, so the at-least-once delivery and the deduplication are what is tested.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes_cluster import cameras_config, make_detector_factory, write_walks  # noqa: E402
+
+from campusguard.app.cluster.driver import ClusterWatch, LocalExecutor, Unavailable  # noqa: E402
+from campusguard.app.cluster.group import Ack, Batch, CameraGroup, camera_groups  # noqa: E402
+from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.events import read_events  # noqa: E402
+from campusguard.app.service import WatchService  # noqa: E402
+from campusguard.errors import ConfigError  # noqa: E402
+
+FRAMES = 120
+
+
+def incidents(db: Path) -> list[tuple]:
+    """The stored incidents' deterministic fields, sorted."""
+    return sorted(
+        (e.event_id, e.camera_id, e.phase, e.start_s, e.end_s, e.start_frame, e.end_frame, e.tracker_ids)
+        for e in read_events(db)
+    )
+
+
+def sink_lines(path: Path) -> Counter:
+    """(event id, phase) of every line the JSONL sink wrote, counted."""
+    return Counter((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))
+
+
+@pytest.fixture
+def videos(tmp_path: Path) -> list[Path]:
+    return [write_walks(tmp_path / f"v{k}.avi", FRAMES, offset=7 * k) for k in range(3)]
+
+
+def run_single(videos: list[Path], out: Path) -> tuple[list[tuple], Counter]:
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    service = WatchService(loaded, detector_factory=make_detector_factory(loaded, 0.0), out=io.StringIO())
+    assert service.run()
+    return incidents(out / "events.db"), sink_lines(out / "events.jsonl")
+
+
+def factory(loaded: object) -> object:
+    return make_detector_factory(loaded, 0.0)
+
+
+def test_groups_are_cut_in_config_order(videos: list[Path], tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config(videos, tmp_path, cameras_per_actor=2))
+    assert camera_groups(loaded) == [["cam0", "cam1"], ["cam2"]]
+    group = CameraGroup(loaded, ["cam2"], detector_factory=factory)
+    assert [c.enabled for c in group.loaded.config.cameras] == [False, False, True]
+    assert group.loaded.config.alerts == []
+
+
+def test_local_groups_give_the_same_events_as_one_process(videos: list[Path], tmp_path: Path) -> None:
+    single_rows, single_lines = run_single(videos, tmp_path / "single")
+    assert len(single_rows) >= 6 and all(n == 1 for n in single_lines.values())
+    out = tmp_path / "groups"
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    text = io.StringIO()
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=text)
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    assert incidents(out / "events.db") == single_rows
+    assert sink_lines(out / "events.jsonl") == single_lines
+    assert driver.duplicates == 0
+    metrics = [line for line in text.getvalue().splitlines() if line.startswith("[metrics]")]
+    assert len(metrics) == 3 and f"frames {FRAMES}," in metrics[0]
+
+
+class RestartingExecutor(LocalExecutor):
+    """Replaces group ``victim`` by a new `CameraGroup` (a new incarnation) once it has delivered an open incident.
+
+    The old group is stopped and never pulled again, as if its process had died: what it had
+    not handed over is lost, as with a dead actor. With ``dead=True`` the group never answers again.
+    """
+
+    def __init__(self, *args, victim: int, dead: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.victim, self.dead, self.killed = victim, dead, False
+
+    def poll(self, acks: dict[int, Ack | None], timeout_s: float) -> dict[int, Batch | Unavailable]:
+        out: dict[int, Batch | Unavailable] = {}
+        if self.killed and self.dead and self.victim in acks:
+            out[self.victim] = Unavailable("actor died")
+            acks = {g: a for g, a in acks.items() if g != self.victim}
+        out.update(super().poll(acks, timeout_s))
+        reply = out.get(self.victim)
+        if not self.killed and isinstance(reply, Batch) and any(e.is_open for _, e in reply.events):
+            self.killed = True
+            old = self.groups[self.victim]
+            old.stop()
+            if not self.dead:
+                self.groups[self.victim] = CameraGroup(
+                    self.loaded, old.camera_ids, detector_factory=self.detector_factory, opener=self.opener
+                )
+        return out
+
+
+def test_a_restarted_group_resumes_and_nothing_is_lost_or_duplicated(videos: list[Path], tmp_path: Path) -> None:
+    single_rows, single_lines = run_single(videos, tmp_path / "single")
+    out = tmp_path / "restart"
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    executor = RestartingExecutor(loaded, detector_factory=factory, victim=1)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    assert executor.killed and driver.groups[1].restarts == 1
+    assert driver.duplicates >= 1  # the restarted group sent its first incident again
+    assert incidents(out / "events.db") == single_rows
+    assert sink_lines(out / "events.jsonl") == single_lines
+    assert driver.metrics["cam2"].frames_processed >= FRAMES  # the first run's frames plus the re-run's
+
+
+def test_a_group_given_up_has_its_open_incidents_ended(videos: list[Path], tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config(videos, tmp_path, extra="  restart_timeout_s: 0.5\n"))
+    executor = RestartingExecutor(loaded, detector_factory=factory, victim=1, dead=True)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    assert driver.wait(30)
+    assert not driver.finish()  # a group was given up: the run is not clean
+    cam2 = [e for e in read_events(tmp_path / "events.db") if e.camera_id == "cam2"]
+    assert len(cam2) == 1 and not cam2[0].is_open
+    assert cam2[0].details["ended_by"] == "cluster: camera group given up"
+    assert driver.orphans_ended == 1
+    assert {e.camera_id for e in read_events(tmp_path / "events.db")} == {"cam0", "cam1", "cam2"}
+
+
+def test_a_start_up_error_is_one_line_naming_the_camera(tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config([tmp_path / "missing.avi"], tmp_path), path="cfg.yaml")
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    with pytest.raises(ConfigError, match=r"^cfg.yaml:\d+: cameras\[0\].source: camera 'cam0'"):
+        driver.start()
+
+
+def test_a_group_config_travels_small_and_keeps_its_line_numbers(tmp_path: Path) -> None:
+    """Ray keeps big constructor arguments in the object store, where a dead node can lose them."""
+    import pickle
+
+    from campusguard.app.cluster.group import ConfigSpec
+
+    videos = [tmp_path / f"v{k}.avi" for k in range(200)]
+    config = tmp_path / "cfg.yaml"
+    config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=4))
+    from campusguard.app.config import load_config
+
+    loaded = load_config(config)
+    spec = ConfigSpec.of(loaded, ["cam4", "cam5", "cam6", "cam7"])
+    assert len(pickle.dumps(spec)) < 90_000  # Ray inlines arguments under 100 KiB
+    again = spec.load()
+    assert [c.id for c in again.config.cameras if c.enabled] == ["cam4", "cam5", "cam6", "cam7"]
+    assert again.config.cameras[5].rules == loaded.config.cameras[5].rules
+    assert again.where(("cameras", 5, "source")) == loaded.where(("cameras", 5, "source"))
+    assert ":" in again.where(("cameras", 5, "source")).removeprefix(str(config))  # a line number
+    group = CameraGroup(spec, ["cam4", "cam5", "cam6", "cam7"], detector_factory=factory)
+    batch = group.pull()  # the videos do not exist: the start-up error names the camera's line
+    assert batch.error is not None and batch.error.startswith(f"{config}:") and "cameras[4].source" in batch.error
+
+
+class RestartAfterStopExecutor(LocalExecutor):
+    """Group 1 dies and comes back just after the driver asked every group to stop."""
+
+    def stop(self) -> None:
+        super().stop()
+        old = self.groups[1]
+        self.groups[1] = CameraGroup(self.loaded, old.camera_ids, detector_factory=self.detector_factory)
+
+
+def test_a_group_restarted_after_the_stop_stops_too(videos: list[Path], tmp_path: Path) -> None:
+    """Looping cameras never end by themselves: the restarted group must learn the stop from its pulls."""
+    text = cameras_config(videos, tmp_path).replace("    source:", "    loop: true\n    source:")
+    loaded = parse_config(text)
+    driver = ClusterWatch(loaded, RestartAfterStopExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    driver.start()
+    try:
+        assert not driver.wait(1.0)  # looping: still running
+        driver.stop()
+        assert driver.wait(30), "the restarted group did not stop"
+    finally:
+        driver.executor.stop()
+    assert driver.groups[1].restarts == 1
+    assert all(not e.is_open for e in read_events(tmp_path / "events.db"))
+
+
+class _QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def live_url(tmp_path: Path) -> Iterator[str]:
+    """A video served over HTTP on 127.0.0.1: a URL source, i.e. a live camera (stream time is the clock)."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    write_walks(folder / "live.avi", FRAMES)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietFiles, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/live.avi"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_live_cameras_open_incident_is_ended_when_its_group_restarts(
+    videos: list[Path], live_url: str, tmp_path: Path
+) -> None:
+    """A restarted group cannot raise a live camera's incident again: the driver ends it, saying why."""
+    loaded = parse_config(cameras_config([videos[0], videos[1], live_url], tmp_path))  # type: ignore[list-item]
+    assert loaded.config.cameras[2].is_live()
+    executor = RestartingExecutor(loaded, detector_factory=factory, victim=1)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    try:
+        deadline = time.monotonic() + 30
+        while driver.orphans_ended == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        driver.stop()
+        assert driver.wait(30)
+        driver.finish()
+    assert executor.killed and driver.groups[1].restarts == 1 and driver.orphans_ended >= 1
+    cam2 = [e for e in read_events(tmp_path / "events.db") if e.camera_id == "cam2"]
+    ended = [e for e in cam2 if e.details.get("ended_by")]
+    assert (
+        ended and ended[0].details["ended_by"] == "cluster: camera group restarted; a live stream cannot raise it again"
+    )
+    assert ended[0].end_s == ended[0].start_s and ended[0].phase == "end"
+    assert all(not e.is_open for e in cam2)
+    assert all(n == 1 for n in sink_lines(tmp_path / "events.jsonl").values())

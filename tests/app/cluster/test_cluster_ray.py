@@ -1,0 +1,209 @@
+"""`watch` camera groups on a real two-node Ray cluster on this machine, one node killed mid-run.
+
+The cluster is Ray's own multi-node test cluster (`ray.cluster_utils.Cluster`: a head node and
+a second node, each its own raylet and worker processes, on 127.0.0.1 with a small object
+store), in its own temporary folder so no other Ray session on the machine can find it. It is
+shut down by the fixtures' finalizers even when a test fails.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# a machine-local cluster: Ray then uses 127.0.0.1 for every node and binds nothing else (read at Ray's import)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+ray = pytest.importorskip("ray")
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
+import fakes_cluster  # noqa: E402
+import fakes_watch  # noqa: E402
+from fakes_cluster import cameras_config, costly_detector_factory, make_detector_factory, write_walks  # noqa: E402
+
+from campusguard.app.cluster.driver import ClusterWatch  # noqa: E402
+from campusguard.app.cluster.ray_executor import RayExecutor  # noqa: E402
+from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.events import Event, read_events  # noqa: E402
+from campusguard.app.service import WatchService  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+MB = 1024 * 1024
+NODE_ARGS: dict[str, Any] = {"object_store_memory": 80 * MB}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A head node (3 CPUs) with this process connected as the driver; removed at the end."""
+    from ray.cluster_utils import Cluster
+
+    tmp = tempfile.mkdtemp(prefix="cgray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    old = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = tmp
+    c = None
+    try:
+        c = Cluster(
+            initialize_head=True,
+            head_node_args={
+                **NODE_ARGS,
+                "num_cpus": 3,
+                "include_dashboard": False,
+                "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
+            },
+        )
+        ray.init(address=c.address, log_to_driver=False)
+        for module in (fakes_cluster, fakes_watch):  # the workers unpickle the test detector without the tests' path
+            ray.cloudpickle.register_pickle_by_value(module)
+        yield c
+    finally:
+        ray.shutdown()
+        if c is not None:
+            c.shutdown()
+        if old is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = old
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def node2(cluster: Any) -> Iterator[Any]:
+    """A second node (2 CPUs, custom resource ``node2``), removed after the test if still there."""
+    node = cluster.add_node(**NODE_ARGS, num_cpus=2, resources={"node2": 1})
+    cluster.wait_for_nodes()
+    try:
+        yield node
+    finally:
+        if node in cluster.worker_nodes:
+            cluster.remove_node(node, allow_graceful=False)
+
+
+def incidents(db: Path) -> list[tuple]:
+    return sorted(
+        (e.event_id, e.camera_id, e.phase, e.start_s, e.end_s, e.start_frame, e.end_frame, e.tracker_ids)
+        for e in read_events(db)
+    )
+
+
+def sink_lines(path: Path) -> Counter:
+    return Counter((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))
+
+
+def run_single(videos: list[Path], out: Path) -> tuple[list[tuple], Counter]:
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out))
+    service = WatchService(loaded, detector_factory=make_detector_factory(loaded, 0.0), out=io.StringIO())
+    assert service.run()
+    return incidents(out / "events.db"), sink_lines(out / "events.jsonl")
+
+
+def test_groups_on_two_nodes_give_the_same_events_and_survive_a_node_kill(node2: Any, cluster: Any, tmp_path: Path):
+    videos = [write_walks(tmp_path / f"v{k}.avi", 200, offset=9 * k) for k in range(4)]
+    single_rows, single_lines = run_single(videos, tmp_path / "single")
+    assert len(single_rows) >= 12 and all(n == 1 for n in single_lines.values())
+
+    out = tmp_path / "ray"
+    out.mkdir()
+    loaded = parse_config(cameras_config(videos, out, extra="  max_task_retries: -1\n  restart_timeout_s: 45\n"))
+    executor = RayExecutor(loaded, detector_factory=costly_detector_factory)
+    seen_on_node2 = threading.Event()
+    node2_cameras: set[str] = set()
+
+    def on_event(event: Event) -> None:
+        if event.camera_id in node2_cameras and event.phase == "start":
+            seen_on_node2.set()
+
+    driver = ClusterWatch(loaded, executor, out=io.StringIO(), on_event=on_event)
+    driver.start()
+    try:
+        nodes = [executor.describe(g) for g in range(2)]
+        assert len(set(nodes)) == 2, f"SPREAD put both groups on {nodes}"
+        node2_id = "node " + node2.node_id[:12]
+        victim = nodes.index(node2_id)
+        node2_cameras.update(driver.groups[victim].cameras)
+        assert seen_on_node2.wait(40), "no incident from the second node's cameras"
+        cluster.remove_node(node2, allow_graceful=False)  # the raylet and its workers are killed
+        assert driver.wait(50)
+        assert driver.finish()
+    finally:
+        driver.stop()
+        driver.wait(10)
+    assert driver.groups[victim].restarts >= 1
+    assert executor.describe(victim) != node2_id  # resumed on the head
+    assert incidents(out / "events.db") == single_rows  # nothing lost
+    assert sink_lines(out / "events.jsonl") == single_lines  # nothing alerted twice
+
+
+def test_the_watch_command_runs_camera_groups_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
+    """`campusguard watch CONFIG --ray ADDRESS` end to end: the bundled model on the actors, metrics on the driver."""
+    import subprocess
+
+    videos = [write_walks(tmp_path / f"v{k}.avi", 15) for k in range(2)]
+    config = tmp_path / "watch.yaml"
+    config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=1))
+    cmd = [sys.executable, "-m", "campusguard.cli.main", "watch", str(config), "--ray", cluster.address]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    metrics = [line for line in run.stdout.splitlines() if line.startswith("[metrics]")]
+    assert sorted(line.split(":")[0] for line in metrics) == ["[metrics] cam0", "[metrics] cam1"]
+    assert all("frames 15," in line for line in metrics), metrics
+
+
+def test_the_console_serves_the_clusters_events_and_refuses_live_features(cluster: Any, tmp_path: Path) -> None:
+    """`serve --ray`: events, incident pages and review work from the shared store; live view,
+    frame snapshots and live zone edits answer 503 with the reason."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("argon2")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
+    from fakes_console import CHEAP_HASHER, PASSWORDS, ROLES, ConsoleUnderTest
+
+    from campusguard.app.console.runtime import ConsoleRuntime
+    from campusguard.app.console.server import create_app
+    from campusguard.app.console.users import UserStore
+
+    videos = [write_walks(tmp_path / f"v{k}.avi", 60, offset=9 * k) for k in range(2)]
+    config = tmp_path / "watch.yaml"
+    config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=1))
+    runtime = ConsoleRuntime(
+        config, ray_address=cluster.address, group_detector_factory=make_detector_factory, out=io.StringIO()
+    )
+    users = UserStore(tmp_path / "users.db", password_hasher=CHEAP_HASHER)
+    for name, role in ROLES.items():
+        users.add_user(name, role, PASSWORDS[name])
+    c = ConsoleUnderTest(create_app(runtime, users_db=users), runtime, users, config, tmp_path)
+    runtime.start()
+    try:
+        assert runtime.service.wait(60)
+        client = c.client()
+        stored = read_events(tmp_path / "events.db")
+        assert len(stored) >= 2
+        page = client.get("/api/v1/events", headers=c.bearer("vera")).json()
+        assert page["total"] == len(stored)
+        event_id = stored[0].event_id
+        assert client.get(f"/api/v1/events/{event_id}", headers=c.bearer("vera")).status_code == 200
+        ack = client.post(f"/api/v1/events/{event_id}/ack", json={"note": "seen"}, headers=c.bearer("otto"))
+        assert ack.status_code == 200 and ack.json()["state"] == "acknowledged"
+        cams = client.get("/api/v1/cameras", headers=c.bearer("vera")).json()
+        assert [(x["name"], x["state"]) for x in cams] == [("cam0", "stopped"), ("cam1", "stopped")]
+        for method, path in [
+            ("get", "/api/v1/cameras/cam0/snapshot.jpg"),
+            ("get", "/api/v1/cameras/cam0/live.mjpeg"),
+            ("put", "/api/v1/cameras/cam0/zones"),
+        ]:
+            r = client.request(method, path, headers=c.bearer("ada"), json={"zones": []} if method == "put" else None)
+            assert r.status_code == 503 and "serve --ray" in r.json()["detail"], (path, r.text)
+    finally:
+        runtime.stop()
+        users.close()
