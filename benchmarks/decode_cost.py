@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,17 +31,7 @@ os.environ.setdefault("OPENCV_FFMPEG_CAPTURE_OPTIONS", "threads;1")  # read befo
 
 import cv2  # noqa: E402
 
-
-def cpu_name() -> str:
-    """The CPU model as `lscpu` names it (``platform.processor()`` is often empty on Linux)."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return platform.processor() or "unknown CPU"
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
+from campusguard.doctor import cpu_name  # noqa: E402
 
 
 def encode_h264(path: Path, seconds: float, fps: int, size_wh: tuple[int, int], bitrate_kbps: int) -> int:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -205,14 +204,9 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, results: list[dict[str, Any]], placement: list[str]) -> None:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
+    from campusguard.doctor import cpu_name
+
+    cpu = cpu_name()
     frames = int(args.cameras * args.seconds * 10)
     head = (
         f"# watch on a local Ray cluster: {args.cameras} synthetic cameras\n\n"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -30,21 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from campusguard.doctor import cpu_name  # noqa: E402
+
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
 TARGET = 1.7
-
-
-def cpu_name() -> str:
-    """The CPU model as ``lscpu`` names it (else what Python knows)."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor() or platform.machine()
 
 
 def make_archive(folder: Path, videos: int, seconds: float, size_wh: tuple[int, int]) -> tuple[list[Path], dict]:

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +32,7 @@ from urllib.parse import quote
 
 from campusguard.app.events import Event, ReviewableEventStore, open_event_store
 from campusguard.app.events.types import event_id_for
+from campusguard.doctor import cpu_name  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -116,14 +115,6 @@ def run(
     return Result(
         backend, writers, sum(len(x) for x in latencies), seconds, [x for lat in latencies for x in lat], failed
     )
-
-
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def table(results: list[Result]) -> list[str]:
