@@ -121,8 +121,9 @@ def test_tracked_boxes_are_scaled_to_the_frame_they_are_read_for() -> None:
 def test_demo_with_the_bundled_model_finds_the_same_incidents_gated_or_not(tmp_path: Path) -> None:
     from campusguard.app.demo import run_demo
 
-    # a 640x360 demo frame: crops of the network's 320 px side may cover the whole frame between them
-    gating = {"enabled": True, "margin": 0.25, "full_frame_fraction": 1.0}
+    # a 640x360 demo frame: crops of the network's 320 px side may cover the whole frame between them,
+    # and cost more than whole frames: allowed here, so that the crop path is what is checked
+    gating = {"enabled": True, "margin": 0.25, "full_frame_fraction": 1.0, "max_region_cost": 100}
     results, printed = {}, {}
     for name, motion in (("off", False), ("on", gating)):
         out = io.StringIO()

@@ -67,7 +67,10 @@ def test_nearby_boxes_share_a_region_and_large_motion_means_the_whole_frame():
     regions = plan_regions(near, (1280, 720), min_side=320)
     assert regions is not None and len(regions) == 1
     assert plan_regions(np.array([[0, 0, 700, 700]], np.float32), (1280, 720), 320) is None
-    many = np.array([[x, 50, x + 40, 120] for x in range(0, 1280, 330)] + [[x, 500, x + 40, 600] for x in range(0, 1280, 330)], np.float32)
+    many = np.array(
+        [[x, 50, x + 40, 120] for x in range(0, 1280, 330)] + [[x, 500, x + 40, 600] for x in range(0, 1280, 330)],
+        np.float32,
+    )
     assert plan_regions(many, (1280, 720), 320) is None  # eight regions would cover most of the frame
 
 
@@ -84,6 +87,32 @@ def test_gate_keyframes_skips_still_frames_and_keeps_tracked_objects():
     assert gate.plan(scene(None), 5.3).reason == "keyframe"
 
 
+def test_crops_costing_the_network_more_than_max_region_cost_whole_frames_become_the_whole_frame():
+    def letterbox_320(hw: tuple[int, int]) -> tuple[int, int]:  # the bundled model's aspect-matched input
+        h, w = hw
+        s = 320 / max(h, w)
+        return (int(np.ceil(h * s / 32) * 32), int(np.ceil(w * s / 32) * 32))
+
+    tracked = np.array([[100, 100, 150, 200], [900, 400, 950, 500]], np.float32)  # two far-apart people
+    two_crops = MotionGate(keyframe_s=5.0, min_side=320, input_hw=letterbox_320, max_region_cost=2.0)
+    two_crops.plan(scene(None), 0.0)
+    plan = two_crops.plan(scene(None), 0.1, tracked_xyxy=tracked)
+    # two 320x320 crops cost 2 x 102400 px against 192 x 320 = 61440 px for the whole 1280x720 frame
+    assert two_crops.region_cost(np.array([[0, 0, 320, 320], [400, 0, 720, 320]]), (720, 1280)) == pytest.approx(
+        3.333, abs=1e-3
+    )
+    assert (plan.kind, plan.reason) == ("full", "costly-regions")
+    one_crop = MotionGate(keyframe_s=5.0, min_side=320, input_hw=letterbox_320, max_region_cost=2.0)
+    one_crop.plan(scene(None), 0.0)
+    assert one_crop.plan(scene(None), 0.1, tracked_xyxy=tracked[:1]).kind == "regions"  # 1.67 whole frames
+    never = MotionGate(keyframe_s=5.0, min_side=320, input_hw=letterbox_320, max_region_cost=1.0)
+    never.plan(scene(None), 0.0)
+    assert never.plan(scene(None), 0.1, tracked_xyxy=tracked[:1]).reason == "costly-regions"
+    assert never.plan(scene(None), 0.2).kind == "skip"  # still skips when nothing moves or is tracked
+    with pytest.raises(InvalidInputError, match="max_region_cost"):
+        MotionGate(max_region_cost=0)
+
+
 def test_crops_and_merging_map_boxes_back_and_drop_duplicates():
     frame = scene(None)
     plan = RegionPlan("regions", "motion", np.array([[100, 100, 420, 420], [300, 100, 620, 420]], np.int64))
@@ -92,7 +121,9 @@ def test_crops_and_merging_map_boxes_back_and_drop_duplicates():
     # the same person seen by both overlapping crops, and one only in the second
     first = Detections(np.array([[250, 50, 290, 150]], np.float32), np.array([0.9], np.float32), np.array([0]))
     second = Detections(
-        np.array([[51, 51, 91, 151], [200, 200, 240, 300]], np.float32), np.array([0.8, 0.7], np.float32), np.array([0, 0])
+        np.array([[51, 51, 91, 151], [200, 200, 240, 300]], np.float32),
+        np.array([0.8, 0.7], np.float32),
+        np.array([0, 0]),
     )
     merged = merge_region_detections(plan, [first, second], iou_threshold=0.7)
     assert len(merged) == 2

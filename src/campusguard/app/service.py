@@ -129,6 +129,8 @@ def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[i
         min_side=min_side,
         margin=m.margin,
         full_frame_fraction=m.full_frame_fraction,
+        input_hw=detector.input_hw,
+        max_region_cost=m.max_region_cost,
     )
 
 

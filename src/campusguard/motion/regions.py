@@ -8,6 +8,7 @@ would cover most of the frame give way to one whole-frame call, which is then ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,7 +31,8 @@ class RegionPlan:
     Attributes:
         kind: ``"full"`` (the whole frame), ``"regions"`` (the crops in ``regions``) or ``"skip"``
             (nothing moves and nothing is tracked: no detector call).
-        reason: why: ``"keyframe"``, ``"motion"``, ``"large-motion"``, ``"still"`` or ``"disabled"``.
+        reason: why: ``"keyframe"``, ``"motion"``, ``"large-motion"``, ``"costly-regions"`` (the crops
+            would cost the network more than ``max_region_cost`` whole frames), ``"still"`` or ``"disabled"``.
         regions: ``(R, 4) int64`` xyxy crops in frame pixels (empty unless ``kind == "regions"``).
     """
 
@@ -120,6 +122,11 @@ class MotionGate:
         min_side: smallest region side (the model's input side).
         margin: context around each moving or tracked box (fraction of its longer side).
         full_frame_fraction: regions covering more than this share of the frame become a whole-frame call.
+        input_hw: the detector's network input (h, w) for an image of (h, w) pixels; with it, regions
+            whose network input pixels add up to more than ``max_region_cost`` times the whole
+            frame's become a whole-frame call (a 320x320 crop costs 1.67 whole 16:9 frames at 192x320).
+        max_region_cost: see ``input_hw``; crops buy small-object recall (native resolution), and
+            this caps what they may cost.
     """
 
     def __init__(
@@ -130,9 +137,14 @@ class MotionGate:
         min_side: int = 320,
         margin: float = 0.25,
         full_frame_fraction: float = 0.5,
+        input_hw: Callable[[tuple[int, int]], tuple[int, int]] | None = None,
+        max_region_cost: float = 2.0,
     ) -> None:
         if keyframe_s <= 0:
             raise InvalidInputError(f"keyframe_s must be positive, got {keyframe_s}")
+        if max_region_cost <= 0:
+            raise InvalidInputError(f"max_region_cost must be positive, got {max_region_cost}")
+        self.input_hw, self.max_region_cost = input_hw, max_region_cost
         self.motion = motion or MotionDetector()
         self.keyframe_s, self.min_side = keyframe_s, min_side
         self.margin, self.full_frame_fraction = margin, full_frame_fraction
@@ -161,7 +173,16 @@ class MotionGate:
         regions = plan_regions(boxes, (w, h), self.min_side, self.margin, self.full_frame_fraction)
         if regions is None:
             return RegionPlan("full", "large-motion")
+        if self.input_hw is not None and self.region_cost(regions, (h, w)) > self.max_region_cost:
+            return RegionPlan("full", "costly-regions")
         return RegionPlan("regions", "motion", regions)
+
+    def region_cost(self, regions: np.ndarray, frame_hw: tuple[int, int]) -> float:
+        """The crops' network input pixels over the whole frame's (needs ``input_hw``)."""
+        assert self.input_hw is not None
+        whole = float(np.prod(self.input_hw(frame_hw)))
+        crops = sum(float(np.prod(self.input_hw((int(y2 - y1), int(x2 - x1))))) for x1, y1, x2, y2 in regions)
+        return crops / whole
 
 
 def crop_regions(frame_bgr: np.ndarray, plan: RegionPlan) -> list[np.ndarray]:

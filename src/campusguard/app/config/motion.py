@@ -76,3 +76,12 @@ class MotionConfig(ConfigModel):
         title="Whole-frame share",
         description="When the crops would cover more than this share of the frame, the whole frame is detected instead.",
     )
+    max_region_cost: float = Field(
+        2.0,
+        gt=0,
+        le=100,
+        title="Largest crop cost",
+        description="When the crops would cost the network more than this many whole frames (input pixels: a 320x320 "
+        "crop is 1.67 whole 16:9 frames at 192x320), the whole frame is detected instead. Crops buy recall of small, far "
+        "objects at native resolution; 1.0 or less never pays more than a whole frame (most cameras per box).",
+    )
