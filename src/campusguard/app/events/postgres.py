@@ -41,10 +41,9 @@ from campusguard.app.events.store import (
     EventRecord,
     ReviewAction,
     StoreUnavailableError,
-    check_can_end,
+    UpsertingEventStore,
     check_page,
     check_review_action,
-    query_events,
     review_outcome,
 )
 from campusguard.app.events.types import Event
@@ -157,7 +156,7 @@ class RetryPolicy:
             delay = min(delay * self.factor, self.max_s)
 
 
-class PostgresEventStore:
+class PostgresEventStore(UpsertingEventStore):
     """`ReviewableEventStore` on a PostgreSQL server; safe to share across threads (one connection, locked).
 
     Args:
@@ -341,27 +340,6 @@ class PostgresEventStore:
         row = _PG.event_row(event, datetime.now(UTC))
         self._run(f"storing event {event.event_id}", lambda conn: conn.execute(_UPSERT_SQL, row))
 
-    def record(self, event: Event) -> None:
-        """Store one lifecycle update; committed when this returns (retried per `RetryPolicy`).
-
-        Raises:
-            StoreUnavailableError: not committed within the retry budget; call again.
-        """
-        self._upsert(event)
-
-    def add(self, event: Event) -> None:
-        """Store a new incident; committed when this returns."""
-        self._upsert(event)
-
-    def update(self, event: Event) -> None:
-        """Replace the state of an incident (inserted if unknown); committed when this returns."""
-        self._upsert(event)
-
-    def end(self, event: Event) -> None:
-        """Mark an incident ended; committed when this returns."""
-        check_can_end(event)
-        self._upsert(event)
-
     def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
         """Acknowledge or resolve an incident (see `SQLiteEventStore.review`); committed when this returns."""
         check_review_action(action)
@@ -381,11 +359,6 @@ class PostgresEventStore:
         """One incident with its review state, or ``None``."""
         row = self._run(f"reading event {event_id}", lambda c: c.execute(_PG.select_sql(), (event_id,)).fetchone())
         return None if row is None else _PG.record(tuple(row))
-
-    def get(self, event_id: str) -> Event | None:
-        """The latest state of one incident, or ``None``."""
-        record = self.get_record(event_id)
-        return None if record is None else record.event
 
     def query_records(
         self,
@@ -408,15 +381,3 @@ class PostgresEventStore:
 
         rows, total = self._run("querying events", op)
         return [_PG.record(tuple(r)) for r in rows], total
-
-    def query(
-        self,
-        *,
-        camera_id: str | None = None,
-        since: datetime | None = None,
-        rule: str | None = None,
-        kind: str | None = None,
-        limit: int | None = None,
-    ) -> list[Event]:
-        """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
-        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)

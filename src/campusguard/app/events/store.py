@@ -52,6 +52,7 @@ __all__ = [
     "EventStore",
     "ReviewableEventStore",
     "SQLiteEventStore",
+    "UpsertingEventStore",
     "EventRecord",
     "EventFilter",
     "ReviewAction",
@@ -263,7 +264,53 @@ class ReviewableEventStore(EventStore, Protocol):
         ...
 
 
-class SQLiteEventStore(SQLiteFile):
+class UpsertingEventStore:
+    """What every store derives from its ``_upsert`` and ``get_record``: the `EventStore` lifecycle
+    writes (every phase is one upsert on ``event_id``, so a retried write stores the incident once)
+    and the plain reads. `SQLiteEventStore` and `PostgresEventStore` subclass it."""
+
+    def _upsert(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def get_record(self, event_id: str) -> EventRecord | None:
+        raise NotImplementedError
+
+    def record(self, event: Event) -> None:
+        """Store one lifecycle update; committed when this returns."""
+        self._upsert(event)
+
+    def add(self, event: Event) -> None:
+        """Store a new incident; committed when this returns."""
+        self._upsert(event)
+
+    def update(self, event: Event) -> None:
+        """Replace the state of an incident (inserted if unknown); committed when this returns."""
+        self._upsert(event)
+
+    def end(self, event: Event) -> None:
+        """Mark an incident ended; committed when this returns."""
+        check_can_end(event)
+        self._upsert(event)
+
+    def get(self, event_id: str) -> Event | None:
+        """The latest state of one incident, or ``None``."""
+        record = self.get_record(event_id)
+        return None if record is None else record.event
+
+    def query(
+        self,
+        *,
+        camera_id: str | None = None,
+        since: datetime | None = None,
+        rule: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
+        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)  # type: ignore[arg-type]
+
+
+class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
     """`EventStore` in one SQLite file (WAL, ``synchronous=FULL``), safe to share across threads.
 
     Args:
@@ -312,41 +359,7 @@ class SQLiteEventStore(SQLiteFile):
         with self._lock, write_transaction(self._conn) as conn:
             conn.execute(_UPSERT_SQL, row)
 
-    def record(self, event: Event) -> None:
-        """Store one lifecycle update; committed (fsync'd) when this returns."""
-        self._upsert(event)
-
-    def add(self, event: Event) -> None:
-        """Store a new incident; committed when this returns."""
-        self._upsert(event)
-
-    def update(self, event: Event) -> None:
-        """Replace the state of an incident (inserted if unknown); committed when this returns."""
-        self._upsert(event)
-
-    def end(self, event: Event) -> None:
-        """Mark an incident ended; committed when this returns."""
-        check_can_end(event)
-        self._upsert(event)
-
     # reads ----------------------------------------------------------------------------------
-    def get(self, event_id: str) -> Event | None:
-        """The latest state of one incident, or ``None``."""
-        record = self.get_record(event_id)
-        return None if record is None else record.event
-
-    def query(
-        self,
-        *,
-        camera_id: str | None = None,
-        since: datetime | None = None,
-        rule: str | None = None,
-        kind: str | None = None,
-        limit: int | None = None,
-    ) -> list[Event]:
-        """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
-        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)
-
     def query_records(
         self,
         where: EventFilter = EventFilter(),  # noqa: B008 - frozen, so a shared default is safe
