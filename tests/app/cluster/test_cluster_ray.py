@@ -229,6 +229,9 @@ def test_the_console_on_ray_serves_events_frames_and_incident_media(cluster: Any
             r = client.get(f"/api/v1/cameras/{cam}/snapshot.jpg", headers=c.bearer("vera"))
             assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
             assert jpeg_shape(r.content) == (180, 320, 3)
+        # a zone edit after the file ended: checked and sent to the actor, which still runs
+        r = client.put("/api/v1/cameras/cam1/zones", json={"zones": [LIVE_ZONE]}, headers=c.bearer("ada"))
+        assert r.status_code == 200 and r.json()["zones"][0]["polygon"] == LIVE_ZONE["polygon"], r.text
         # incident media: written by the actors in their own folders, copied into the console's
         wait_for(lambda: runtime.cluster_media.pending() == 0, 30, "the incidents' media to be copied")
         assert runtime.cluster_media.given_up == 0

@@ -511,12 +511,16 @@ class ConsoleRuntime:
             text = yaml.safe_dump(data, sort_keys=False)
             loaded = parse_config(text, str(self.config_path))
             loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
-            if self.executor is not None:  # on Ray: checked against the frame size on the camera's actor
-                self.executor.check_config(loaded, text, camera, self.cluster_timeout_s)
+            if self.ray_address is not None:  # checked against the frame size on the camera's actor
+                executor = self.executor
+                running = executor is not None and bool(executor.groups)  # not before the start or after the stop
+                if running:
+                    executor.check_config(loaded, text, camera, self.cluster_timeout_s)
                 self._write_config(text)
                 self.loaded = loaded
                 try:
-                    self.executor.set_config(loaded, text, camera, self.cluster_timeout_s)
+                    if running:
+                        executor.set_config(loaded, text, camera, self.cluster_timeout_s)
                 except GroupUnavailableError as exc:  # saved; the group gets it with its next pull
                     log.warning("zones of camera %s saved; its group gets them when it answers: %s", camera, exc)
                 return self.get_zones(camera)
