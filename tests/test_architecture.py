@@ -111,13 +111,15 @@ def test_scan_reuses_the_watch_pipeline_and_stays_out_of_the_cli():
 
 
 def test_watch_without_ray_imports_nothing_of_ray():
-    """Ray is the `ray` extra: imported lazily by the app (`app/cluster/ray_executor.py`) when `--ray` is given."""
+    """Ray is the `ray` extra: imported lazily by the app (`app/cluster/ray_executor.py`) when `--ray` is given
+    (also by the console's runtime)."""
     import subprocess
     import sys
 
     code = (
         "import sys, campusguard.cli.main, campusguard.cli.watch, campusguard.app.service, "
-        "campusguard.app.cluster.driver, campusguard.app.cluster.group, campusguard.app.cluster.ray_executor; "
+        "campusguard.app.cluster.driver, campusguard.app.cluster.group, campusguard.app.cluster.ray_executor, "
+        "campusguard.app.console.runtime, campusguard.app.console.cluster_media; "
         "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -16,9 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
-from campusguard.app.live import FrameHub, LiveFrame, render_live_frame  # noqa: E402
+from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub, render_live_frame  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.detections import Detections  # noqa: E402
+from campusguard.errors import CampusGuardError  # noqa: E402
 
 
 def live_frame(index: int, camera: str = "cam1", wh: tuple[int, int] = (64, 48)) -> LiveFrame:
@@ -132,3 +133,54 @@ def test_the_pipeline_feeds_the_hub_every_processed_frame(tmp_path: Path) -> Non
     assert last is not None and last.index == 59 and last.zones and last.detections.tracker_id is not None
     jpeg = hub.snapshot_jpeg("cam1")
     assert jpeg is not None and decode(jpeg).shape == (180, 320, 3)
+
+
+class Holder:
+    """The far side of a `PulledFrameHub`: a real `FrameHub` answering pulls as a camera group does."""
+
+    def __init__(self) -> None:
+        self.hub = FrameHub(["cam1"])
+        self.calls = 0
+        self.down = False
+
+    def fetch(self, camera: str, known: object) -> tuple[object, bytes | None] | None:
+        self.calls += 1
+        if self.down:
+            raise CampusGuardError("restarting")
+        got = self.hub.latest_jpeg(camera)
+        if got is None:
+            return None
+        return got[0], None if got[0] == known else got[1]
+
+
+def test_a_pulled_hub_pulls_only_for_viewers_and_survives_a_holder_that_is_down() -> None:
+    holder = Holder()
+    hub = PulledFrameHub(["cam1"], holder.fetch, max_fps=20)
+    holder.hub.publish(live_frame(1))
+    time.sleep(0.2)
+    assert holder.calls == 0  # nobody watches: nothing is pulled
+    first = hub.snapshot_jpeg("cam1")
+    assert first is not None and decode(first).shape == (48, 64, 3) and holder.calls == 1
+    assert hub.snapshot_jpeg("cam1") is first and holder.calls == 1  # pulled within 1 / max_fps: cached
+    viewer = hub.open_viewer("cam1")
+    try:
+        assert viewer.get(2.0) == first  # a newcomer gets the current frame
+        holder.hub.publish(live_frame(2))
+        second = viewer.get(2.0)
+        assert second is not None and second != first
+        holder.down = True  # the holder restarts: no frame, no error, the view stays open
+        calls = holder.calls
+        assert viewer.get(0.3) is None and not viewer.closed
+        assert 2 <= holder.calls - calls <= 10  # about max_fps pulls a second, no busy loop
+        with pytest.raises(CampusGuardError):
+            time.sleep(0.06)
+            hub.snapshot_jpeg("cam1")
+        holder.down = False
+        holder.hub.publish(live_frame(3))
+        third = viewer.get(2.0)
+        assert third is not None and third not in (first, second)
+    finally:
+        viewer.close()
+        hub.close()
+    with pytest.raises(TypeError):
+        hub.publish(live_frame(4))

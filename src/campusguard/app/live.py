@@ -9,13 +9,18 @@ Drawing and JPEG encoding happen on the hub's own thread per watched camera (at 
 ``max_fps`` times a second, once per frame whatever the number of viewers), or on the
 caller's thread for `FrameHub.snapshot_jpeg`. Every viewer has a bounded queue that drops
 its oldest frame, so a slow viewer only ever misses frames (Frigate's per-client buffers).
+
+`PulledFrameHub` serves the same viewers with JPEGs pulled from elsewhere (the camera groups
+of ``serve --ray``, which keep their own `FrameHub`): one pull in flight per watched camera, at
+most ``max_fps`` a second.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -24,8 +29,9 @@ import numpy as np
 from campusguard.app.annotate import draw_overlay
 from campusguard.app.eventbus import DropOldestQueue
 from campusguard.detections import Detections
+from campusguard.errors import CampusGuardError
 
-__all__ = ["FrameHub", "LiveFrame", "Viewer", "encode_jpeg", "render_live_frame"]
+__all__ = ["FrameFetch", "FrameHub", "LiveFrame", "PulledFrameHub", "Viewer", "encode_jpeg", "render_live_frame"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,17 +182,29 @@ class FrameHub:
         """
         return self._jpeg(self._slot(camera_id))
 
+    def latest_jpeg(self, camera_id: str) -> tuple[int, bytes] | None:
+        """``(frame number, JPEG)`` of the camera's latest annotated frame (numbers count its
+        frames from 1), or ``None`` before its first frame; encoded once per frame.
+
+        Raises:
+            KeyError: unknown camera.
+        """
+        return self._encoded(self._slot(camera_id))
+
     def _jpeg(self, slot: _Slot) -> bytes | None:
+        got = self._encoded(slot)
+        return None if got is None else got[1]
+
+    def _encoded(self, slot: _Slot) -> tuple[int, bytes] | None:
         with slot.encode_lock:
             seq, frame = slot.seq, slot.latest
             if frame is None:
                 return None
             if slot.jpeg is not None and slot.jpeg[0] == seq:
-                return slot.jpeg[1]
-            jpeg = encode_jpeg(render_live_frame(frame), self.jpeg_quality)
-            slot.jpeg = (seq, jpeg)
+                return slot.jpeg
+            slot.jpeg = (seq, encode_jpeg(render_live_frame(frame), self.jpeg_quality))
             slot.encoded += 1
-            return jpeg
+            return slot.jpeg
 
     def open_viewer(self, camera_id: str, maxsize: int = 2) -> Viewer:
         """A new live viewer of a camera; it gets the latest frame at once, then each new one.
@@ -218,15 +236,14 @@ class FrameHub:
         period = 1.0 / self.max_fps if self.max_fps > 0 else 0.0
         sent_seq = -1
         while True:
-            slot.wake.wait(0.5)
-            slot.wake.clear()
+            self._wait_for_frame(slot)
             with slot.lock:
                 viewers = list(slot.viewers)
                 if not viewers or self._closed.is_set():
                     slot.thread = None
                     return
             started = time.monotonic()
-            seq = slot.seq
+            seq = self._frame_seq(camera_id, slot)
             # every viewer on a new frame; otherwise only newcomers (e.g. of a camera whose stream ended)
             targets = viewers if seq != sent_seq else [v for v in viewers if v.fresh]
             if targets:
@@ -240,6 +257,15 @@ class FrameHub:
             if rest > 0 and self._closed.wait(rest):
                 continue
 
+    def _wait_for_frame(self, slot: _Slot) -> None:
+        """Until `publish` (or a new viewer) rings, at most half a second."""
+        slot.wake.wait(0.5)
+        slot.wake.clear()
+
+    def _frame_seq(self, camera_id: str, slot: _Slot) -> int:
+        """The number of the camera's latest frame (what `_jpeg` would encode)."""
+        return slot.seq
+
     def close(self) -> None:
         """Close every viewer and stop the encoder threads."""
         self._closed.set()
@@ -252,3 +278,73 @@ class FrameHub:
             thread = slot.thread
             if thread is not None:
                 thread.join(timeout=2.0)
+
+
+FrameFetch = Callable[[str, Hashable | None], tuple[Hashable, bytes | None] | None]
+"""``(camera_id, known key) -> (key, JPEG or None when still the known frame) | None before a first
+frame``; raises a `CampusGuardError` when the frame's holder does not answer."""
+
+
+class PulledFrameHub(FrameHub):
+    """A `FrameHub` whose frames are JPEGs pulled from elsewhere instead of published.
+
+    The viewers of a camera are served as by `FrameHub` (bounded queues, newcomers get the
+    current frame); the hub's thread of a watched camera pulls at most ``max_fps`` times a
+    second, one pull at a time, and an unwatched camera is never pulled. A pull that fails
+    (its holder is restarting) sends nothing: the viewers wait for the next frame.
+
+    Args:
+        cameras: the camera ids.
+        fetch: pulls a camera's latest JPEG (`FrameFetch`); called from the hub's threads and
+            from `snapshot_jpeg`.
+        max_fps: most pulls per second per camera.
+    """
+
+    def __init__(self, cameras: Sequence[str], fetch: FrameFetch, *, max_fps: float = 15.0) -> None:
+        super().__init__(cameras, max_fps=max_fps)
+        self._fetch = fetch
+        self._keys: dict[str, Hashable] = {}  # camera -> key of its cached JPEG
+        self._pulled_at: dict[str, float] = {}
+
+    def publish(self, frame: LiveFrame) -> None:
+        raise TypeError("a PulledFrameHub pulls its frames; nothing is published to it")
+
+    def snapshot_jpeg(self, camera_id: str) -> bytes | None:
+        """The camera's latest JPEG, pulled now unless pulled within the last ``1 / max_fps`` s.
+
+        Raises:
+            KeyError: unknown camera.
+            CampusGuardError: the frame's holder did not answer (from ``fetch``).
+        """
+        slot = self._slot(camera_id)
+        self._pull(camera_id, slot, 1.0 / self.max_fps if self.max_fps > 0 else 0.0)
+        return self._jpeg(slot)
+
+    def _encoded(self, slot: _Slot) -> tuple[int, bytes] | None:
+        return slot.jpeg  # pulled ready-made
+
+    def _wait_for_frame(self, slot: _Slot) -> None:
+        slot.wake.clear()  # frames are pulled, not rung for: the loop's own pace (max_fps) is the wait
+
+    def _frame_seq(self, camera_id: str, slot: _Slot) -> int:
+        with contextlib.suppress(CampusGuardError):  # its holder is restarting: nothing new this round
+            self._pull(camera_id, slot)  # the serving loop keeps its own pace
+        return slot.seq
+
+    def _pull(self, camera_id: str, slot: _Slot, min_age_s: float = 0.0) -> None:
+        """Fetch the camera's latest JPEG into its slot, one fetch at a time per camera; not when the
+        cached one was fetched less than ``min_age_s`` seconds ago."""
+        with slot.encode_lock:
+            now = time.monotonic()
+            if slot.jpeg is not None and camera_id in self._pulled_at and now - self._pulled_at[camera_id] < min_age_s:
+                return
+            reply = self._fetch(camera_id, self._keys.get(camera_id))
+            self._pulled_at[camera_id] = now
+            if reply is None:
+                return
+            key, jpeg = reply
+            if jpeg is not None and key != self._keys.get(camera_id):
+                self._keys[camera_id] = key
+                slot.seq += 1
+                slot.jpeg = (slot.seq, jpeg)
+                slot.encoded += 1

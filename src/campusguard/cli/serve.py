@@ -192,8 +192,8 @@ def register(app: typer.Typer) -> None:
             None,
             "--ray",
             metavar="auto|ADDRESS",
-            help="Run the cameras in groups on Ray actors of this cluster; no live view, clips or live zone "
-            "edits yet (docs/cluster.md). Needs the ray extra.",
+            help="Run the cameras in groups on Ray actors of this cluster; live view, incident media and "
+            "zone edits go through the actors (docs/cluster.md). Needs the ray extra.",
         ),
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""

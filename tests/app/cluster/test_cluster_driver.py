@@ -249,3 +249,52 @@ def test_a_live_cameras_open_incident_is_ended_when_its_group_restarts(
     assert ended[0].end_s == ended[0].start_s and ended[0].phase == "end"
     assert all(not e.is_open for e in cam2)
     assert all(n == 1 for n in sink_lines(tmp_path / "events.jsonl").values())
+
+
+def test_a_group_keeps_frames_and_media_and_takes_edited_zones_before_and_after_its_start(tmp_path: Path) -> None:
+    """What `serve --ray` asks a group for: the latest frame as JPEG, an incident's snapshot and clip, and
+    zone edits (checked against the real frame; one sent before the start is what the group starts with)."""
+    import cv2
+    import numpy as np
+
+    from campusguard.app.cluster.group import ConfigSpec, MediaOptions
+    from campusguard.app.config import load_config
+
+    video = write_walks(tmp_path / "v0.avi", 60)
+    config = tmp_path / "cfg.yaml"
+    config.write_text(cameras_config([video], tmp_path, cameras_per_actor=1))
+    loaded = load_config(config)
+    group = CameraGroup(loaded, ["cam0"], detector_factory=factory, media=MediaOptions(1.0, 1.0))
+
+    def spec_with(polygon: str) -> ConfigSpec:
+        text = config.read_text().replace("[[160, 0], [320, 0], [320, 180], [160, 180]]", polygon)
+        return ConfigSpec.of(parse_config(text, str(config)), ["cam0"], text)
+
+    assert group.frame_jpeg("cam0") is None  # no frame before the start
+    group.set_config(1, spec_with("[[100, 0], [320, 0], [320, 180], [100, 180]]"))
+    group.pull()
+    assert group.camera_zones("cam0")["east"][0] == [100.0, 0.0]  # started with the edit
+    bad = group.check_config(spec_with("[[100, 0], [400, 0], [400, 180]]"), "cam0")
+    assert bad is not None and bad.startswith(f"{config}:") and "cameras[0].zones[0].polygon" in bad
+    assert group.check_config(spec_with("[[0, 0], [320, 0], [320, 180]]"), "cam0") is None
+    group.set_config(1, spec_with("[[0, 0], [9, 0], [9, 9]]"))  # not newer: ignored
+    deadline = time.monotonic() + 30
+    while not group.pull().finished:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert group.camera_zones("cam0")["east"][0] == [100.0, 0.0]
+    key, jpeg = group.frame_jpeg("cam0")  # type: ignore[misc]
+    assert jpeg is not None
+    assert cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR).shape == (180, 320, 3)
+    assert group.frame_jpeg("cam0", key) == (key, None)  # nothing new: no bytes sent again
+    starts = [e for _, e in group.outbox.pending(100)[0] if e.phase == "start"]
+    assert starts and all(str(group.media_dir) in (e.snapshot_path or "") for e in starts)
+    snapshot = group.media("snapshot", starts[0].event_id)
+    assert snapshot is not None and snapshot[:2] == b"\xff\xd8"  # a JPEG
+    while (clip := group.media("clip", starts[0].event_id)) is None:  # written by the clip thread
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert clip[4:8] == b"ftyp"
+    assert group.media("snapshot", "unknown") is None
+    group.discard_media()
+    assert group.media_dir is not None and not group.media_dir.exists()

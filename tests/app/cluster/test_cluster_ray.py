@@ -11,15 +11,19 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
 
 # a machine-local cluster: Ray then uses 127.0.0.1 for every node and binds nothing else (read at Ray's import)
@@ -161,9 +165,8 @@ def test_the_watch_command_runs_camera_groups_on_the_cluster(cluster: Any, tmp_p
     assert all("frames 15," in line for line in metrics), metrics
 
 
-def test_the_console_serves_the_clusters_events_and_refuses_live_features(cluster: Any, tmp_path: Path) -> None:
-    """`serve --ray`: events, incident pages and review work from the shared store; live view,
-    frame snapshots and live zone edits answer 503 with the reason."""
+def ray_console(config: Path, tmp: Path, address: str) -> Any:
+    """A `ConsoleUnderTest` (real app, users and runtime) with its cameras on the test cluster; not started."""
     pytest.importorskip("fastapi")
     pytest.importorskip("argon2")
     sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
@@ -173,16 +176,38 @@ def test_the_console_serves_the_clusters_events_and_refuses_live_features(cluste
     from campusguard.app.console.server import create_app
     from campusguard.app.console.users import UserStore
 
+    runtime = ConsoleRuntime(
+        config, ray_address=address, group_detector_factory=make_detector_factory, out=io.StringIO(), live_fps=10
+    )
+    users = UserStore(tmp / "users.db", password_hasher=CHEAP_HASHER)
+    for name, role in ROLES.items():
+        users.add_user(name, role, PASSWORDS[name])
+    return ConsoleUnderTest(create_app(runtime, users_db=users), runtime, users, config, tmp)
+
+
+def wait_for(check: Any, timeout_s: float, what: str) -> Any:
+    """Poll ``check()`` every 0.1 s until it returns something truthy; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not (got := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return got
+
+
+def jpeg_shape(data: bytes) -> tuple[int, ...]:
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None, "not a JPEG"
+    return tuple(image.shape)
+
+
+def test_the_console_on_ray_serves_events_frames_and_incident_media(cluster: Any, tmp_path: Path) -> None:
+    """`serve --ray` with file cameras: events and review from the shared store; each camera's last frame,
+    and every incident's snapshot and clip copied from the actors (their paths are on the actors' nodes)."""
     videos = [write_walks(tmp_path / f"v{k}.avi", 60, offset=9 * k) for k in range(2)]
     config = tmp_path / "watch.yaml"
     config.write_text(cameras_config(videos, tmp_path, cameras_per_actor=1))
-    runtime = ConsoleRuntime(
-        config, ray_address=cluster.address, group_detector_factory=make_detector_factory, out=io.StringIO()
-    )
-    users = UserStore(tmp_path / "users.db", password_hasher=CHEAP_HASHER)
-    for name, role in ROLES.items():
-        users.add_user(name, role, PASSWORDS[name])
-    c = ConsoleUnderTest(create_app(runtime, users_db=users), runtime, users, config, tmp_path)
+    c = ray_console(config, tmp_path, cluster.address)
+    runtime = c.runtime
     runtime.start()
     try:
         assert runtime.service.wait(60)
@@ -192,18 +217,122 @@ def test_the_console_serves_the_clusters_events_and_refuses_live_features(cluste
         page = client.get("/api/v1/events", headers=c.bearer("vera")).json()
         assert page["total"] == len(stored)
         event_id = stored[0].event_id
-        assert client.get(f"/api/v1/events/{event_id}", headers=c.bearer("vera")).status_code == 200
         ack = client.post(f"/api/v1/events/{event_id}/ack", json={"note": "seen"}, headers=c.bearer("otto"))
         assert ack.status_code == 200 and ack.json()["state"] == "acknowledged"
         cams = client.get("/api/v1/cameras", headers=c.bearer("vera")).json()
-        assert [(x["name"], x["state"]) for x in cams] == [("cam0", "stopped"), ("cam1", "stopped")]
-        for method, path in [
-            ("get", "/api/v1/cameras/cam0/snapshot.jpg"),
-            ("get", "/api/v1/cameras/cam0/live.mjpeg"),
-            ("put", "/api/v1/cameras/cam0/zones"),
-        ]:
-            r = client.request(method, path, headers=c.bearer("ada"), json={"zones": []} if method == "put" else None)
-            assert r.status_code == 503 and "serve --ray" in r.json()["detail"], (path, r.text)
+        assert [(x["name"], x["state"], x["width"], x["height"]) for x in cams] == [
+            ("cam0", "stopped", 320, 180),
+            ("cam1", "stopped", 320, 180),
+        ]
+        # the last frame of each camera, from its actor (kept after its file ended)
+        for cam in ("cam0", "cam1"):
+            r = client.get(f"/api/v1/cameras/{cam}/snapshot.jpg", headers=c.bearer("vera"))
+            assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
+            assert jpeg_shape(r.content) == (180, 320, 3)
+        # a zone edit after the file ended: checked and sent to the actor, which still runs
+        r = client.put("/api/v1/cameras/cam1/zones", json={"zones": [LIVE_ZONE]}, headers=c.bearer("ada"))
+        assert r.status_code == 200 and r.json()["zones"][0]["polygon"] == LIVE_ZONE["polygon"], r.text
+        # incident media: written by the actors in their own folders, copied into the console's
+        wait_for(lambda: runtime.cluster_media.pending() == 0, 30, "the incidents' media to be copied")
+        assert runtime.cluster_media.given_up == 0
+        for event in stored:
+            assert "campusguard-group-" in (event.snapshot_path or "")  # the actor's private folder
+            detail = client.get(f"/api/v1/events/{event.event_id}", headers=c.bearer("vera")).json()
+            assert detail["snapshot_url"] and detail["clip_url"], detail
+            snap = client.get(detail["snapshot_url"], headers=c.bearer("vera"))
+            assert snap.status_code == 200 and jpeg_shape(snap.content) == (180, 320, 3)
+            clip = client.get(detail["clip_url"], headers=c.bearer("vera"))
+            assert clip.status_code == 200 and clip.content[4:8] == b"ftyp"  # an MP4
+        actors = list(runtime.executor.actors)
     finally:
         runtime.stop()
-        users.close()
+        c.users.close()
+    with pytest.raises(ray.exceptions.RayActorError):  # the console's stop ended the actors
+        ray.get(actors[0].node_id.remote(), timeout=30)
+
+
+LIVE_ZONE = {"name": "east", "polygon": [[160, 0], [320, 0], [320, 180], [160, 180]]}
+"""The zone the tests draw through the API: the right half, which the scripted person walks through."""
+
+
+def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart(cluster: Any, tmp_path: Path) -> None:
+    """A looping camera whose zone nobody enters: live frames (snapshot and MJPEG) from its actor; a zone
+    drawn through the API is checked against the real frame on the actor, applied live (an intrusion
+    follows), saved, and kept by the actor Ray restarts after a kill."""
+    from campusguard.app.config import load_config
+
+    video = write_walks(tmp_path / "v0.avi", 50)
+    config = tmp_path / "watch.yaml"
+    text = cameras_config([video], tmp_path, cameras_per_actor=1)
+    text = text.replace("[[160, 0], [320, 0], [320, 180], [160, 180]]", "[[0, 0], [320, 0], [320, 40], [0, 40]]")
+    text = text.replace(f"    source: {video}\n", f"    source: {video}\n    loop: true\n    realtime: true\n")
+    config.write_text(text)
+    c = ray_console(config, tmp_path, cluster.address)
+    import httpx
+    from fakes_console import mjpeg_frames, start_server, stop_server  # on the path once `ray_console` ran
+
+    runtime = c.runtime
+    runtime.start()
+    server = start_server(c)
+    try:
+        auth = c.bearer("ada")
+        client = c.client()
+        wait_for(lambda: runtime.camera_status()[0].state == "live", 30, "the camera to be live")
+        r = wait_for(
+            lambda: (r := client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)).status_code == 200 and r,
+            10,
+            "a frame",
+        )
+        assert r.headers["content-type"] == "image/jpeg" and jpeg_shape(r.content) == (180, 320, 3)
+        with (
+            httpx.Client(base_url=server.url, headers=auth, timeout=30) as http,
+            http.stream("GET", "/api/v1/cameras/cam0/live.mjpeg") as mjpeg,
+        ):
+            assert mjpeg.status_code == 200
+            frames = mjpeg_frames(mjpeg, 3)
+        assert len(frames) >= 3 and all(f.shape == (180, 320, 3) for f in frames)
+        assert not read_events(tmp_path / "events.db")  # nobody enters the top strip
+
+        # a zone that leaves the frame: refused by the actor's check with the config's error, nothing saved
+        before = config.read_text()
+        bad = {"zones": [{"name": "east", "polygon": [[0, 0], [400, 0], [400, 40]]}]}
+        r = client.put("/api/v1/cameras/cam0/zones", json=bad, headers=auth)
+        assert r.status_code == 422, r.text
+        detail = r.json()["detail"]  # as without Ray: file, line (of the text as sent) and field
+        assert re.match(rf"{re.escape(str(config))}:\d+: cameras\[0\]\.zones\[0\]\.polygon: ", detail), detail
+        assert "camera 'cam0'" in detail, detail
+        assert config.read_text() == before
+
+        r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE]}, headers=auth)
+        assert r.status_code == 200, r.text
+        assert load_config(config).config.cameras[0].zones[0].model_dump(mode="json")["polygon"] == LIVE_ZONE["polygon"]
+        actor = runtime.executor.actor_of("cam0")
+        wait_for(
+            lambda: ray.get(actor.camera_zones.remote("cam0"))["east"] == LIVE_ZONE["polygon"], 10, "the zone applied"
+        )
+        events = wait_for(lambda: read_events(tmp_path / "events.db"), 20, "an intrusion in the drawn zone")
+        assert {(e.rule_kind, e.zone) for e in events} == {("intrusion", "east")}
+
+        # the actor dies; Ray restarts it (its constructor gets the original config) and it starts with the edit
+        incarnation = runtime.service.groups[0].incarnation
+        ray.kill(actor, no_restart=False)
+        runtime.cluster_timeout_s = 0.001  # the restarting actor cannot answer that fast: a clean 503, not a 500
+        time.sleep(0.2)  # past the cached frame's 1 / live_fps
+        saved = config.read_text()
+        r = client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)
+        assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
+        r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE], "lines": []}, headers=auth)
+        assert r.status_code == 503 and "did not answer" in r.json()["detail"], r.text
+        assert config.read_text() == saved  # nothing changed
+        runtime.cluster_timeout_s = 5.0
+        wait_for(lambda: runtime.service.groups[0].incarnation not in (None, incarnation), 60, "the restart")
+        assert ray.get(actor.camera_zones.remote("cam0"))["east"] == LIVE_ZONE["polygon"]
+        restarted = runtime.service.groups[0].incarnation
+        key, jpeg = wait_for(lambda: runtime.executor.frame_jpeg("cam0"), 20, "a frame of the restarted actor")
+        assert key[0] == restarted and jpeg is not None and jpeg_shape(jpeg) == (180, 320, 3)
+        r = client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)
+        assert r.status_code == 200 and jpeg_shape(r.content) == (180, 320, 3)
+    finally:
+        stop_server(server)
+        runtime.stop()
+        c.users.close()

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 from argon2 import PasswordHasher
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -128,3 +130,27 @@ def start_server(console: ConsoleUnderTest) -> LiveServer:
 def stop_server(live: LiveServer) -> None:
     live.server.should_exit = True
     live.thread.join(timeout=15)
+
+
+def mjpeg_frames(response: Any, n: int) -> list[np.ndarray]:
+    """The first ``n`` frames of a streamed ``multipart/x-mixed-replace`` MJPEG response, decoded (BGR)."""
+    buf = b""
+    frames: list[np.ndarray] = []
+    for chunk in response.iter_bytes():
+        buf += chunk
+        while True:
+            head_end = buf.find(b"\r\n\r\n")
+            if not buf.startswith(b"--frame\r\n") or head_end < 0:
+                break
+            head = buf[:head_end].split(b"\r\n")
+            length = int(next(h for h in head if h.lower().startswith(b"content-length:")).split(b":")[1])
+            if len(buf) < head_end + 4 + length + 2:
+                break
+            jpeg = buf[head_end + 4 : head_end + 4 + length]
+            image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+            assert image is not None, "an MJPEG part is not a JPEG"
+            frames.append(image)
+            buf = buf[head_end + 4 + length + 2 :]
+        if len(frames) >= n:
+            break
+    return frames

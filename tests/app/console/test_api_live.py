@@ -7,9 +7,8 @@ import json
 import sqlite3
 import time
 
-import cv2
 import httpx
-import numpy as np
+from fakes_console import mjpeg_frames
 
 
 def next_event(lines, deadline_s: float) -> dict | None:
@@ -71,29 +70,8 @@ def test_mjpeg_live_view_sends_jpeg_frames(live_server):
         with client.stream("GET", "/api/v1/cameras/cam1/live.mjpeg") as response:
             assert response.status_code == 200
             assert response.headers["content-type"] == "multipart/x-mixed-replace; boundary=frame"
-            buf = b""
-            frames = 0
-            for chunk in response.iter_bytes():
-                buf += chunk
-                while True:
-                    head_end = buf.find(b"\r\n\r\n")
-                    if not buf.startswith(b"--frame\r\n") or head_end < 0:
-                        break
-                    length = int(
-                        next(
-                            h for h in buf[:head_end].split(b"\r\n") if h.lower().startswith(b"content-length:")
-                        ).split(b":")[1]
-                    )
-                    if len(buf) < head_end + 4 + length + 2:
-                        break
-                    jpeg = buf[head_end + 4 : head_end + 4 + length]
-                    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-                    assert image is not None and image.shape == (180, 320, 3)
-                    frames += 1
-                    buf = buf[head_end + 4 + length + 2 :]
-                if frames >= 3:
-                    break
-    assert frames >= 3
+            frames = mjpeg_frames(response, 3)
+    assert len(frames) >= 3 and all(image.shape == (180, 320, 3) for image in frames)
     hub = live_server.console.runtime.hub
     deadline = time.monotonic() + 5  # the server notices the closed connection and closes the viewer
     while hub.viewer_count("cam1"):

@@ -176,6 +176,7 @@ class ClusterWatch:
         self.cameras: dict[str, CameraConfig] = {c.id: c for c in self.config.cameras if c.enabled}
         self.metrics: dict[str, CameraMetrics] = {}
         self._depth: dict[str, int] = {}
+        self.frame_sizes: dict[str, tuple[int, int]] = {}  # camera -> (width, height) as its group probed it
         self._base: dict[str, dict[str, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
         self._open: dict[str, tuple[int, str | None, Event]] = {}  # event id -> (group, incarnation, latest)
@@ -396,6 +397,8 @@ class ClusterWatch:
                 value = self._base[cam_id][k] + counters.get(k, 0.0)
                 setattr(m, k, value if k == "inference_ms_total" else int(value))
             self._depth[cam_id] = int(counters.get("queue_depth", 0))
+            if "width" in counters and "height" in counters:
+                self.frame_sizes[cam_id] = (int(counters["width"]), int(counters["height"]))
             state.last_counters[cam_id] = counters
 
     def _queue_depth(self, cam_id: str) -> int:

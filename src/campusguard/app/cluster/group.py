@@ -10,23 +10,35 @@ driver owns the real store and the sinks, so every incident reaches them once.
 Delivery is at least once: the driver acknowledges a batch only in its next pull, after it
 has committed the batch. A restarted group (new process, new `incarnation`) starts numbering
 again from 1 and ignores acknowledgements meant for its predecessor.
+
+For a console (``serve --ray``) a group also keeps, on its own node, what the operators look
+at: each camera's latest frame (a `FrameHub`: drawn and JPEG-encoded only when asked, by
+`CameraGroup.frame_jpeg`) and, with `MediaOptions`, incident snapshots and clips (a
+`ClipRecorder`) in a private folder, handed out as bytes by `CameraGroup.media`. Zone and line
+edits arrive as a newer `ConfigSpec` (`CameraGroup.check_config`, `CameraGroup.set_config`, and
+with every pull, so a restarted group starts with them).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import logging
+import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
+from campusguard.app.clips import ClipRecorder
 from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
 from campusguard.app.events.types import Event
+from campusguard.app.live import FrameHub, LiveFrame
 from campusguard.app.service import DetectorFactory, WatchService, default_detector_factory, open_camera
 from campusguard.app.sources import FrameSource
 from campusguard.errors import CampusGuardError
@@ -39,6 +51,10 @@ __all__ = [
     "ClusterError",
     "ConfigSpec",
     "DetectorFactoryMaker",
+    "FrameKey",
+    "GroupUnavailableError",
+    "MediaKind",
+    "MediaOptions",
     "Outbox",
     "camera_groups",
     "group_config",
@@ -62,8 +78,35 @@ METRIC_COUNTERS: tuple[str, ...] = (
 """The `CameraMetrics` counters a group reports to the driver (all grow from 0 per incarnation)."""
 
 
+log = logging.getLogger("campusguard.app.cluster")
+
+FrameKey = tuple[str, int]
+"""Which frame a `CameraGroup.frame_jpeg` answer is: the group's incarnation and the frame's number in it."""
+
+MediaKind = Literal["snapshot", "clip"]
+
+
 class ClusterError(CampusGuardError):
     """The cluster cannot run the cameras: no Ray, no cluster at the address, a group that never started."""
+
+
+class GroupUnavailableError(CampusGuardError):
+    """A camera's group did not answer in time (its actor is restarting or its node is gone): try again."""
+
+
+@dataclass(frozen=True)
+class MediaOptions:
+    """Incident media a group keeps for a console (``serve --ray``), in a private folder on its node.
+
+    Snapshots go to ``outputs.snapshots_dir`` when the config names one, else to that folder.
+
+    Attributes:
+        clip_pre_s: seconds of video before an incident's start in its clip.
+        clip_post_s: seconds after it.
+    """
+
+    clip_pre_s: float = 3.0
+    clip_post_s: float = 3.0
 
 
 def camera_groups(loaded: LoadedConfig) -> list[list[str]]:
@@ -109,17 +152,21 @@ class ConfigSpec:
     text: str | None
 
     @classmethod
-    def of(cls, loaded: LoadedConfig, camera_ids: list[str]) -> ConfigSpec:
-        """The spec of ``camera_ids``' group (`group_config`) of ``loaded``."""
+    def of(cls, loaded: LoadedConfig, camera_ids: list[str], text: str | None = None) -> ConfigSpec:
+        """The spec of ``camera_ids``' group (`group_config`) of ``loaded``.
+
+        ``text``: the YAML text ``loaded`` was parsed from, when it is not (yet) the file's.
+        """
         data = group_config(loaded, camera_ids).config.model_dump(mode="json")
         keep = set(camera_ids)
         data["cameras"] = [
             c if c["id"] in keep else {"id": c["id"], "source": c["source"], "enabled": False} for c in data["cameras"]
         ]
         path = Path(loaded.path)
-        text = None
-        if path.is_file() and path.stat().st_size <= MAX_SHIPPED_TEXT:
+        if text is None and path.is_file() and path.stat().st_size <= MAX_SHIPPED_TEXT:
             text = path.read_text(encoding="utf-8")
+        elif text is not None and len(text.encode()) > MAX_SHIPPED_TEXT:
+            text = None
         return cls(data, loaded.path, text)
 
     def load(self) -> LoadedConfig:
@@ -145,7 +192,8 @@ class Batch:
         events: ``(seq, event)`` not yet acknowledged, oldest first; ``seq`` counts from 1.
         finished: every camera of the group has ended and ``events`` holds the last of its events.
         clean: with ``finished``, whether the group's service ran cleanly.
-        metrics: per camera, the `METRIC_COUNTERS` of this incarnation and ``queue_depth``.
+        metrics: per camera, the `METRIC_COUNTERS` of this incarnation, ``queue_depth``, and
+            ``width`` and ``height`` once the camera is probed.
         error: a start-up error (one line, naming the config line); the group did not start.
     """
 
@@ -203,6 +251,8 @@ class CameraGroup:
         detector_factory: builds the group's detector factory from the group's config.
         opener: opens a camera source (injectable for tests).
         max_batch: most events returned by one pull.
+        media: keep incident snapshots and clips for a console (`CameraGroup.media`); ``None``: none
+            beyond the config's ``outputs.snapshots_dir``.
     """
 
     def __init__(
@@ -213,26 +263,58 @@ class CameraGroup:
         detector_factory: DetectorFactoryMaker | None = None,
         opener: Callable[[CameraConfig], FrameSource] = open_camera,
         max_batch: int = 256,
+        media: MediaOptions | None = None,
     ) -> None:
-        self.loaded = group_config(loaded.load() if isinstance(loaded, ConfigSpec) else loaded, camera_ids)
         self.camera_ids = list(camera_ids)
         self.incarnation = uuid.uuid4().hex
         self.outbox = Outbox()
         self.max_batch = max_batch
-        make = detector_factory or default_detector_factory
-        self.service = WatchService(
-            self.loaded, detector_factory=make(self.loaded), opener=opener, out=io.StringIO(), store=self.outbox
-        )
+        self.opener = opener
+        self.make_detector_factory = detector_factory or default_detector_factory
+        self.hub = FrameHub(self.camera_ids)
+        self.media_dir: Path | None = None
+        self.clips: ClipRecorder | None = None
+        if media is not None:
+            self.media_dir = Path(tempfile.mkdtemp(prefix=f"campusguard-group-{self.incarnation[:8]}-"))
+            self.clips = ClipRecorder(self.media_dir / "clips", pre_s=media.clip_pre_s, post_s=media.clip_post_s)
+        self._snapshots: dict[str, str] = {}  # event id -> snapshot file written by this incarnation
+        self.config_version = 0  # of the last `set_config` (0: the constructor's)
+        self.loaded = self._group_loaded(loaded.load() if isinstance(loaded, ConfigSpec) else loaded)
+        self.service = self._new_service()
         self._started = False
         self._error: str | None = None
         self._clean: bool | None = None
 
-    def pull(self, ack: Ack | None = None, stop: bool = False) -> Batch:
+    def _group_loaded(self, loaded: LoadedConfig) -> LoadedConfig:
+        """``loaded`` as this group runs it: `group_config`, and snapshots in the media folder when
+        the config names no folder."""
+        group = group_config(loaded, self.camera_ids)
+        if self.media_dir is not None and group.config.outputs.snapshots_dir is None:
+            outputs = group.config.outputs.model_copy(update={"snapshots_dir": str(self.media_dir / "snapshots")})
+            group.config = group.config.model_copy(update={"outputs": outputs})
+        return group
+
+    def _new_service(self) -> WatchService:
+        return WatchService(
+            self.loaded,
+            detector_factory=self.make_detector_factory(self.loaded),
+            opener=self.opener,
+            out=io.StringIO(),
+            store=self.outbox,
+            on_event=self._on_event,
+            on_frame=self._on_frame,
+        )
+
+    def pull(self, ack: Ack | None = None, stop: bool = False, config: tuple[int, ConfigSpec] | None = None) -> Batch:
         """Forget what ``ack`` acknowledges (if it is meant for this incarnation); return what is pending.
 
         The first call starts the service; a start-up failure comes back as ``Batch.error``.
         ``stop``: the driver is stopping; a group restarted after `stop` was sent learns it here.
+        ``config``: the latest ``(version, spec)`` sent by `set_config` (zone edits), so a
+        restarted group starts with it.
         """
+        if config is not None:
+            self.set_config(*config)
         if not self._started:
             self._start()
         if self._error is not None:
@@ -258,18 +340,118 @@ class CameraGroup:
         self.service.stop()
 
     def metrics(self) -> dict[str, dict[str, float]]:
-        """Per camera: the `METRIC_COUNTERS` so far and the current ``queue_depth``."""
+        """Per camera: the `METRIC_COUNTERS` so far, the current ``queue_depth``, and the frame's
+        ``width`` and ``height`` (pixels) once probed."""
         if self._started and self._error is None:
             self.service.refresh_metrics()
         out = {}
         for cam_id, m in self.service.metrics.items():
             values = {k: float(getattr(m, k)) for k in METRIC_COUNTERS}
             values["queue_depth"] = float(m.queue_depth())
+            probe = self.service.probes.get(cam_id)
+            if probe is not None:
+                values["width"], values["height"] = map(float, probe.resolution_wh)
             out[cam_id] = values
         return out
 
+    # what a console asks for ------------------------------------------------------------------
+    def frame_jpeg(self, camera_id: str, known: FrameKey | None = None) -> tuple[FrameKey, bytes | None] | None:
+        """The camera's latest annotated frame as JPEG (drawn and encoded now, once per frame).
+
+        Returns ``None`` before its first frame, else the frame's key and the JPEG, or ``None``
+        for the bytes when the frame is still ``known`` (nothing new to send).
+
+        Raises:
+            KeyError: not a camera of this group.
+        """
+        got = self.hub.latest_jpeg(camera_id)
+        if got is None:
+            return None
+        key = (self.incarnation, got[0])
+        return key, None if key == known else got[1]
+
+    def media(self, kind: MediaKind, event_id: str) -> bytes | None:
+        """The JPEG snapshot or MP4 clip this incarnation wrote for an incident, or ``None`` (none, or not yet)."""
+        if kind == "snapshot":
+            name = self._snapshots.get(event_id)
+            path = None if name is None else Path(name)
+        else:
+            path = None if self.clips is None else self.clips.path_for(event_id)
+        if path is None or not path.is_file():
+            return None
+        return path.read_bytes()
+
+    def check_config(self, spec: ConfigSpec, camera_id: str) -> str | None:
+        """Whether ``spec`` can run ``camera_id``: its zones, lines and rules built against the
+        camera's real frame size and the model's classes. Returns the error (one line) or ``None``
+        (also when the camera is not running, so nothing can be checked)."""
+        if not self._started or self._error is not None:
+            return None
+        try:
+            self.service.build_camera_parts(self._group_loaded(spec.load()), camera_id)
+        except KeyError:
+            return None
+        except CampusGuardError as exc:
+            return str(exc)
+        return None
+
+    def set_config(self, version: int, spec: ConfigSpec) -> None:
+        """Run with ``spec`` from now on (zone and line edits), unless ``version`` is not newer than the last.
+
+        Before the start the service is made anew with it; after, the cameras whose section
+        changed get their new zones, lines and rules like `WatchService.apply_camera_parts`
+        (before their next frame; their open incidents are ended).
+        """
+        if version <= self.config_version:
+            return
+        loaded = self._group_loaded(spec.load())
+        old = {c.id: c for c in self.loaded.config.cameras}
+        self.config_version = version
+        if not self._started:
+            self.loaded = loaded
+            self.service = self._new_service()
+            return
+        if self._error is not None:
+            return
+        changed = [c.id for c in loaded.config.cameras if c.id in self.service.analytics and c != old.get(c.id)]
+        parts = {}
+        for cam_id in changed:
+            try:
+                parts[cam_id] = self.service.build_camera_parts(loaded, cam_id)
+            except CampusGuardError as exc:  # checked before it was sent; keep the old rules
+                log.error("camera %s keeps its zones: %s", cam_id, exc)
+        for cam_id, p in parts.items():
+            self.service.apply_camera_parts(loaded, cam_id, p)
+        self.loaded = loaded
+
+    def camera_zones(self, camera_id: str) -> dict[str, list[list[float]]]:
+        """The zones the camera's rules run with now (name to polygon, pixels); for checks and tests."""
+        geometry = self.service.analytics[camera_id].geometry
+        return {name: polygon.tolist() for name, polygon in geometry.zones}
+
+    def discard_media(self) -> None:
+        """Delete the private media folder (the group is ending)."""
+        if self.media_dir is not None:
+            shutil.rmtree(self.media_dir, ignore_errors=True)
+
+    # pipeline hooks (the group's service threads) -----------------------------------------------
+    def _on_frame(self, frame: LiveFrame) -> None:
+        self.hub.publish(frame)
+        if self.clips is not None:
+            self.clips.add(frame)
+
+    def _on_event(self, event: Event) -> None:
+        if event.phase != "start":
+            return
+        if event.snapshot_path:
+            self._snapshots[event.event_id] = event.snapshot_path
+        if self.clips is not None:
+            self.clips.request(event.camera_id, event.event_id, event.start_s)
+
     def _start(self) -> None:
         self._started = True
+        if self.clips is not None:
+            self.clips.start()
         try:
             self.service.start()
         except CampusGuardError as exc:

@@ -6,25 +6,46 @@ section's resource requests (``num_cpus``, ``num_gpus``, custom ``resources``), 
 When an actor's process or node dies, Ray restarts it (its constructor runs again, on any
 node with the resources) and the driver's next pull starts its cameras again; a pull in
 flight is retried by Ray or comes back as `Unavailable`.
+
+For the console (``serve --ray``) the executor also asks a camera's actor for its latest frame
+(`RayExecutor.frame_jpeg`), an incident's snapshot or clip (`RayExecutor.media`), and checks and
+sends zone edits (`RayExecutor.check_config`, `RayExecutor.set_config`): plain actor method
+calls, one in flight per camera and kind of request, each waited for at most a timeout (a call
+left unanswered stays the one in flight; the next request waits on it). The latest edited
+`ConfigSpec` of a group goes with each of its pulls, so a restarted actor starts with it.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from campusguard.app.cluster.driver import ClusterWatch, Unavailable
-from campusguard.app.cluster.group import Ack, Batch, CameraGroup, ClusterError, ConfigSpec, DetectorFactoryMaker
+from campusguard.app.cluster.group import (
+    Ack,
+    Batch,
+    CameraGroup,
+    ClusterError,
+    ConfigSpec,
+    DetectorFactoryMaker,
+    GroupUnavailableError,
+    MediaKind,
+    MediaOptions,
+)
 from campusguard.app.config import CameraConfig, LoadedConfig
 from campusguard.app.service import open_camera
 from campusguard.app.sources import FrameSource
-from campusguard.errors import require
+from campusguard.errors import ConfigError, require
 
 __all__ = ["RayCameraGroup", "RayExecutor", "check_reachable", "connect", "ray_watch"]
 
 log = logging.getLogger("campusguard.app.cluster")
+
+MAX_CALLS_KEPT = 256
+"""Unanswered console calls kept in flight before answered ones nobody came back for are dropped."""
 
 
 def check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -77,6 +98,9 @@ class RayExecutor:
         address: the cluster (``auto``, ``ray://host:port``, ``host:port`` or ``local``).
         detector_factory: builds each group's detector factory (pickled to the actors).
         opener: opens a camera source (pickled to the actors).
+        media: the actors keep incident snapshots and clips for a console (`CameraGroup`); they
+            then outlive the driver's end (the console still shows their last frames and copies
+            their media) until `release`.
     """
 
     def __init__(
@@ -86,13 +110,20 @@ class RayExecutor:
         address: str = "auto",
         detector_factory: DetectorFactoryMaker | None = None,
         opener: Callable[[CameraConfig], FrameSource] = open_camera,
+        media: MediaOptions | None = None,
     ) -> None:
         self.loaded = loaded
         self.ray = connect(address)
         self.detector_factory = detector_factory
         self.opener = opener
+        self.media_options = media
         self.actors: list[Any] = []
+        self.groups: list[list[str]] = []
         self._pending: dict[int, Any] = {}  # group -> ObjectRef of its pull in flight
+        self._calls: dict[Hashable, Any] = {}  # (request, camera) -> ObjectRef of the console's call in flight
+        self._configs: dict[int, tuple[int, ConfigSpec]] = {}  # group -> its latest edited config
+        self._version = 0
+        self._lock = threading.Lock()  # the console's calls come from several threads
         self.stopping = False
 
     def actor_options(self) -> dict[str, Any]:
@@ -109,15 +140,24 @@ class RayExecutor:
 
     def start(self, groups: list[list[str]]) -> None:
         cls = self.ray.remote(RayCameraGroup).options(**self.actor_options())
+        self.groups = [list(ids) for ids in groups]
         self.actors = [  # small arguments only (`ConfigSpec`): they travel inline and survive any node's death
-            cls.remote(ConfigSpec.of(self.loaded, ids), ids, detector_factory=self.detector_factory, opener=self.opener)
+            cls.remote(
+                ConfigSpec.of(self.loaded, ids),
+                ids,
+                detector_factory=self.detector_factory,
+                opener=self.opener,
+                media=self.media_options,
+            )
             for ids in groups
         ]
 
     def poll(self, acks: dict[int, Ack | None], timeout_s: float) -> dict[int, Batch | Unavailable]:
         for g, ack in acks.items():
             if g not in self._pending:
-                self._pending[g] = self.actors[g].pull.remote(ack, self.stopping)
+                with self._lock:
+                    config = self._configs.get(g)
+                self._pending[g] = self.actors[g].pull.remote(ack, self.stopping, config)
         by_ref = {ref: g for g, ref in self._pending.items() if g in acks}
         if not by_ref:
             return {}
@@ -140,14 +180,112 @@ class RayExecutor:
         for actor in self.actors:
             actor.stop.remote()
 
+    # the console's requests -----------------------------------------------------------------
+    def group_of(self, camera_id: str) -> int:
+        """The group running ``camera_id`` (``KeyError`` when none does)."""
+        for g, ids in enumerate(self.groups):
+            if camera_id in ids:
+                return g
+        raise KeyError(camera_id)
+
+    def frame_jpeg(
+        self, camera_id: str, known: Hashable | None = None, timeout_s: float = 2.0
+    ) -> tuple[Hashable, bytes | None] | None:
+        """`CameraGroup.frame_jpeg` of the camera's actor; `GroupUnavailableError` when it does not answer."""
+        g = self.group_of(camera_id)
+        return self._call(("frame", camera_id), lambda: self.actors[g].frame_jpeg.remote(camera_id, known), timeout_s)
+
+    def media(self, camera_id: str, kind: MediaKind, event_id: str, timeout_s: float = 5.0) -> bytes | None:
+        """`CameraGroup.media` of the camera's actor (an incident's snapshot or clip bytes, or ``None``)."""
+        g = self.group_of(camera_id)
+        return self._call(
+            ("media", camera_id, kind, event_id), lambda: self.actors[g].media.remote(kind, event_id), timeout_s
+        )
+
+    def check_config(self, loaded: LoadedConfig, text: str, camera_id: str, timeout_s: float = 10.0) -> None:
+        """Check an edited config (``loaded``, parsed from ``text``) against the camera's running actor.
+
+        Raises:
+            ConfigError: a zone or line leaves the camera's frame, or a rule names an unknown class.
+            GroupUnavailableError: the actor did not answer (restarting).
+        """
+        g = self.group_of(camera_id)
+        spec = ConfigSpec.of(loaded, self.groups[g], text)
+        error = self._call(None, lambda: self.actors[g].check_config.remote(spec, camera_id), timeout_s)
+        if error is not None:
+            raise ConfigError(error)
+
+    def set_config(self, loaded: LoadedConfig, text: str, camera_id: str, timeout_s: float = 10.0) -> None:
+        """Run the camera's group with an edited config (checked by `check_config`) now and after any restart.
+
+        Raises:
+            GroupUnavailableError: the actor did not answer; it gets the config with its next pull.
+        """
+        g = self.group_of(camera_id)
+        with self._lock:
+            self._version += 1
+            config = (self._version, ConfigSpec.of(loaded, self.groups[g], text))
+            self._configs[g] = config
+        self._call(None, lambda: self.actors[g].set_config.remote(*config), timeout_s)
+
+    def actor_of(self, camera_id: str) -> Any:
+        """The Ray actor handle running ``camera_id``."""
+        return self.actors[self.group_of(camera_id)]
+
+    def _call(self, key: Hashable | None, submit: Callable[[], Any], timeout_s: float) -> Any:
+        """The result of the actor call in flight for ``key`` (submitted now if none; ``key`` None: a
+        call of its own), waited for at most ``timeout_s``; `GroupUnavailableError` when unanswered."""
+        if key is None:
+            return self._result(submit(), timeout_s)
+        with self._lock:
+            ref = self._calls.get(key)
+            if ref is None:
+                if len(self._calls) >= MAX_CALLS_KEPT:  # drop answered calls nobody came back for
+                    refs = list(self._calls.values())
+                    done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+                    self._calls = {k: r for k, r in self._calls.items() if r not in done}
+                ref = self._calls[key] = submit()
+        try:
+            return self._result(ref, timeout_s)
+        finally:
+            with self._lock:
+                if self._calls.get(key) is ref and self.ray.wait([ref], timeout=0)[0]:
+                    del self._calls[key]  # answered: the next request makes a new call
+
+    def _result(self, ref: Any, timeout_s: float) -> Any:
+        ready, _ = self.ray.wait([ref], timeout=timeout_s)
+        if not ready:
+            raise GroupUnavailableError(f"the camera group did not answer within {timeout_s:g} s (restarting?)")
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError:
+            raise  # the method itself failed: a bug, not a restart
+        except self.ray.exceptions.RayError as exc:  # the actor died, is restarting, or its node is gone
+            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise GroupUnavailableError(f"the camera group is unavailable: {first}") from None
+
     def close(self) -> None:
+        """The driver is done: end the actors, unless they keep media for a console (then `release` does)."""
+        if self.media_options is None:
+            self.release()
+
+    def release(self) -> None:
+        """End the actors (their private media folders first); idempotent."""
+        if self.media_options is not None and self.actors:
+            try:
+                refs = [actor.discard_media.remote() for actor in self.actors]
+                self.ray.wait(refs, num_returns=len(refs), timeout=5.0)
+            except Exception:
+                log.debug("media folders not discarded", exc_info=True)
         for actor in self.actors:
             try:
                 self.ray.kill(actor, no_restart=True)
             except Exception:  # already gone
                 log.debug("actor already gone", exc_info=True)
         self.actors = []
+        self.groups = []
         self._pending.clear()
+        self._calls.clear()
 
     def describe(self, group: int) -> str:
         """The Ray node the group's actor runs on (short id), or ``unknown``."""

@@ -12,12 +12,19 @@ the side of the pipeline, none of which can slow it down:
 - live zone and line edits (`put_zones`): validated by the config models, swapped into the
   running rules between two frames, and written to the YAML file atomically with a backup.
 
+With ``ray_address`` (``serve --ray``) the cameras run in groups on Ray actors
+(`campusguard.app.cluster`) and the same features reach them through actor calls: the live view
+pulls each watched camera's latest JPEG from its actor (`PulledFrameHub`), incident snapshots
+and clips are copied from the actors into the media folders (`ClusterMedia`), and zone edits are
+checked and applied by the camera's actor (and kept for its restarts).
+
 Everything here is thread-safe and synchronous; the web layer calls it from worker threads.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -33,28 +40,25 @@ from typing import Any, Literal, TextIO
 import yaml
 
 from campusguard.app.clips import ClipRecorder
+from campusguard.app.cluster.group import GroupUnavailableError, MediaKind, MediaOptions
 from campusguard.app.config import load_config, parse_config
+from campusguard.app.console.cluster_media import ClusterMedia
 from campusguard.app.eventbus import EventBus, EventSubscription
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.types import Event
-from campusguard.app.live import FrameHub, LiveFrame, Viewer
+from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub, Viewer
 from campusguard.app.prom import CameraSample, PipelineSample, build_registry
 from campusguard.app.service import DetectorFactory, WatchService
 from campusguard.errors import CampusGuardError, ConfigError
 
-__all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "NotOnClusterError"]
+__all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "GroupUnavailableError"]
 
 CameraState = Literal["starting", "live", "reconnecting", "stopped", "failed"]
 
+log = logging.getLogger("campusguard.app.console")
+
 _EVENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # media names are built from ids; nothing else gets in
-
-
-class NotOnClusterError(CampusGuardError):
-    """What the console cannot do yet with its cameras on Ray actors (``serve --ray``): the API answers 503."""
-
-
-_NOT_ON_RAY = "with the cameras on Ray actors (serve --ray), {what} is not available yet; see docs/cluster.md"
 
 
 @dataclass(frozen=True)
@@ -141,11 +145,13 @@ class ConsoleRuntime:
         clip_pre_s: seconds of video kept before an incident's start in its clip.
         clip_post_s: seconds after it.
         ready_within_s: `ready` needs a frame from every camera within this many seconds.
-        ray_address: run the cameras in groups on the Ray cluster at this address (``serve --ray``):
-            events, incidents, review and metrics work; live view, frame snapshots, clips and
-            live zone edits raise `NotOnClusterError`.
+        ray_address: run the cameras in groups on the Ray cluster at this address (``serve --ray``);
+            frames, media and zone edits then go through actor calls, and a group that does
+            not answer in time (restarting) raises `GroupUnavailableError`.
         group_detector_factory: with ``ray_address``, builds each group's detector factory
             (default: `campusguard.Detector` from the config).
+        cluster_timeout_s: with ``ray_address``, how long a frame or zone request waits for
+            its group's actor, seconds.
 
     Raises:
         ConfigError: the config file is missing or invalid (one line naming file, line, field).
@@ -164,6 +170,7 @@ class ConsoleRuntime:
         ready_within_s: float = 5.0,
         ray_address: str | None = None,
         group_detector_factory: Callable[[Any], DetectorFactory] | None = None,
+        cluster_timeout_s: float = 5.0,
     ) -> None:
         self.config_path = Path(config_path)
         self.ray_address = ray_address
@@ -171,7 +178,7 @@ class ConsoleRuntime:
         self.loaded = load_config(self.config_path)
         config = self.loaded.config
         self.media_dir = Path(media_dir) if media_dir else Path(config.storage.sqlite).parent / "media"
-        if config.outputs.snapshots_dir is None:
+        if config.outputs.snapshots_dir is None and ray_address is None:  # on Ray: each actor's own folder
             outputs = config.outputs.model_copy(update={"snapshots_dir": str(self.media_dir / "snapshots")})
             self.loaded.config = config.model_copy(update={"outputs": outputs})
         self.snapshots_dir = Path(self.loaded.config.outputs.snapshots_dir or self.media_dir / "snapshots")
@@ -185,8 +192,15 @@ class ConsoleRuntime:
             self.store: Any = open_event_store(storage)
         except CampusGuardError as exc:
             raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
-        self.hub = FrameHub(self._cameras, max_fps=live_fps)
+        self.cluster_timeout_s = cluster_timeout_s
+        self.executor: Any = None  # with ray_address: the `RayExecutor` of the camera groups
+        self.hub: FrameHub = (
+            FrameHub(self._cameras, max_fps=live_fps)
+            if ray_address is None
+            else PulledFrameHub(self._cameras, self._pull_frame, max_fps=live_fps)
+        )
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
+        self.cluster_media = ClusterMedia(self._pull_media) if ray_address is not None else None
         self.bus = EventBus()
         self.registry = build_registry(self._prom_sample)
         self.service: Any = None  # WatchService, or the cluster driver (`ClusterWatch`) with ray_address
@@ -207,15 +221,17 @@ class ConsoleRuntime:
         """
         service: Any
         if self.ray_address is not None:
-            from campusguard.app.cluster.ray_executor import ray_watch
+            from campusguard.app.cluster.driver import ClusterWatch
+            from campusguard.app.cluster.ray_executor import RayExecutor
 
-            service = ray_watch(
+            self.executor = RayExecutor(
                 self.loaded,
-                self.ray_address,
+                address=self.ray_address,
                 detector_factory=self.group_detector_factory,
-                out=self.out,
-                on_event=self._on_event,
-                store=_KeepOpenStore(self.store),
+                media=MediaOptions(self.clips.pre_s, self.clips.post_s),
+            )
+            service = ClusterWatch(
+                self.loaded, self.executor, out=self.out, on_event=self._on_event, store=_KeepOpenStore(self.store)
             )
         else:
             service = WatchService(
@@ -226,7 +242,13 @@ class ConsoleRuntime:
                 store=_KeepOpenStore(self.store),
                 on_frame=self._on_frame,
             )
-        service.start()
+        if self.cluster_media is not None:
+            self.cluster_media.start()  # before the groups' first events
+        try:
+            service.start()
+        except BaseException:
+            self._release_actors()
+            raise
         self.service = service
         self.clips.start()
         self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
@@ -243,10 +265,19 @@ class ConsoleRuntime:
         self._monitor_stop.set()
         if self._monitor is not None:
             self._monitor.join(timeout=2.0)
+        if self.cluster_media is not None:
+            self.cluster_media.close()
+        self._release_actors()
         self.clips.close()
         self.hub.close()
         self.bus.close()
         self.store.close()
+
+    def _release_actors(self) -> None:
+        """On Ray: end the camera groups' actors (they outlive the driver for the live view and media)."""
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.release()
 
     def __enter__(self) -> ConsoleRuntime:
         self.start()
@@ -265,8 +296,16 @@ class ConsoleRuntime:
         if event.phase == "start":
             with self._event_starts_lock:
                 self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
-            if self.ray_address is None:  # on Ray the frames stay on the actors: no clip
+            if self.cluster_media is None:
                 self.clips.request(event.camera_id, event.event_id, event.start_s)
+            elif _EVENT_ID.match(event.event_id):  # on Ray: copied from the camera's actor, on its own thread
+                if event.snapshot_path:
+                    self.cluster_media.request(
+                        event.camera_id, "snapshot", event.event_id, self._cluster_snapshot(event.event_id), 30.0
+                    )
+                within_s = self.clips.pre_s + self.clips.post_s + 60.0
+                path = self.clips.path_for(event.event_id)
+                self.cluster_media.request(event.camera_id, "clip", event.event_id, path, within_s)
         data = self.event_json(event.event_id)
         if data is not None:
             self.bus.publish(data)
@@ -335,12 +374,13 @@ class ConsoleRuntime:
         )
 
     def _cluster_status(self, camera: str) -> CameraStatus:
-        """A camera on a Ray actor: its state and counters as the driver last pulled them (no frame time, size)."""
+        """A camera on a Ray actor: state, counters and frame size as the driver last pulled them (no frame time)."""
         m = self.service.metrics.get(camera)
         input_fps, processed_fps = self._rates.fps(camera)
         dropped, reconnects = (0, 0) if m is None else (m.frames_dropped, m.reconnects)
         state: Any = self.service.camera_state(camera)
-        return CameraStatus(camera, state, input_fps, processed_fps, dropped, reconnects, None, None, None)
+        width, height = self.service.frame_sizes.get(camera, (None, None))
+        return CameraStatus(camera, state, input_fps, processed_fps, dropped, reconnects, None, width, height)
 
     def ready(self) -> bool:
         """True when every camera's stream is running and read a frame within ``ready_within_s`` seconds."""
@@ -356,20 +396,39 @@ class ConsoleRuntime:
         )
 
     def snapshot_jpeg(self, camera: str) -> bytes | None:
-        """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown."""
+        """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown.
+
+        Raises:
+            GroupUnavailableError: on Ray, the camera's group did not answer in time (restarting).
+        """
         self._check_camera(camera)
-        self._not_on_ray("the camera's latest frame")
         return self.hub.snapshot_jpeg(camera)
 
     def open_viewer(self, camera: str, maxsize: int = 2) -> Viewer:
-        """A live viewer (``get(timeout) -> JPEG bytes | None``, ``close()``); ``KeyError`` if unknown."""
+        """A live viewer (``get(timeout) -> JPEG bytes | None``, ``close()``); ``KeyError`` if unknown.
+
+        On Ray a viewer gets no frames while the camera's group restarts.
+        """
         self._check_camera(camera)
-        self._not_on_ray("the live view")
         return self.hub.open_viewer(camera, maxsize)
 
-    def _not_on_ray(self, what: str) -> None:
-        if self.ray_address is not None:
-            raise NotOnClusterError(_NOT_ON_RAY.format(what=what))
+    def _pull_frame(self, camera: str, known: Any) -> Any:
+        """The camera's latest JPEG from its group's actor (`PulledFrameHub`'s fetch); ``None`` before the start."""
+        executor = self.executor
+        if executor is None or not executor.groups:
+            return None
+        return executor.frame_jpeg(camera, known, self.cluster_timeout_s)
+
+    def _pull_media(self, camera: str, kind: MediaKind, event_id: str) -> bytes | None:
+        executor = self.executor
+        if executor is None or not executor.groups:
+            return None
+        data: bytes | None = executor.media(camera, kind, event_id, self.cluster_timeout_s)
+        return data
+
+    def _cluster_snapshot(self, event_id: str) -> Path:
+        """Where an incident's snapshot copied from its camera's actor is kept (``serve --ray``)."""
+        return self.media_dir / "cluster-snapshots" / f"{event_id}.jpg"
 
     # events ---------------------------------------------------------------------------------
     def event_json(self, event_id: str) -> dict[str, Any] | None:
@@ -395,6 +454,9 @@ class ConsoleRuntime:
             return path if path.is_file() else None
         if kind != "snapshot":
             return None
+        if self.ray_address is not None:  # the actors' paths are on their nodes: only the copies count
+            copy = self._cluster_snapshot(event_id)
+            return copy if copy.is_file() else None
         event = self.store.get(event_id)
         if event is None or not event.snapshot_path:
             return None
@@ -424,10 +486,11 @@ class ConsoleRuntime:
             KeyError: unknown camera.
             ConfigError: the body is invalid (names the field), a zone leaves the camera's frame,
                 or the config file cannot be rewritten.
-            NotOnClusterError: the cameras run on Ray actors.
+            GroupUnavailableError: on Ray, the camera's group did not answer the check in time
+                (restarting); nothing changed. (When only the sending goes unanswered, the file is
+                saved and the group gets the edit with its next pull.)
         """
         self._check_camera(camera)
-        self._not_on_ray("editing zones live")
         if not isinstance(body, dict):
             raise ConfigError("zones body must be an object with 'zones' and 'lines'")
         unknown = sorted(set(body) - {"zones", "lines"})
@@ -448,6 +511,19 @@ class ConsoleRuntime:
             text = yaml.safe_dump(data, sort_keys=False)
             loaded = parse_config(text, str(self.config_path))
             loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
+            if self.ray_address is not None:  # checked against the frame size on the camera's actor
+                executor = self.executor
+                running = executor is not None and bool(executor.groups)  # not before the start or after the stop
+                if running:
+                    executor.check_config(loaded, text, camera, self.cluster_timeout_s)
+                self._write_config(text)
+                self.loaded = loaded
+                try:
+                    if running:
+                        executor.set_config(loaded, text, camera, self.cluster_timeout_s)
+                except GroupUnavailableError as exc:  # saved; the group gets it with its next pull
+                    log.warning("zones of camera %s saved; its group gets them when it answers: %s", camera, exc)
+                return self.get_zones(camera)
             service = self.service
             parts = (
                 service.build_camera_parts(loaded, camera)

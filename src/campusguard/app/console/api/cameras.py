@@ -11,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from campusguard.app.console.auth import audit, console_state, require_role
-from campusguard.app.console.runtime import NotOnClusterError
+from campusguard.app.console.runtime import GroupUnavailableError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
 from campusguard.errors import ConfigError
 
@@ -19,7 +19,9 @@ router = APIRouter(tags=["cameras"])
 MJPEG_BOUNDARY = "frame"
 _NOT_FOUND: Responses = {404: {"description": "No such camera."}}
 _JPEG: Responses = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG image."}}
-_NOT_ON_RAY: Responses = {503: {"description": "Not available with the cameras on Ray actors (serve --ray)."}}
+_UNAVAILABLE: Responses = {
+    503: {"description": "With the cameras on Ray actors (serve --ray): the camera's group did not answer in time."}
+}
 
 
 def _check_camera(request: Request, name: str) -> None:
@@ -33,7 +35,7 @@ def list_cameras(request: Request) -> list[CameraStatusOut]:
     return [CameraStatusOut(**dataclasses.asdict(s)) for s in console_state(request).runtime.camera_status()]
 
 
-@router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_NOT_ON_RAY})
+@router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_UNAVAILABLE})
 def snapshot(name: str, request: Request) -> Response:
     """The latest annotated frame as JPEG (404 before the first frame)."""
     _check_camera(request, name)
@@ -41,8 +43,8 @@ def snapshot(name: str, request: Request) -> Response:
         jpeg = console_state(request).runtime.snapshot_jpeg(name)
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
-    except NotOnClusterError as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
+    except GroupUnavailableError as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"}) from exc
     if jpeg is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"camera {name!r} has no frame yet")
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
@@ -60,17 +62,15 @@ def mjpeg_part(jpeg: bytes) -> bytes:
     responses={
         200: {"content": {f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}": {}}},
         **_NOT_FOUND,
-        **_NOT_ON_RAY,
     },
 )
 async def live(name: str, request: Request) -> StreamingResponse:
-    """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames."""
+    """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames.
+
+    With the cameras on Ray actors the frames are pulled from the camera's actor; while it restarts no frame is sent."""
     runtime = console_state(request).runtime
     await run_in_threadpool(_check_camera, request, name)
-    try:
-        viewer = await run_in_threadpool(runtime.open_viewer, name)
-    except NotOnClusterError as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
+    viewer = await run_in_threadpool(runtime.open_viewer, name)
 
     async def parts() -> AsyncIterator[bytes]:
         try:
@@ -104,7 +104,7 @@ def get_zones(name: str, request: Request) -> ZonesBody:
     dependencies=[Depends(require_role("admin"))],
     responses={
         **_NOT_FOUND,
-        **_NOT_ON_RAY,
+        **_UNAVAILABLE,
         422: {"description": "Invalid zones or lines (the message names the field)."},
     },
 )
@@ -120,8 +120,8 @@ def put_zones(name: str, body: ZonesBody, request: Request) -> ZonesBody:
         saved = runtime.put_zones(name, new)
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
-    except NotOnClusterError as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from exc
+    except GroupUnavailableError as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"}) from exc
     except ConfigError as exc:
         raise HTTPException(422, str(exc)) from exc
     audit(request, "zones.update", name, before=before, after=saved)
