@@ -265,7 +265,7 @@ class DetectionWorker:
         keep = [self._last_boxes.get(frame.camera_id, np.zeros((0, 4), np.float32))]
         if frame.camera_id in self.tracked:
             keep.append(self.tracked[frame.camera_id].boxes_for(wh))
-        return gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep), frame.motion_xyxy)
+        return gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep))
 
     def _detect(self, frames: list[Frame]) -> list[DetectedFrame]:
         by_detector: dict[int, list[Frame]] = {}

@@ -47,7 +47,6 @@ __all__ = [
     "default_detector_factory",
     "detector_key",
     "model_for_precision",
-    "motion_detector_for",
     "motion_gate_for",
     "open_camera",
     "open_store_and_sinks",
@@ -123,8 +122,9 @@ def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[i
     """A camera's motion gate from its ``motion`` section; crops are at least the network's input side."""
     m = cam.motion
     min_side = m.min_region or max(detector.input_hw((frame_wh[1], frame_wh[0])))
+    motion = MotionDetector(threshold=m.threshold, min_area=m.min_area, width=m.width, alpha=m.alpha)
     return MotionGate(
-        motion_detector_for(cam),
+        motion,
         keyframe_s=m.keyframe_s,
         min_side=min_side,
         margin=m.margin,
@@ -132,12 +132,6 @@ def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[i
         input_hw=detector.input_hw,
         max_region_cost=m.max_region_cost,
     )
-
-
-def motion_detector_for(cam: CameraConfig) -> MotionDetector:
-    """A camera's motion detector from its ``motion`` section (its reader runs it on every frame)."""
-    m = cam.motion
-    return MotionDetector(threshold=m.threshold, min_area=m.min_area, width=m.width, alpha=m.alpha)
 
 
 def open_camera(cam: CameraConfig) -> FrameSource:
@@ -153,7 +147,7 @@ def reader_for(
     opener: Callable[[CameraConfig], FrameSource] = open_camera,
     opened: FrameSource | None = None,
 ) -> CameraReader:
-    """The `CameraReader` of a camera section; a motion-gated camera's reader runs its motion detector."""
+    """The `CameraReader` of a camera section."""
     return CameraReader(
         cam.id,
         queue,
@@ -169,7 +163,6 @@ def reader_for(
         reconnect_max_s=cam.reconnect.max_s,
         reconnect_factor=cam.reconnect.factor,
         opened=opened,
-        motion=motion_detector_for(cam) if cam.is_motion_gated() else None,
     )
 
 

@@ -57,9 +57,6 @@ class Frame:
         timestamp_s: seconds; file sources ``index / fps`` (reproducible), live sources ``time.monotonic()``.
         image: ``(H, W, 3) uint8`` BGR pixels.
         read_at: ``time.monotonic()`` when the frame was read, for latency metrics.
-        motion_xyxy: ``(N, 4) float32`` moving areas found by the reader's motion detector (a
-            motion-gated camera), or ``None``; computed in the camera's own thread so the
-            detection thread, which serves every camera, does not run each camera's motion analysis.
     """
 
     camera_id: str
@@ -67,7 +64,6 @@ class Frame:
     timestamp_s: float
     image: np.ndarray
     read_at: float
-    motion_xyxy: np.ndarray | None = None
 
     @property
     def resolution_wh(self) -> tuple[int, int]:
@@ -323,8 +319,6 @@ class CameraReader:
         reconnect_factor: each failed attempt multiplies the delay by this.
         max_broken_frames: consecutive failed reads of a file tolerated (the decoder resumes at the next key frame) before it is treated as ended.
         opened: a source already opened (by the start-up probe) to read first instead of opening one.
-        motion: the camera's motion detector (frame in, ``(N, 4)`` moving areas out), run on every
-            emitted frame in this reader's thread; its result rides on `Frame.motion_xyxy`.
     """
 
     def __init__(
@@ -345,7 +339,6 @@ class CameraReader:
         reconnect_factor: float = 2.0,
         max_broken_frames: int = 300,
         opened: FrameSource | None = None,
-        motion: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self.camera_id = camera_id
         self.queue = queue
@@ -359,7 +352,6 @@ class CameraReader:
         self.stall_timeout_s = stall_timeout_s
         self.max_broken_frames = max_broken_frames
         self._opened = opened
-        self.motion = motion
         self.stats = ReaderStats()
         self._reconnect_requested = threading.Event()
         self._backoff = (reconnect_initial_s, reconnect_max_s, reconnect_factor)
@@ -466,7 +458,6 @@ class CameraReader:
                 self.stats.frames_skipped_fps_cap += 1
                 continue
             self._last_emitted_ts = timestamp
-            moving = self.motion(image) if self.motion is not None else None
-            if not self.queue.put(Frame(self.camera_id, index, timestamp, image, now, moving), self.stop):
+            if not self.queue.put(Frame(self.camera_id, index, timestamp, image, now), self.stop):
                 return False
         return False

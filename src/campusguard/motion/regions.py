@@ -155,19 +155,9 @@ class MotionGate:
         self.motion.reset()
         self._last_keyframe = None
 
-    def plan(
-        self,
-        frame_bgr: np.ndarray,
-        timestamp_s: float,
-        tracked_xyxy: np.ndarray | None = None,
-        moving_xyxy: np.ndarray | None = None,
-    ) -> RegionPlan:
-        """Plan one frame; ``tracked_xyxy`` are the boxes of objects the tracker still follows.
-
-        ``moving_xyxy``: the frame's moving areas when a motion detector already ran on it (the
-        app runs one per camera in the camera's reader thread); else the gate's own runs here.
-        """
-        moving = self.motion(frame_bgr) if moving_xyxy is None else np.asarray(moving_xyxy, np.float32).reshape(-1, 4)
+    def plan(self, frame_bgr: np.ndarray, timestamp_s: float, tracked_xyxy: np.ndarray | None = None) -> RegionPlan:
+        """Plan one frame; ``tracked_xyxy`` are the boxes of objects the tracker still follows."""
+        moving = self.motion(frame_bgr)
         if (
             self._last_keyframe is None
             or timestamp_s - self._last_keyframe >= self.keyframe_s
