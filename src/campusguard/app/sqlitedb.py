@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Self
@@ -25,6 +26,27 @@ __all__ = [
 ]
 
 
+_BUSY_TIMEOUT_S = 5.0
+
+
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying while another opener holds the file.
+
+    Changing the journal mode of a new file needs it alone; SQLite answers "database is locked"
+    at once, without its busy handler, when several processes open a new file together (the
+    contract suite's six concurrent openers hit it about once in a full run).
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def connect_durable(path: Path, *, read_only: bool = False, foreign_keys: bool = False) -> sqlite3.Connection:
     """Open ``path`` for sharing across threads: WAL and ``synchronous=FULL`` (read-write), or read-only.
 
@@ -37,8 +59,8 @@ def connect_durable(path: Path, *, read_only: bool = False, foreign_keys: bool =
         )
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
+        _set_wal(conn)
         conn.execute("PRAGMA synchronous=FULL")
     if foreign_keys:
         conn.execute("PRAGMA foreign_keys=ON")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,35 @@ def test_read_events_from_db_and_jsonl(tmp_path, make_event):
         read_events(tmp_path / "bad.jsonl")
     with pytest.raises(InvalidInputError, match="does not exist"):
         read_events(tmp_path / "none.jsonl")
+
+
+def _open_at_once(path: Path, n: int) -> list[BaseException]:
+    """``n`` threads open a `SQLiteEventStore` on ``path`` at the same moment; the errors they got."""
+    import threading
+
+    barrier = threading.Barrier(n)
+    opened: list[SQLiteEventStore] = []
+    failures: list[BaseException] = []
+
+    def open_one() -> None:
+        barrier.wait()
+        try:
+            opened.append(SQLiteEventStore(path))
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for store in opened:
+        store.close()
+    return failures
+
+
+def test_six_openers_of_a_new_file_never_see_database_is_locked(tmp_path: Path) -> None:
+    """Switching a new file to WAL needs it alone, and SQLite refuses a concurrent switch at once
+    (no busy handler): measured 15 of 150 rounds failing before `_set_wal` retried it."""
+    failures = [exc for r in range(40) for exc in _open_at_once(tmp_path / f"r{r}" / "events.db", 6)]
+    assert failures == []
