@@ -55,20 +55,30 @@ from campusguard.models.resolve import DEFAULT_MODEL
 CONTENDERS = ("ultralytics", "fp32", "int8", "int8_motion")
 
 
-def make_video(seed: int, folder: Path, scripted_s: float, quiet_s: float, fps: int = 10) -> tuple[Path, Path]:
-    """A 1280x720 MJPEG-free mp4: ``scripted_s`` of the seed's script, then ``quiet_s`` of the empty scene."""
+def make_video(
+    seed: int, folder: Path, scripted_s: float, quiet_s: float, fps: int = 10, lead_s: float = 0.0
+) -> tuple[Path, Path]:
+    """A 1280x720 MJPEG-free mp4: ``lead_s`` of the empty scene, ``scripted_s`` of the seed's script,
+    then ``quiet_s - lead_s`` of the empty scene (the truth file's times count from the script's
+    start: `run_trial` adds ``lead_s``)."""
     video = SynthVideo(seed, (1280, 720), scripted_s, fps)
-    path = folder / f"campus-seed{seed}.mp4"
+    path = folder / f"campus-seed{seed}-lead{lead_s:g}.mp4"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
+
+    def quiet(n: int, first: int) -> None:
+        for i in range(first, first + n):
+            frame = video.background.copy()
+            video.noise.add(frame, np.random.default_rng([seed, 0xC0FFEE, i]), video.noise_level)
+            writer.write(frame)
+
+    lead = round(lead_s * fps)
+    quiet(lead, 0)
     per_frame = []
     for i in range(video.num_frames):
         frame, objects = video.frame(i)
         writer.write(frame)
         per_frame.append(objects)
-    for i in range(round(quiet_s * fps)):
-        frame = video.background.copy()
-        video.noise.add(frame, np.random.default_rng([seed, 0xC0FFEE, i]), video.noise_level)
-        writer.write(frame)
+    quiet(round(quiet_s * fps) - lead, lead)
     writer.release()
     truth = video.truth(per_frame, video_name=path.name)
     truth_path = path.with_suffix(".json")
@@ -128,7 +138,14 @@ def trial_config(contender: str, n: int, videos: list[tuple[Path, dict]], folder
     }
 
 
-def run_trial(contender: str, n: int, videos: list[tuple[Path, dict]], truths: list[Path], video_s: float) -> dict:
+def run_trial(
+    contender: str,
+    n: int,
+    videos: list[tuple[Path, dict]],
+    truths: list[Path],
+    video_s: float,
+    leads: list[float] | None = None,
+) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"cap-{contender}-{n}-") as tmp:
         folder = Path(tmp)
         cfg = trial_config(contender, n, videos, folder)
@@ -151,7 +168,11 @@ def run_trial(contender: str, n: int, videos: list[tuple[Path, dict]], truths: l
         events = read_events(folder / "events.db")
         for k in range(n):
             cam = f"cam{k}"
-            truth += [dataclasses.replace(i, camera_id=cam) for i in load_truth(truths[k % len(truths)])]
+            lead = leads[k % len(leads)] if leads else 0.0
+            truth += [
+                dataclasses.replace(i, camera_id=cam, start_s=i.start_s + lead, end_s=i.end_s + lead)
+                for i in load_truth(truths[k % len(truths)])
+            ]
         predicted = incidents_from_events(events)
         scores = evaluate_events(truth, predicted)
         o = scores.overall
@@ -183,16 +204,38 @@ def main() -> None:
     ap.add_argument("--quiet-s", type=float, default=10.0)
     ap.add_argument("--max-cameras", type=int, default=16)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
+    ap.add_argument(
+        "--stagger",
+        action="store_true",
+        help="cameras busy at different times: each seed also as variants led by 1, 2, ... script lengths of the empty "
+        "scene, so about scripted / (scripted + quiet) of the cameras are busy at once (without it every camera's "
+        "script runs at the same time: the peak)",
+    )
+    ap.add_argument("--cameras", default=None, help="run only these counts, e.g. 16,24 (no search)")
     ap.add_argument("--out", type=Path, default=Path("docs/results/capacity-cpu"))
     args = ap.parse_args()
     contenders = [c for c in args.contenders.split(",") if c]
     work = Path(tempfile.mkdtemp(prefix="cap-videos-"))
-    videos, truths = [], []
-    for seed in (int(s) for s in args.seeds.split(",")):
-        video, truth_path = make_video(seed, work, args.scripted_s, args.quiet_s)
-        videos.append((video, json.loads(truth_path.read_text())))
-        truths.append(truth_path)
+    videos, truths, leads = [], [], []
+    n_leads = int((args.scripted_s + args.quiet_s) // args.scripted_s) if args.stagger else 1
+    for j in range(n_leads):  # camera k plays video k mod len(videos): seed k mod S, lead (k // S) mod n_leads
+        for seed in (int(s) for s in args.seeds.split(",")):
+            lead = j * args.scripted_s
+            video, truth_path = make_video(seed, work, args.scripted_s, args.quiet_s, lead_s=lead)
+            videos.append((video, json.loads(truth_path.read_text())))
+            truths.append(truth_path)
+            leads.append(lead)
     video_s = args.scripted_s + args.quiet_s
+    if args.cameras:
+        fixed = []
+        for n in (int(x) for x in args.cameras.split(",")):
+            for c in contenders:
+                r = run_trial(c, n, videos, truths, video_s, leads)
+                fixed.append(r)
+                print(json.dumps(r), flush=True)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".json").write_text(json.dumps({"cpu_name": cpu_name(), "trials": fixed}, indent=2) + "\n")
+        return
     # per contender: highest sustained count, lowest failed count
     lo = {c: 0 for c in contenders}
     hi = {c: args.max_cameras + 1 for c in contenders}
@@ -211,7 +254,7 @@ def main() -> None:
         if not step:
             break
         for c, n in step:
-            r = run_trial(c, n, videos, truths, video_s)
+            r = run_trial(c, n, videos, truths, video_s, leads)
             trials.append(r)
             print(json.dumps(r), flush=True)
             if r["sustained"]:
