@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import cv2
@@ -16,6 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from fakes_watch import BLUE, RED, BlobDetector, person_box  # noqa: E402
 
+from campusguard.app.events import read_events  # noqa: E402
 from campusguard.detections import Detections  # noqa: E402
 
 WALK_FRAMES = 50
@@ -104,3 +107,16 @@ __all__ = [
     "make_detector_factory",
     "write_walks",
 ]
+
+
+def incidents(db: Path) -> list[tuple]:
+    """The stored incidents' deterministic fields, sorted (what a cluster run must reproduce)."""
+    return sorted(
+        (e.event_id, e.camera_id, e.phase, e.start_s, e.end_s, e.start_frame, e.end_frame, e.tracker_ids)
+        for e in read_events(db)
+    )
+
+
+def sink_lines(path: Path) -> Counter:
+    """(event id, phase) of every line the JSONL sink wrote, counted."""
+    return Counter((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakes_cluster import cameras_config, make_detector_factory, write_walks  # noqa: E402
+from fakes_cluster import cameras_config, incidents, make_detector_factory, sink_lines, write_walks  # noqa: E402
 
 from campusguard.app.cluster.driver import ClusterWatch, LocalExecutor, Unavailable  # noqa: E402
 from campusguard.app.cluster.group import Ack, Batch, CameraGroup, camera_groups  # noqa: E402
@@ -31,19 +30,6 @@ from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 
 FRAMES = 120
-
-
-def incidents(db: Path) -> list[tuple]:
-    """The stored incidents' deterministic fields, sorted."""
-    return sorted(
-        (e.event_id, e.camera_id, e.phase, e.start_s, e.end_s, e.start_frame, e.end_frame, e.tracker_ids)
-        for e in read_events(db)
-    )
-
-
-def sink_lines(path: Path) -> Counter:
-    """(event id, phase) of every line the JSONL sink wrote, counted."""
-    return Counter((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))
 
 
 @pytest.fixture

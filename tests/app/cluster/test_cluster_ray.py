@@ -9,7 +9,6 @@ shut down by the fixtures' finalizers even when a test fails.
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import shutil
@@ -34,7 +33,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 import fakes_cluster  # noqa: E402
 import fakes_watch  # noqa: E402
-from fakes_cluster import cameras_config, costly_detector_factory, make_detector_factory, write_walks  # noqa: E402
+from fakes_cluster import (  # noqa: E402
+    cameras_config,
+    costly_detector_factory,
+    incidents,
+    make_detector_factory,
+    sink_lines,
+    write_walks,
+)
 
 from campusguard.app.cluster.driver import ClusterWatch  # noqa: E402
 from campusguard.app.cluster.ray_executor import RayExecutor  # noqa: E402
@@ -92,17 +98,6 @@ def node2(cluster: Any) -> Iterator[Any]:
     finally:
         if node in cluster.worker_nodes:
             cluster.remove_node(node, allow_graceful=False)
-
-
-def incidents(db: Path) -> list[tuple]:
-    return sorted(
-        (e.event_id, e.camera_id, e.phase, e.start_s, e.end_s, e.start_frame, e.end_frame, e.tracker_ids)
-        for e in read_events(db)
-    )
-
-
-def sink_lines(path: Path) -> Counter:
-    return Counter((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))
 
 
 def run_single(videos: list[Path], out: Path) -> tuple[list[tuple], Counter]:
