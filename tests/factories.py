@@ -25,6 +25,29 @@ def build_detections(
     return Detections(boxes, conf, cls, tid)
 
 
+def random_head_output(seed: int = 1, batch: int = 3, num_classes: int = 5, anchors: int = 2000) -> np.ndarray:
+    """A raw YOLOv8 head output ``(B, 4 + nc, N) float32``: centres in 0..640, sides 5..120 px,
+    class scores skewed towards 0 (cubed uniform), for checking a decode/NMS against `decode_yolov8`."""
+    rng = np.random.default_rng(seed)
+    raw = np.zeros((batch, 4 + num_classes, anchors), np.float32)
+    raw[:, 0:2] = rng.uniform(0, 640, (batch, 2, anchors))
+    raw[:, 2:4] = rng.uniform(5, 120, (batch, 2, anchors))
+    raw[:, 4:] = rng.uniform(0, 1, (batch, num_classes, anchors)) ** 3
+    return raw
+
+
+def assert_matches_opencv_letterbox(got: np.ndarray, frames: np.ndarray, input_hw: tuple[int, int]) -> None:
+    """A device letterbox ``(B, 3, H, W)`` in 0..1 against the OpenCV one of ``frames`` (``(B, h, w, 3) uint8``):
+    within 1 grey level everywhere, and off by one on under 0.5% of values (OpenCV's fixed-point rounding)."""
+    from campusguard.ops.preprocess import letterbox, make_batch
+
+    want = make_batch([letterbox(f, input_hw)[0] for f in frames])
+    assert got.shape == want.shape
+    diff_levels = np.abs(got.astype(np.float32) - want) * 255
+    assert diff_levels.max() <= 1.0 + 1e-3, diff_levels.max()
+    assert (diff_levels > 0.5).mean() < 0.005
+
+
 def build_tiny_detector_onnx(
     path: Path, nc: int = 2, hw: tuple[int, int] = (64, 64), boxes: list[list[float]] | None = None
 ) -> Path:

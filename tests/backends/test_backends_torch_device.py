@@ -8,7 +8,8 @@ import pytest
 from campusguard.errors import InvalidInputError
 from campusguard.models.parity import match_detections
 from campusguard.ops.postprocess import decode_yolov8
-from campusguard.ops.preprocess import letterbox, letterbox_plan, make_batch
+from campusguard.ops.preprocess import letterbox_plan
+from factories import assert_matches_opencv_letterbox, random_head_output
 
 pytestmark = pytest.mark.torch
 
@@ -24,11 +25,7 @@ def test_letterbox_tensor_matches_opencv_letterbox(frame_hw, input_hw):
     frames = rng.integers(0, 256, (2, *frame_hw, 3), dtype=np.uint8)
     plan = letterbox_plan(frame_hw, input_hw)
     got = letterbox_tensor(torch.from_numpy(frames), plan).numpy()
-    want = make_batch([letterbox(f, input_hw)[0] for f in frames])
-    assert got.shape == want.shape
-    diff_levels = np.abs(got - want) * 255
-    assert diff_levels.max() <= 1.0 + 1e-3, diff_levels.max()
-    assert (diff_levels > 0.5).mean() < 0.005  # OpenCV's own fixed-point arithmetic, off by one rarely
+    assert_matches_opencv_letterbox(got, frames, input_hw)
 
 
 def test_letterbox_tensor_fp16_output():
@@ -50,12 +47,8 @@ def test_nms_tensor_matches_host_decode(agnostic, classes):
 
     from campusguard.backends.torch_device import nms_tensor
 
-    rng = np.random.default_rng(1)
-    b, nc, n = 3, 5, 2000
-    raw = np.zeros((b, 4 + nc, n), np.float32)
-    raw[:, 0:2] = rng.uniform(0, 640, (b, 2, n))
-    raw[:, 2:4] = rng.uniform(5, 120, (b, 2, n))
-    raw[:, 4:] = rng.uniform(0, 1, (b, nc, n)) ** 3
+    nc = 5
+    raw = random_head_output(seed=1, batch=3, num_classes=nc, anchors=2000)
     want = decode_yolov8(raw, 0.3, 0.5, max_det=10_000, classes=classes, agnostic=agnostic)
     xyxy, conf, label, image = (t.numpy() for t in nms_tensor(torch.from_numpy(raw), 0.3, 0.5, classes, agnostic))
     for i, (w_xyxy, w_conf, w_cls) in enumerate(want):
