@@ -257,7 +257,7 @@ class WatchService:
             self._probe_cameras()  # every source opens and gives a frame
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
-            store, sinks = self._open_store_and_sinks()
+            store, sinks = open_store_and_sinks(self.loaded, self.out, self.store)
         except BaseException:
             self._close_opened()
             raise
@@ -322,47 +322,6 @@ class WatchService:
                 self.stream_keys.get(cam.id, ""),
             )
         return parts
-
-    def _open_store_and_sinks(self) -> tuple[Any, list[AlertSink]]:
-        store = self.store
-        if store is None:
-            from campusguard.app.events import open_event_store
-            from campusguard.app.events.factory import storage_backend
-
-            storage = self.config.storage
-            try:
-                store = open_event_store(storage)
-            except CampusGuardError as exc:
-                raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
-        sinks = [self._make_sink(k, s) for k, s in enumerate(self.config.alerts)]
-        return store, sinks
-
-    def _make_sink(self, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
-        from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
-
-        try:
-            if isinstance(cfg, MqttSinkConfig):
-                from campusguard.app.alerts.mqtt import MqttSink
-
-                outbox = Path(self.config.storage.sqlite).with_suffix(".mqtt-outbox.db")
-                return MqttSink.from_config(cfg, default_outbox=outbox)
-            if cfg.kind == "stdout":
-                return StdoutSink(self.out, phases=cfg.phases)
-            if cfg.kind == "jsonl":
-                assert cfg.path is not None
-                return JsonlSink(cfg.path, phases=cfg.phases)
-            assert cfg.url is not None
-            dead = cfg.dead_letter or str(Path(self.config.storage.sqlite).with_suffix(".dead-letter.jsonl"))
-            return WebhookSink(
-                cfg.url,
-                dead_letter_path=dead,
-                retries=cfg.retries,
-                backoff_s=cfg.backoff_s,
-                timeout_s=cfg.timeout_s,
-                phases=cfg.phases,
-            )
-        except (CampusGuardError, OSError) as exc:
-            raise self.loaded.error(("alerts", index), str(exc)) from None
 
     def _spawn(self, name: str, target: Callable[[], None]) -> WorkerThread:
         t = WorkerThread(name, target)
@@ -534,13 +493,53 @@ class WatchService:
 def open_store_and_sinks(
     loaded: LoadedConfig, out: TextIO | None = None, store: Any = None
 ) -> tuple[Any, list[AlertSink]]:
-    """The config's event store (or ``store``) and alert sinks, opened as `WatchService` opens them.
+    """The config's event store (or ``store``) and alert sinks, opened.
 
-    For a process that owns them while the cameras run elsewhere: the cluster driver
-    (`campusguard.app.cluster`) and `campusguard scan`'s one writer, so their events go where
-    `watch` puts them. `ConfigError` naming the storage or alerts field when one cannot be opened.
+    `WatchService.start` uses it, and so do the processes that own them while the cameras run
+    elsewhere: the cluster driver (`campusguard.app.cluster`) and `campusguard scan`'s one writer,
+    so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field when one cannot be opened.
     """
-    return WatchService(loaded, out=out, store=store)._open_store_and_sinks()
+    if store is None:
+        from campusguard.app.events import open_event_store
+        from campusguard.app.events.factory import storage_backend
+
+        storage = loaded.config.storage
+        try:
+            store = open_event_store(storage)
+        except CampusGuardError as exc:
+            raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
+    sinks = [_make_sink(loaded, out or sys.stdout, k, s) for k, s in enumerate(loaded.config.alerts)]
+    return store, sinks
+
+
+def _make_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
+    """Alert sink ``index`` of the config; `ConfigError` naming it when it cannot be opened."""
+    from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
+
+    storage = loaded.config.storage
+    try:
+        if isinstance(cfg, MqttSinkConfig):
+            from campusguard.app.alerts.mqtt import MqttSink
+
+            outbox = Path(storage.sqlite).with_suffix(".mqtt-outbox.db")
+            return MqttSink.from_config(cfg, default_outbox=outbox)
+        if cfg.kind == "stdout":
+            return StdoutSink(out, phases=cfg.phases)
+        if cfg.kind == "jsonl":
+            assert cfg.path is not None
+            return JsonlSink(cfg.path, phases=cfg.phases)
+        assert cfg.url is not None
+        dead = cfg.dead_letter or str(Path(storage.sqlite).with_suffix(".dead-letter.jsonl"))
+        return WebhookSink(
+            cfg.url,
+            dead_letter_path=dead,
+            retries=cfg.retries,
+            backoff_s=cfg.backoff_s,
+            timeout_s=cfg.timeout_s,
+            phases=cfg.phases,
+        )
+    except (CampusGuardError, OSError) as exc:
+        raise loaded.error(("alerts", index), str(exc)) from None
 
 
 class StoppableService(Protocol):
