@@ -11,7 +11,7 @@ import pytest
 
 from campusguard.cli.main import main as cli_main
 from campusguard.data.synth import COCO_NAMES, SYNTH_CLASS_IDS, generate_dataset, render_image
-from campusguard.data.synth.images import encode_jpeg
+from campusguard.data.synth.images import ImageParams, encode_jpeg
 from campusguard.errors import InvalidInputError
 
 
@@ -135,3 +135,23 @@ def test_cli_writes_images_and_videos(tmp_path: Path, capsys: pytest.CaptureFixt
     assert truth["seed"] == 2000 and truth["num_frames"] == 15 and truth["resolution_wh"] == [480, 270]
     assert (out / "videos" / "video_000.mp4").stat().st_size > 0
     assert len(list((out / "images" / "train").glob("*.jpg"))) == 3
+
+
+def _lying_people(params: ImageParams, images: int) -> tuple[int, int]:
+    """(people drawn lying: boxes much wider than tall, all people) over ``images`` images of seed 0."""
+    lying = people = 0
+    for i in range(images):
+        for o in render_image(0, i, imgsz=320, params=params).objects:
+            if o.class_id == 0:
+                x1, y1, x2, y2 = o.xyxy
+                people += 1
+                lying += int((x2 - x1) > 1.3 * (y2 - y1))
+    return lying, people
+
+
+def test_some_people_lie_on_the_ground_so_a_trained_detector_finds_fallen_people() -> None:
+    lying, people = _lying_people(ImageParams(), 40)
+    assert people > 100
+    assert 0.03 * people <= lying <= 0.2 * people  # default lying_fraction 0.08, some occluded or far
+    none, _ = _lying_people(ImageParams(lying_fraction=0.0), 40)
+    assert none < lying / 4  # without lying people only a few wide boxes (people half hidden)

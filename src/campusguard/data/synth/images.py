@@ -19,7 +19,15 @@ from campusguard.data.synth.classes import BICYCLE, BUS, CAR, MOTORCYCLE, PERSON
 from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, RenderedObject, apply_effects, compose
 from campusguard.data.synth.scene import Layout, random_layout, render_background
-from campusguard.data.synth.sprites import PROP_KINDS, draw_object, draw_prop, draw_rider, object_size_m, random_look
+from campusguard.data.synth.sprites import (
+    PROP_KINDS,
+    draw_object,
+    draw_prop,
+    draw_rider,
+    lying,
+    object_size_m,
+    random_look,
+)
 
 __all__ = ["SynthImage", "ImageParams", "render_image", "encode_jpeg", "yolo_label_text"]
 
@@ -40,6 +48,8 @@ class ImageParams:
         min_size_px: smallest box height drawn; the smallest width is half of it (see `render.compose`).
         min_visible: smallest visible fraction of an object's pixels (see `render.compose`).
         jpeg_quality: inclusive range of JPEG quality.
+        lying_fraction: share of people drawn lying on the ground (labelled person, as in the videos'
+            scripted falls), so a detector trained on these images keeps finding a person who is down.
     """
 
     layouts: int = 12
@@ -51,6 +61,7 @@ class ImageParams:
     min_size_px: float = 12.0
     min_visible: float = 0.4
     jpeg_quality: tuple[int, int] = (50, 95)
+    lying_fraction: float = 0.08
 
 
 @dataclass(frozen=True)
@@ -164,7 +175,11 @@ def _place_objects(rng: np.random.Generator, sc: _Scene, light: Lighting, params
         for mx, mz in members:
             look = random_look(rng, cls)
             mview = view if len(members) == 1 else str(rng.choice(["left", "right", "front", "back"]))
-            sprite = draw_object(cls, cam.px_per_m(mz), mview, look, light, phase=float(rng.uniform(0, 2 * np.pi)))
+            down = cls == PERSON and params.lying_fraction > 0 and rng.random() < params.lying_fraction
+            phase = 0.0 if down else float(rng.uniform(0, 2 * np.pi))
+            sprite = draw_object(cls, cam.px_per_m(mz), mview, look, light, phase=phase)
+            if down:
+                sprite = lying(sprite)
             u, v = cam.project(np.array([[mx, mz]]))[0]
             items.append(Placed(sprite, float(u), float(v), mz, cls, len(items)))
             if cls in (BICYCLE, MOTORCYCLE) and mview in ("left", "right") and rng.random() < params.rider_fraction:
