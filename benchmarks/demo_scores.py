@@ -23,14 +23,7 @@ from pathlib import Path
 
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]``."""
-    out: list[int] = []
-    for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
+from incident_scores import demo_row, pooled, seed_groups  # noqa: E402  (benchmarks/ is on the path when run as a script)
 
 
 def main() -> int:
@@ -51,7 +44,7 @@ def main() -> int:
 
     rows = []
     work = Path(tempfile.mkdtemp(prefix="demo-scores-"))
-    for group, seeds in (("demo", parse_seeds(args.seeds)), ("held-out", parse_seeds(args.held_out))):
+    for group, seeds in seed_groups(args.seeds, args.held_out):
         for seed in seeds:
             t0 = time.perf_counter()
             r = run_demo(
@@ -63,46 +56,15 @@ def main() -> int:
                 motion=motion,
                 precision=precision,
             )
-            o = r.scores.overall
-            fn = [f"{i.kind}@{i.start_s:.1f}" for i in r.scores.false_negatives]
-            fp = [f"{i.kind}@{i.start_s:.1f}" for i in r.scores.false_positives]
-            rows.append(
-                {
-                    "group": group,
-                    "seed": seed,
-                    "tp": o.tp,
-                    "fp": o.fp,
-                    "fn": o.fn,
-                    "precision": o.precision,
-                    "recall": o.recall,
-                    "f1": o.f1,
-                    "missed": fn,
-                    "spurious": fp,
-                    "seconds": round(time.perf_counter() - t0, 1),
-                }
-            )
+            row = demo_row(group, seed, r.scores, time.perf_counter() - t0)
+            rows.append(row)
             print(
-                f"{group:8s} seed {seed:3d}: P {o.precision:.3f} R {o.recall:.3f} F1 {o.f1:.3f} (TP {o.tp} FP {o.fp} FN {o.fn}) missed {fn} spurious {fp}",
+                f"{group:8s} seed {seed:3d}: P {row['precision']:.3f} R {row['recall']:.3f} F1 {row['f1']:.3f} "
+                f"(TP {row['tp']} FP {row['fp']} FN {row['fn']}) missed {row['missed']} spurious {row['spurious']}",
                 flush=True,
             )
 
-    def pooled(group: str) -> dict[str, float]:
-        g = [r for r in rows if r["group"] == group]
-        tp, fp, fn = (sum(r[k] for r in g) for k in ("tp", "fp", "fn"))
-        p = tp / (tp + fp) if tp + fp else 1.0
-        rc = tp / (tp + fn) if tp + fn else 1.0
-        return {
-            "tp": tp,
-            "fp": fp,
-            "fn": fn,
-            "precision": p,
-            "recall": rc,
-            "f1": 2 * p * rc / (p + rc) if p + rc else 0.0,
-            "min_f1": min(r["f1"] for r in g),
-            "mean_f1": sum(r["f1"] for r in g) / len(g),
-        }
-
-    summary = {g: pooled(g) for g in ("demo", "held-out")}
+    summary = {g: pooled([r for r in rows if r["group"] == g]) for g in dict.fromkeys(r["group"] for r in rows)}
     lines = [
         "# Demo incident scores",
         "",

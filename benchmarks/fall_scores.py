@@ -31,11 +31,11 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from demo_scores import parse_seeds  # noqa: E402  (benchmarks/ is on the path when run as a script)
+from incident_scores import fall_row, pooled, seed_groups  # noqa: E402  (benchmarks/ is on the path when run as a script)
 
 
 def scores_on_truth_boxes(seed: int, seconds: float, work: Path, noisy: bool = False) -> Any:
@@ -77,11 +77,21 @@ def scores_on_truth_boxes(seed: int, seconds: float, work: Path, noisy: bool = F
     return evaluate_events(load_truth(truth_path), incidents_from_events(events))
 
 
-def scores_end_to_end(seed: int, seconds: float, model: str | None, work: Path) -> Any:
+def scores_end_to_end(
+    seed: int, seconds: float, model: str | None, work: Path, precision: Literal["auto", "fp32", "int8"] | None = None
+) -> Any:
+    """Scores of `campusguard demo` on the seed's video with scripted falls (``precision``: the
+    detector's, none: the example config's)."""
     from campusguard.app.demo import run_demo
 
     return run_demo(
-        seed=seed, out_dir=work / f"seed{seed}", seconds=seconds, model=model, out=io.StringIO(), falls=True
+        seed=seed,
+        out_dir=work / f"seed{seed}",
+        seconds=seconds,
+        model=model,
+        out=io.StringIO(),
+        falls=True,
+        precision=precision,
     ).scores
 
 
@@ -98,7 +108,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="fall-scores-"))
     rows = []
-    for group, seeds in (("demo", parse_seeds(args.seeds)), ("held-out", parse_seeds(args.held_out))):
+    for group, seeds in seed_groups(args.seeds, args.held_out):
         for seed in seeds:
             t0 = time.perf_counter()
             if args.detector in ("truth", "truth-noisy"):
@@ -106,39 +116,20 @@ def main() -> int:
             else:
                 model = None if args.detector == "default" else args.detector
                 scores = scores_end_to_end(seed, args.seconds, model, work)
-            fall = scores.per_kind.get("fall")
-            tp, fp, fn = (fall.tp, fall.fp, fall.fn) if fall is not None else (0, 0, 0)
-            o = scores.overall
-            rows.append(
-                {
-                    "group": group,
-                    "seed": seed,
-                    "fall_tp": tp,
-                    "fall_fp": fp,
-                    "fall_fn": fn,
-                    "all_tp": o.tp,
-                    "all_fp": o.fp,
-                    "all_fn": o.fn,
-                    "seconds": round(time.perf_counter() - t0, 1),
-                }
-            )
+            row = fall_row(group, seed, scores, time.perf_counter() - t0)
+            rows.append(row)
             print(
-                f"{group:8s} seed {seed:3d}: fall TP {tp} FP {fp} FN {fn}; all kinds TP {o.tp} FP {o.fp} FN {o.fn}",
+                f"{group:8s} seed {seed:3d}: fall TP {row['fall_tp']} FP {row['fall_fp']} FN {row['fall_fn']}; "
+                f"all kinds TP {row['all_tp']} FP {row['all_fp']} FN {row['all_fn']}",
                 flush=True,
             )
 
-    def f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
-        p = tp / (tp + fp) if tp + fp else 1.0
-        r = tp / (tp + fn) if tp + fn else 1.0
-        return p, r, (2 * p * r / (p + r) if p + r else 0.0)
-
     summary = {}
-    for group in ("demo", "held-out"):
+    for group in dict.fromkeys(r["group"] for r in rows):
         g = [r for r in rows if r["group"] == group]
         for prefix in ("fall", "all"):
-            tp, fp, fn = (sum(r[f"{prefix}_{k}"] for r in g) for k in ("tp", "fp", "fn"))
-            p, rc, f = f1(tp, fp, fn)
-            summary[f"{group}/{prefix}"] = {"tp": tp, "fp": fp, "fn": fn, "precision": p, "recall": rc, "f1": f}
+            p = pooled(g, prefix=f"{prefix}_")
+            summary[f"{group}/{prefix}"] = {k: p[k] for k in ("tp", "fp", "fn", "precision", "recall", "f1")}
     for key, s in summary.items():
         print(
             f"{key:14s} P {s['precision']:.3f} R {s['recall']:.3f} F1 {s['f1']:.3f} (TP {s['tp']} FP {s['fp']} FN {s['fn']})"

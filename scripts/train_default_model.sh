@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Reproduce CampusGuard's bundled default model (src/campusguard/models/assets/campusguard-default.onnx).
+# Reproduce CampusGuard's bundled default model (src/campusguard/models/assets/campusguard-default.onnx),
+# or train another architecture with the same recipe to compare with it.
 #
 #   bash scripts/train_default_model.sh [WORKDIR] [EPOCHS] [DEVICE]
+#   MODEL=yolo26n bash scripts/train_default_model.sh /tmp/yolo26n 25 0
 #
 # DEVICE defaults to cpu (the reference recipe: about an hour on a quiet 2-core CPU);
+# MODEL (default yolov8n) is any architecture `campusguard train` knows (yolov8n, yolo11n, yolo26n, ...);
 # WORKERS (default 2) sets data loader workers; CAMPUSGUARD overrides the CLI command.
 #
 # 1. renders the training set (seed 0) and an independent validation set (seed 1000),
-# 2. trains YOLOv8n from random weights with Ultralytics' trainer through `campusguard train`
-#    (CPU, imgsz 320, batch 16, images cached in RAM), exporting best.pt to ONNX
-#    (dynamic shape, opset 17, simplified, Ultralytics metadata),
+# 2. trains MODEL from random weights with Ultralytics' trainer through `campusguard train`
+#    (imgsz 320, batch 16, images cached in RAM), exporting best.pt to ONNX
+#    (dynamic shape, opset 17, simplified, Ultralytics metadata; a YOLO26 keeps its NMS-free head),
 # 3. scores the export on the seed-1000 split with `campusguard val` and Ultralytics' own val,
-# 4. copies the ONNX into the package assets.
+# 4. MODEL=yolov8n only: copies the ONNX into the package assets (INSTALL=0 skips it). Any other
+#    MODEL leaves the bundled file alone and prints the command that compares the two
+#    (benchmarks/families_compare.py; docs/models.md, "Comparing YOLO26n with the bundled YOLOv8n").
 # Nothing is downloaded. Measured time and metrics are in src/campusguard/models/assets/MODEL_CARD.md.
 set -euo pipefail
 
@@ -19,6 +24,8 @@ WORK="${1:-/tmp/campusguard-default}"
 EPOCHS="${2:-25}"
 DEVICE="${3:-cpu}"
 WORKERS="${WORKERS:-2}"
+MODEL="${MODEL:-yolov8n}"
+INSTALL="${INSTALL:-1}"
 CG="${CAMPUSGUARD:-campusguard}"
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 export YOLO_OFFLINE=1 YOLO_AUTOINSTALL=false
@@ -29,14 +36,21 @@ $CG synth --out "$WORK/synth-train" --images 3000 --videos 0 --seed 0 --val-frac
 $CG synth --out "$WORK/synth-val" --images 1000 --videos 0 --seed 1000 --val-fraction 0.5
 
 SECONDS=0
-$CG train --model yolov8n --data "$WORK/synth-train/data.yaml" --epochs "$EPOCHS" --imgsz 320 \
+$CG train --model "$MODEL" --data "$WORK/synth-train/data.yaml" --epochs "$EPOCHS" --imgsz 320 \
     --batch 16 --accumulate 1 --device "$DEVICE" --workers "$WORKERS" --cache ram --seed 0 --out "$WORK/run"
 echo "train+export wall time: ${SECONDS} s"
 
 $CG val --model "$WORK/run/weights/best.onnx" --data "$WORK/synth-val/data.yaml" --imgsz 320 --device cpu
 python "$REPO/scripts/val_parity.py" --model "$WORK/run/weights/best.onnx" --data "$WORK/synth-val/data.yaml" --imgsz 320
 
-mkdir -p "$REPO/src/campusguard/models/assets"
-cp "$WORK/run/weights/best.onnx" "$REPO/src/campusguard/models/assets/campusguard-default.onnx"
-ls -l "$REPO/src/campusguard/models/assets/campusguard-default.onnx"
+BUNDLED="$REPO/src/campusguard/models/assets/campusguard-default.onnx"
+if [ "$MODEL" = yolov8n ] && [ "$INSTALL" != 0 ]; then
+    mkdir -p "$(dirname "$BUNDLED")"
+    cp "$WORK/run/weights/best.onnx" "$BUNDLED"
+    ls -l "$BUNDLED"
+else
+    echo "not copied into the package assets (MODEL=$MODEL, INSTALL=$INSTALL); compare it with the bundled model:"
+    echo "  python $REPO/benchmarks/families_compare.py --models yolov8n=$BUNDLED,$MODEL=$WORK/run/weights/best.onnx \\"
+    echo "      --data $WORK/synth-val/data.yaml --work $WORK/compare --out $REPO/docs/results/families-$MODEL-vs-yolov8n"
+fi
 date -u +"done %Y-%m-%dT%H:%M:%SZ"

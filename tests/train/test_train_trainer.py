@@ -11,7 +11,7 @@ import yaml
 from campusguard.cli.main import main
 from campusguard.errors import DeviceError, InvalidInputError
 from campusguard.train import oom_message, parse_train_device, resolve_model_spec, train
-from campusguard.train.trainer import metrics_from_results_csv
+from campusguard.train.trainer import export_best_onnx, metrics_from_results_csv
 
 
 @pytest.mark.parametrize(
@@ -153,6 +153,26 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
     (data.parent / "other.yaml").write_text(yaml.safe_dump(other))
     with pytest.raises(InvalidInputError, match="model classes .* do not match the data set classes"):
         validate_model(result.onnx, data.parent / "other.yaml", imgsz=128, device="cpu")
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("arch", "nms", "output"), [("yolo26n", "in-model", [1, 300, 6]), ("yolov8n", "campusguard", None)])
+def test_export_after_training_keeps_the_models_own_head(tmp_path: Path, arch: str, nms: str, output) -> None:
+    """A trained YOLO26 is exported with its NMS-free head (Ultralytics' default export, ``nms=None``,
+    would write its classic head); a YOLOv8 keeps its raw head for CampusGuard's NMS."""
+    import onnxruntime as ort
+    import torch
+
+    from campusguard.backends.torch_backend import build_architecture
+    from campusguard.detector import Detector
+
+    pt = tmp_path / f"{arch}.pt"
+    torch.save({"model": build_architecture(arch), "train_args": {}, "date": None, "version": "campusguard"}, pt)
+    onnx = export_best_onnx(pt, imgsz=160)  # 525 anchors at 160: top-k keeps max_det = 300
+    assert Detector(onnx, device="cpu").info.nms == nms
+    session = ort.InferenceSession(str(onnx), providers=["CPUExecutionProvider"])
+    out = session.run(None, {session.get_inputs()[0].name: np.zeros((1, 3, 128, 192), np.float32)})[0]
+    assert output is None or list(out.shape) == output  # dynamic export: any input size
 
 
 def test_resume_without_last_checkpoint(toy_dataset: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Public API:
         incident ``{"kind", "zone", "start_s", "end_s", "track_ids"}``).
     `incidents_from_events(events) -> list[Incident]`: predicted incidents from stored `Event`s.
     `evaluate_events(truth, predicted, tolerance_s=2.0, camera_id=None) -> EventScores`.
+    `precision_recall_f1(tp, fp, fn)`: the three scores of counts (also of counts pooled over runs).
 
 Matching: a truth and a predicted incident can match when they share camera, rule kind and
 zone (line name for ``line_crossing``), and their time intervals overlap once the truth
@@ -40,6 +41,7 @@ __all__ = [
     "load_truth_file",
     "incidents_from_events",
     "evaluate_events",
+    "precision_recall_f1",
 ]
 
 
@@ -166,10 +168,16 @@ def incidents_from_events(events: Iterable[Event]) -> list[Incident]:
     ]
 
 
-def _score(kind: str, tp: int, fp: int, fn: int, errors: Sequence[float]) -> KindScore:
+def precision_recall_f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    """Precision, recall and F1 of match counts; precision is 1.0 without predictions and recall
+    1.0 without truth (see `KindScore`)."""
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def _score(kind: str, tp: int, fp: int, fn: int, errors: Sequence[float]) -> KindScore:
+    precision, recall, f1 = precision_recall_f1(tp, fp, fn)
     err = np.asarray(errors, dtype=np.float64)
     mean = float(err.mean()) if len(err) else math.nan
     median = float(np.median(err)) if len(err) else math.nan

@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
         from campusguard.models.aliases import alias_for
-        from campusguard.models.export import convert_fp16, export_onnx, quantize_int8, stamp_alias
+        from campusguard.models.export import convert_fp16, export_onnx, pick_images, quantize_int8, stamp_alias
         from campusguard.models.info import check_imgsz
         from campusguard.models.resolve import parse_model_ref
 
@@ -48,7 +48,11 @@ def register(app: typer.Typer) -> None:
             raise InvalidInputError("--int8 needs --data with calibration images")
         ref = parse_model_ref(model)
         alias = alias_for(model)
-        check_images = _images(data, calib_images) if data is not None else _sample_images()
+        check_images = (
+            pick_images(data, calib_images, on_skip=lambda reason: typer.echo(f"skipped: {reason}", err=True))
+            if data is not None
+            else _sample_images()
+        )
         out.mkdir(parents=True, exist_ok=True)
         for size in imgsz:
             hw = check_imgsz(size, name="--imgsz")
@@ -79,35 +83,6 @@ def register(app: typer.Typer) -> None:
                 quantize_int8(fp32, p8, check_images, calib_hw=hw)
                 _report(p8, fp32, check_images, hw)
                 stamp_alias(p8, alias)
-
-
-def _images(data: Path, limit: int) -> list[Path]:
-    from campusguard.io.images import IMAGE_SUFFIXES
-
-    root = data
-    if data.suffix in (".yaml", ".yml"):
-        import yaml
-
-        cfg = yaml.safe_load(data.read_text())
-        root = Path(cfg.get("path", data.parent)) / cfg.get("val", cfg.get("train", ""))
-    if not root.exists():
-        raise InvalidInputError(f"--data {data}: no such folder")
-    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
-    if not files:
-        raise InvalidInputError(f"--data {data}: no images found")
-    from campusguard.errors import ImageReadError
-    from campusguard.io.images import read_image
-
-    good = []
-    for f in files[:: max(1, len(files) // limit)][:limit]:
-        try:
-            read_image(f)
-            good.append(f)
-        except ImageReadError as exc:
-            typer.echo(f"skipped: {exc}", err=True)
-    if not good:
-        raise InvalidInputError(f"--data {data}: no readable images")
-    return good
 
 
 def _sample_images() -> list[Path]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,17 @@ from campusguard.models.aliases import ALIAS_METADATA_KEY, ModelAlias
 from campusguard.models.resolve import ModelRef
 from campusguard.models.ultralytics_env import offline_ultralytics
 
-__all__ = ["FORMATS", "stamp_alias", "export_onnx", "convert_fp16", "quantize_int8", "set_metadata", "head_float_nodes"]
+__all__ = [
+    "FORMATS",
+    "stamp_alias",
+    "export_onnx",
+    "convert_fp16",
+    "quantize_int8",
+    "set_metadata",
+    "head_float_nodes",
+    "pick_images",
+    "ultralytics_onnx",
+]
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +88,7 @@ def export_onnx(
     require("ultralytics", "torch")
     from ultralytics import YOLO
 
-    from campusguard.backends.torch_backend import build_architecture, select_head
+    from campusguard.backends.torch_backend import build_architecture
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -96,16 +107,8 @@ def export_onnx(
             model = YOLO(str(pt), task="detect")
         except Exception as exc:
             raise ModelLoadError(f"{ref}: not an Ultralytics YOLO checkpoint ({type(exc).__name__})") from exc
-        in_model_nms = select_head(model.model, end_to_end)
-        produced = model.export(
-            format="onnx",
-            imgsz=list(imgsz_hw),
-            batch=batch,
-            dynamic=dynamic,
-            simplify=simplify,
-            opset=opset,
-            nms=False if in_model_nms else None,  # Ultralytics: False = the NMS-free head, None = external NMS
-            verbose=False,
+        produced = ultralytics_onnx(
+            model, imgsz=list(imgsz_hw), batch=batch, dynamic=dynamic, simplify=simplify, opset=opset, end_to_end=end_to_end
         )
         fp32 = Path(tmp) / "fp32.onnx"
         shutil.move(str(produced), fp32)
@@ -120,6 +123,40 @@ def export_onnx(
         else:
             shutil.move(str(fp32), out)
     return out
+
+
+def ultralytics_onnx(
+    yolo: Any,
+    *,
+    imgsz: int | list[int],
+    batch: int = 1,
+    dynamic: bool = False,
+    simplify: bool = True,
+    opset: int | None = 17,
+    end_to_end: bool | None = None,
+) -> Path:
+    """Ultralytics' ONNX export (on the CPU) of a loaded ``ultralytics.YOLO``, with the head
+    `campusguard.backends.torch_backend.select_head` picks: ``None`` keeps the model's own, so a
+    YOLO26 checkpoint exports its NMS-free head, ``(B, max_det, 6)``; ``False`` the classic head.
+
+    Ultralytics' own default (``nms=None``) exports YOLO26's classic head, which is why every
+    CampusGuard export goes through here. Returns the file Ultralytics wrote (beside the weights).
+    """
+    from campusguard.backends.torch_backend import select_head
+
+    in_model_nms = select_head(yolo.model, end_to_end)
+    produced = yolo.export(
+        format="onnx",
+        imgsz=imgsz,
+        batch=batch,
+        dynamic=dynamic,
+        simplify=simplify,
+        opset=opset,
+        nms=False if in_model_nms else None,  # Ultralytics: False = the NMS-free head, None = its classic head
+        device="cpu",
+        verbose=False,
+    )
+    return Path(produced)
 
 
 def convert_fp16(src: Path, out: Path) -> Path:
@@ -159,6 +196,43 @@ def head_float_nodes(model_path: Path) -> list[str]:
     return [
         n.name for n in graph.node if n.name.startswith(prefix) and not any(b in n.name for b in branches)
     ] + [n.name for n in graph.node if not n.name.startswith("/model.")]
+
+
+def pick_images(data: Path, limit: int, on_skip: Callable[[str], None] | None = None) -> list[Path]:
+    """The images `campusguard export` calibrates INT8 on and checks parity with.
+
+    Up to ``limit`` readable images, evenly spaced over the sorted image files under ``data``:
+    a folder (searched recursively) or a data.yaml (its ``val`` split, else ``train``).
+    ``on_skip`` gets the one-line reason of each unreadable file.
+
+    Raises:
+        InvalidInputError: the folder is missing, or holds no (readable) images.
+    """
+    from campusguard.errors import ImageReadError
+    from campusguard.io.images import IMAGE_SUFFIXES, read_image
+
+    root = Path(data)
+    if root.suffix in (".yaml", ".yml"):
+        import yaml
+
+        cfg = yaml.safe_load(root.read_text())
+        root = Path(cfg.get("path", root.parent)) / cfg.get("val", cfg.get("train", ""))
+    if not root.exists():
+        raise InvalidInputError(f"--data {data}: no such folder")
+    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise InvalidInputError(f"--data {data}: no images found")
+    good = []
+    for f in files[:: max(1, len(files) // limit)][:limit]:
+        try:
+            read_image(f)
+            good.append(f)
+        except ImageReadError as exc:
+            if on_skip is not None:
+                on_skip(str(exc))
+    if not good:
+        raise InvalidInputError(f"--data {data}: no readable images")
+    return good
 
 
 class _ImageCalibrationReader:

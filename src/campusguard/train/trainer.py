@@ -346,13 +346,14 @@ def export_best_onnx(
     weights: Path, *, imgsz: int, opset: int = 17, dynamic: bool = True, simplify: bool = True
 ) -> Path:
     """Export Ultralytics weights to ONNX beside them (Ultralytics' exporter: names, imgsz and
-    stride kept in the metadata). ``dynamic`` makes batch, height and width free."""
+    stride kept in the metadata). ``dynamic`` makes batch, height and width free. The model keeps
+    its own head: a YOLO26 exports its NMS-free one (`campusguard.models.export.ultralytics_onnx`)."""
+    from campusguard.models.export import ultralytics_onnx
     from campusguard.models.ultralytics_env import offline_ultralytics
 
     offline_ultralytics()
     from ultralytics import YOLO
 
-    out = YOLO(str(weights), task="detect").export(
-        format="onnx", imgsz=imgsz, dynamic=dynamic, simplify=simplify, opset=opset, device="cpu"
+    return ultralytics_onnx(
+        YOLO(str(weights), task="detect"), imgsz=imgsz, dynamic=dynamic, simplify=simplify, opset=opset
     )
-    return Path(out)
