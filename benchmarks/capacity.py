@@ -33,6 +33,7 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 import cv2
 import numpy as np
 import yaml
+from decode_cost import H264Writer  # the sibling script (benchmarks/ is on the path when run as one)
 
 from campusguard.app.config import parse_config
 from campusguard.app.demo import demo_config
@@ -55,30 +57,53 @@ from campusguard.models.resolve import DEFAULT_MODEL
 CONTENDERS = ("ultralytics", "fp32", "int8", "int8_motion")
 
 
-def make_video(
-    seed: int, folder: Path, scripted_s: float, quiet_s: float, fps: int = 10, lead_s: float = 0.0
-) -> tuple[Path, Path]:
-    """A 1280x720 MJPEG-free mp4: ``lead_s`` of the empty scene, ``scripted_s`` of the seed's script,
-    then ``quiet_s - lead_s`` of the empty scene (the truth file's times count from the script's
-    start: `run_trial` adds ``lead_s``)."""
-    video = SynthVideo(seed, (1280, 720), scripted_s, fps)
-    path = folder / f"campus-seed{seed}-lead{lead_s:g}.mp4"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
+def campus_frames(
+    video: SynthVideo, seed: int, quiet_s: float, lead_s: float, per_frame: list[list[dict]]
+) -> Iterator[np.ndarray]:
+    """``lead_s`` of the empty scene (with sensor noise), the video's script, then ``quiet_s - lead_s`` of the
+    empty scene; each scripted frame's objects are appended to ``per_frame`` (for the truth)."""
 
-    def quiet(n: int, first: int) -> None:
+    def quiet(n: int, first: int) -> Iterator[np.ndarray]:
         for i in range(first, first + n):
             frame = video.background.copy()
             video.noise.add(frame, np.random.default_rng([seed, 0xC0FFEE, i]), video.noise_level)
-            writer.write(frame)
+            yield frame
 
-    lead = round(lead_s * fps)
-    quiet(lead, 0)
-    per_frame = []
+    lead = round(lead_s * video.fps)
+    yield from quiet(lead, 0)
     for i in range(video.num_frames):
         frame, objects = video.frame(i)
-        writer.write(frame)
         per_frame.append(objects)
-    quiet(round(quiet_s * fps) - lead, lead)
+        yield frame
+    yield from quiet(round(quiet_s * video.fps) - lead, lead)
+
+
+def make_video(
+    seed: int,
+    folder: Path,
+    scripted_s: float,
+    quiet_s: float,
+    fps: int = 10,
+    lead_s: float = 0.0,
+    codec: str = "mp4v",
+    bitrate_kbps: int = 2000,
+) -> tuple[Path, Path]:
+    """A 1280x720 mp4: ``lead_s`` of the empty scene, ``scripted_s`` of the seed's script, then
+    ``quiet_s - lead_s`` of the empty scene (the truth file's times count from the script's start:
+    `run_trial` adds ``lead_s``). ``codec``: ``mp4v`` (OpenCV's writer, MPEG-4 part 2) or ``h264``
+    (camera-like H.264 at ``bitrate_kbps``, `decode_cost.H264Writer`)."""
+    video = SynthVideo(seed, (1280, 720), scripted_s, fps)
+    suffix = "" if codec == "mp4v" else f"-{codec}"
+    path = folder / f"campus-seed{seed}-lead{lead_s:g}{suffix}.mp4"
+    if codec == "h264":
+        writer: Any = H264Writer(path, fps, video.size_wh, bitrate_kbps)
+    elif codec == "mp4v":
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
+    else:
+        raise ValueError(f"codec must be mp4v or h264, got {codec!r}")
+    per_frame: list[list[dict]] = []
+    for frame in campus_frames(video, seed, quiet_s, lead_s, per_frame):
+        writer.write(frame)
     writer.release()
     truth = video.truth(per_frame, video_name=path.name)
     truth_path = path.with_suffix(".json")

@@ -30,32 +30,53 @@ from pathlib import Path
 os.environ.setdefault("OPENCV_FFMPEG_CAPTURE_OPTIONS", "threads;1")  # read before the first capture opens
 
 import cv2  # noqa: E402
+import numpy as np  # noqa: E402
 
 from campusguard.doctor import cpu_name  # noqa: E402
 
 
+class H264Writer:
+    """Camera-like H.264 (MP4) through PyAV's libx264: main profile, no B-frames, a keyframe every 2 s, a target bitrate.
+
+    Same ``write(frame_bgr)`` / ``release()`` as `cv2.VideoWriter`, which cannot encode H.264 here.
+    """
+
+    def __init__(self, path: Path, fps: int, size_wh: tuple[int, int], bitrate_kbps: int) -> None:
+        import av
+
+        self._av = av
+        self.out = av.open(str(path), "w")
+        self.stream = self.out.add_stream("libx264", rate=fps)
+        self.stream.width, self.stream.height = size_wh
+        self.stream.pix_fmt = "yuv420p"
+        self.stream.bit_rate = bitrate_kbps * 1000
+        self.stream.codec_context.gop_size = 2 * fps
+        self.stream.codec_context.max_b_frames = 0
+        self.stream.codec_context.time_base = Fraction(1, fps)
+        self.stream.options = {"preset": "veryfast", "profile": "main"}
+
+    def write(self, frame_bgr: np.ndarray) -> None:
+        for packet in self.stream.encode(self._av.VideoFrame.from_ndarray(frame_bgr, format="bgr24")):
+            self.out.mux(packet)
+
+    def release(self) -> None:
+        for packet in self.stream.encode():
+            self.out.mux(packet)
+        self.out.close()
+
+
 def encode_h264(path: Path, seconds: float, fps: int, size_wh: tuple[int, int], bitrate_kbps: int) -> int:
     """Write the synthetic campus scene as camera-like H.264 (MP4); return the number of frames."""
-    import av
-
     from campusguard.data.synth.video import SynthVideo
 
     video = SynthVideo(0, size_wh, seconds, fps)
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libx264", rate=fps)
-        stream.width, stream.height = size_wh
-        stream.pix_fmt = "yuv420p"
-        stream.bit_rate = bitrate_kbps * 1000
-        stream.codec_context.gop_size = 2 * fps
-        stream.codec_context.max_b_frames = 0
-        stream.codec_context.time_base = Fraction(1, fps)
-        stream.options = {"preset": "veryfast", "profile": "main"}
+    writer = H264Writer(path, fps, size_wh, bitrate_kbps)
+    try:
         for i in range(video.num_frames):
             frame, _objects = video.frame(i)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="bgr24")):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
+            writer.write(frame)
+    finally:
+        writer.release()
     return video.num_frames
 
 

@@ -119,3 +119,27 @@ def result_doc(
         "results": records,
         "scenarios": [],
     }
+
+
+def host_cost_doc(
+    decode: float = 3.0,
+    motion: float = 1.5,
+    tracking_rules: float = 0.4,
+    events: float = 0.1,
+    resolution_wh: tuple[int, int] = (1280, 720),
+) -> dict[str, Any]:
+    """A complete, schema-valid host-cost document with chosen core-ms per frame of each stage."""
+    from campusguard.bench.host_cost import HOST_COST_KIND, HOST_COST_SCHEMA_VERSION
+
+    return {
+        "schema_version": HOST_COST_SCHEMA_VERSION,
+        "kind": HOST_COST_KIND,
+        "created_utc": "2026-12-02T00:00:00+00:00",
+        "command": "python benchmarks/host_cost.py",
+        "notes": None,
+        "cpu": "Test CPU",
+        "logical_cores": 2,
+        "load_average": 0.5,
+        "video": {"resolution_wh": list(resolution_wh), "fps": 10, "codec": "h264", "frames": 600},
+        "stages_ms": {"decode": decode, "motion": motion, "tracking_rules": tracking_rules, "events": events},
+    }

@@ -1,4 +1,4 @@
-"""Capacity plan: units rounded up, the input shape and batch chosen, motion gating, cost, and the errors.
+"""Capacity plan: units rounded up, the input shape and batch chosen, motion gating, host work, cost, and the errors.
 
 Every result file here is written through `write_result`, so it passes the real result schema.
 """
@@ -9,12 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes_bench import record, result_doc
+from fakes_bench import host_cost_doc, record, result_doc
 
+from campusguard.bench.host_cost import write_host_cost
 from campusguard.bench.plan import (
     EFFICIENCY_SOURCE,
+    HOST_EFFICIENCY_SOURCE,
     Deployment,
+    HostWork,
     PlanSettings,
+    host_work,
     parse_resolution,
     plan_from_results,
     shape_kind,
@@ -37,8 +41,20 @@ def rec(input_hw: tuple[int, int] | None = (640, 640), device: str = "cpu", scen
     return r
 
 
-def write(folder: Path, machine: str, records: list[dict], price: float | None = None, name: str = "r.json") -> Path:
-    return write_result(result_doc(machine, records, price=price), folder / machine / name)
+def write(
+    folder: Path,
+    machine: str,
+    records: list[dict],
+    price: float | None = None,
+    name: str = "r.json",
+    cores: int | None = None,
+    gpus: int = 0,
+) -> Path:
+    """A result file; with ``cores`` its environment records the machine's logical cores and ``gpus`` GPUs."""
+    doc = result_doc(machine, records, price=price)
+    if cores is not None:
+        doc["environment"] = {"cpu": {"name": "Test CPU", "logical_cores": cores}, "gpus": [{"name": "G"}] * gpus}
+    return write_result(doc, folder / machine / name)
 
 
 def plan(
@@ -47,9 +63,10 @@ def plan(
     fps: float = 10.0,
     wh: tuple[int, int] = (1280, 720),
     active: float = 1.0,
+    host: HostWork | None = None,
     **kw: Any,
 ):  # type: ignore[no-untyped-def]
-    return plan_from_results([folder], Deployment(cameras, fps, wh, active), PlanSettings(**kw))
+    return plan_from_results([folder], Deployment(cameras, fps, wh, active), PlanSettings(**kw), host=host)
 
 
 @pytest.mark.parametrize(
@@ -240,3 +257,128 @@ def test_a_result_without_an_input_shape_is_used_last_and_named_unknown(tmp_path
     assert (only.choice.shape, only.measured_ips) == ("unknown", 90.0)
     write(tmp_path, "box", [rec(fps=50.0, input_hw=(320, 320), batch=1)], name="new.json")
     assert plan(tmp_path, imgsz=640).machines[0].choice.row.input_hw == (320, 320)  # a known size first
+
+
+# host work -------------------------------------------------------------------------------------
+def test_host_work_shares_a_cpu_machines_cores_with_the_detector(tmp_path: Path) -> None:
+    write(tmp_path, "box", [rec(fps=100.0)], cores=2)  # 2 cores x 1000 / 100 images/s = 20 core-ms per image
+    alone = plan(tmp_path, cameras=20, headroom=0.0).machines[0]
+    assert (alone.cameras_per_unit, alone.units) == (pytest.approx(100 * 0.942 / 10), 3)  # detector only, as before
+    p = plan(tmp_path, cameras=20, headroom=0.0, host=HostWork(5.0)).machines[0]
+    # each camera: 10 fps x (5 host + 20 detector) core-ms = 250 core-ms/s of the machine's 2,000
+    assert p.detector_core_ms == pytest.approx(20.0) and p.efficiency == 1.0
+    assert p.cameras_per_unit == pytest.approx(8.0)
+    assert p.units == 3  # 20 / 8 = 2.5
+    assert p.utilisation == pytest.approx(20 * 250 / (3 * 2000))
+    assert (p.bottleneck, p.host_share, p.host_cores) == ("detector", pytest.approx(0.2), 2.0)
+    assert p.cameras_by_host == pytest.approx(2000 / 50)  # host work alone: 40 cameras
+
+
+def test_with_gating_host_work_becomes_the_bottleneck_of_a_cpu_machine(tmp_path: Path) -> None:
+    write(tmp_path, "box", [rec(fps=100.0)], cores=2)
+    p = plan(tmp_path, cameras=100, active=0.1, host=HostWork(6.0), headroom=0.2).machines[0]
+    # each camera: 10 x (6 + 0.1 x 20) = 80 core-ms/s; 2,000 x 0.8 usable: 20 cameras; detector alone would say 80
+    assert p.cameras_per_unit == pytest.approx(20.0)
+    assert p.units == 5
+    assert (p.bottleneck, p.host_share) == ("host", pytest.approx(0.75))
+    assert plan(tmp_path, cameras=100, active=0.1, efficiency=1.0).machines[0].cameras_per_unit == pytest.approx(80.0)
+
+
+def test_a_gpus_host_cores_limit_it_apart_from_the_gpu(tmp_path: Path) -> None:
+    write(tmp_path, "gpu", [rec(fps=1000.0, device="cuda:0")], cores=16, gpus=4)  # 4 host cores per GPU
+    det_only = plan(tmp_path, cameras=200, headroom=0.0).machines[0]
+    assert det_only.cameras_per_unit == pytest.approx(94.2)  # 1000 x 0.942 / 10
+    p = plan(tmp_path, cameras=200, headroom=0.0, host=HostWork(5.0)).machines[0]
+    assert (p.host_cores, p.efficiency) == (4.0, 0.942)  # the GPU keeps the measured efficiency
+    assert "divided among its 4 GPUs" in p.host_cores_source
+    assert p.cameras_by_host == pytest.approx(4 * 1000 / (10 * 5.0))  # 80 cameras of host work
+    assert (p.cameras_per_unit, p.units, p.bottleneck) == (pytest.approx(80.0), 3, "host")
+    assert p.detector_core_ms is None and p.host_share is None
+    more_cores = plan(tmp_path, cameras=200, headroom=0.0, host=HostWork(5.0, cores=8)).machines[0]
+    assert (more_cores.cameras_per_unit, more_cores.units, more_cores.bottleneck) == (
+        pytest.approx(94.2),
+        3,
+        "detector",
+    )
+    assert more_cores.host_cores_source == "user-given (--host-cores)"
+
+
+def test_no_host_work_changes_nothing(tmp_path: Path) -> None:
+    write(tmp_path, "box", [rec(fps=100.0)], cores=2)
+    before = plan(tmp_path, cameras=37, active=0.3)
+    zero = plan(tmp_path, cameras=37, active=0.3, efficiency=0.942, host=HostWork(0.0))
+    assert zero.machines[0].units == before.machines[0].units
+    assert zero.machines[0].cameras_per_unit == pytest.approx(before.machines[0].cameras_per_unit)
+    assert before.machines[0].bottleneck == "detector" and before.machines[0].host_ms_per_frame is None
+
+
+def test_host_work_from_a_measured_file_counts_motion_only_with_gating(tmp_path: Path) -> None:
+    path = write_host_cost(host_cost_doc(decode=3.0, motion=1.5, tracking_rules=0.4, events=0.1), tmp_path / "h.json")
+    gated = host_work(Deployment(10, 10.0, (1280, 720), 0.3), host_cost=path)
+    assert gated.ms_per_frame == pytest.approx(5.0)
+    assert gated.source == f"measured: {path} (Test CPU, one core)"
+    assert gated.detail == "decode 3.00 + motion 1.50 + tracking and rules 0.40 + events 0.10"
+    whole = host_work(Deployment(10, 10.0, (1280, 720), 1.0), host_cost=path, cores=3)
+    assert (whole.ms_per_frame, whole.cores) == (pytest.approx(3.5), 3)
+    given = host_work(Deployment(10, 10.0, (1280, 720)), ms_per_frame=7.5)
+    assert (given.ms_per_frame, given.source) == (7.5, "user-given (--host-ms-per-frame)")
+    assert not host_work(Deployment(10, 10.0, (1280, 720))).counted
+
+
+def test_host_work_assumptions_and_json(tmp_path: Path) -> None:
+    path = write(tmp_path, "box", [rec(fps=100.0)], cores=2)
+    p = plan(tmp_path, cameras=4, host=HostWork(5.0, "user-given (--host-ms-per-frame)"))
+    by = {a.name: a for a in p.assumptions}
+    host = by["host work per frame (decode, motion analysis, tracking and rules, event path)"]
+    assert (host.value, host.source) == ("5.00 core-ms", "user-given (--host-ms-per-frame)")
+    cores = by["box: CPU cores per machine for host work"]
+    assert (cores.value, cores.source) == ("2", f"bench record: {path} (environment.cpu.logical_cores)")
+    assert by["box: detector core-ms per image (cores shared with host work)"].value == "20.00"
+    eff = by["pipeline efficiency (watch / model-only throughput)"]
+    assert (eff.value, eff.source) == ("1 on CPU machines, 0.942 on GPUs", HOST_EFFICIENCY_SOURCE)
+    d = p.to_dict()
+    assert d["host"] == {
+        "counted": True,
+        "ms_per_frame": 5.0,
+        "source": "user-given (--host-ms-per-frame)",
+        "detail": "",
+        "cores": None,
+    }
+    m = d["machines"][0]
+    assert (m["host_ms_per_frame"], m["host_cores"], m["bottleneck"], m["detector_core_ms"]) == (
+        5.0,
+        2.0,
+        "detector",
+        20.0,
+    )
+    off = plan(tmp_path, cameras=4).to_dict()
+    assert off["host"]["counted"] is False and off["host"]["source"].startswith("no --host-cost or --host-ms-per-frame")
+    assert "optimistic" in off["host"]["source"] and off["machines"][0]["host_ms_per_frame"] is None
+
+
+def test_counting_host_work_needs_the_machines_cores(tmp_path: Path) -> None:
+    path = write(tmp_path, "box", [rec(fps=100.0)])  # a result whose environment records no cores
+    with pytest.raises(
+        InvalidInputError, match=rf"^box: its bench result {path} records no CPU core count; give --host-cores N$"
+    ):
+        plan(tmp_path, host=HostWork(5.0))
+    assert plan(tmp_path, host=HostWork(5.0, cores=4)).machines[0].host_cores == 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ms_per_frame": -1.0}, "--host-ms-per-frame must be a number of at least 0, got -1.0"),
+        ({"ms_per_frame": float("nan")}, "--host-ms-per-frame must be a number of at least 0"),
+        ({"ms_per_frame": 1.0, "cores": 0}, "--host-cores must be above 0, got 0"),
+    ],
+)
+def test_bad_host_work(kwargs: dict, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        HostWork(**kwargs)
+
+
+def test_a_host_cost_file_and_a_figure_are_not_both_taken(tmp_path: Path) -> None:
+    path = write_host_cost(host_cost_doc(), tmp_path / "h.json")
+    with pytest.raises(InvalidInputError, match="^give --host-cost FILE or --host-ms-per-frame X, not both$"):
+        host_work(Deployment(10, 10.0, (1280, 720)), host_cost=path, ms_per_frame=5.0)

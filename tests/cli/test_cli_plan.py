@@ -69,3 +69,83 @@ def test_an_empty_results_folder_is_one_line(tmp_path: Path, capsys: pytest.Capt
     argv = ["plan", "--cameras", "10", "--fps", "10", "--resolution", "1280x720", "--results", str(tmp_path)]
     assert main(argv) != 0
     assert capsys.readouterr().err.strip() == f"error: no bench result files in {tmp_path}"
+
+
+HOST_COST = RESULTS / "host-cost-cpu.json"
+
+
+def test_plan_with_measured_host_work_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--cameras", "1000", "--fps", "10", "--resolution", "1280x720", "--active-fraction", "0.4",
+            "--results", str(RESULTS / "cpu-2026-12-02-xeon-amx"), "--model", "campusguard-default",
+            "--precision", "int8", "--host-cost", str(HOST_COST), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    stages = json.loads(HOST_COST.read_text())["stages_ms"]
+    host_ms = sum(stages.values())  # gated: every stage counts
+    assert out["host"]["counted"] is True and out["host"]["ms_per_frame"] == pytest.approx(host_ms)
+    assert out["host"]["source"].startswith(f"measured: {HOST_COST} (")
+    m = out["machines"][0]
+    assert (m["unit"], m["host_cores"], m["efficiency"]) == ("machine", 2.0, 1.0)  # the Xeon record: 2 logical cores
+    detector_ms = 2 * 1000 / m["measured_ips"]
+    assert m["detector_core_ms"] == pytest.approx(detector_ms)
+    per_camera = 10 * (host_ms + 0.4 * detector_ms)  # core-ms per second
+    assert m["cameras_per_unit"] == pytest.approx(2000 * 0.8 / per_camera)
+    assert m["units"] == math.ceil(1000 / m["cameras_per_unit"])
+    assert m["bottleneck"] == ("host" if host_ms > 0.4 * detector_ms else "detector")
+
+
+def test_plan_says_when_host_work_is_not_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "plan",
+        "--cameras",
+        "10",
+        "--fps",
+        "10",
+        "--resolution",
+        "1280x720",
+        "--results",
+        str(RESULTS / "nvidia-h200"),
+    ]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "host work per frame: not counted" in out and "figures for CPU machines are optimistic" in out
+    assert "detector only" in out
+
+
+def test_plan_prints_host_work_and_the_bottleneck(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--cameras", "100", "--fps", "10", "--resolution", "1280x720", "--results", str(RESULTS),
+            "--host-ms-per-frame", "5", "--host-cores", "2"]  # fmt: skip
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "host work per frame: 5.00 core-ms (user-given (--host-ms-per-frame))" in out
+    assert "CPU cores per GPU for host work: 2 (user-given (--host-cores))" in out
+    # the EPYC: 2 cores x 1000 / 36.3 images/s = 55 detector core-ms per frame against 5 of host work
+    assert "│ detector 92% │" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not JSON"),
+        ('{"schema_version": 1, "kind": "campusguard-host-cost"}', "not a valid host-cost file at (top level)"),
+        (None, "not a host-cost file: its kind is 'campusguard-bench'"),
+    ],
+)
+def test_a_bad_host_cost_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    path = next((RESULTS / "nvidia-h200").glob("bench-*.json")) if content is None else tmp_path / "host.json"
+    if content is not None:
+        path.write_text(content)
+    argv = ["plan", "--cameras", "10", "--fps", "10", "--resolution", "1280x720", "--results", str(RESULTS),
+            "--host-cost", str(path)]  # fmt: skip
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: ") and message in err[0]
+
+
+def test_host_cost_and_host_ms_are_not_both_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--cameras", "10", "--fps", "10", "--resolution", "1280x720", "--results", str(RESULTS),
+            "--host-cost", str(HOST_COST), "--host-ms-per-frame", "4"]  # fmt: skip
+    assert main(argv) != 0
+    assert capsys.readouterr().err.strip() == "error: give --host-cost FILE or --host-ms-per-frame X, not both"

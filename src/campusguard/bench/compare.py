@@ -61,6 +61,8 @@ class Row:
     input_hw: tuple[int, int] | None = None
     device: str | None = None
     source: str | None = None
+    cpu_cores: int | None = None
+    gpu_count: int | None = None
 
     @property
     def key(self) -> RowKey:
@@ -143,6 +145,18 @@ def _row(machine: str, rec: dict[str, Any], price: float | None) -> Row:
     )
 
 
+def _machine_size(environment: Any) -> tuple[int | None, int | None]:
+    """(logical CPU cores, GPUs) from a result's environment fingerprint; None where not recorded."""
+    env = environment if isinstance(environment, dict) else {}
+    cpu = env.get("cpu")
+    cores = cpu.get("logical_cores") if isinstance(cpu, dict) else None
+    gpus = env.get("gpus")
+    return (
+        int(cores) if isinstance(cores, int) and cores > 0 else None,
+        len(gpus) if isinstance(gpus, list) else None,
+    )
+
+
 def merge_results(
     results: Sequence[tuple[Path, dict[str, Any]]],
     by_input_shape: bool = False,
@@ -162,9 +176,11 @@ def merge_results(
             notes.setdefault(machine, []).append(str(res["notes"]))
         price = (res.get("config") or {}).get("price_per_hour")
         created = str(res.get("created_utc", ""))
+        cores, gpus = _machine_size(res.get("environment"))
         for rec in res.get("results", []):
             row = _row(machine, rec, price)
             row.source = str(path)
+            row.cpu_cores, row.gpu_count = cores, gpus
             k = (machine, row.key, row.input_hw if by_input_shape else None)
             if k not in chosen or created >= chosen[k][0]:
                 chosen[k] = (created, row)

@@ -1,15 +1,21 @@
 """Capacity plan: how many machines or GPUs a camera deployment needs, from measured bench results.
 
-Pure arithmetic over `bench` result rows (loaded and validated by `compare.load_results`):
+Pure arithmetic over `bench` result rows (loaded and validated by `compare.load_results`). Each
+unit's load is counted in units (1.0 = one unit fully busy):
 
-    detector images/s = cameras x fps x active_fraction
-    usable images/s per unit = measured throughput x pipeline efficiency x (1 - headroom)
-    units = ceil(detector images/s / usable images/s per unit)
+    detector load = cameras x fps x active_fraction / (measured images/s x pipeline efficiency)
+    host load     = cameras x fps x host core-ms per frame / (host cores x 1000)
+    load          = detector + host on a CPU machine (host work and the detector share its cores;
+                    the detector's measured throughput used all of them), the larger of the two
+                    on a GPU (the host CPU and the GPU work side by side)
+    units = ceil(load / (1 - headroom)); cameras per unit = cameras x (1 - headroom) / load
     cost per day = units x price per hour x 24
 
-A *unit* is what one bench result measured: one GPU for a ``cuda:N`` / ``rocm:N`` device, else one
-whole machine (its CPUs). Every number the plan uses is returned as an `Assumption` naming where it
-came from (a measured result file, the user, or a default), so a printed plan can be audited.
+Without host work (no host-cost file and no ``--host-ms-per-frame``) the host load is 0: the plan
+is the detector's alone, optimistic for CPU machines, and it says so. A *unit* is what one bench
+result measured: one GPU for a ``cuda:N`` / ``rocm:N`` device, else one whole machine (its CPUs).
+Every number the plan uses is returned as an `Assumption` naming where it came from (a measured
+result file, the user, or a default), so a printed plan can be audited.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from campusguard.bench.compare import Row, load_results, merge_results
+from campusguard.bench.host_cost import load_host_cost
 from campusguard.errors import InvalidInputError
 from campusguard.ops.preprocess import fit_shape
 
@@ -29,8 +36,12 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "EFFICIENCY_SOURCE",
     "DEFAULT_HEADROOM",
+    "HOST_EFFICIENCY_SOURCE",
+    "HOST_NOT_COUNTED",
     "Assumption",
     "Deployment",
+    "HostWork",
+    "host_work",
     "PlanSettings",
     "Choice",
     "MachinePlan",
@@ -53,8 +64,20 @@ EFFICIENCY_SOURCE = (
     "applied to every machine)"
 )
 
+HOST_EFFICIENCY_SOURCE = (
+    "default with host work counted: 1 on CPU machines, where the measured 0.942 "
+    "(docs/results/watch-throughput-cpu.md) is the loss to one stream's decoding and analytics on the same cores, "
+    "which the host term now counts on its own; 0.942 on GPUs"
+)
+
 DEFAULT_HEADROOM = 0.2
 """Fraction of each unit's usable throughput kept spare (bursts, restarts, a lost unit's cameras)."""
+
+HOST_NOT_COUNTED = (
+    "no --host-cost or --host-ms-per-frame given: the plan is the detector's work alone, so its figures "
+    "for CPU machines are optimistic: decoding, motion analysis, tracking and rules share their cores with the "
+    "detector (2-5x too many cameras per 2-vCPU machine with motion gating; docs/capacity-plan.md)"
+)
 
 _GPU_PREFIXES = ("cuda", "rocm", "gpu", "hip")
 
@@ -117,6 +140,62 @@ class Deployment:
 
 
 @dataclass(frozen=True)
+class HostWork:
+    """CPU work per frame outside the detector, and the cores that do it.
+
+    Attributes:
+        ms_per_frame: core-ms per frame (decode, motion analysis, tracking and rules, event path),
+            or None: not counted.
+        source: where ``ms_per_frame`` came from.
+        detail: what it is made of (``decode 3.05 + motion 1.73 + ...``), or empty.
+        cores: CPU cores per unit for host work, or None: from each bench record (a CPU machine's
+            logical cores; a GPU machine's divided among its GPUs).
+    """
+
+    ms_per_frame: float | None = None
+    source: str = HOST_NOT_COUNTED
+    cores: float | None = None
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.ms_per_frame is not None and not (self.ms_per_frame >= 0 and math.isfinite(self.ms_per_frame)):
+            raise InvalidInputError(f"--host-ms-per-frame must be a number of at least 0, got {self.ms_per_frame}")
+        if self.cores is not None and not self.cores > 0:
+            raise InvalidInputError(f"--host-cores must be above 0, got {self.cores}")
+
+    @property
+    def counted(self) -> bool:
+        """Whether the plan counts host work."""
+        return self.ms_per_frame is not None
+
+
+def host_work(
+    deployment: Deployment,
+    host_cost: str | Path | None = None,
+    ms_per_frame: float | None = None,
+    cores: float | None = None,
+) -> HostWork:
+    """The host work per frame of ``deployment``'s cameras: from a measured host-cost file, a given figure, or none.
+
+    From a file (`campusguard.bench.host_cost`), motion analysis counts only when the deployment
+    gates (``active_fraction < 1``), and decoding scales with the cameras' pixels per frame.
+
+    Raises:
+        InvalidInputError: both a file and a figure given, or a bad file (one line naming it).
+    """
+    if host_cost is not None and ms_per_frame is not None:
+        raise InvalidInputError("give --host-cost FILE or --host-ms-per-frame X, not both")
+    if host_cost is not None:
+        cost = load_host_cost(host_cost)
+        ms, parts = cost.ms_per_frame(deployment.resolution_wh, gated=deployment.active_fraction < 1)
+        notes = f"; {cost.notes}" if cost.notes else ""
+        return HostWork(ms, f"measured: {cost.source} ({cost.cpu}, one core{notes})", cores, parts)
+    if ms_per_frame is not None:
+        return HostWork(ms_per_frame, "user-given (--host-ms-per-frame)", cores)
+    return HostWork(cores=cores)
+
+
+@dataclass(frozen=True)
 class PlanSettings:
     """How to read the results.
 
@@ -126,7 +205,10 @@ class PlanSettings:
         precision: ``fp32``, ``fp16`` or ``int8``.
         batch: the batch the pipeline forms (the result with the closest batch, by ratio, is used).
         imgsz: network input long side wanted, or None for any measured size.
-        efficiency: watch pipeline throughput as a fraction of model-only throughput, in (0, 1].
+        efficiency: watch pipeline throughput as a fraction of model-only throughput, in (0, 1], or None
+            for the default: the measured `DEFAULT_EFFICIENCY`, except 1.0 on CPU machines with host
+            work counted (the measured figure is the loss to one stream's host work on the same
+            cores, which the host term then counts on its own).
         headroom: fraction of usable throughput kept spare, in [0, 1).
         price_per_hour: USD per unit-hour for machines whose results carry no price, or None.
     """
@@ -136,7 +218,7 @@ class PlanSettings:
     precision: str = "fp32"
     batch: int = 4
     imgsz: int | None = None
-    efficiency: float = DEFAULT_EFFICIENCY
+    efficiency: float | None = None
     headroom: float = DEFAULT_HEADROOM
     price_per_hour: float | None = None
 
@@ -145,12 +227,18 @@ class PlanSettings:
             raise InvalidInputError(f"--batch must be at least 1, got {self.batch}")
         if self.imgsz is not None and self.imgsz < 1:
             raise InvalidInputError(f"--imgsz must be at least 1, got {self.imgsz}")
-        if not 0 < self.efficiency <= 1:
+        if self.efficiency is not None and not 0 < self.efficiency <= 1:
             raise InvalidInputError(f"--efficiency must be in (0, 1], got {self.efficiency}")
         if not 0 <= self.headroom < 1:
             raise InvalidInputError(f"--headroom must be in [0, 1), got {self.headroom}")
         if self.price_per_hour is not None and self.price_per_hour < 0:
             raise InvalidInputError(f"--price-per-hour must not be negative, got {self.price_per_hour}")
+
+    def efficiency_for(self, unit: str, host: HostWork) -> float:
+        """The pipeline efficiency for a ``unit`` (``machine`` or ``GPU``): the given one, else the default."""
+        if self.efficiency is not None:
+            return self.efficiency
+        return 1.0 if host.counted and unit == "machine" else DEFAULT_EFFICIENCY
 
 
 @dataclass(frozen=True)
@@ -177,9 +265,21 @@ class MachinePlan:
         choice: the result used.
         measured_ips: model-only images per second of one unit (measured).
         usable_ips: ``measured_ips x efficiency x (1 - headroom)``.
-        cameras_per_unit: cameras one unit carries at that rate (fractional).
+        cameras_per_unit: cameras one unit carries (fractional), host work included when counted.
         units: units needed (rounded up).
-        utilisation: share of the units' throughput (after efficiency) the deployment uses.
+        utilisation: share of the units' capacity the deployment uses (of the limiting resource on
+            a GPU; of the cores on a CPU machine with host work counted).
+        efficiency: the pipeline efficiency applied.
+        bottleneck: ``detector`` or ``host``: the larger share of the work (a CPU machine), or the
+            resource that runs out first (a GPU); ``detector`` when host work is not counted.
+        cameras_by_detector: cameras one unit carries counting the detector alone.
+        host_ms_per_frame: host core-ms per frame, or None when not counted.
+        host_cores: CPU cores per unit for host work (None when not counted).
+        host_cores_source: where ``host_cores`` came from.
+        cameras_by_host: cameras one unit's host cores carry counting host work alone, or None.
+        detector_core_ms: core-ms per detector image on a CPU machine with host work counted
+            (``cores x 1000 / (measured_ips x efficiency)``), else None.
+        host_share: on a CPU machine with host work counted, host work's share of its core time, else None.
         price_per_hour: USD per unit-hour, or None when unknown.
         price_source: where the price came from.
         cost_per_day: ``units x price_per_hour x 24`` in USD, or None when the price is unknown.
@@ -196,6 +296,15 @@ class MachinePlan:
     price_per_hour: float | None
     price_source: str
     cost_per_day: float | None
+    efficiency: float = DEFAULT_EFFICIENCY
+    bottleneck: str = "detector"
+    cameras_by_detector: float = 0.0
+    host_ms_per_frame: float | None = None
+    host_cores: float | None = None
+    host_cores_source: str = ""
+    cameras_by_host: float | None = None
+    detector_core_ms: float | None = None
+    host_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.choice.row
@@ -218,6 +327,15 @@ class MachinePlan:
             "price_per_hour": self.price_per_hour,
             "price_source": self.price_source,
             "cost_per_day": self.cost_per_day,
+            "efficiency": self.efficiency,
+            "bottleneck": self.bottleneck,
+            "cameras_by_detector": self.cameras_by_detector,
+            "host_ms_per_frame": self.host_ms_per_frame,
+            "host_cores": self.host_cores,
+            "host_cores_source": self.host_cores_source,
+            "cameras_by_host": self.cameras_by_host,
+            "detector_core_ms": self.detector_core_ms,
+            "host_share": self.host_share,
         }
 
 
@@ -228,6 +346,7 @@ class CapacityPlan:
     Attributes:
         deployment: the cameras.
         settings: how the results were read.
+        host: the host work per frame counted (or not).
         machines: one plan per machine with a matching result.
         unmatched: machine name -> why it has no plan (what it has instead).
         assumptions: every input with its source, in print order.
@@ -235,6 +354,7 @@ class CapacityPlan:
 
     deployment: Deployment
     settings: PlanSettings
+    host: HostWork
     machines: list[MachinePlan]
     unmatched: dict[str, str] = field(default_factory=dict)
     assumptions: list[Assumption] = field(default_factory=list)
@@ -251,6 +371,13 @@ class CapacityPlan:
                 "frames_per_day": d.frames_per_day,
                 "detector_images_per_second": d.detector_images_per_second,
                 "detector_images_per_day": d.detector_images_per_day,
+            },
+            "host": {
+                "counted": self.host.counted,
+                "ms_per_frame": self.host.ms_per_frame,
+                "source": self.host.source,
+                "detail": self.host.detail,
+                "cores": self.host.cores,
             },
             "machines": [m.to_dict() for m in self.machines],
             "unmatched": dict(self.unmatched),
@@ -344,16 +471,45 @@ def _unit(row: Row) -> str:
     return "GPU" if device.startswith(_GPU_PREFIXES) else "machine"
 
 
-def plan_machine(choice: Choice, deployment: Deployment, settings: PlanSettings) -> MachinePlan:
-    """Units, utilisation and cost of serving ``deployment`` with the chosen result's throughput."""
+def _host_cores(row: Row, unit: str, host: HostWork) -> tuple[float, str]:
+    """CPU cores per unit for host work and where the figure came from."""
+    if host.cores is not None:
+        return host.cores, "user-given (--host-cores)"
+    if row.cpu_cores is None:
+        raise InvalidInputError(
+            f"{row.machine}: its bench result {row.source} records no CPU core count; give --host-cores N"
+        )
+    if unit == "GPU":
+        gpus = max(1, row.gpu_count or 1)
+        share = f", divided among its {gpus} GPUs" if gpus > 1 else ", one GPU"
+        return row.cpu_cores / gpus, f"bench record: {row.source} (environment.cpu.logical_cores{share})"
+    return float(row.cpu_cores), f"bench record: {row.source} (environment.cpu.logical_cores)"
+
+
+def plan_machine(
+    choice: Choice, deployment: Deployment, settings: PlanSettings, host: HostWork | None = None
+) -> MachinePlan:
+    """Units, utilisation and cost of serving ``deployment`` with the chosen result's throughput and ``host`` work."""
+    host = host or HostWork()
     row = choice.row
     measured = float(row.fps or 0.0)
     if measured <= 0:
         raise InvalidInputError(f"{row.machine}: result {row.label} has no throughput")
-    usable = measured * settings.efficiency * (1.0 - settings.headroom)
-    need = deployment.detector_images_per_second
-    units = max(1, math.ceil(need / usable - 1e-9))
-    per_camera = deployment.fps * deployment.active_fraction
+    unit = _unit(row)
+    efficiency = settings.efficiency_for(unit, host)
+    usable = measured * efficiency * (1.0 - settings.headroom)
+    spare = 1.0 - settings.headroom
+    detector_load = deployment.detector_images_per_second / (measured * efficiency)  # in units
+    cores: float | None = None
+    cores_source = ""
+    host_load = 0.0  # in units
+    if host.ms_per_frame is not None:
+        cores, cores_source = _host_cores(row, unit, host)
+        host_load = deployment.frames_per_second * host.ms_per_frame / (cores * 1000.0)
+    shared = host.counted and unit == "machine"  # host work and the detector on the same cores
+    load = detector_load + host_load if unit == "machine" else max(detector_load, host_load)
+    units = max(1, math.ceil(load / spare - 1e-9))
+    by_host = deployment.cameras * spare / host_load if host_load > 0 else None
     if row.price_per_hour is not None:
         price: float | None = float(row.price_per_hour)
         price_source = f"results file: {row.source} (config.price_per_hour, as given to bench)"
@@ -363,16 +519,25 @@ def plan_machine(choice: Choice, deployment: Deployment, settings: PlanSettings)
         price, price_source = None, "unknown: no price in the results and no --price-per-hour"
     return MachinePlan(
         machine=row.machine,
-        unit=_unit(row),
+        unit=unit,
         choice=choice,
         measured_ips=measured,
         usable_ips=usable,
-        cameras_per_unit=usable / per_camera,
+        cameras_per_unit=deployment.cameras * spare / load,
         units=units,
-        utilisation=need / (units * measured * settings.efficiency),
+        utilisation=load / units,
         price_per_hour=price,
         price_source=price_source,
         cost_per_day=units * price * 24.0 if price is not None else None,
+        efficiency=efficiency,
+        bottleneck="host" if host_load > detector_load else "detector",
+        cameras_by_detector=usable / (deployment.fps * deployment.active_fraction),
+        host_ms_per_frame=host.ms_per_frame,
+        host_cores=cores,
+        host_cores_source=cores_source,
+        cameras_by_host=by_host,
+        detector_core_ms=cores * 1000.0 / (measured * efficiency) if shared and cores else None,
+        host_share=host_load / (host_load + detector_load) if shared else None,
     )
 
 
@@ -387,6 +552,7 @@ def plan_capacity(
     deployment: Deployment,
     settings: PlanSettings,
     given: Sequence[str] = (),
+    host: HostWork | None = None,
 ) -> CapacityPlan:
     """Plan ``deployment`` on every machine in ``rows``.
 
@@ -394,12 +560,15 @@ def plan_capacity(
         rows: merged bench rows of one or more machines (`merge_results` with ``by_input_shape``).
         deployment: the cameras.
         settings: how to read the results.
+        host: host work per frame and its cores (`host_work`); default: not counted.
         given: names of settings the user gave (``efficiency``, ``headroom``, ``model`` ...), so the
             assumptions say ``user-given`` rather than ``default``.
 
     Raises:
-        InvalidInputError: no machine has a matching result (the message lists what there is).
+        InvalidInputError: no machine has a matching result (the message lists what there is), or
+            host work is counted and a machine's core count is neither recorded nor given.
     """
+    host = host or HostWork()
     by_machine: dict[str, list[Row]] = {}
     for r in rows:
         by_machine.setdefault(r.machine, []).append(r)
@@ -410,7 +579,7 @@ def plan_capacity(
         if choice is None:
             unmatched[machine] = f"no successful result matches; it has: {_available(mrows)}"
         else:
-            plans.append(plan_machine(choice, deployment, settings))
+            plans.append(plan_machine(choice, deployment, settings, host))
     if not plans:
         backend = settings.backend or "any backend"
         listing = "; ".join(f"{m}: {_available(rs)}" for m, rs in by_machine.items())
@@ -418,15 +587,34 @@ def plan_capacity(
             f"no result for model {settings.model!r} ({backend}, {settings.precision}) at a square or "
             f"{deployment.resolution_wh[0]}x{deployment.resolution_wh[1]}-matched input; available: {listing}"
         )
-    return CapacityPlan(deployment, settings, plans, unmatched, _assumptions(deployment, settings, plans, given))
+    assumptions = _assumptions(deployment, settings, host, plans, given)
+    return CapacityPlan(deployment, settings, host, plans, unmatched, assumptions)
 
 
 def _src(name: str, given: Sequence[str]) -> str:
     return "user-given" if name in given else "default"
 
 
+def _default_efficiency(host: HostWork) -> str:
+    if host.counted:
+        return f"1 on CPU machines, {DEFAULT_EFFICIENCY:g} on GPUs"
+    return f"{DEFAULT_EFFICIENCY:g}"
+
+
+def _host_value(host: HostWork) -> str:
+    if host.ms_per_frame is None:
+        return "not counted"
+    return f"{host.ms_per_frame:.2f} core-ms" + (f" ({host.detail})" if host.detail else "")
+
+
+def _efficiency_source(settings: PlanSettings, host: HostWork) -> str:
+    if settings.efficiency is not None:
+        return "user-given"
+    return HOST_EFFICIENCY_SOURCE if host.counted else EFFICIENCY_SOURCE
+
+
 def _assumptions(
-    deployment: Deployment, settings: PlanSettings, plans: Sequence[MachinePlan], given: Sequence[str]
+    deployment: Deployment, settings: PlanSettings, host: HostWork, plans: Sequence[MachinePlan], given: Sequence[str]
 ) -> list[Assumption]:
     d, s = deployment, settings
     out = [
@@ -449,10 +637,15 @@ def _assumptions(
         Assumption("input long side wanted", str(s.imgsz) if s.imgsz else "any measured", _src("imgsz", given)),
         Assumption(
             "pipeline efficiency (watch / model-only throughput)",
-            f"{s.efficiency:g}",
-            "user-given" if "efficiency" in given else EFFICIENCY_SOURCE,
+            f"{s.efficiency:g}" if s.efficiency is not None else _default_efficiency(host),
+            _efficiency_source(s, host),
         ),
         Assumption("headroom (spare share of usable throughput)", f"{s.headroom:g}", _src("headroom", given)),
+        Assumption(
+            "host work per frame (decode, motion analysis, tracking and rules, event path)",
+            _host_value(host),
+            host.source,
+        ),
     ]
     for p in plans:
         r = p.choice.row
@@ -464,6 +657,20 @@ def _assumptions(
                 f"measured: {r.source}",
             )
         )
+        if p.host_cores is not None:
+            out.append(
+                Assumption(
+                    f"{p.machine}: CPU cores per {p.unit} for host work", f"{p.host_cores:g}", p.host_cores_source
+                )
+            )
+        if p.detector_core_ms is not None:
+            out.append(
+                Assumption(
+                    f"{p.machine}: detector core-ms per image (cores shared with host work)",
+                    f"{p.detector_core_ms:.2f}",
+                    f"derived: {p.host_cores:g} cores x 1000 / ({p.measured_ips:.1f} images/s x efficiency {p.efficiency:g})",
+                )
+            )
         price = f"{p.price_per_hour:g} USD/h" if p.price_per_hour is not None else "unknown"
         out.append(Assumption(f"{p.machine}: price per {p.unit}-hour", price, p.price_source))
     return out
@@ -474,7 +681,8 @@ def plan_from_results(
     deployment: Deployment,
     settings: PlanSettings,
     given: Sequence[str] = (),
+    host: HostWork | None = None,
 ) -> CapacityPlan:
     """Load bench result files or folders (validated) and plan ``deployment`` on their machines."""
     rows, _commands, _notes = merge_results(load_results(paths), by_input_shape=True)
-    return plan_capacity(rows, deployment, settings, given)
+    return plan_capacity(rows, deployment, settings, given, host)

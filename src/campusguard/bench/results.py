@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,8 @@ __all__ = [
     "SCHEMA_PATH",
     "CSV_COLUMNS",
     "load_schema",
+    "validate_document",
+    "read_json",
     "validate_result",
     "load_result",
     "find_result_files",
@@ -83,47 +86,75 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
+def validate_document(
+    doc: Any, schema: dict[str, Any], what: str, version: int, source: str, kind: str | None = None
+) -> None:
+    """Check a versioned campusguard JSON document: its version first (newer: refused), its ``kind`` (when
+    given), then its JSON Schema.
+
+    Args:
+        doc: the parsed document.
+        schema: its JSON Schema (draft 2020-12, with ``required`` at the top level).
+        what: what the document is, for messages (``bench result``, ``host-cost file``).
+        version: the newest ``schema_version`` this campusguard reads.
+        source: the file name (or other label) the messages start with.
+        kind: the document's ``kind`` field, checked before the schema so that another kind of
+            campusguard file is named as such.
+
+    Raises:
+        InvalidInputError: one line naming ``source`` and the first problem found.
+    """
+    found = doc.get("schema_version") if isinstance(doc, dict) else None
+    if not isinstance(found, int):
+        raise InvalidInputError(f"{source}: not a campusguard {what} (no integer schema_version)")
+    if found > version:
+        raise InvalidInputError(
+            f"{source}: written with {what} schema version {found}, newer than the {version} this "
+            "campusguard reads; upgrade campusguard to read it"
+        )
+    if kind is not None and doc.get("kind") != kind:
+        raise InvalidInputError(f"{source}: not a {what}: its kind is {doc.get('kind')!r}, not {kind!r}")
+    try:
+        import jsonschema
+    except ImportError:  # dev extra missing: the version and key checks above and below still apply
+        jsonschema = None
+    if jsonschema is None:
+        missing = [k for k in schema["required"] if k not in doc]
+        if missing:
+            raise InvalidInputError(f"{source}: not a valid {what} (missing {', '.join(missing)})")
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    error = next(iter(sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise InvalidInputError(f"{source}: not a valid {what} at {where}: {error.message[:200]}")
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The parsed JSON of ``path``; a one-line error when it is missing or not JSON."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: {what} not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(
+            f"{path}: not JSON ({exc.__class__.__name__} at line {getattr(exc, 'lineno', '?')})"
+        ) from exc
+
+
 def validate_result(result: dict[str, Any], source: str = "result") -> None:
     """Check a result mapping: version first (newer: refused), then the JSON Schema.
 
     Raises:
         InvalidInputError: one line naming ``source`` and the first problem found.
     """
-    version = result.get("schema_version") if isinstance(result, dict) else None
-    if not isinstance(version, int):
-        raise InvalidInputError(f"{source}: not a campusguard bench result (no integer schema_version)")
-    if version > SCHEMA_VERSION:
-        raise InvalidInputError(
-            f"{source}: written with result schema version {version}, newer than the {SCHEMA_VERSION} this "
-            "campusguard reads; upgrade campusguard to read it"
-        )
-    try:
-        import jsonschema
-    except ImportError:  # dev extra missing: the version and key checks above and below still apply
-        jsonschema = None
-    if jsonschema is None:
-        missing = [k for k in load_schema()["required"] if k not in result]
-        if missing:
-            raise InvalidInputError(f"{source}: not a valid bench result (missing {', '.join(missing)})")
-        return
-    validator = jsonschema.Draft202012Validator(load_schema())
-    error = next(iter(sorted(validator.iter_errors(result), key=lambda e: list(e.absolute_path))), None)
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise InvalidInputError(f"{source}: not a valid bench result at {where}: {error.message[:200]}")
+    validate_document(result, load_schema(), "bench result", SCHEMA_VERSION, source)
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
     """Read and validate one result JSON file."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f"{path}: result file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(
-            f"{path}: not JSON ({exc.__class__.__name__} at line {getattr(exc, 'lineno', '?')})"
-        ) from exc
+    data = read_json(path, "result file")
     validate_result(data, str(path))
     return data  # type: ignore[no-any-return]
 
@@ -145,13 +176,20 @@ def find_result_files(paths: Sequence[str | Path]) -> list[Path]:
     return found
 
 
+_OTHER_KIND = re.compile(r'"kind"\s*:\s*"campusguard-[a-z-]+"')
+
+
 def _looks_like_result(path: Path) -> bool:
     try:
         with path.open(encoding="utf-8") as f:
             head = f.read(4096)
     except OSError:
         return False
-    return '"campusguard-bench"' in head or '"schema_version"' in head
+    if '"campusguard-bench"' in head:
+        return True
+    if _OTHER_KIND.search(head):  # another campusguard file kind (a host-cost file): not a bench result
+        return False
+    return '"schema_version"' in head
 
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:

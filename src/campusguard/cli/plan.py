@@ -15,7 +15,9 @@ from campusguard.bench.plan import (
     DEFAULT_HEADROOM,
     CapacityPlan,
     Deployment,
+    MachinePlan,
     PlanSettings,
+    host_work,
     parse_resolution,
     plan_from_results,
 )
@@ -48,11 +50,29 @@ def plan(
         1.0, "--active-fraction", help="Share of frames reaching the detector with motion gating, (0, 1]."
     ),
     efficiency: float = typer.Option(
-        DEFAULT_EFFICIENCY, "--efficiency", help="Watch pipeline / model-only throughput (measured on CPU)."
+        None,
+        "--efficiency",
+        help=f"Watch pipeline / model-only throughput (default: the measured {DEFAULT_EFFICIENCY:g}; 1 on CPU machines "
+        "with host work counted, which that figure already held).",
     ),
     headroom: float = typer.Option(DEFAULT_HEADROOM, "--headroom", help="Spare share of each unit, [0, 1)."),
     price_per_hour: float = typer.Option(
         None, "--price-per-hour", help="USD per machine- or GPU-hour where the results carry no price."
+    ),
+    host_cost: Path = typer.Option(
+        None,
+        "--host-cost",
+        help="Measured host work per frame (decode, motion, tracking and rules, events): a JSON file of "
+        "benchmarks/host_cost.py.",
+    ),
+    host_ms_per_frame: float = typer.Option(
+        None, "--host-ms-per-frame", help="Host work per frame in core-milliseconds, instead of --host-cost."
+    ),
+    host_cores: float = typer.Option(
+        None,
+        "--host-cores",
+        help="CPU cores per unit for host work (default: the bench record's logical cores; a GPU machine's "
+        "divided among its GPUs). On a CPU machine the detector shares them.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
@@ -68,6 +88,7 @@ def plan(
         if (src := ctx.get_parameter_source(name)) is not None and src.name == "COMMANDLINE"
     ]
     deployment = Deployment(cameras, fps, parse_resolution(resolution), active_fraction)
+    host = host_work(deployment, host_cost, host_ms_per_frame, host_cores)
     settings = PlanSettings(
         model=model,
         backend=backend,
@@ -78,7 +99,7 @@ def plan(
         headroom=headroom,
         price_per_hour=price_per_hour,
     )
-    result = plan_from_results(list(results), deployment, settings, given)
+    result = plan_from_results(list(results), deployment, settings, given, host)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -98,7 +119,7 @@ def print_plan(console: Console, result: CapacityPlan) -> None:
     table.add_column("machine", no_wrap=True)
     table.add_column("result used", no_wrap=True)
     table.add_column("input h x w", no_wrap=True)
-    for col in ("img/s", "usable img/s", "cameras/unit", "units", "utilisation", "USD/h", "USD/day"):
+    for col in ("img/s", "usable img/s", "cameras/unit", "units", "utilisation", "bottleneck", "USD/h", "USD/day"):
         table.add_column(col)
     for p in result.machines:
         r = p.choice.row
@@ -112,15 +133,35 @@ def print_plan(console: Console, result: CapacityPlan) -> None:
             f"{p.cameras_per_unit:.2f}",
             f"{p.units:,} {p.unit}{'s' if p.units != 1 else ''}",
             f"{p.utilisation:.0%}",
+            _bottleneck(p),
             f"{p.price_per_hour:g}" if p.price_per_hour is not None else "unknown",
             f"{p.cost_per_day:,.2f}" if p.cost_per_day is not None else "unknown",
         )
     console.print(table)
+    host = result.host
+    if host.ms_per_frame is None:
+        console.print(f"[bold]host work per frame: not counted[/bold] ({escape(host.source)})", soft_wrap=True)
+    else:
+        detail = f" = {host.detail}" if host.detail else ""
+        console.print(
+            f"host work per frame: {host.ms_per_frame:.2f} core-ms{escape(detail)} ({escape(host.source)}); "
+            "bottleneck: on a CPU machine the larger share of its core time, on a GPU the resource that runs out first",
+            soft_wrap=True,
+        )
     for machine, why in result.unmatched.items():
         console.print(f"not planned on {escape(machine)}: {escape(why)}", soft_wrap=True)
     console.print("assumptions:")
     for a in result.assumptions:
         console.print(f"  {escape(a.name)}: {escape(a.value)}  [dim]({escape(a.source)})[/dim]", soft_wrap=True)
+
+
+def _bottleneck(p: MachinePlan) -> str:
+    """``host 71%`` (share of a CPU machine's core time), ``GPU`` or ``host CPU``, or ``detector only``."""
+    if p.host_ms_per_frame is None:
+        return "detector only"
+    if p.host_share is not None:
+        return f"{p.bottleneck} {p.host_share if p.bottleneck == 'host' else 1 - p.host_share:.0%}"
+    return "host CPU" if p.bottleneck == "host" else "GPU"
 
 
 def register(app: typer.Typer) -> None:
