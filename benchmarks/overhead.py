@@ -35,6 +35,11 @@ def timed(fn: Callable[[], object], iters: int) -> float:
     return (time.perf_counter() - t0) * 1000 / iters
 
 
+def round_ratio(per_round: dict[str, list[float]], a: str, b: str) -> float:
+    """Median over rounds of throughput(a) / throughput(b) = time(b) / time(a), from per-round ms."""
+    return statistics.median(tb / ta for ta, tb in zip(per_round[a], per_round[b], strict=True))
+
+
 def square_photo(size: int = 640) -> np.ndarray:
     import ultralytics
 
@@ -116,8 +121,7 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in per_round.items()}
 
     def ratio(a: str, b: str) -> float:
-        """Median over rounds of throughput(a) / throughput(b) = time(b) / time(a)."""
-        return statistics.median(tb / ta for ta, tb in zip(per_round[a], per_round[b], strict=True))
+        return round_ratio(per_round, a, b)
 
     lines = [
         f"# Detector overhead ({args.model}, batch 1, CPU, {args.rounds} interleaved rounds x {args.iters} frames)",

@@ -102,7 +102,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import onnxruntime as ort
-    from overhead import report
+    from overhead import report, round_ratio
 
     from campusguard.doctor import cpu_name
     from campusguard.models.export import export_onnx
@@ -148,8 +148,7 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in per_round.items()}
 
     def ratio(a: str, b: str) -> float:
-        """Median over rounds of throughput(a) / throughput(b) = time(b) / time(a)."""
-        return statistics.median(tb / ta for ta, tb in zip(per_round[a], per_round[b], strict=True))
+        return round_ratio(per_round, a, b)
 
     pre, inf, post = (statistics.median(s[i] for s in stage_rows) for i in range(3))
     lines = [

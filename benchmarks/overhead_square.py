@@ -26,7 +26,7 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_AUTOINSTALL", "false")
 
 import numpy as np
-from overhead import report, square_photo, timed  # the sibling script: same timer, photo and report
+from overhead import report, round_ratio, square_photo, timed  # the sibling script: same timer, photo and report
 
 
 def main() -> int:
@@ -96,8 +96,7 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in per_round.items()}
 
     def ratio(a: str, b: str) -> float:
-        """Median over rounds of throughput(a) / throughput(b) = time(b) / time(a)."""
-        return statistics.median(tb / ta for ta, tb in zip(per_round[a], per_round[b], strict=True))
+        return round_ratio(per_round, a, b)
 
     pre, inf, post = (statistics.median(s[i] for s in stages) for i in range(3))
     lines = [
