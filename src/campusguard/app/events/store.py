@@ -50,6 +50,7 @@ from campusguard.errors import CampusGuardError, InvalidInputError
 
 __all__ = [
     "EventStore",
+    "RecordQuery",
     "ReviewableEventStore",
     "SQLiteEventStore",
     "UpsertingEventStore",
@@ -245,6 +246,14 @@ class EventRecord:
         }
 
 
+class RecordQuery(Protocol):
+    """What `query_events` reads through: one page of matching incidents and their number."""
+
+    def query_records(
+        self, where: EventFilter = ..., *, limit: int | None = 50, offset: int = 0, newest_first: bool = True
+    ) -> tuple[list[EventRecord], int]: ...
+
+
 @runtime_checkable
 class ReviewableEventStore(EventStore, Protocol):
     """An `EventStore` that also keeps the operators' review of each incident (the console's store)."""
@@ -265,14 +274,25 @@ class ReviewableEventStore(EventStore, Protocol):
 
 
 class UpsertingEventStore:
-    """What every store derives from its ``_upsert`` and ``get_record``: the `EventStore` lifecycle
-    writes (every phase is one upsert on ``event_id``, so a retried write stores the incident once)
-    and the plain reads. `SQLiteEventStore` and `PostgresEventStore` subclass it."""
+    """What every store derives from its ``_upsert``, ``get_record`` and ``query_records``: the
+    `EventStore` lifecycle writes (every phase is one upsert on ``event_id``, so a retried write
+    stores the incident once) and the plain reads. `SQLiteEventStore` and `PostgresEventStore`
+    subclass it."""
 
     def _upsert(self, event: Event) -> None:
         raise NotImplementedError
 
     def get_record(self, event_id: str) -> EventRecord | None:
+        raise NotImplementedError
+
+    def query_records(
+        self,
+        where: EventFilter = EventFilter(),  # noqa: B008 - frozen, so a shared default is safe
+        *,
+        limit: int | None = 50,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> tuple[list[EventRecord], int]:
         raise NotImplementedError
 
     def record(self, event: Event) -> None:
@@ -307,7 +327,7 @@ class UpsertingEventStore:
         limit: int | None = None,
     ) -> list[Event]:
         """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
-        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)  # type: ignore[arg-type]
+        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)
 
 
 class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
@@ -431,7 +451,7 @@ def check_review_action(action: str) -> None:
 
 
 def query_events(
-    store: ReviewableEventStore,
+    store: RecordQuery,
     *,
     camera_id: str | None,
     since: datetime | None,
