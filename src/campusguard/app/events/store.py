@@ -50,6 +50,7 @@ from campusguard.errors import CampusGuardError, InvalidInputError
 
 __all__ = [
     "EventStore",
+    "InterruptibleStore",
     "RecordQuery",
     "ReviewableEventStore",
     "SQLiteEventStore",
@@ -168,6 +169,15 @@ class EventStore(Protocol):
 
     def close(self) -> None:
         """Flush and release the store."""
+        ...
+
+
+@runtime_checkable
+class InterruptibleStore(Protocol):
+    """A store whose calls retry a lost connection (`PostgresEventStore`), and can be told to stop."""
+
+    def stop_retrying(self) -> None:
+        """A call retrying now gives up (`StoreUnavailableError`) and later ones try once; safe from any thread."""
         ...
 
 
