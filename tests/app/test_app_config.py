@@ -10,6 +10,7 @@ import pytest
 
 from campusguard.app.config import (
     CrowdRuleConfig,
+    StorageConfig,
     WatchConfig,
     class_ids,
     config_schema,
@@ -209,3 +210,15 @@ def test_schema_is_valid_json_schema_and_validates_the_example() -> None:
     assert schema["additionalProperties"] is False
     cam = schema["$defs"]["CameraConfig"]["properties"]
     assert all("description" in v and "title" in v for v in cam.values())
+
+
+@pytest.mark.parametrize(
+    ("storage", "spool"),
+    [
+        ({}, "campusguard-events.spool.jsonl"),
+        ({"sqlite": "/var/lib/campusguard/events.db"}, "/var/lib/campusguard/events.spool.jsonl"),
+        ({"sqlite": "/var/lib/cg/events.db", "spool": "/srv/spool.jsonl"}, "/srv/spool.jsonl"),
+    ],
+)
+def test_the_event_spool_defaults_to_beside_the_sqlite_file(storage: dict, spool: str) -> None:
+    assert StorageConfig(**storage).spool_path() == Path(spool)

@@ -179,6 +179,22 @@ def test_cli_events_query(tmp_path, capsys):
     assert "line_crossing" in capsys.readouterr().out
 
 
+def test_cli_events_notes_updates_waiting_in_the_spool(tmp_path, capsys, make_event):
+    from campusguard.app.events.spool import EventSpool
+
+    db = _store(tmp_path)
+    assert main(["events", "--db", str(db), "--format", "json"]) == 0
+    assert "spool" not in capsys.readouterr().err
+    EventSpool(db.with_suffix(".spool.jsonl")).append([make_event(), make_event(phase="end", end_s=20.0)])
+    assert main(["events", "--db", str(db), "--format", "json"]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("note: 2 event update(s) in the spool") and len(err.splitlines()) == 1
+    other = tmp_path / "elsewhere.jsonl"
+    EventSpool(other).append([make_event()])
+    assert main(["events", "--db", str(db), "--spool", str(other)]) == 0
+    assert "note: 1 event update(s)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

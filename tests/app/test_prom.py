@@ -29,3 +29,10 @@ def test_motion_gating_counters_are_exported_per_camera() -> None:
     assert 'campusguard_detector_images_total{camera="gate"} 37.0' in text
     assert 'campusguard_frames_skipped_total{camera="gate"} 70.0' in text
     assert 'campusguard_frames_regions_total{camera="gate"} 12.0' in text
+
+
+def test_store_retries_and_spooled_updates_are_exported_without_labels() -> None:
+    sample = PipelineSample(store_retries=7, events_spooled=3)
+    text = prometheus_client.generate_latest(build_registry(lambda: sample)).decode()
+    assert "campusguard_store_retries_total 7.0" in text
+    assert "campusguard_events_spooled_total 3.0" in text

@@ -3,7 +3,7 @@
 Nothing here runs per frame: the pipeline keeps its plain counters (`CameraMetrics`, the
 readers' stats) and `PipelineCollector` turns a `PipelineSample` of them into metric families
 when Prometheus scrapes. Labels are the camera, and for events the rule and its kind, all
-taken from the config, so their number is bounded.
+taken from the config, so their number is bounded; the event store's counters have none.
 """
 
 from __future__ import annotations
@@ -38,10 +38,13 @@ class CameraSample:
 
 @dataclass(frozen=True)
 class PipelineSample:
-    """Everything exported at one scrape: per-camera samples and event starts by (camera, rule, kind)."""
+    """Everything exported at one scrape: per-camera samples, event starts by (camera, rule, kind),
+    and the event worker's store writes that failed and were retried, and updates it spooled."""
 
     cameras: Sequence[CameraSample] = ()
     events: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    store_retries: int = 0
+    events_spooled: int = 0
 
 
 class PipelineCollector:
@@ -106,6 +109,16 @@ class PipelineCollector:
         for (camera, rule, kind), n in sorted(s.events.items()):
             events.add_metric([camera, rule, kind], float(n))
         yield events
+        yield core.CounterMetricFamily(
+            "campusguard_store_retries",
+            "Event store writes that failed (store unavailable) and were tried again or spooled.",
+            value=float(s.store_retries),
+        )
+        yield core.CounterMetricFamily(
+            "campusguard_events_spooled",
+            "Event updates written to the local spool because the store was unavailable at a stop.",
+            value=float(s.events_spooled),
+        )
 
 
 def build_registry(sample: Callable[[], PipelineSample]) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, TextIO
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig, WatchConfig
+from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.live import LiveFrame
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
@@ -267,7 +268,7 @@ class WatchService:
         events: queue.Queue = queue.Queue(maxsize=256)
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
-        self._start_event_worker(events, store, sinks)  # commit to the store, then alert sinks
+        self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
         self._start_metrics_and_watchdog()
         self._started = True
 
@@ -398,7 +399,14 @@ class WatchService:
 
     def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[AlertSink]) -> None:
         self.event_worker = EventWorker(
-            inbox, store, sinks, [c.id for _, c in self.cameras], self.failed, self.on_event
+            inbox,
+            store,
+            sinks,
+            [c.id for _, c in self.cameras],
+            self.failed,
+            self.on_event,
+            stop=self.stop_event,
+            spool=EventSpool(self.config.storage.spool_path()),
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
@@ -455,8 +463,14 @@ class WatchService:
 
     # lifecycle ------------------------------------------------------------------------------
     def stop(self) -> None:
-        """Ask every stage to wind down (idempotent; safe from a signal handler)."""
+        """Ask every stage to wind down (idempotent; safe from a signal handler).
+
+        A store call retrying a lost connection gives up at once: what the store does not take
+        now is spooled for the next start (`EventWorker`) rather than holding the stop up.
+        """
         self.stop_event.set()
+        if self.event_worker is not None:
+            self.event_worker.stop_store_retries()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every camera has ended and events are committed; True when finished."""

@@ -42,6 +42,20 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
 
 
+def _note_spool(path: Path) -> None:
+    """Say on stderr when a spool holds event updates the store does not have yet."""
+    from campusguard.app.events.spool import EventSpool
+
+    spool = EventSpool(path)
+    if spool.exists():
+        n = len(spool.read())
+        typer.echo(
+            f"note: {n} event update(s) in the spool {path} are not in the store yet (it was unavailable when "
+            "CampusGuard stopped); `campusguard watch` or `serve` replays them at start",
+            err=True,
+        )
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def events(
@@ -56,10 +70,17 @@ def register(app: typer.Typer) -> None:
         kind: str = typer.Option(None, "--kind", help="Only this rule kind (intrusion, crowd, fire_lane, ...)."),
         limit: int = typer.Option(None, "--limit", min=1, help="At most this many events."),
         fmt: str = typer.Option("table", "--format", help="table or json."),
+        spool: Path = typer.Option(
+            None,
+            "--spool",
+            help="Event spool to check for updates not in the store yet (default: storage.spool's default "
+            f"beside the SQLite file, or beside {DEFAULT_DB} for a PostgreSQL URL).",
+        ),
     ) -> None:
         """List incidents from the event store, oldest first."""
+        from campusguard.app.config import StorageConfig
         from campusguard.app.events import open_event_store
-        from campusguard.app.events.urls import redact_url
+        from campusguard.app.events.urls import is_postgres_url, redact_url
 
         if fmt not in ("table", "json"):
             raise InvalidInputError(f"--format must be 'table' or 'json', got {fmt!r}")
@@ -69,8 +90,10 @@ def register(app: typer.Typer) -> None:
             found = store.query(camera_id=camera, since=since_dt, rule=rule, kind=kind, limit=limit)
         finally:
             store.close()
+        spool = spool or StorageConfig(sqlite=DEFAULT_DB if is_postgres_url(db) else db).spool_path()
         if fmt == "json":
             typer.echo(json.dumps([e.to_dict() for e in found], indent=2, default=str))
+            _note_spool(spool)
             return
         table = Table(title=f"{len(found)} events in {redact_url(db)}")
         for col in (
@@ -102,6 +125,7 @@ def register(app: typer.Typer) -> None:
                 e.event_id[:8],
             )
         Console(width=200).print(table)
+        _note_spool(spool)
 
     @app.command("eval-events")
     def eval_events(

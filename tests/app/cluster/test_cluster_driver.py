@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import sys
 import threading
 import time
@@ -72,6 +73,24 @@ def test_local_groups_give_the_same_events_as_one_process(videos: list[Path], tm
     assert driver.duplicates == 0
     metrics = [line for line in text.getvalue().splitlines() if line.startswith("[metrics]")]
     assert len(metrics) == 3 and f"frames {FRAMES}," in metrics[0]
+
+
+def test_the_driver_replays_the_spool_before_the_groups_events(videos: list[Path], tmp_path: Path, make_event) -> None:
+    from campusguard.app.events.spool import EventSpool
+
+    loaded = parse_config(cameras_config(videos[:1], tmp_path))
+    spool = EventSpool(loaded.config.storage.spool_path())
+    left = [make_event(event_id="left-over"), make_event(event_id="left-over", phase="end", end_s=20.0)]
+    spool.append(left)  # what an earlier run could not store before its stop
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    assert not spool.exists() and driver.event_worker is not None and driver.event_worker.replayed == 2
+    stored = {e.event_id: e for e in read_events(tmp_path / "events.db")}
+    assert stored["left-over"] == left[-1] and len(stored) > 1
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line)["event_id"] for line in lines[:2]] == ["left-over"] * 2  # first, then the groups'
+    assert sink_lines(tmp_path / "events.jsonl")[("left-over", "end")] == 1
 
 
 class RestartingExecutor(LocalExecutor):

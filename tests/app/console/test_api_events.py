@@ -116,6 +116,7 @@ def test_cameras_metrics_and_health(watched):
     text = get(watched, "/metrics").text
     assert 'campusguard_frames_processed_total{camera="cam1"} 60.0' in text
     assert re.search(r"campusguard_inference_latency_seconds_count\{camera=\"cam1\"\} 60\.0", text), text
+    assert "campusguard_store_retries_total 0.0" in text and "campusguard_events_spooled_total 0.0" in text
     client = watched.client()
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 503  # the only camera has stopped producing frames

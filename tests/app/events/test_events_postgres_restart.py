@@ -1,4 +1,5 @@
-"""A PostgreSQL server restarted in the middle of a watch run loses and duplicates nothing.
+"""A PostgreSQL server restarted in the middle of a watch run loses and duplicates nothing, and neither
+does a watch stopped while the server is down (its updates are spooled and replayed at the next start).
 
 These tests start their own server (``initdb`` and ``pg_ctl`` from PATH, as an unprivileged
 user when run as root: PostgreSQL refuses root) on a free loopback port, so they can stop it
@@ -138,36 +139,54 @@ def _sink_lines(path: Path) -> list[tuple[str, str]]:
     return sorted((d["event_id"], d["phase"]) for d in map(json.loads, path.read_text().splitlines()))
 
 
-def test_a_server_restart_mid_run_loses_and_duplicates_no_event(
-    server: LocalPostgres, fresh_db: str, tmp_path: Path
-) -> None:
-    scene = write_scene(tmp_path / "scene.mp4")
-    # the reference: the same file through the same pipeline into SQLite, nothing interrupted
-    (tmp_path / "ref").mkdir()
+def _reference_run(scene: Path, folder: Path) -> tuple[list[tuple], list[tuple[str, str]]]:
+    """The final states and alert lines of ``scene`` through the same pipeline into SQLite, nothing interrupted."""
+    folder.mkdir()
     reference = WatchService(
-        parse_config(scene_config(scene, tmp_path / "ref"), "ref.yaml"),
+        parse_config(scene_config(scene, folder), "ref.yaml"),
         detector_factory=lambda *a: BlobDetector(),
         out=io.StringIO(),
     )
     assert reference.run()
-    expected = _final_states(read_events(tmp_path / "ref" / "events.db"))
-    expected_lines = _sink_lines(tmp_path / "ref" / "events.jsonl")
+    expected = _final_states(read_events(folder / "events.db"))
+    expected_lines = _sink_lines(folder / "events.jsonl")
     assert len(expected) == 2 and len(expected_lines) == 4
+    return expected, expected_lines
 
-    # the run under test: PostgreSQL, a call retried for at most 0.2 s, so the outage reaches the event worker
-    (tmp_path / "pg").mkdir()
-    text = scene_config(scene, tmp_path / "pg").replace(
-        "storage:\n", f"storage:\n  postgresql: {fresh_db}\n  retry: {{budget_s: 0.2, initial_s: 0.05}}\n"
+
+def _postgres_watch(scene: Path, folder: Path, url: str, retry: str, paced_s: float = 0.0) -> WatchService:
+    """A `WatchService` on ``scene`` committing to ``url`` (``retry``: the storage section's retry settings)."""
+    folder.mkdir(exist_ok=True)
+    text = scene_config(scene, folder).replace("storage:\n", f"storage:\n  postgresql: {url}\n  retry: {retry}\n")
+    return WatchService(
+        parse_config(text, "pg.yaml"), detector_factory=lambda *a: PacedBlobDetector(paced_s), out=io.StringIO()
     )
-    service = WatchService(
-        parse_config(text, "pg.yaml"), detector_factory=lambda *a: PacedBlobDetector(0.06), out=io.StringIO()
-    )
-    sink = tmp_path / "pg" / "events.jsonl"
-    service.start()
+
+
+def _wait_for_first_alert(sink: Path) -> None:
     deadline = time.monotonic() + 20
-    while not (sink.exists() and sink.read_text().strip()):  # the first event is committed and delivered ...
+    while not (sink.exists() and sink.read_text().strip()):
         assert time.monotonic() < deadline, "no event reached the sink"
         time.sleep(0.02)
+
+
+def _stored(url: str) -> dict[str, int]:
+    """Event id to its number of rows in the store."""
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute("SELECT event_id, COUNT(*) FROM events GROUP BY event_id").fetchall())
+
+
+def test_a_server_restart_mid_run_loses_and_duplicates_no_event(
+    server: LocalPostgres, fresh_db: str, tmp_path: Path
+) -> None:
+    scene = write_scene(tmp_path / "scene.mp4")
+    expected, expected_lines = _reference_run(scene, tmp_path / "ref")
+
+    # the run under test: PostgreSQL, a call retried for at most 0.2 s, so the outage reaches the event worker
+    service = _postgres_watch(scene, tmp_path / "pg", fresh_db, "{budget_s: 0.2, initial_s: 0.05}", paced_s=0.06)
+    sink = tmp_path / "pg" / "events.jsonl"
+    service.start()
+    _wait_for_first_alert(sink)  # the first event is committed and delivered ...
     server.stop("immediate")  # ... then the server crashes, clients cut, mid-run
     time.sleep(1.5)
     server.start()
@@ -175,15 +194,77 @@ def test_a_server_restart_mid_run_loses_and_duplicates_no_event(
     assert service.finish()
 
     assert service.event_worker is not None and service.event_worker.store_retries >= 1  # the outage hit writes
-    with psycopg.connect(fresh_db) as conn:
-        rows = conn.execute("SELECT event_id, COUNT(*) FROM events GROUP BY event_id").fetchall()
-    assert all(n == 1 for _, n in rows) and len(rows) == len(expected)
+    rows = _stored(fresh_db)
+    assert set(rows.values()) == {1} and len(rows) == len(expected)
     from campusguard.app.events import open_event_store
 
     with open_event_store(fresh_db, read_only=True) as store:  # type: ignore[attr-defined]
         assert _final_states(store.query()) == expected
         assert all(e.end_s is not None for e in store.query())
     assert _sink_lines(sink) == expected_lines  # every alert line delivered, once
+
+
+def test_a_stop_while_the_server_is_down_spools_and_the_next_start_replays(
+    server: LocalPostgres, fresh_db: str, tmp_path: Path
+) -> None:
+    scene = write_scene(tmp_path / "scene.mp4")
+    expected, expected_lines = _reference_run(scene, tmp_path / "ref")
+    folder, sink = tmp_path / "pg", tmp_path / "pg" / "events.jsonl"
+    spool = folder / "events.spool.jsonl"  # the default: beside storage.sqlite
+
+    # run 1: the server crashes after the first alert and stays down; a store call would retry for 30 s
+    first = _postgres_watch(scene, folder, fresh_db, "{budget_s: 30, initial_s: 0.05, max_s: 0.5}", paced_s=0.06)
+    first.start()
+    _wait_for_first_alert(sink)
+    server.stop("immediate")
+    deadline = time.monotonic() + 30
+    while any(t.is_alive() for t in first.threads if t.name.startswith("analytics-")):  # the file is done and
+        assert time.monotonic() < deadline, "the analytics worker did not finish the file"  # every incident ended
+        time.sleep(0.05)
+    first.stop()  # CampusGuard is stopped while the server is still down
+    assert first.wait(10), "the event worker did not stop while the store was down"
+    assert first.finish()
+    worker = first.event_worker
+    assert worker is not None and worker.store_retries >= 1 and worker.spooled >= 1
+    spooled = [json.loads(line) for line in spool.read_text().splitlines()]
+    delivered = _sink_lines(sink)
+    assert len(spooled) == worker.spooled and len(spooled) + len(delivered) == len(expected_lines)  # none lost
+    assert sorted(delivered + [(d["event_id"], d["phase"]) for d in spooled]) == expected_lines
+
+    # run 2: the server is back; a short quiet file raises no incident of its own
+    server.start()
+    assert len(_stored(fresh_db)) < len(expected)  # the spooled updates are not in the store yet
+    quiet = write_scene(tmp_path / "quiet.mp4", n=5)
+    second = _postgres_watch(quiet, folder, fresh_db, "{budget_s: 5, initial_s: 0.05}")
+    assert second.run()
+    assert second.event_worker is not None and second.event_worker.replayed == len(spooled)
+    assert not spool.exists()  # removed once every line was committed
+    rows = _stored(fresh_db)
+    assert set(rows.values()) == {1} and len(rows) == len(expected)  # every incident once ...
+    from campusguard.app.events import open_event_store
+
+    with open_event_store(fresh_db, read_only=True) as store:  # type: ignore[attr-defined]
+        assert _final_states(store.query()) == expected  # ... in its final state
+    assert _sink_lines(sink) == expected_lines  # every alert delivered, once
+
+
+def test_stop_retrying_cuts_a_write_retrying_a_lost_server_short(
+    server: LocalPostgres, fresh_db: str, make_event
+) -> None:
+    from campusguard.app.events.postgres import PostgresEventStore, RetryPolicy
+
+    store = PostgresEventStore(fresh_db, retry=RetryPolicy(budget_s=60, initial_s=0.1, max_s=0.5))
+    try:
+        server.stop("immediate")
+        threading.Timer(0.5, store.stop_retrying).start()
+        t0 = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="storing event e1"):
+            store.record(make_event())
+        assert time.monotonic() - t0 < 5  # not the 60 s budget
+    finally:
+        store.close()
+        if not _answers(server.url):
+            server.start()
 
 
 def test_reads_and_writes_wait_for_a_restarting_server(server: LocalPostgres, fresh_db: str, make_event) -> None:

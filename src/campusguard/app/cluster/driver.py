@@ -6,7 +6,8 @@ The driver owns the event store and the alert sinks. It pulls each group's batch
 once. What a restarted group sends again is dropped before the store and the sinks when the
 same update (event id, phase and content) was already handled, and re-written harmlessly
 otherwise (stores upsert on the deterministic event id), so each incident is stored once and
-each of its updates is alerted once.
+each of its updates is alerted once. Updates the store does not take after a stop go to the
+event spool (`EventWorker`), which `ClusterWatch.start` replays before the groups start.
 
 Incidents a dead group leaves open are ended by the driver (phase ``end``, ``end_s`` the
 incident's start, ``details.ended_by`` saying why): at once for live cameras, whose restarted
@@ -45,6 +46,7 @@ from campusguard.app.cluster.group import (
     camera_groups,
 )
 from campusguard.app.config import CameraConfig, LoadedConfig
+from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.pipeline import EventWorker
@@ -180,7 +182,7 @@ class ClusterWatch:
         self._base: dict[str, dict[str, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
         self._open: dict[str, tuple[int, str | None, Event]] = {}  # event id -> (group, incarnation, latest)
-        self.worker: EventWorker | None = None
+        self.event_worker: EventWorker | None = None
         self.reporter: MetricsReporter | None = None
         self.duplicates = 0  # deliveries dropped as already handled
         self.orphans_ended = 0
@@ -195,17 +197,27 @@ class ClusterWatch:
         if not groups:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
         store, sinks = open_store_and_sinks(self.loaded, self.out, self.store)
-        self.worker = EventWorker(queue.Queue(), store, sinks, list(self.cameras), self.failed, self.on_event)
+        self.event_worker = EventWorker(
+            queue.Queue(),
+            store,
+            sinks,
+            list(self.cameras),
+            self.failed,
+            self.on_event,
+            stop=self.stop_event,
+            spool=EventSpool(self.config.storage.spool_path()),
+        )
         self.groups = [_GroupState(ids) for ids in groups]
         for cam_id in self.cameras:
             self.metrics[cam_id] = CameraMetrics(cam_id, queue_depth=functools.partial(self._queue_depth, cam_id))
             self._base[cam_id] = dict.fromkeys(METRIC_COUNTERS, 0.0)
         try:
+            self.event_worker.replay_spool()  # what an earlier run spooled goes first
             self.executor.start(groups)
             self._wait_started()
         except BaseException:
             self.executor.close()
-            self.worker.close()
+            self.event_worker.close()
             raise
         for g, state in enumerate(self.groups):
             log.info("camera group %d (%s) on %s", g, ", ".join(state.cameras), self.executor.describe(g))
@@ -215,8 +227,11 @@ class ClusterWatch:
         self._started = True
 
     def stop(self) -> None:
-        """Ask every group to end its cameras (idempotent; safe from a signal handler)."""
+        """Ask every group to end its cameras (idempotent; safe from a signal handler); a store call
+        retrying a lost connection gives up at once (its update is spooled, see `WatchService.stop`)."""
         self.stop_event.set()
+        if self.event_worker is not None:
+            self.event_worker.stop_store_retries()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every group has finished and its events are committed; True when done."""
@@ -279,7 +294,7 @@ class ClusterWatch:
                     self._take(g, reply)
 
     def _run(self) -> None:
-        assert self.worker is not None
+        assert self.event_worker is not None
         stop_sent = False
         try:
             while any(not g.finished for g in self.groups):
@@ -300,7 +315,7 @@ class ClusterWatch:
             for g in range(len(self.groups)):
                 self._end_orphans(g, "driver stopped")
             self.executor.close()
-            self.worker.close()
+            self.event_worker.close()
 
     def _take(self, g: int, batch: Batch) -> None:
         state = self.groups[g]
@@ -321,12 +336,12 @@ class ClusterWatch:
             self._end_orphans(g, "camera group ended without ending it")
 
     def _deliver(self, g: int, event: Event) -> None:
-        assert self.worker is not None
+        assert self.event_worker is not None
         key = update_key(event)
         if key in self._seen:
             self.duplicates += 1
         else:
-            self.worker.handle(event)  # commit, then the sinks
+            self.event_worker.handle(event)  # commit, then the sinks
             self._seen.add(key)
         if event.is_open:
             self._open[event.event_id] = (g, self.groups[g].incarnation, event)

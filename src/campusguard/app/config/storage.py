@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel
@@ -41,7 +43,7 @@ class StorageConfig(ConfigModel):
         title="SQLite file",
         description=(
             "SQLite database file (WAL mode) where events are committed when `postgresql` is not set; "
-            "its folder also holds the MQTT outbox, webhook dead letters and the console's media."
+            "its folder also holds the MQTT outbox, webhook dead letters, the event spool and the console's media."
         ),
         min_length=1,
     )
@@ -60,6 +62,22 @@ class StorageConfig(ConfigModel):
         title="PostgreSQL retries",
         description="Back-off of PostgreSQL calls whose connection was lost.",
     )
+
+    spool: str | None = Field(
+        None,
+        title="Spool file",
+        description=(
+            "JSON-lines file where event updates the store could not commit before a stop are kept "
+            "(fsync'd) and replayed from at the next start; default: beside the `sqlite` file, "
+            "with the suffix .spool.jsonl."
+        ),
+        min_length=1,
+    )
+
+    def spool_path(self) -> Path:
+        """The event spool file: `spool`, else the default beside the `sqlite` file (the folder of
+        CampusGuard's local state)."""
+        return Path(self.spool) if self.spool else Path(self.sqlite).with_suffix(".spool.jsonl")
 
     @field_validator("postgresql")
     @classmethod

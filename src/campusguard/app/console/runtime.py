@@ -572,6 +572,8 @@ class ConsoleRuntime:
         if service is None:
             return PipelineSample((), events)
         service.refresh_metrics()
+        worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
+        store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
         cams = []
         for cam, m in list(service.metrics.items()):
             input_fps, processed_fps = self._rates.fps(cam)
@@ -591,4 +593,4 @@ class ConsoleRuntime:
                     frames_regions=m.frames_regions,
                 )
             )
-        return PipelineSample(cams, events)
+        return PipelineSample(cams, events, store_retries, spooled)

@@ -18,8 +18,9 @@ Lost connections: every call runs under `RetryPolicy`: when the connection fails
 restarted, network cut) the call reconnects and runs again with exponential back-off until it
 succeeds or the policy's budget is spent; then it raises `StoreUnavailableError` and nothing
 was committed by it, so the caller keeps the event and tries again (the pipeline's event worker
-does). Writes are upserts on the deterministic ``event_id``, so a write whose commit was sent but
-whose answer was lost is simply written again.
+does; on a shutdown `stop_retrying` cuts the wait short and the worker spools the event). Writes
+are upserts on the deterministic ``event_id``, so a write whose commit was sent but whose answer
+was lost is simply written again.
 """
 
 from __future__ import annotations
@@ -182,6 +183,7 @@ class PostgresEventStore(UpsertingEventStore):
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
+        self._stop_retrying = threading.Event()
         try:
             conn = self._connect()
         except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
@@ -238,7 +240,7 @@ class PostgresEventStore(UpsertingEventStore):
                     self._discard()
                     delay = next(delays)
                     waited = time.monotonic() - start
-                    if waited + delay > self.retry.budget_s:
+                    if waited + delay > self.retry.budget_s or self._stop_retrying.is_set():
                         raise StoreUnavailableError(
                             f"PostgreSQL event store {self.display}: {what} failed {attempts} time(s) "
                             f"over {waited:.1f} s: {one_line(exc)}"
@@ -250,7 +252,13 @@ class PostgresEventStore(UpsertingEventStore):
                         one_line(exc),
                         delay,
                     )
-                    time.sleep(delay)
+                    self._stop_retrying.wait(delay)
+
+    def stop_retrying(self) -> None:
+        """A call retrying a lost connection now gives up (`StoreUnavailableError`) at its next failed
+        attempt, and later calls try once: on a shutdown the caller spools what the server did not
+        take instead of waiting out the budget. Safe from any thread and from a signal handler."""
+        self._stop_retrying.set()
 
     def _discard(self) -> None:
         if self._conn is not None:

@@ -50,6 +50,8 @@ from campusguard.errors import CampusGuardError, InvalidInputError
 
 __all__ = [
     "EventStore",
+    "InterruptibleStore",
+    "RecordQuery",
     "ReviewableEventStore",
     "SQLiteEventStore",
     "UpsertingEventStore",
@@ -170,6 +172,15 @@ class EventStore(Protocol):
         ...
 
 
+@runtime_checkable
+class InterruptibleStore(Protocol):
+    """A store whose calls retry a lost connection (`PostgresEventStore`), and can be told to stop."""
+
+    def stop_retrying(self) -> None:
+        """A call retrying now gives up (`StoreUnavailableError`) and later ones try once; safe from any thread."""
+        ...
+
+
 class StoreUnavailableError(CampusGuardError):
     """The event store's server could not be reached, or a write or read could not be completed
     within the store's retry budget; nothing was committed by the failed call (retry it)."""
@@ -245,6 +256,14 @@ class EventRecord:
         }
 
 
+class RecordQuery(Protocol):
+    """What `query_events` reads through: one page of matching incidents and their number."""
+
+    def query_records(
+        self, where: EventFilter = ..., *, limit: int | None = 50, offset: int = 0, newest_first: bool = True
+    ) -> tuple[list[EventRecord], int]: ...
+
+
 @runtime_checkable
 class ReviewableEventStore(EventStore, Protocol):
     """An `EventStore` that also keeps the operators' review of each incident (the console's store)."""
@@ -265,14 +284,25 @@ class ReviewableEventStore(EventStore, Protocol):
 
 
 class UpsertingEventStore:
-    """What every store derives from its ``_upsert`` and ``get_record``: the `EventStore` lifecycle
-    writes (every phase is one upsert on ``event_id``, so a retried write stores the incident once)
-    and the plain reads. `SQLiteEventStore` and `PostgresEventStore` subclass it."""
+    """What every store derives from its ``_upsert``, ``get_record`` and ``query_records``: the
+    `EventStore` lifecycle writes (every phase is one upsert on ``event_id``, so a retried write
+    stores the incident once) and the plain reads. `SQLiteEventStore` and `PostgresEventStore`
+    subclass it."""
 
     def _upsert(self, event: Event) -> None:
         raise NotImplementedError
 
     def get_record(self, event_id: str) -> EventRecord | None:
+        raise NotImplementedError
+
+    def query_records(
+        self,
+        where: EventFilter = EventFilter(),  # noqa: B008 - frozen, so a shared default is safe
+        *,
+        limit: int | None = 50,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> tuple[list[EventRecord], int]:
         raise NotImplementedError
 
     def record(self, event: Event) -> None:
@@ -307,7 +337,7 @@ class UpsertingEventStore:
         limit: int | None = None,
     ) -> list[Event]:
         """Incidents matching every given filter, oldest first (by wall-clock time, then stream time)."""
-        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)  # type: ignore[arg-type]
+        return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)
 
 
 class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
@@ -431,7 +461,7 @@ def check_review_action(action: str) -> None:
 
 
 def query_events(
-    store: ReviewableEventStore,
+    store: RecordQuery,
     *,
     camera_id: str | None,
     since: datetime | None,
