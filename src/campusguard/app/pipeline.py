@@ -420,12 +420,16 @@ class AnalyticsWorker:
                 self.heartbeat = time.monotonic()
                 if isinstance(item, EndOfStream):
                     self._finish()
+                    self._close_video()  # before the end goes on: `WatchService.wait` returns once events end
                     put_until(self.events_out, item, self.failed.is_set)
                     return
                 self.process(item)
         finally:
-            if self.video is not None:
-                self.video.close()
+            self._close_video()
+
+    def _close_video(self) -> None:
+        if self.video is not None:
+            self.video.close()
 
     def process(self, msg: DetectedFrame) -> list[Event]:
         """Track, evaluate rules and annotate one frame; return the events it raised."""
