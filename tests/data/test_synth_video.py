@@ -233,7 +233,12 @@ def test_images_and_video_share_the_object_scale() -> None:
     img_cam, vid_cam = Camera.for_frame(640, 640), Camera.for_frame(640, 360)
     assert img_cam.focal_px == vid_cam.focal_px
     assert img_cam.near_depth_m == pytest.approx(vid_cam.near_depth_m)
-    img_h = [o.xyxy[3] - o.xyxy[1] for i in range(40) for o in render_image(1, i).objects if o.class_id == 0]
+    img_h = [  # a person's length: the box height, or its width for the people drawn lying down
+        max(o.xyxy[3] - o.xyxy[1], o.xyxy[2] - o.xyxy[0])
+        for i in range(40)
+        for o in render_image(1, i).objects
+        if o.class_id == 0
+    ]
     vid_h = [o["xyxy"][3] - o["xyxy"][1] for f in _truth(0)["frames"] for o in f["objects"] if o["class_id"] == 0]
     assert min(img_h) >= 24 and max(img_h) <= 160
     assert min(vid_h) >= 24 and max(vid_h) <= 140

@@ -184,8 +184,9 @@ def test_no_alert_lost_when_the_broker_restarts(broker, subscriber_factory, tmp_
     for eid in after:
         sink.send(make_event(event_id=eid))
     assert _wait(lambda: sub.event_ids() >= set(before + during + after), 30), sorted(sub.event_ids())
-    assert _wait(lambda: sink.pending == 0)
-    assert sub.on("campusguard/cam0/no entry")[-1] == str(15).encode()  # 15 incidents open
+    # 15 incidents open: the retained state ends right even when resent messages arrived out of
+    # order (the sink re-publishes the current counts once its backlog is acknowledged)
+    assert _wait(lambda: sink.pending == 0 and sub.on("campusguard/cam0/no entry")[-1:] == [b"15"])
     sink.close()
 
 

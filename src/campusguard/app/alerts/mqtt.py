@@ -180,6 +180,8 @@ class MqttSink:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._connected = threading.Event()
+        self._reassert = threading.Event()  # set on a reconnect: re-publish the state once the backlog is out
+        self._ever_connected = False  # network thread only
         self._closed = False
 
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
@@ -297,6 +299,9 @@ class MqttSink:
         log.info("mqtt connected to %s:%d", self.host, self.port)
         self._connected.set()
         client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
+        if self._ever_connected:
+            self._reassert.set()
+        self._ever_connected = True
         self._wake.set()
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
@@ -315,6 +320,7 @@ class MqttSink:
             self._wake.clear()
             self._take_acks()
             self._hand_over()
+            self._reassert_state()
         self._take_acks()
 
     def _take_acks(self) -> None:
@@ -330,6 +336,20 @@ class MqttSink:
         if done:
             self._outbox.remove(done)
             self.published += len(done)
+
+    def _reassert_state(self) -> None:
+        """After a reconnect, once the backlog is acknowledged, publish every state topic's current
+        count again (retained): paho resends unacknowledged messages after a reconnect while newer
+        ones go out, so the broker may have kept an older count last (seen: 14 retained with 15 open)."""
+        if not (self._reassert.is_set() and self._connected.is_set()) or self._inflight or len(self._outbox):
+            return
+        self._reassert.clear()
+        with self._state_lock:
+            messages = [(topic, str(len(active)).encode("ascii"), True) for topic, active in self._active.items()]
+            if messages:
+                self._outbox.add(messages)
+        if messages:
+            self._wake.set()
 
     def _hand_over(self) -> None:
         """Give paho the next outbox messages, up to ``max_inflight`` unacknowledged at once; paho
