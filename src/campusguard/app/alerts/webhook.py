@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from campusguard.app.alerts.sinks import ALL_PHASES
+from campusguard.app.durable import replace_durably
 from campusguard.app.events.types import Event
 from campusguard.errors import InvalidInputError
 
@@ -217,9 +218,4 @@ class WebhookSink:
                 else:
                     keep.append(line)
                     failed = True  # the receiver is down again: stop, do not pay a timeout per line
-            tmp = self.dead_letter_path.with_suffix(self.dead_letter_path.suffix + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write("".join(f"{line}\n" for line in keep))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.dead_letter_path)
+            replace_durably(self.dead_letter_path, "".join(f"{line}\n" for line in keep).encode("utf-8"))

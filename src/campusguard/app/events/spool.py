@@ -23,6 +23,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from campusguard.app.durable import fsync_dir, replace_durably
 from campusguard.app.events.types import Event
 
 __all__ = ["EventSpool"]
@@ -32,15 +33,6 @@ log = logging.getLogger("campusguard.app.events.spool")
 
 def _line(event: Event) -> bytes:
     return (json.dumps(event.to_dict(), default=str) + "\n").encode("utf-8")
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make a file created, renamed or removed in ``folder`` durable (its directory entry)."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class EventSpool:
@@ -74,7 +66,7 @@ class EventSpool:
             fh.flush()
             os.fsync(fh.fileno())
         if new:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
 
     def read(self) -> list[Event]:
         """The spooled updates in order (none when there is no file).
@@ -108,19 +100,10 @@ class EventSpool:
         if not events:
             self.remove()
             return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(b"".join(_line(e) for e in events))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(self.path.parent)
+        replace_durably(self.path, b"".join(_line(e) for e in events))
 
     def remove(self) -> None:
         """Delete the spool (every line is committed); durable when this returns."""
         if self.path.exists():
             self.path.unlink()
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
