@@ -7,7 +7,8 @@
 #
 # DEVICE defaults to cpu (the reference recipe: about an hour on a quiet 2-core CPU);
 # MODEL (default yolov8n) is any architecture `campusguard train` knows (yolov8n, yolo11n, yolo26n, ...);
-# WORKERS (default 2) sets data loader workers; CAMPUSGUARD overrides the CLI command.
+# WORKERS (default 2) sets data loader workers; CAMPUSGUARD overrides the CLI command;
+# LYING (default: the generator's) sets the share of people drawn lying down in the training images.
 #
 # 1. renders the training set (seed 0) and an independent validation set (seed 1000),
 # 2. trains MODEL from random weights with Ultralytics' trainer through `campusguard train`
@@ -32,7 +33,7 @@ export YOLO_OFFLINE=1 YOLO_AUTOINSTALL=false
 
 mkdir -p "$WORK"
 date -u +"start %Y-%m-%dT%H:%M:%SZ"
-$CG synth --out "$WORK/synth-train" --images 3000 --videos 0 --seed 0 --val-fraction 0.05
+$CG synth --out "$WORK/synth-train" --images 3000 --videos 0 --seed 0 --val-fraction 0.05 ${LYING:+--lying-fraction "$LYING"}
 $CG synth --out "$WORK/synth-val" --images 1000 --videos 0 --seed 1000 --val-fraction 0.5
 
 SECONDS=0

@@ -155,3 +155,31 @@ def test_some_people_lie_on_the_ground_so_a_trained_detector_finds_fallen_people
     assert 0.03 * people <= lying <= 0.2 * people  # default lying_fraction 0.08, some occluded or far
     none, _ = _lying_people(ImageParams(lying_fraction=0.0), 40)
     assert none < lying / 4  # without lying people only a few wide boxes (people half hidden)
+
+
+def _wide_person_labels(labels_dir: Path) -> tuple[int, int]:
+    """(person labels much wider than tall, all person labels) in a YOLO labels folder (square images)."""
+    wide = people = 0
+    for txt in labels_dir.glob("*.txt"):
+        for line in txt.read_text().splitlines():
+            cls, _, _, w, h = line.split()
+            if cls == "0":
+                people += 1
+                wide += int(float(w) > 1.3 * float(h))
+    return wide, people
+
+
+def test_cli_lying_fraction_sets_the_share_of_people_drawn_lying(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["synth", "--out", str(tmp_path / "bad"), "--images", "10", "--lying-fraction", "1.5"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --lying-fraction")
+    counts = {}
+    for frac in ("0", "0.6"):
+        out = tmp_path / f"lying{frac}"
+        args = ["synth", "--out", str(out), "--images", "20", "--imgsz", "320", "--val-fraction", "0.05"]
+        assert cli_main([*args, "--lying-fraction", frac]) == 0
+        counts[frac] = _wide_person_labels(out / "labels" / "train")
+    (none, people0), (many, people6) = counts["0"], counts["0.6"]
+    assert people0 > 40 and people6 > 40
+    assert many > 0.3 * people6 > 4 * none  # 60% drawn lying (some hidden or far) against almost none

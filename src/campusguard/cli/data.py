@@ -32,14 +32,23 @@ def synth(
     video_seconds: float = typer.Option(40.0, "--video-seconds", help="Length of each video in seconds."),
     fps: int = typer.Option(10, "--fps", help="Video frame rate."),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="Fraction of the images in the val split."),
+    lying_fraction: float | None = typer.Option(
+        None,
+        "--lying-fraction",
+        help="Share of people drawn lying on the ground in the still images (0..1; default: the generator's, "
+        "campusguard.data.synth.images.ImageParams).",
+    ),
 ) -> None:
     """Render synthetic campus images (YOLO format, data.yaml) and videos with ground truth."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from campusguard.data.synth.dataset import generate_dataset, validate_generate_args
+    from campusguard.data.synth.images import ImageParams
 
     size_wh = parse_size_wh(video_size)
     validate_generate_args(images, videos, seed, imgsz, size_wh, video_seconds, fps, val_fraction)
+    if lying_fraction is not None and not 0.0 <= lying_fraction <= 1.0:
+        raise InvalidInputError(f"--lying-fraction must be in [0, 1], got {lying_fraction}")
     t0 = time.perf_counter()
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
@@ -61,6 +70,7 @@ def synth(
             video_seconds=video_seconds,
             fps=fps,
             val_fraction=val_fraction,
+            params=None if lying_fraction is None else ImageParams(lying_fraction=lying_fraction),
             progress=progress,
         )
     dt = time.perf_counter() - t0
