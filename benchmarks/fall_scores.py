@@ -103,6 +103,12 @@ def main() -> int:
     ap.add_argument("--seeds", default="0-3", help="demo-like seeds")
     ap.add_argument("--held-out", default="10-19", help="seeds not looked at while choosing the rule defaults")
     ap.add_argument("--seconds", type=float, default=40.0)
+    ap.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "int8"),
+        default=None,
+        help="the detector's precision (default: the demo config's, auto: INT8 on CPUs with VNNI or AMX)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write <out>.md and <out>.json")
     args = ap.parse_args()
 
@@ -115,7 +121,7 @@ def main() -> int:
                 scores = scores_on_truth_boxes(seed, args.seconds, work, noisy=args.detector == "truth-noisy")
             else:
                 model = None if args.detector == "default" else args.detector
-                scores = scores_end_to_end(seed, args.seconds, model, work)
+                scores = scores_end_to_end(seed, args.seconds, model, work, precision=args.precision)
             row = fall_row(group, seed, scores, time.perf_counter() - t0)
             rows.append(row)
             print(
@@ -138,6 +144,7 @@ def main() -> int:
         cmd = (
             f"python benchmarks/fall_scores.py --detector {args.detector} --seeds {args.seeds} "
             f"--held-out {args.held_out} --seconds {args.seconds:g}"
+            + (f" --precision {args.precision}" if args.precision else "")
         )
         args.out.with_suffix(".json").write_text(
             json.dumps({"command": cmd, "summary": summary, "rows": rows}, indent=2) + "\n"

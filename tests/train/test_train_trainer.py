@@ -49,6 +49,12 @@ def test_resolve_model_spec(tmp_path: Path) -> None:
     pt = tmp_path / "x.pt"
     pt.write_bytes(b"0")
     assert resolve_model_spec(str(pt)) == (str(pt.resolve()), True)
+    onnx = tmp_path / "x.onnx"
+    onnx.write_bytes(b"0")
+    assert resolve_model_spec(str(onnx)) == (str(onnx.resolve()), True)  # rebuilt for fine-tuning by train()
+    from campusguard.models.resolve import DEFAULT_MODEL
+
+    assert resolve_model_spec("default") == (str(DEFAULT_MODEL), True)
     with pytest.raises(InvalidInputError, match="do not exist .nothing is downloaded"):
         resolve_model_spec("yolov8n.pt")
     with pytest.raises(InvalidInputError, match="is not one of yolov8n"):

@@ -42,6 +42,34 @@ def metrics_table(metrics: DetectionMetrics, names: dict[int, str], title: str) 
     return t
 
 
+_OWN_OPTIONS = ("data", "epochs", "imgsz", "batch", "device", "workers", "resume", "project", "name", "seed", "cache", "amp", "patience", "nbs")  # fmt: skip
+
+
+def parse_settings(settings: list[str]) -> dict[str, object]:
+    """``["close_mosaic=2", "lr0=0.0005"]`` -> Ultralytics training arguments (values read as YAML scalars).
+
+    Raises:
+        InvalidInputError: not ``KEY=VALUE``, or a key that has its own option here.
+    """
+    import yaml
+
+    from campusguard.errors import InvalidInputError
+
+    out: dict[str, object] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise InvalidInputError(f"--set {item!r} must look like KEY=VALUE (e.g. close_mosaic=2)")
+        if key in _OWN_OPTIONS:
+            raise InvalidInputError(f"--set {key}: use the --{key} option of campusguard train")
+        try:
+            out[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key] = value
+    return out
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def val(
@@ -101,7 +129,11 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def train(
         model: str = typer.Option(
-            "yolov8n", "--model", "-m", help="yolov8n..x, yolo11n..x, yolo26n..x or their .yaml (random init), or a .pt to fine-tune."
+            "yolov8n",
+            "--model",
+            "-m",
+            help="yolov8n..x, yolo11n..x, yolo26n..x or their .yaml (random init); a .pt, an Ultralytics .onnx export "
+            "or 'default' (the bundled model) to fine-tune.",
         ),
         data: str = typer.Option(..., "--data", help="data.yaml of a YOLO-format data set (train and val splits)."),
         epochs: int = typer.Option(100, "--epochs", help="Passes over the train split."),
@@ -119,6 +151,16 @@ def register(app: typer.Typer) -> None:
         patience: int = typer.Option(100, "--patience", help="Epochs without improvement before stopping early."),
         cache: str = typer.Option(None, "--cache", help="Keep decoded training images in 'ram' or on 'disk'."),
         onnx: bool = typer.Option(True, "--onnx/--no-onnx", help="Export the best weights to ONNX after training."),
+        threads: int = typer.Option(
+            None,
+            "--threads",
+            help="PyTorch threads on the CPU (default: Ultralytics', one core fewer than the machine).",
+        ),
+        settings: list[str] = typer.Option(
+            [],
+            "--set",
+            help="Another Ultralytics training argument as KEY=VALUE (repeatable), e.g. --set close_mosaic=2.",
+        ),
     ) -> None:
         """Train a YOLOv8 detector with Ultralytics' trainer (one device or DDP), then export the best weights to ONNX."""
         if "ultralytics" not in sys.modules:
@@ -141,6 +183,8 @@ def register(app: typer.Typer) -> None:
             patience=patience,
             cache=cache,
             export_onnx=onnx,
+            overrides=parse_settings(settings),
+            threads=threads,
         )
         t = Table(title="CampusGuard training summary", show_header=False)
         t.add_row("data", f"{escape(str(data))}: {r.train_images} train / {r.val_images} val images")

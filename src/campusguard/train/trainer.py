@@ -70,7 +70,9 @@ def resolve_model_spec(model: str) -> tuple[str, bool]:
 
     Returns:
         ``(spec, from_weights)``: ``"yolov8n"`` -> ``("yolov8n.yaml", False)``;
-        a ``.yaml`` -> itself; an existing ``.pt`` -> ``(path, True)``.
+        a ``.yaml`` -> itself; an existing ``.pt`` or ``.onnx`` -> ``(path, True)`` (an ONNX export is
+        rebuilt into trainable weights by `train`, see `campusguard.train.from_onnx`);
+        ``"default"`` -> the bundled model's ONNX file.
 
     Raises:
         InvalidInputError: unknown name, or a ``.pt``/``.yaml`` path that does not exist
@@ -80,16 +82,24 @@ def resolve_model_spec(model: str) -> tuple[str, bool]:
     arch = find_architecture(text)
     if arch is not None and not Path(text).is_file():  # Ultralytics ships these model yamls
         return arch.yaml, False
+    if text == "default":
+        from campusguard.models.resolve import DEFAULT_MODEL
+
+        return str(DEFAULT_MODEL), True
     path = Path(text)
-    if path.suffix == ".pt":
+    if path.suffix in (".pt", ".onnx"):
         if not path.is_file():
-            raise InvalidInputError(f"model weights {path} do not exist (nothing is downloaded; give a local .pt)")
+            raise InvalidInputError(
+                f"model weights {path} do not exist (nothing is downloaded; give a local {path.suffix})"
+            )
         return str(path.resolve()), True
     if path.suffix in (".yaml", ".yml"):
         if path.is_file():
             return str(path.resolve()), False
         raise InvalidInputError(f"model yaml {path} does not exist")
-    raise InvalidInputError(f"model {model!r} is not one of {', '.join(ARCHITECTURES)}, a model .yaml or a .pt file")
+    raise InvalidInputError(
+        f"model {model!r} is not one of {', '.join(ARCHITECTURES)}, default, a model .yaml, a .pt or an .onnx file"
+    )
 
 
 def write_resolved_data_yaml(data_yaml: str | os.PathLike[str], out_path: Path) -> Path:
@@ -197,6 +207,7 @@ def train(
     onnx_opset: int = 17,
     overrides: dict[str, Any] | None = None,
     callbacks: dict[str, Callable[[Any], None]] | None = None,
+    threads: int | None = None,
 ) -> TrainResult:
     """Train a YOLOv8 detector with Ultralytics' trainer.
 
@@ -221,6 +232,8 @@ def train(
         overrides: extra Ultralytics training arguments (e.g. ``{"mosaic": 0.5}``).
         callbacks: Ultralytics callbacks by event (``"on_train_batch_end"``: ``fn(trainer)``);
             they run in this process only (not in DDP workers).
+        threads: PyTorch intra-op threads on the CPU (``None``: Ultralytics' choice, one core fewer
+            than the machine has, which on a 2-core machine is one thread).
 
     Raises:
         InvalidInputError: bad data set, model spec or numbers; DeviceError: missing GPUs or
@@ -233,7 +246,9 @@ def train(
     last = save_dir / "weights" / "last.pt"
     if resume and not last.is_file():
         raise InvalidInputError(f"--resume: there is no {last} to continue")
-    spec, _from_weights = resolve_model_spec(model) if not resume else (str(last), True)
+    if threads is not None and threads < 1:
+        raise InvalidInputError(f"--threads must be >= 1, got {threads}")
+    spec, from_weights = resolve_model_spec(model) if not resume else (str(last), True)
     train_ds, val_ds = validate_training_inputs(data)
     device_arg = _device_argument(device, batch)
 
@@ -244,9 +259,23 @@ def train(
     resolved_yaml = write_resolved_data_yaml(data, save_dir / "data.resolved.yaml")
     args = _training_args(
         resolved_yaml, save_dir, device=device_arg, epochs=epochs, imgsz=imgsz, batch=batch, accumulate=accumulate,
-        amp=amp, workers=workers, seed=seed, patience=patience, cache=cache,
+        amp=amp, workers=workers, seed=seed, patience=patience, cache=cache, from_weights=from_weights,
     )  # fmt: skip
     args.update(overrides or {})
+    if spec.endswith(".onnx"):
+        from campusguard.train.from_onnx import checkpoint_from_onnx
+
+        step = max(1, len(train_ds.image_paths) // 64)  # 64 training images spread over the split
+        spec = str(
+            checkpoint_from_onnx(
+                spec, save_dir / "init-from-onnx.pt", calibration=list(train_ds.image_paths[::step][:64]), imgsz=imgsz
+            )
+        )
+    callbacks = dict(callbacks or {})
+    if threads is not None:
+        callbacks["on_pretrain_routine_start"] = _chain(
+            callbacks.get("on_pretrain_routine_start"), _set_threads(threads)
+        )
     t0 = time.perf_counter()
     try:
         trainer = _run_ultralytics(spec, args, resume=resume, callbacks=callbacks)
@@ -277,6 +306,28 @@ def train(
     )
 
 
+def _set_threads(n: int) -> Callable[[Any], None]:
+    """A callback that sets PyTorch's intra-op threads once Ultralytics has set its own."""
+
+    def set_threads(_trainer: Any) -> None:
+        import torch
+
+        torch.set_num_threads(n)
+
+    return set_threads
+
+
+def _chain(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
+    """Run ``first`` (if any) then ``second`` on the same trainer."""
+
+    def both(trainer: Any) -> None:
+        if first is not None:
+            first(trainer)
+        second(trainer)
+
+    return both
+
+
 def _training_args(
     data_yaml: Path,
     save_dir: Path,
@@ -291,9 +342,12 @@ def _training_args(
     seed: int,
     patience: int,
     cache: str | None,
+    from_weights: bool = False,
 ) -> dict[str, Any]:
     """Ultralytics' training arguments: ``nbs = batch * accumulate`` (a true effective batch), no
-    pretrained download, deterministic, no plots, the run folder ``save_dir``."""
+    pretrained download, deterministic, no plots, the run folder ``save_dir``. ``from_weights``
+    (a ``.pt`` model): start from its weights; Ultralytics' ``pretrained=False`` would train the
+    checkpoint's architecture from random weights."""
     return {
         "data": str(data_yaml),
         "epochs": int(epochs),
@@ -306,7 +360,7 @@ def _training_args(
         "project": str(save_dir.parent),
         "name": save_dir.name,
         "exist_ok": True,
-        "pretrained": False,
+        "pretrained": bool(from_weights),
         "seed": int(seed),
         "deterministic": True,
         "patience": int(patience),
