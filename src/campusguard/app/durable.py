@@ -1,5 +1,7 @@
 """Files that survive a crash: atomic replacement and directory fsync, shared by the event spool
-(`campusguard.app.events.spool`) and the webhook's dead-letter file (`campusguard.app.alerts.webhook`)."""
+(`campusguard.app.events.spool`), the webhook's dead-letter file (`campusguard.app.alerts.webhook`),
+the console's config rewrite (`campusguard.app.console.runtime`) and the media it copies from a
+cluster (`campusguard.app.console.cluster_media`)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ driver's event thread only queues the request, so pulling events never waits for
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from campusguard.app.cluster.group import MediaKind
+from campusguard.app.durable import replace_durably
 from campusguard.errors import CampusGuardError
 
 __all__ = ["ClusterMedia", "MediaFetch"]
@@ -124,8 +124,6 @@ class ClusterMedia:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
+    """Write ``data`` to ``path`` durably (`campusguard.app.durable.replace_durably`), folders created."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    replace_durably(path, data)

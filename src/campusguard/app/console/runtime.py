@@ -23,9 +23,7 @@ Everything here is thread-safe and synchronous; the web layer calls it from work
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
 import shutil
 import sys
@@ -43,6 +41,7 @@ from campusguard.app.clips import ClipRecorder
 from campusguard.app.cluster.group import GroupUnavailableError, MediaKind, MediaOptions
 from campusguard.app.config import load_config, parse_config
 from campusguard.app.console.cluster_media import ClusterMedia
+from campusguard.app.durable import replace_durably
 from campusguard.app.eventbus import EventBus, EventSubscription
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
@@ -546,22 +545,13 @@ class ConsoleRuntime:
         return data
 
     def _write_config(self, text: str) -> None:
-        """Write the config atomically (temporary file, fsync, ``os.replace``); keep the old one as ``.bak``."""
+        """Write the config durably (`campusguard.app.durable.replace_durably`); keep the old one as ``.bak``."""
         path = self.config_path
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        header = f"# rewritten by the CampusGuard console (zones/lines edit); previous version in {path.name}.bak\n"
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(
-                    f"# rewritten by the CampusGuard console (zones/lines edit); previous version in {path.name}.bak\n"
-                )
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
             shutil.copy2(path, path.with_name(path.name + ".bak"))
-            os.replace(tmp, path)
+            replace_durably(path, (header + text).encode("utf-8"))
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise ConfigError(f"{path}: cannot rewrite the config file: {exc}") from None
 
     # metrics --------------------------------------------------------------------------------
