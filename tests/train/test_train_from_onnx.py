@@ -71,6 +71,30 @@ def test_rebuilt_model_computes_what_the_onnx_file_computes_and_trains_close_to_
     assert calibrated_error < 0.6 * identity_error, (calibrated_error, identity_error)  # measured 0.24 vs 0.45 on 8
 
 
+@pytest.mark.slow
+def test_a_yolo11_export_is_rebuilt_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random weights: the exporter merges the identical zero biases into one constant, so the
+    biases are found through the graph's Conv nodes, not by name."""
+    pytest.importorskip("ultralytics")
+    import torch
+    from ultralytics import YOLO
+
+    from campusguard.models.ultralytics_env import offline_ultralytics
+    from campusguard.train.from_onnx import detection_model_from_onnx
+
+    offline_ultralytics()
+    monkeypatch.chdir(tmp_path)
+    path = Path(YOLO("yolo11n.yaml").export(format="onnx", imgsz=320, dynamic=True, simplify=True))
+    model, arch, _ = detection_model_from_onnx(path)
+    assert arch.name == "yolo11n"
+    x = _synth_batch(2, 320)
+    ref = _onnx_outputs(path, x)
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.from_numpy(x))[0].numpy()
+    assert np.abs(out - ref).max() < 1e-4 * np.abs(ref).max()
+
+
 def test_an_end_to_end_or_foreign_onnx_is_refused_in_one_line(tmp_path: Path) -> None:
     pytest.importorskip("ultralytics")
     from campusguard.train.from_onnx import checkpoint_from_onnx, detection_model_from_onnx

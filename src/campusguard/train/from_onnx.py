@@ -44,6 +44,13 @@ def _onnx_tensors(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     except Exception as exc:  # noqa: BLE001  (protobuf raises several kinds)
         raise ModelLoadError(f"{path}: not a readable ONNX file ({exc})") from exc
     tensors = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    # an exporter that merges identical constants (a fresh model's zero biases) leaves a
+    # convolution's bias under another name: name it after its weight, read from the graph
+    for node in proto.graph.node:
+        if node.op_type == "Conv" and len(node.input) == 3 and node.input[1].endswith(".weight"):
+            bias = node.input[1].removesuffix(".weight") + ".bias"
+            if bias not in tensors and node.input[2] in tensors:
+                tensors[bias] = tensors[node.input[2]]
     meta = {p.key: p.value for p in proto.metadata_props}
     return tensors, meta
 
@@ -94,7 +101,7 @@ def detection_model_from_onnx(path: str | os.PathLike[str]) -> tuple[Any, Archit
     names = _names(meta, path)
     wanted = {k: tuple(v.shape) for k, v in tensors.items() if k.startswith("model.")}
     for arch in ARCHITECTURES.values():
-        if arch.end_to_end:  # an end-to-end export drops the one-to-many head: not trainable from the file
+        if arch.end_to_end:  # an export keeps one of YOLO26's two heads: not trainable from the file
             continue
         model, fused = _fused_shapes(arch, len(names))
         if fused != wanted:
@@ -129,8 +136,9 @@ def detection_model_from_onnx(path: str | os.PathLike[str]) -> tuple[Any, Archit
         model.names = names
         return model.float(), arch, names
     raise ModelLoadError(
-        f"{path}: its weights match no YOLOv8/YOLO11 architecture (n..x); only a classic-head Ultralytics "
-        "export can be rebuilt for fine-tuning (an end-to-end YOLO26 export lacks its training head)"
+        f"{path}: its weights match no YOLOv8/YOLO11 architecture (n..x); only those Ultralytics exports "
+        "can be rebuilt for fine-tuning (a YOLO26 export lacks half of its two-headed training graph: "
+        "fine-tune its .pt)"
     )
 
 
