@@ -18,15 +18,10 @@ pytestmark = pytest.mark.torch
 
 def _synth_batch(n: int, imgsz: int) -> np.ndarray:
     """``(n, 3, imgsz, imgsz)`` float32 RGB campus images from the still-image generator."""
-    import cv2
-
     from campusguard.data.synth.images import render_image
+    from campusguard.ops.preprocess import make_batch
 
-    out = []
-    for i in range(n):
-        im = cv2.resize(render_image(7, i, imgsz=imgsz).image, (imgsz, imgsz))[:, :, ::-1]
-        out.append(np.transpose(im, (2, 0, 1)).astype(np.float32) / 255.0)
-    return np.stack(out)
+    return make_batch([render_image(7, i, imgsz=imgsz).image for i in range(n)])
 
 
 def _onnx_outputs(path: Path, x: np.ndarray) -> np.ndarray:

@@ -177,30 +177,31 @@ def recalibrate_batch_norms(model: Any, images: np.ndarray) -> int:
         for name, m in norms.items():
             assert m.running_mean is not None and m.running_var is not None  # BatchNorm2d tracks statistics
             total, squares, count = sums[name]
-            mean = total / count  # of W x + mean0 with the current (identity-form) running_mean
+            mean = total / count  # of the norm's input x, per channel
             var = (squares / count - mean * mean).clamp_min(0)
-            # the hook saw the input of the norm; the identity norm computes (x - rm) / sqrt(rv + eps) * w + b
-            old = (m.bias - m.running_mean.double() * m.weight / torch.sqrt(m.running_var + m.eps)).double()
-            scale = (m.weight.double() / torch.sqrt(m.running_var.double() + m.eps)).double()
+            # the norm now computes x * scale + shift; keep that with the new statistics
+            w, b, rm, rv = (t.double() for t in (m.weight, m.bias, m.running_mean, m.running_var))
+            scale = w / torch.sqrt(rv + m.eps)
+            shift = b - rm * scale
             m.running_mean.copy_(mean)
             m.running_var.copy_(var)
             m.weight.copy_(scale * torch.sqrt(var + m.eps))
-            m.bias.copy_(old + scale * mean)
+            m.bias.copy_(shift + scale * mean)
     return len(norms)
 
 
 def _calibration_images(files: list[Path], imgsz: int) -> np.ndarray:
-    """``(N, 3, imgsz, imgsz)`` float32 RGB in 0..1 from image files (plain resize)."""
+    """``(N, 3, imgsz, imgsz)`` float32 RGB in 0..1 from image files (plain resize).
+
+    Raises:
+        ImageReadError: an unreadable file (`campusguard.io.images.read_image`).
+    """
     import cv2
 
-    out = []
-    for f in files:
-        im = cv2.imread(str(f), cv2.IMREAD_COLOR)
-        if im is None:
-            raise InvalidInputError(f"calibration image {f} cannot be read")
-        im = cv2.resize(im, (imgsz, imgsz), interpolation=cv2.INTER_LINEAR)[:, :, ::-1]
-        out.append(np.transpose(im, (2, 0, 1)).astype(np.float32) / 255.0)
-    return np.stack(out)
+    from campusguard.io.images import read_image
+    from campusguard.ops.preprocess import make_batch
+
+    return make_batch([cv2.resize(read_image(f), (imgsz, imgsz), interpolation=cv2.INTER_LINEAR) for f in files])
 
 
 def checkpoint_from_onnx(
@@ -218,8 +219,8 @@ def checkpoint_from_onnx(
         imgsz: side the calibration images are resized to.
 
     Raises:
-        InvalidInputError: ``out`` is not a ``.pt`` path or an image cannot be read;
-        ModelLoadError: see `detection_model_from_onnx`.
+        InvalidInputError: ``out`` is not a ``.pt`` path (`ImageReadError`, one of them: a
+        calibration image cannot be read); ModelLoadError: see `detection_model_from_onnx`.
     """
     import torch
 
