@@ -42,7 +42,13 @@ def metrics_table(metrics: DetectionMetrics, names: dict[int, str], title: str) 
     return t
 
 
-_OWN_OPTIONS = ("data", "epochs", "imgsz", "batch", "device", "workers", "resume", "project", "name", "seed", "cache", "amp", "patience", "nbs")  # fmt: skip
+# Ultralytics arguments that campusguard train sets itself, and the option that sets each
+_OWN_OPTIONS = {
+    **{k: f"--{k}" for k in ("data", "epochs", "imgsz", "batch", "device", "workers", "resume", "seed", "cache", "amp", "patience")},
+    "project": "--out",
+    "name": "--out",
+    "nbs": "--accumulate",  # nbs = batch x accumulate
+}  # fmt: skip
 
 
 def parse_settings(settings: list[str]) -> dict[str, object]:
@@ -62,7 +68,7 @@ def parse_settings(settings: list[str]) -> dict[str, object]:
         if not sep or not key.isidentifier():
             raise InvalidInputError(f"--set {item!r} must look like KEY=VALUE (e.g. close_mosaic=2)")
         if key in _OWN_OPTIONS:
-            raise InvalidInputError(f"--set {key}: use the --{key} option of campusguard train")
+            raise InvalidInputError(f"--set {key}: use the {_OWN_OPTIONS[key]} option of campusguard train")
         try:
             out[key] = yaml.safe_load(value)
         except yaml.YAMLError:
