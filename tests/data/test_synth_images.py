@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -183,3 +184,34 @@ def test_cli_lying_fraction_sets_the_share_of_people_drawn_lying(
     (none, people0), (many, people6) = counts["0"], counts["0.6"]
     assert people0 > 40 and people6 > 40
     assert many > 0.3 * people6 > 4 * none  # 60% drawn lying (some hidden or far) against almost none
+
+
+def test_lighting_weights_choose_the_images_lightings_and_the_default_keeps_the_old_images() -> None:
+    counts = {li: 0 for li in ("day", "overcast", "dusk", "night")}
+    for i in range(40):
+        counts[render_image(0, i, imgsz=160, params=ImageParams(lighting_weights=(0.0, 0.0, 1.0, 3.0))).lighting] += 1
+    assert counts["day"] == counts["overcast"] == 0
+    assert counts["night"] > counts["dusk"] > 0
+    # the default weights as given, not re-normalised: the same images as before the option existed
+    assert [render_image(0, i, imgsz=160).lighting for i in range(20)] == [
+        render_image(0, i, imgsz=160, params=ImageParams(lighting_weights=(0.4, 0.25, 0.15, 0.2))).lighting
+        for i in range(20)
+    ]
+    for bad in ((1.0, 2.0), (1.0, -1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0), (float("nan"), 1.0, 1.0, 1.0)):
+        with pytest.raises(InvalidInputError, match="lighting weights"):
+            ImageParams(lighting_weights=bad)
+
+
+def test_cli_lighting_sets_the_share_of_each_lighting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["synth", "--images", "4", "--imgsz", "160"]
+    for bad, says in (("night=2,moon=1", "NAME=WEIGHT"), ("night=x", "must be a number"), ("night=0", "positive sum")):
+        assert cli_main([*base, "--out", str(tmp_path / "bad"), "--lighting", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error:") and says in err and "\n" not in err
+    assert cli_main([*base, "--out", str(tmp_path / "night"), "--lighting", "night=1"]) == 0
+    dark = tmp_path / "night" / "images"
+    means = [float(cv2.imread(str(p)).mean()) for p in sorted(dark.rglob("*.jpg"))]
+    assert cli_main([*base, "--out", str(tmp_path / "day"), "--lighting", "day=1"]) == 0
+    bright = [float(cv2.imread(str(p)).mean()) for p in sorted((tmp_path / "day" / "images").rglob("*.jpg"))]
+    assert len(means) == len(bright) == 4
+    assert max(means) < min(bright)  # every night image darker than every day image of the same seed

@@ -9,7 +9,7 @@ import typer
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["register", "parse_size_wh"]
+__all__ = ["register", "parse_size_wh", "parse_lighting_weights"]
 
 
 def parse_size_wh(text: str, option: str = "--video-size") -> tuple[int, int]:
@@ -18,6 +18,27 @@ def parse_size_wh(text: str, option: str = "--video-size") -> tuple[int, int]:
     if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
         raise InvalidInputError(f"{option} must look like WIDTHxHEIGHT (e.g. 640x360), got {text!r}")
     return int(parts[0]), int(parts[1])
+
+
+def parse_lighting_weights(text: str, option: str = "--lighting") -> tuple[float, ...]:
+    """Parse ``"day=1,night=3"`` into weights in `LIGHTINGS` order (lightings not named weigh 0);
+    raise `InvalidInputError` naming ``option``."""
+    from campusguard.data.synth.lighting import LIGHTINGS
+
+    names = [li.name for li in LIGHTINGS]
+    weights = dict.fromkeys(names, 0.0)
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in weights:
+            raise InvalidInputError(
+                f"{option} must look like NAME=WEIGHT,... with NAME one of {', '.join(names)}, got {text!r}"
+            )
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise InvalidInputError(f"{option}: weight of {name!r} must be a number, got {value.strip()!r}") from None
+    return tuple(weights[n] for n in names)
 
 
 def synth(
@@ -38,6 +59,12 @@ def synth(
         help="Share of people drawn lying on the ground in the still images (0..1; default: the generator's, "
         "campusguard.data.synth.images.ImageParams).",
     ),
+    lighting: str | None = typer.Option(
+        None,
+        "--lighting",
+        help="Relative weights of the still images' lightings, e.g. day=1,overcast=2,dusk=1,night=3 "
+        "(lightings not named: 0; default day=0.4,overcast=0.25,dusk=0.15,night=0.2).",
+    ),
 ) -> None:
     """Render synthetic campus images (YOLO format, data.yaml) and videos with ground truth."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -49,6 +76,12 @@ def synth(
     validate_generate_args(images, videos, seed, imgsz, size_wh, video_seconds, fps, val_fraction)
     if lying_fraction is not None and not 0.0 <= lying_fraction <= 1.0:
         raise InvalidInputError(f"--lying-fraction must be in [0, 1], got {lying_fraction}")
+    knobs: dict[str, object] = {}
+    if lying_fraction is not None:
+        knobs["lying_fraction"] = lying_fraction
+    if lighting is not None:
+        knobs["lighting_weights"] = parse_lighting_weights(lighting)
+    params = ImageParams(**knobs) if knobs else None  # type: ignore[arg-type]
     t0 = time.perf_counter()
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False
@@ -70,7 +103,7 @@ def synth(
             video_seconds=video_seconds,
             fps=fps,
             val_fraction=val_fraction,
-            params=None if lying_fraction is None else ImageParams(lying_fraction=lying_fraction),
+            params=params,
             progress=progress,
         )
     dt = time.perf_counter() - t0

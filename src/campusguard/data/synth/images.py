@@ -28,9 +28,11 @@ from campusguard.data.synth.sprites import (
     object_size_m,
     random_look,
 )
+from campusguard.errors import InvalidInputError
 
 __all__ = ["SynthImage", "ImageParams", "render_image", "encode_jpeg", "yolo_label_text"]
 
+DEFAULT_LIGHTING_WEIGHTS: tuple[float, ...] = (0.4, 0.25, 0.15, 0.2)  # day, overcast, dusk, night
 _CLASS_WEIGHTS: dict[int, float] = {PERSON: 0.42, BICYCLE: 0.09, CAR: 0.2, MOTORCYCLE: 0.09, BUS: 0.08, TRUCK: 0.12}
 _MIN_DEPTH_M: dict[int, float] = {PERSON: 0.0, BICYCLE: 0.0, CAR: 7.5, MOTORCYCLE: 0.0, BUS: 13.0, TRUCK: 11.0}
 
@@ -50,6 +52,8 @@ class ImageParams:
         jpeg_quality: inclusive range of JPEG quality.
         lying_fraction: share of people drawn lying on the ground (labelled person, as in the videos'
             scripted falls), so a detector trained on these images keeps finding a person who is down.
+        lighting_weights: relative weight of each lighting of `lighting.LIGHTINGS` (day, overcast,
+            dusk, night), normalised; e.g. more night images to fine-tune for dark scenes.
     """
 
     layouts: int = 12
@@ -62,6 +66,21 @@ class ImageParams:
     min_visible: float = 0.4
     jpeg_quality: tuple[int, int] = (50, 95)
     lying_fraction: float = 0.08
+    lighting_weights: tuple[float, ...] = DEFAULT_LIGHTING_WEIGHTS
+
+    def __post_init__(self) -> None:
+        w = self.lighting_weights
+        if len(w) != len(LIGHTINGS) or not all(np.isfinite(x) and x >= 0 for x in w) or sum(w) <= 0:
+            names = ", ".join(li.name for li in LIGHTINGS)
+            raise InvalidInputError(
+                f"lighting weights must be {len(LIGHTINGS)} numbers >= 0 ({names}) with a positive sum, got {w}"
+            )
+
+    def lighting_p(self) -> np.ndarray:
+        """The lighting weights as probabilities."""
+        w = np.asarray(self.lighting_weights, np.float64)
+        total = float(w.sum())
+        return w if total == 1.0 else w / total  # the default as given: the same images as before
 
 
 @dataclass(frozen=True)
@@ -218,7 +237,7 @@ def render_image(
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x1A6E, index]))
     n_random = len(bank.scenes) - 1
     k = n_random if rng.random() < params.campus_fraction else int(rng.integers(0, n_random))
-    li = int(rng.choice(len(LIGHTINGS), p=[0.4, 0.25, 0.15, 0.2]))
+    li = int(rng.choice(len(LIGHTINGS), p=params.lighting_p()))
     sc = bank.scenes[k]
     bg = bank.background(k, li)
     frame = cv2.flip(bg, 1) if rng.random() < 0.5 else bg.copy()
