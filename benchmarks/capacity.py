@@ -92,9 +92,12 @@ def make_video(
     ``quiet_s - lead_s`` of the empty scene (the truth file's times count from the script's start:
     `run_trial` adds ``lead_s``). ``codec``: ``mp4v`` (OpenCV's writer, MPEG-4 part 2) or ``h264``
     (camera-like H.264 at ``bitrate_kbps``, `decode_cost.H264Writer`)."""
-    video = SynthVideo(seed, (1280, 720), scripted_s, fps)
     suffix = "" if codec == "mp4v" else f"-{codec}"
-    path = folder / f"campus-seed{seed}-lead{lead_s:g}{suffix}.mp4"
+    path = folder / f"campus-seed{seed}-s{scripted_s:g}-q{quiet_s:g}-lead{lead_s:g}-fps{fps}{suffix}.mp4"
+    truth_path = path.with_suffix(".json")
+    if path.is_file() and truth_path.is_file():  # made by an earlier run with --work: the same bytes
+        return path, truth_path
+    video = SynthVideo(seed, (1280, 720), scripted_s, fps)
     if codec == "h264":
         writer: Any = H264Writer(path, fps, video.size_wh, bitrate_kbps)
     elif codec == "mp4v":
@@ -106,7 +109,6 @@ def make_video(
         writer.write(frame)
     writer.release()
     truth = video.truth(per_frame, video_name=path.name)
-    truth_path = path.with_suffix(".json")
     truth.save(truth_path)
     return path, truth_path
 
@@ -238,9 +240,16 @@ def main() -> None:
     )
     ap.add_argument("--cameras", default=None, help="run only these counts, e.g. 16,24 (no search)")
     ap.add_argument("--out", type=Path, default=Path("docs/results/capacity-cpu"))
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="folder for the videos, kept and reused by later runs (default: a new temp folder)",
+    )
     args = ap.parse_args()
     contenders = [c for c in args.contenders.split(",") if c]
-    work = Path(tempfile.mkdtemp(prefix="cap-videos-"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="cap-videos-"))
+    work.mkdir(parents=True, exist_ok=True)
     videos, truths, leads = [], [], []
     n_leads = int((args.scripted_s + args.quiet_s) // args.scripted_s) if args.stagger else 1
     for j in range(n_leads):  # camera k plays video k mod len(videos): seed k mod S, lead (k // S) mod n_leads

@@ -137,3 +137,79 @@ def test_demo_with_the_bundled_model_finds_the_same_incidents_gated_or_not(tmp_p
     assert off.scores.overall.f1 >= 0.9
     assert on.scores.overall.f1 >= off.scores.overall.f1 - 0.02
     assert sorted((e.rule_kind, e.zone) for e in on.events) == sorted((e.rule_kind, e.zone) for e in off.events)
+
+
+class _CountingDetector:
+    """Records the images of every `predict_batch` call; finds nothing (the frames are empty)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    @property
+    def names(self) -> dict[int, str]:
+        return {0: "person"}
+
+    def predict_batch(self, images: list[np.ndarray]) -> list:
+        from campusguard.detections import Detections
+
+        self.calls.append(len(images))
+        return [Detections.empty() for _ in images]
+
+    def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]:
+        return frame_hw
+
+
+def test_skipped_frames_take_no_place_in_the_batch_and_a_gated_camera_goes_on_after_them() -> None:
+    """Four gated cameras with still scenes: after each camera's first frame (a keyframe, detected
+    whole) every frame is skipped; the skips need no detector round of their own, so the worker
+    handles 4 x 12 frames in a few rounds instead of one round per frame and camera."""
+    import queue as queue_mod
+    import threading
+
+    from campusguard.app.metrics import CameraMetrics
+    from campusguard.app.pipeline import DetectionWorker
+    from campusguard.app.sources import EndOfStream, Frame, FrameQueue
+    from campusguard.motion import MotionGate
+
+    cams = [f"cam{k}" for k in range(4)]
+    doorbell, stop, failed = threading.Event(), threading.Event(), threading.Event()
+    inputs = {c: FrameQueue(64, drop_oldest=False, doorbell=doorbell) for c in cams}
+    image = np.full((180, 320, 3), 90, np.uint8)
+    for c in cams:
+        for i in range(12):
+            inputs[c].put(Frame(c, i, i / 10, image, 0.0))
+        inputs[c].put(EndOfStream(c))
+    outputs: dict[str, queue_mod.Queue] = {c: queue_mod.Queue() for c in cams}
+    detector = _CountingDetector()
+    worker = DetectionWorker(
+        inputs,
+        outputs,
+        dict.fromkeys(cams, detector),
+        {c: CameraMetrics(c) for c in cams},
+        stop,
+        failed,
+        doorbell,
+        batch_size=2,
+        batch_wait_s=0.0,
+        gates={c: MotionGate(keyframe_s=60.0, min_side=64) for c in cams},
+    )
+    rounds = 0
+    collect = worker._collect
+
+    def counted(open_cams: set[str]) -> list:
+        nonlocal rounds
+        rounds += 1
+        return collect(open_cams)
+
+    worker._collect = counted  # type: ignore[method-assign]
+    worker.run()
+    # the four keyframes went to the detector, two to a batch (batch_size 2); nothing else did
+    assert sum(detector.calls) == 4 and max(detector.calls) == 2
+    for c in cams:
+        got = []
+        while not outputs[c].empty():
+            got.append(outputs[c].get_nowait())
+        assert [m.frame.index for m in got[:-1]] == list(range(12))  # every frame, in order, then the end
+        assert isinstance(got[-1], EndOfStream)
+        assert worker.metrics[c].frames_skipped == 11
+    assert rounds <= 6  # one round per frame and camera would be 12 or more
