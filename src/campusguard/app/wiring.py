@@ -109,6 +109,7 @@ def _build_rule(
             upright_aspect=rule.upright_aspect,
             max_movement=rule.max_movement,
             stationary_window_s=rule.stationary_window_s,
+            duplicate_overlap=rule.duplicate_overlap,
             **zone_kw,
         )
     zone_kw["min_seconds"] = rule.min_seconds

@@ -146,3 +146,40 @@ def test_fall_rule_from_config_watches_the_whole_frame_without_a_zone():
     events = _run(parts.rules, _person_frames([(2.0, UPRIGHT), (5.0, DOWN)]))
     assert _starts(events) == [("start", 4.0, None), ("end", 4.0, 6.9)]
     assert events[0].rule_name == "fall:frame" and events[0].zone == "frame"
+
+
+def _two_tracks(frames_a, frames_b):
+    """Merge two single-track frame lists (same timing) into frames with both rows."""
+    out = []
+    for (t, f, a), (_, _, b) in zip(frames_a, frames_b, strict=True):
+        out.append(
+            (
+                t,
+                f,
+                Detections(
+                    np.concatenate([a.xyxy, b.xyxy]),
+                    np.concatenate([a.confidence, b.confidence]),
+                    np.concatenate([a.class_id, b.class_id]),
+                    np.concatenate([a.tracker_id, b.tracker_id]),
+                ),
+            )
+        )
+    return out
+
+
+def test_two_boxes_on_one_fallen_person_raise_one_incident_two_people_two():
+    # the detector gives the lying person a second, smaller box (the upper body) tracked as track 2,
+    # which was upright too before: one person, one incident
+    phases = [(2.0, UPRIGHT), (5.0, DOWN)]
+    whole = _person_frames(phases, tid=1)
+    part = _person_frames([(2.0, (20.0, 60.0)), (5.0, (40.0, 20.0))], x0=325.0, tid=2)  # 3/4 of it on the body
+    events = _run(_rule(), _two_tracks(whole, part))
+    assert _starts(events) == [("start", 4.0, None), ("end", 4.0, 6.9)]
+    assert events[0].tracker_ids == (1,)
+    # a second person lying 200 px away is another incident
+    other = _person_frames(phases, x0=500.0, tid=3)
+    events = _run(_rule(), _two_tracks(whole, other))
+    assert sorted(e.tracker_ids for e in events if e.phase == "start") == [(1,), (3,)]
+    # with a stricter duplicate test (9/10 of the smaller box on the other) both tracks raise their own
+    events = _run(_rule(duplicate_overlap=0.9), _two_tracks(whole, part))
+    assert len([e for e in events if e.phase == "start"]) == 2

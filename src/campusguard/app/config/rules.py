@@ -235,6 +235,14 @@ class FallRuleConfig(ZoneRuleConfigBase):
     stationary_window_s: float = Field(
         1.0, gt=0, le=600, title="Stationary window", description="track-shape: seconds over which movement is measured."
     )
+    duplicate_overlap: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        title="Duplicate overlap",
+        description="A down person's track whose box lies at least this share of its area on the box of a person "
+        "down for longer is that same person (two boxes on one body): it raises no incident of its own.",
+    )
 
 
 RuleConfig = Annotated[

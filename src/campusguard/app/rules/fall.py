@@ -17,6 +17,11 @@ Semantics match `campusguard.data.synth.incidents` (``fall``): ``start_s`` is th
 time at which the person has been down for ``min_seconds``, ``end_s`` the last frame time at
 which they were down. One event per person; inertia, gap tolerance, id-switch stitching, end
 grace and cooldown as the other zone rules (`campusguard.app.rules.base`).
+
+One person, one incident: a detector sometimes gives a lying person two boxes (the whole body
+and a part of it) that the tracker follows as two tracks. A track whose box lies mostly (at
+least ``duplicate_overlap`` of the smaller box's area) on the box of a person already down
+for longer, or already in an open fall incident, is that same person and raises nothing of its own.
 """
 
 from __future__ import annotations
@@ -40,6 +45,16 @@ SIGNALS: tuple[str, ...] = ("auto", "detector-class", "track-shape")
 FALLEN_KEY = "fallen"  # the per-detection bool array a detector with a fallen class puts in ``data``
 
 
+def _overlap_of_smaller(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection of two xyxy boxes over the smaller one's area (1.0: one lies wholly on the other)."""
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return float(iw * ih / max(smaller, 1e-6))
+
+
 def whole_frame_zone(resolution_wh: tuple[int, int], name: str = "frame") -> PolygonZone:
     """A zone covering the whole frame, for a fall rule that watches anywhere."""
     w, h = resolution_wh
@@ -55,6 +70,8 @@ class FallRule(FireLaneRule):
         upright_aspect: track-shape: box height / width at or above which a person is upright,
             which the track must have been before it counts as fallen (> 0).
         class_ids: defaults to ``(0,)`` (COCO person).
+        duplicate_overlap: share (0..1] of the smaller box's area lying on another down person's
+            box at or above which a track counts as that person (see the module docstring).
         max_movement, max_movement_px, stationary_window_s: track-shape's "not moving" test, as
             `FireLaneRule`.
         **kwargs: as `campusguard.app.rules.zone_rules._ZoneRule` (``min_seconds`` is the
@@ -70,6 +87,7 @@ class FallRule(FireLaneRule):
         down_aspect: float = 1.2,
         upright_aspect: float = 1.5,
         class_ids: Collection[int] | None = (0,),
+        duplicate_overlap: float = 0.5,
         **kwargs,
     ) -> None:
         super().__init__(class_ids=class_ids, per_track=True, **kwargs)
@@ -79,6 +97,10 @@ class FallRule(FireLaneRule):
         for key, value in (("down_aspect", down_aspect), ("upright_aspect", upright_aspect)):
             if not (np.isfinite(value) and value > 0):
                 raise InvalidInputError(f"{what}: {key} must be a finite number > 0, got {value}")
+        if not (np.isfinite(duplicate_overlap) and 0 < duplicate_overlap <= 1):
+            raise InvalidInputError(f"{what}: duplicate_overlap must be in (0, 1], got {duplicate_overlap}")
+        self.duplicate_overlap = float(duplicate_overlap)
+        self._box: dict[int, np.ndarray] = {}  # tracker id -> its box on the latest frame it was seen
         self.signal: FallSignal = signal
         self.down_aspect = float(down_aspect)
         self.upright_aspect = float(upright_aspect)
@@ -108,9 +130,12 @@ class FallRule(FireLaneRule):
             down = wh[:, 0] >= self.down_aspect * wh[:, 1]
         upright = wh[:, 1] >= self.upright_aspect * wh[:, 0]
         out: dict[int, bool] = {}
-        for tid, is_down, is_up in zip(detections.tracker_id.tolist(), down.tolist(), upright.tolist(), strict=True):
+        for row, (tid, is_down, is_up) in enumerate(
+            zip(detections.tracker_id.tolist(), down.tolist(), upright.tolist(), strict=True)
+        ):
             if tid < 0:
                 continue
+            self._box[tid] = detections.xyxy[row]
             if is_up and not is_down:
                 self._was_upright.add(tid)
             out[tid] = out.get(tid, False) or is_down
@@ -121,7 +146,7 @@ class FallRule(FireLaneRule):
         for new, old in self.presence.renamed.items():
             if old in self._was_upright:
                 self._was_upright.add(new)
-            for state in (self._down_onset, self._down_last, self._fired_by):
+            for state in (self._down_onset, self._down_last, self._fired_by, self._box):
                 if old in state:
                     state[new] = state.pop(old)  # type: ignore[assignment]
 
@@ -150,12 +175,37 @@ class FallRule(FireLaneRule):
             self._fired_by.pop(tid, None)
         if len(self._was_upright) > 4096:  # bounded memory on long streams: keep the tracks still around
             self._was_upright &= set(self.presence.tracks) | set(down_now)
+        for tid in [t for t in self._box if t not in self.presence.tracks and t not in down_now]:
+            del self._box[tid]
         qualifying = {
             t: (p.class_id, self._down_onset[t])
             for t, p in present.items()
             if self._down_last.get(t) == timestamp_s and timestamp_s - self._down_onset[t] >= self.min_seconds
         }
+        for tid in [t for t in qualifying if self._duplicate_of(t) is not None]:
+            del qualifying[tid]
         return self._step(timestamp_s, frame_index, wall_time, armed, qualifying)
+
+    def _duplicate_of(self, tid: int) -> int | None:
+        """Another track, down for longer or already in an open fall incident, whose box ``tid``'s
+        box lies mostly on: the same person (``tid`` has no open incident of its own)."""
+        own = self.track_episodes.get(tid)
+        if own is not None and own.is_open:
+            return None
+        box = self._box.get(tid)
+        if box is None:
+            return None
+        onset = self._down_onset[tid]
+        for other, other_box in self._box.items():
+            if other == tid or other not in self._down_onset:
+                continue
+            episode = self.track_episodes.get(other)
+            firing = episode is not None and episode.is_open
+            if not firing and (self._down_onset[other], other) >= (onset, tid):
+                continue  # the other one is the later (or the same age): it defers to this one
+            if _overlap_of_smaller(box, other_box) >= self.duplicate_overlap:
+                return other
+        return None
 
     def _event_details(self, tracker_id: int) -> dict[str, object]:
         return {"signal": self._fired_by.get(tracker_id, self.signal), "medical": True}
