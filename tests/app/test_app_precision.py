@@ -88,3 +88,29 @@ def test_quantising_a_dynamic_model_needs_a_calibration_size(tmp_path: Path) -> 
     cv2.imwrite(str(image), np.full((64, 64, 3), 128, np.uint8))
     with pytest.raises(InvalidInputError, match="dynamic; give the calibration size"):
         quantize_int8(DEFAULT_MODEL, tmp_path / "q.onnx", [image])
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_export_int8_per_channel_gives_each_output_channel_its_weight_scale(tmp_path: Path, per_channel: bool) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    from campusguard.cli.main import main as cli_main
+    from campusguard.data.synth import generate_dataset
+
+    data = generate_dataset(tmp_path / "calib", images=4, seed=2000, imgsz=320, val_fraction=0.0)
+    flag = "--int8-per-channel" if per_channel else "--int8-per-tensor"
+    args = ["export", str(DEFAULT_MODEL), "--int8", flag, "--data", str(data.out_dir / "images" / "train")]
+    assert cli_main([*args, "--calib-images", "4", "--imgsz", "320", "--out", str(tmp_path / "out")]) == 0
+    (path,) = (tmp_path / "out").glob("*.int8.onnx")
+    model = onnx.load(str(path))
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    conv_weight_scales = [
+        inits[n.input[4]] for n in model.graph.node if n.op_type == "QLinearConv" and n.input[4] in inits
+    ]
+    assert len(conv_weight_scales) > 20
+    channels = [s.size for s in conv_weight_scales]
+    if per_channel:
+        assert min(channels) > 1  # one scale for each output channel of every quantised convolution
+    else:
+        assert max(channels) == 1

@@ -13,7 +13,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def export(
         model: str = typer.Argument(
-            ..., help=".pt checkpoint, architecture name (yolov8n..x, yolo11n..x, yolo26n..x) or .onnx (for --half/--int8)."
+            ...,
+            help=".pt checkpoint, architecture name (yolov8n..x, yolo11n..x, yolo26n..x) or .onnx (for --half/--int8).",
         ),
         fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
         imgsz: list[str] = typer.Option(
@@ -25,6 +26,11 @@ def register(app: typer.Typer) -> None:
         int8: bool = typer.Option(False, help="Also write an INT8 model (needs --data)."),
         data: Path = typer.Option(None, help="Folder (or data.yaml) of calibration/check images."),
         calib_images: int = typer.Option(64, help="Calibration images used for INT8."),
+        int8_per_channel: bool = typer.Option(
+            False,
+            "--int8-per-channel/--int8-per-tensor",
+            help="INT8 weight scales per output channel (more accurate on small, low-contrast objects) or one per tensor.",
+        ),
         simplify: bool = typer.Option(True, help="Simplify the graph with onnxslim."),
         opset: int = typer.Option(17, help="ONNX opset."),
         classic_head: bool = typer.Option(
@@ -80,7 +86,7 @@ def register(app: typer.Typer) -> None:
                 stamp_alias(p16, alias)  # after the parity check, which compares the raw classes
             if int8:
                 p8 = out / f"{base}.{tag}.int8.onnx"
-                quantize_int8(fp32, p8, check_images, calib_hw=hw)
+                quantize_int8(fp32, p8, check_images, per_channel=int8_per_channel, calib_hw=hw)
                 _report(p8, fp32, check_images, hw)
                 stamp_alias(p8, alias)
 
