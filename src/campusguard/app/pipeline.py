@@ -129,7 +129,6 @@ class TrackedBoxes:
 
 
 _WHOLE_FRAME = RegionPlan("full", "disabled")
-_NO_BOXES = np.zeros((0, 4), np.float32)
 
 
 # detection ---------------------------------------------------------------------------------
@@ -193,68 +192,40 @@ class DetectionWorker:
         self.batches = 0
         self._order = list(inputs)
         self._rr = 0
-        self._plans: dict[int, RegionPlan] = {}  # id(frame) -> its plan, for the batch being collected
-        self._waiting: set[str] = set()  # gated cameras with a frame in the batch that needs the detector
-        self._n_detect = 0  # frames in the batch that need the detector
-        self._max_items = 4 * max(1, batch_size) + len(inputs)  # skipped frames too: bounded latency
-
-    def _needs_detector(self, item: Frame | EndOfStream) -> bool:
-        """Whether ``item`` takes a place in the batch: a frame the detector sees (not a skip)."""
-        return isinstance(item, Frame) and self._plans[id(item)].kind != "skip"
 
     def _take_round(self, items: list[Frame | EndOfStream], open_cams: set[str]) -> bool:
-        """Take one item from each open camera, starting after the last one served; True if any.
-
-        A gated camera's frame is planned as it is taken (its plan depends on the camera's
-        previous detections): a frame planned "skip" needs no detector, takes no place in the
-        batch and is done at once, so the camera's next frame may follow in the same batch; after
-        a frame that needs the detector, the camera waits for the next batch.
-        """
+        """Take one item from each open camera, starting after the last one served; True if any."""
         took = False
         cams = [c for c in self._order if c in open_cams]
         start = self._rr % max(1, len(cams))
         for cam in cams[start:] + cams[:start]:
-            if self._n_detect >= self.batch_size or len(items) >= self._max_items:
+            if sum(isinstance(i, Frame) for i in items) >= self.batch_size:
                 break
-            if cam in self._waiting:
-                continue  # its next frame is planned with this one's detections
+            if cam in self.gates and any(isinstance(i, Frame) and i.camera_id == cam for i in items):
+                continue  # a gated camera's next frame is planned with this one's detections
             item = self.inputs[cam].get_nowait()
-            if item is None:
-                continue
-            items.append(item)
-            took = True
-            if isinstance(item, EndOfStream):
-                open_cams.discard(cam)
-                continue
-            plan = self._plan(item)
-            self._plans[id(item)] = plan
-            if plan.kind == "skip":
-                if cam in self.gates:
-                    self._last_boxes[cam] = _NO_BOXES
-            else:
-                self._n_detect += 1
-                if cam in self.gates:
-                    self._waiting.add(cam)
+            if item is not None:
+                items.append(item)
+                took = True
+                if isinstance(item, EndOfStream):
+                    open_cams.discard(cam)
         self._rr += 1
         return took
 
     def _collect(self, open_cams: set[str]) -> list[Frame | EndOfStream]:
         items: list[Frame | EndOfStream] = []
-        self._plans.clear()
-        self._waiting.clear()
-        self._n_detect = 0
         deadline: float | None = None
         while True:
             self.doorbell.clear()
             while self._take_round(items, open_cams):
                 pass
+            n_frames = sum(isinstance(i, Frame) for i in items)
+            gated_in = {i.camera_id for i in items if isinstance(i, Frame) and i.camera_id in self.gates}
             if (
-                self._n_detect >= self.batch_size
-                or len(items) >= self._max_items
+                n_frames >= self.batch_size
                 or not open_cams
                 or any(isinstance(i, EndOfStream) for i in items)
-                or open_cams <= self._waiting  # every open camera is gated and waits for this batch
-                or (items and self._n_detect == 0)  # only skipped frames: nothing to wait for
+                or open_cams <= gated_in  # every open camera is gated and has its one frame in the batch
             ):
                 return items
             now = time.monotonic()
@@ -304,7 +275,7 @@ class DetectionWorker:
         out: list[DetectedFrame] = []
         for group in by_detector.values():
             detector = self.detectors[group[0].camera_id]
-            plans = [self._plans.pop(id(f)) if id(f) in self._plans else self._plan(f) for f in group]
+            plans = [self._plan(f) for f in group]
             crops = [crop_regions(f.image, plan) for f, plan in zip(group, plans, strict=True)]
             images = [im for c in crops for im in c]
             t0 = time.perf_counter()
