@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--model", default=None, help="model (default: the bundled one)")
     ap.add_argument("--motion", choices=["example", "on", "off"], default="example", help="motion gating of the camera")
     ap.add_argument("--precision", choices=["example", "auto", "fp32", "int8"], default="example")
+    ap.add_argument("--imgsz", type=int, default=None, help="the detector's input size (default: the example config's)")
     ap.add_argument("--out", type=Path, default=None, help="write <out>.md and <out>.json")
     args = ap.parse_args()
     motion = None if args.motion == "example" else args.motion == "on"
@@ -55,6 +56,7 @@ def main() -> int:
                 out=io.StringIO(),
                 motion=motion,
                 precision=precision,
+                imgsz=args.imgsz,
             )
             row = demo_row(group, seed, r.scores, time.perf_counter() - t0)
             rows.append(row)
@@ -68,7 +70,10 @@ def main() -> int:
     lines = [
         "# Demo incident scores",
         "",
-        f"`python benchmarks/demo_scores.py --seeds {args.seeds} --held-out {args.held_out} --motion {args.motion} --precision {args.precision}`: "
+        f"`python benchmarks/demo_scores.py --seeds {args.seeds} --held-out {args.held_out} --motion {args.motion} --precision {args.precision}"
+        + (f" --imgsz {args.imgsz}" if args.imgsz else "")
+        + (f" --model {args.model}" if args.model else "")
+        + "`: "
         f"model {args.model or 'bundled default'}, {args.seconds:.0f} s scenarios at 640x360, 10 fps; rule tuning from the bundled "
         "example config for every seed. CPU: " + cpu_name() + ".",
         "",

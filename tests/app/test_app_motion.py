@@ -121,13 +121,15 @@ def test_tracked_boxes_are_scaled_to_the_frame_they_are_read_for() -> None:
 def test_demo_with_the_bundled_model_finds_the_same_incidents_gated_or_not(tmp_path: Path) -> None:
     from campusguard.app.demo import run_demo
 
-    # a 640x360 demo frame: crops of the network's 320 px side may cover the whole frame between them,
-    # and cost more than whole frames: allowed here, so that the crop path is what is checked
+    # a 640x360 demo frame at imgsz 320 (at the example's 480 a crop's side would exceed the frame's
+    # height, so the gate sends whole frames): crops of the network's 320 px side may cover the whole
+    # frame between them, and cost more than whole frames: allowed here, so that the crop path is
+    # what is checked
     gating = {"enabled": True, "margin": 0.25, "full_frame_fraction": 1.0, "max_region_cost": 100}
     results, printed = {}, {}
     for name, motion in (("off", False), ("on", gating)):
         out = io.StringIO()
-        results[name] = run_demo(seed=0, out_dir=tmp_path / name, seconds=40, out=out, motion=motion)
+        results[name] = run_demo(seed=0, out_dir=tmp_path / name, seconds=40, out=out, motion=motion, imgsz=320)
         printed[name] = out.getvalue()
     off, on = results["off"], results["on"]
     assert off.clean and on.clean

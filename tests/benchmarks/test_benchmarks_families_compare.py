@@ -89,18 +89,19 @@ def test_parse_sizes() -> None:
 
 
 def test_default_sizes_are_what_the_demo_runs() -> None:
-    """The demo's 640x360 frame at the example config's imgsz 320 runs at 192x320 (aspect-matched)."""
+    """The demo's 640x360 frame at the example config's imgsz 480 runs at 288x480 (aspect-matched)."""
     from campusguard.app.demo import run_demo
 
     w, h = inspect.signature(run_demo).parameters["size_wh"].default
     assert (h, w) == fc.DEMO_FRAME_HW
-    assert fc.demo_detector_settings()["imgsz"] == 320
+    assert fc.demo_detector_settings()["imgsz"] == 480
+    assert fc.default_sizes(480) == "288x480,384x640"
     assert fc.default_sizes(320) == "192x320,384x640"
 
 
 def test_parse_args_defaults_and_bounds() -> None:
     args = fc.parse_args(["--models", "a=a.onnx,b=b.onnx"])
-    assert args.sizes == [(192, 320), (384, 640)] and args.conf == 0.25 and args.threads == 1
+    assert args.sizes == [(288, 480), (384, 640)] and args.conf == 0.25 and args.threads == 1
     assert (args.seeds, args.held_out, args.seconds) == ("0-3", "10-19", 40.0)
     with pytest.raises(SystemExit):
         fc.parse_args(["--models", "a=a.onnx,b=b.onnx", "--rounds", "0"])

@@ -60,6 +60,7 @@ def demo_config(
     example_text: str | None = None,
     motion: bool | dict[str, Any] | None = None,
     precision: Literal["auto", "fp32", "int8"] | None = None,
+    imgsz: int | None = None,
 ) -> dict[str, Any]:
     """The watch config of a demo video: the example config with the video's geometry and thresholds.
 
@@ -73,6 +74,7 @@ def demo_config(
         motion: turn the camera's motion gating on or off, or give its ``motion`` section (none keeps
             the example's setting).
         precision: the detector's ``precision`` (none keeps the example's, ``auto``).
+        imgsz: the detector's input size (long side; none keeps the example's).
 
     Returns:
         The config as a plain dict (dump it with ``yaml.safe_dump``). Example rules whose zone or
@@ -129,6 +131,8 @@ def demo_config(
         data.setdefault("detector", {})["model"] = str(model)
     if precision is not None:
         data.setdefault("detector", {})["precision"] = precision
+    if imgsz is not None:
+        data.setdefault("detector", {})["imgsz"] = int(imgsz)
     data["storage"] = {"sqlite": str(out_dir / "events.db")}
     data["alerts"] = [
         {"kind": "stdout", "phases": ["start", "end"]},
@@ -179,12 +183,14 @@ def run_demo(
     falls: bool = False,
     motion: bool | dict[str, Any] | None = None,
     precision: Literal["auto", "fp32", "int8"] | None = None,
+    imgsz: int | None = None,
 ) -> DemoResult:
     """Generate, watch, score and summarise one synthetic scenario (see the module docstring).
 
     ``falls``: the video also scripts people who fall, and the config gets a fall rule.
     ``motion``: motion gating on or off for the camera, or its ``motion`` section (none: the
-    example config's setting). ``precision``: the detector's (none: the example's ``auto``)."""
+    example config's setting). ``precision``: the detector's (none: the example's ``auto``).
+    ``imgsz``: the detector's input size (none: the example's)."""
     from campusguard.data.synth.video import generate_video
 
     out = out or sys.stdout
@@ -207,7 +213,10 @@ def run_demo(
     config_path = out_dir / "watch.yaml"
     config_path.write_text(
         "# written by `campusguard demo` from the bundled example config\n"
-        + yaml.safe_dump(demo_config(truth_dict, video, out_dir, model, motion=motion, precision=precision), sort_keys=False),
+        + yaml.safe_dump(
+            demo_config(truth_dict, video, out_dir, model, motion=motion, precision=precision, imgsz=imgsz),
+            sort_keys=False,
+        ),
         encoding="utf-8",
     )
     print(f"[demo] config {config_path}; watching {video} ...", file=out, flush=True)
