@@ -127,12 +127,13 @@ def demo_config(
     cam["rules"] = rules
     if motion is not None:
         cam["motion"] = {**cam.get("motion", {}), **(motion if isinstance(motion, dict) else {"enabled": motion})}
+    detector = data.setdefault("detector", {})
     if model is not None:
-        data.setdefault("detector", {})["model"] = str(model)
+        detector["model"] = str(model)
     if precision is not None:
-        data.setdefault("detector", {})["precision"] = precision
+        detector["precision"] = precision
     if imgsz is not None:
-        data.setdefault("detector", {})["imgsz"] = int(imgsz)
+        detector["imgsz"] = int(imgsz)
     data["storage"] = {"sqlite": str(out_dir / "events.db")}
     data["alerts"] = [
         {"kind": "stdout", "phases": ["start", "end"]},

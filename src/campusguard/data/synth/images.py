@@ -79,8 +79,7 @@ class ImageParams:
     def lighting_p(self) -> np.ndarray:
         """The lighting weights as probabilities."""
         w = np.asarray(self.lighting_weights, np.float64)
-        total = float(w.sum())
-        return w if total == 1.0 else w / total  # the default as given: the same images as before
+        return w / w.sum()  # the default sums to exactly 1.0, so its draws are the same as before
 
 
 @dataclass(frozen=True)
