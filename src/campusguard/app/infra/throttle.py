@@ -1,0 +1,66 @@
+"""Rate-limited logging: at most one line per key and interval, with a count of what was held back.
+
+A camera that misbehaves at night logs the same thing on every frame (a gate decision, a detector
+batch, a retry); `--log-level debug` must stay readable over hours and cost nothing at ``info``.
+`LogThrottle.debug` checks the logger's level first, so a disabled line is one comparison.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable
+
+__all__ = ["LogThrottle"]
+
+
+class LogThrottle:
+    """At most one log line per ``key`` every ``interval_s`` seconds (monotonic clock).
+
+    Args:
+        logger: where the lines go.
+        interval_s: the shortest time between two lines of one key.
+        clock: seconds, monotonic (tests pass their own).
+    """
+
+    def __init__(
+        self, logger: logging.Logger, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if interval_s < 0:
+            raise ValueError(f"interval_s must be >= 0, got {interval_s}")
+        self.logger = logger
+        self.interval_s = interval_s
+        self._clock = clock
+        self._last: dict[Hashable, float] = {}
+        self._held: dict[Hashable, int] = {}
+        self._lock = threading.Lock()
+
+    def _admit(self, key: Hashable) -> int | None:
+        """The number of lines held back since the last one of ``key``, or None to hold this one back."""
+        now = self._clock()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.interval_s:
+                self._held[key] = self._held.get(key, 0) + 1
+                return None
+            self._last[key] = now
+            return self._held.pop(key, 0)
+
+    def log(self, level: int, key: Hashable, msg: str, *args: object) -> bool:
+        """Log ``msg % args`` at ``level`` unless a line of ``key`` went out less than ``interval_s``
+        ago; True when it went out. The line says how many of its kind were held back."""
+        if not self.logger.isEnabledFor(level):
+            return False
+        held = self._admit(key)
+        if held is None:
+            return False
+        if held:
+            msg = f"{msg} (%d similar line(s) held back in the last %.0f s)"
+            args = (*args, held, self.interval_s)
+        self.logger.log(level, msg, *args)
+        return True
+
+    def debug(self, key: Hashable, msg: str, *args: object) -> bool:
+        """`log` at DEBUG."""
+        return self.log(logging.DEBUG, key, msg, *args)
