@@ -6,6 +6,7 @@ every operation returns a new object.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,7 @@ class Detections:
     def __len__(self) -> int:
         return len(self.xyxy)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[tuple[np.ndarray, float, int, int | None]]:
         """Iterate rows as ``(xyxy, confidence, class_id, tracker_id)`` tuples."""
         for i in range(len(self)):
             yield (
@@ -142,12 +143,12 @@ class Detections:
         if not items:
             return Detections.empty()
         keys = set.intersection(*(set(d.data) for d in items))
-        tids = [d.tracker_id for d in items]
+        tids = [d.tracker_id for d in items if d.tracker_id is not None]
         return Detections(
             xyxy=np.concatenate([d.xyxy for d in items]),
             confidence=np.concatenate([d.confidence for d in items]),
             class_id=np.concatenate([d.class_id for d in items]),
-            tracker_id=None if any(t is None for t in tids) else np.concatenate(tids),  # type: ignore[arg-type]
+            tracker_id=np.concatenate(tids) if len(tids) == len(items) else None,
             data={k: np.concatenate([d.data[k] for d in items]) for k in keys},
         )
 

@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from campusguard.backends.base import Backend
+from campusguard.backends.onnxruntime_device import OrtDevicePipeline
+from campusguard.backends.torch_device import DevicePipeline
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.models.aliases import alias_of
@@ -23,10 +25,6 @@ from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
 from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
 from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
-
-if TYPE_CHECKING:
-    from campusguard.backends.onnxruntime_device import OrtDevicePipeline
-    from campusguard.backends.torch_device import DevicePipeline
 
 __all__ = ["Detector", "StageTimings"]
 
@@ -45,6 +43,27 @@ class StageTimings:
     @property
     def total_ms(self) -> float:
         return self.preprocess_ms + self.inference_ms + self.postprocess_ms
+
+
+_Pending = TypeVar("_Pending")
+
+
+class _DevicePath(Protocol[_Pending]):
+    """What the detector needs of a device-resident pipeline: `DevicePipeline` and `OrtDevicePipeline`."""
+
+    def submit(self, frames: list[np.ndarray]) -> _Pending: ...
+
+    def collect(self, pending: _Pending) -> list[Detections]: ...
+
+
+def _submit_then_collect(
+    path: _DevicePath[_Pending], batches: list[list[np.ndarray]]
+) -> tuple[list[list[Detections]], float]:
+    """Submit every batch, then collect each (the device works while the host submits the next);
+    returns the detections per batch and the `time.perf_counter` after the last submission."""
+    pending = [path.submit(frames) for frames in batches]
+    t_submitted = time.perf_counter()
+    return [path.collect(p) for p in pending], t_submitted
 
 
 def _check_unit(name: str, value: float) -> float:
@@ -182,11 +201,7 @@ class Detector:
         if not on_torch:
             if cuda_graphs:
                 raise InvalidInputError("cuda_graphs is for the PyTorch device pipeline (backend='torch')")
-            from campusguard.backends.onnxruntime_device import OrtDevicePipeline
-
             return OrtDevicePipeline.from_detector(self)
-        from campusguard.backends.torch_device import DevicePipeline
-
         return DevicePipeline.from_detector(self, cuda_graphs=cuda_graphs)
 
     @property
@@ -236,7 +251,7 @@ class Detector:
         if self._device_path is not None:
             return self._predict_on_device(frames, t0)
         shapes = [self.input_hw(f.shape[:2]) for f in frames]
-        results: list[Detections | None] = [None] * len(frames)
+        results: dict[int, Detections] = {}
         timings = StageTimings(images=len(frames))
         t_pre = time.perf_counter() - t0
         for hw in dict.fromkeys(shapes):
@@ -247,21 +262,25 @@ class Detector:
                     results[i] = det
         timings.preprocess_ms += t_pre * 1000
         self.timings = timings
-        return results  # type: ignore[return-value]
+        return [results[i] for i in range(len(frames))]
 
     def _predict_on_device(self, frames: list[np.ndarray], t0: float) -> list[Detections]:
         """The device path: one submission per frame shape, then one collection each (boxes to the host)."""
-        assert self._device_path is not None
+        path = self._device_path
+        assert path is not None
         timings = StageTimings(images=len(frames))
-        results: list[Detections | None] = [None] * len(frames)
+        results: dict[int, Detections] = {}
         groups = [
             chunk
             for shape in dict.fromkeys(f.shape for f in frames)
             for chunk in self._chunks([i for i, f in enumerate(frames) if f.shape == shape])
         ]
-        pending = [self._device_path.submit([frames[i] for i in idx]) for idx in groups]
-        t1 = time.perf_counter()
-        collected = [self._device_path.collect(p) for p in pending]  # type: ignore[arg-type]  # its own batches
+        batches = [[frames[i] for i in idx] for idx in groups]
+        # one call per pipeline class: each collects the pending batches of its own type
+        if isinstance(path, DevicePipeline):
+            collected, t1 = _submit_then_collect(path, batches)
+        else:
+            collected, t1 = _submit_then_collect(path, batches)
         t2 = time.perf_counter()
         for idx, dets in zip(groups, collected, strict=True):
             for i, det in zip(idx, dets, strict=True):
@@ -272,7 +291,7 @@ class Detector:
         timings.inference_ms = (t2 - t1) * 1000
         timings.postprocess_ms = (time.perf_counter() - t2) * 1000
         self.timings = timings
-        return results  # type: ignore[return-value]
+        return [results[i] for i in range(len(frames))]
 
     def _chunks(self, idx: list[int]) -> Iterator[list[int]]:
         fixed = self.backend.info.batch

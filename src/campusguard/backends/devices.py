@@ -45,6 +45,7 @@ class GpuInfo:
     source: str = ""
 
 
+_KINDS: dict[str, Kind] = {"auto": "auto", "cpu": "cpu", "cuda": "cuda", "rocm": "rocm"}  # regex text to Kind
 _DEVICE_RE = re.compile(r"^(?:(cpu|auto)|(cuda|rocm|gpu)(?::(\d+))?|(\d+))$")
 
 
@@ -55,14 +56,12 @@ def parse_device(device: str | int | None) -> DeviceSpec:
     if not m:
         raise InvalidInputError(f"device {device!r} is not one of auto, cpu, cuda[:N], rocm[:N] or N")
     if m.group(1):
-        return DeviceSpec(m.group(1))  # type: ignore[arg-type]
+        return DeviceSpec(_KINDS[m.group(1)])
     if m.group(4) is not None:
         vendor = _vendor_present() or "cuda"
         return DeviceSpec(vendor, int(m.group(4)))
-    kind = m.group(2)
-    if kind == "gpu":
-        kind = _vendor_present() or "cuda"
-    return DeviceSpec(kind, int(m.group(3) or 0))  # type: ignore[arg-type]
+    kind = (_vendor_present() or "cuda") if m.group(2) == "gpu" else _KINDS[m.group(2)]
+    return DeviceSpec(kind, int(m.group(3) or 0))
 
 
 def visible_devices_env() -> dict[str, str | None]:
@@ -108,7 +107,7 @@ def _nvidia_gpus() -> list[GpuInfo]:
 
 def _amd_gpus() -> list[GpuInfo]:
     try:
-        import amdsmi  # type: ignore[import-not-found]
+        import amdsmi
 
         amdsmi.amdsmi_init()
         gpus = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from campusguard.backends.devices import DeviceSpec, describe_devices, parse_dev
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.models.families import find_architecture
 from campusguard.models.info import DEFAULT_IMGSZ, info_from_ultralytics
+
+if TYPE_CHECKING:
+    from ultralytics.nn.tasks import DetectionModel
 
 __all__ = ["TorchBackend", "torch_device", "load_ultralytics_model", "build_architecture", "select_head"]
 
@@ -69,7 +72,7 @@ def select_head(net: Any, end_to_end: bool | None = None) -> bool:
     return end_to_end
 
 
-def build_architecture(name: str, nc: int = 80, seed: int = 0) -> Any:
+def build_architecture(name: str, nc: int = 80, seed: int = 0) -> DetectionModel:
     """Build an Ultralytics ``DetectionModel`` from its architecture config with random weights.
 
     ``name`` is any `campusguard.models.families` architecture (``yolo26n`` or ``yolo26n.yaml``).
@@ -85,9 +88,10 @@ def build_architecture(name: str, nc: int = 80, seed: int = 0) -> Any:
     torch.manual_seed(seed)
     model = DetectionModel(cfg=arch.yaml, nc=nc, verbose=False)
     from campusguard.data_names import COCO_NAMES
+    from campusguard.models.ultralytics_env import set_model_args
 
     model.names = dict(enumerate(COCO_NAMES[:nc]))
-    model.args = {"imgsz": DEFAULT_IMGSZ}  # type: ignore[assignment]
+    set_model_args(model, {"imgsz": DEFAULT_IMGSZ})
     return model
 
 

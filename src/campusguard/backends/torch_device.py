@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,19 +28,27 @@ from campusguard.errors import InvalidInputError, require
 from campusguard.ops.postprocess import MAX_NMS_CANDIDATES, detections_by_image
 from campusguard.ops.preprocess import LetterboxPlan, fit_shape, letterbox_plan, linear_resize_coefficients
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["DevicePipeline", "letterbox_tensor", "resize_bilinear_u8", "nms_tensor", "PendingBatch"]
 
 
-_coefficients: dict[tuple[int, int, str], tuple[Any, Any, Any, Any]] = {}
+_Coefficients = tuple["torch.Tensor", "torch.Tensor", "torch.Tensor", "torch.Tensor"]
+_coefficients: dict[tuple[int, int, str], _Coefficients] = {}
 
 
-def _linear_coefficients(src: int, dst: int, device: Any) -> tuple[Any, Any, Any, Any]:
+def _linear_coefficients(src: int, dst: int, device: torch.device) -> _Coefficients:
     """`linear_resize_coefficients` as tensors on ``device``, cached."""
     key = (src, dst, str(device))
     if key not in _coefficients:
-        torch = require("torch", "torch")
-        arrays = linear_resize_coefficients(src, dst)
-        _coefficients[key] = tuple(torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays)  # type: ignore[assignment]
+        require("torch", "torch")
+        import torch
+
+        i0, i1, w0, w1 = (
+            torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in linear_resize_coefficients(src, dst)
+        )
+        _coefficients[key] = (i0, i1, w0, w1)
     return _coefficients[key]
 
 

@@ -282,11 +282,13 @@ def _against_baseline_sentences(cmp: Comparison, ok: Sequence[Row], m: str, mach
     )
     if same:
         r = same[0]
-        parts = [f"FPS {_pct(r.deltas['fps'])}"]  # type: ignore[arg-type]
-        if r.deltas.get("p50_ms") is not None:
-            parts.append(f"p50 latency {_pct(r.deltas['p50_ms'])}")  # type: ignore[arg-type]
-        if r.deltas.get("cost_per_million") is not None:
-            parts.append(f"cost per image {_pct(r.deltas['cost_per_million'])}")  # type: ignore[arg-type]
+        parts = []
+        if (fps := r.deltas.get("fps")) is not None:  # always: ``same`` keeps rows with an FPS delta
+            parts.append(f"FPS {_pct(fps)}")
+        if (p50 := r.deltas.get("p50_ms")) is not None:
+            parts.append(f"p50 latency {_pct(p50)}")
+        if (cost := r.deltas.get("cost_per_million")) is not None:
+            parts.append(f"cost per image {_pct(cost)}")
         if r.deltas.get("map50_95_points") is not None:
             parts.append(f"mAP50-95 {r.deltas['map50_95_points']:+.1f} points")
         out.append(

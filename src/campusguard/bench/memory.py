@@ -66,7 +66,7 @@ def _nvml_reader(index: int) -> Callable[[], float] | None:
 
 def _amdsmi_reader(index: int) -> Callable[[], float] | None:
     try:
-        import amdsmi  # type: ignore[import-not-found]
+        import amdsmi
     except ImportError:
         return None
     try:

@@ -154,9 +154,9 @@ def validate_result(result: dict[str, Any], source: str = "result") -> None:
 
 def load_result(path: str | Path) -> dict[str, Any]:
     """Read and validate one result JSON file."""
-    data = read_json(path, "result file")
+    data: dict[str, Any] = read_json(path, "result file")
     validate_result(data, str(path))
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def find_result_files(paths: Sequence[str | Path]) -> list[Path]:

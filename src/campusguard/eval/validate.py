@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -33,13 +34,19 @@ class ValidationResult:
     seconds: float
 
 
+class BatchPredictor(Protocol):
+    """What `predict_dataset` needs of a detector: `campusguard.detector.Detector` is one."""
+
+    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
+
+
 def _batches(items: Sequence[Path], size: int) -> Iterator[Sequence[Path]]:
     for k in range(0, len(items), size):
         yield items[k : k + size]
 
 
 def predict_dataset(
-    detector: object,
+    detector: BatchPredictor,
     image_paths: Sequence[Path],
     *,
     batch: int = 1,
@@ -62,7 +69,7 @@ def predict_dataset(
         raise InvalidInputError(f"batch={batch} must be at least 1")
     out: list[Detections] = []
     for chunk in _batches(image_paths, batch):
-        out += detector.predict_batch([read_image(p) for p in chunk])  # type: ignore[attr-defined]
+        out += detector.predict_batch([read_image(p) for p in chunk])
         if progress is not None:
             progress(len(out))
     return out

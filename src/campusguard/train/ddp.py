@@ -23,9 +23,15 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from campusguard.errors import InvalidInputError, require
+
+if TYPE_CHECKING:
+    import torch
+    from ultralytics.nn.tasks import DetectionModel
+
+    _M = TypeVar("_M", bound=torch.nn.Module)
 
 __all__ = [
     "DDPRunConfig",
@@ -57,7 +63,7 @@ def build_detection_model(
     width: float | None = None,
     max_channels: int | None = None,
     seed: int = 0,
-) -> Any:
+) -> DetectionModel:
     """Build an Ultralytics YOLOv8 `DetectionModel` with random weights (nothing downloaded).
 
     Args:
@@ -71,10 +77,12 @@ def build_detection_model(
         the model, in train mode, with ``model.args`` holding Ultralytics' default
         hyper-parameters (the loss gains ``box``, ``cls``, ``dfl``).
     """
-    from campusguard.models.ultralytics_env import offline_ultralytics
+    from campusguard.models.ultralytics_env import offline_ultralytics, set_model_args
 
     offline_ultralytics()
-    torch = require("torch", "torch")
+    require("torch", "torch")
+    import torch
+
     require("ultralytics", "torch")
     from ultralytics.cfg import get_cfg
     from ultralytics.nn.tasks import DetectionModel, yaml_model_load
@@ -85,19 +93,31 @@ def build_detection_model(
         dd, ww, mc = d["scales"][scale]
         d["scales"] = {scale: [depth or dd, width or ww, max_channels or mc]}
         d["scale"] = scale
-    torch.manual_seed(seed)  # type: ignore[attr-defined]
+    torch.manual_seed(seed)
     model = DetectionModel(d, ch=3, nc=nc, verbose=False)
-    model.args = get_cfg()  # type: ignore[assignment]
+    set_model_args(model, get_cfg())
     model.train()
     return model
 
 
-def freeze_batchnorm(model: Any) -> Any:
+def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The module inside a wrapper with ``.module`` (`DistributedDataParallel`), else ``model``."""
+    import torch
+
+    inner = model.module if hasattr(model, "module") else model
+    if not isinstance(inner, torch.nn.Module):
+        raise InvalidInputError(f"{type(model).__name__}.module is a {type(inner).__name__}, not a torch module")
+    return inner
+
+
+def freeze_batchnorm(model: _M) -> _M:
     """Put every BatchNorm layer in eval mode (running statistics, no batch statistics), so a
     sample's output does not depend on the other samples of its batch. Returns ``model``."""
-    torch = require("torch", "torch")
+    require("torch", "torch")
+    import torch
+
     for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):  # type: ignore[attr-defined]
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
             m.eval()
     return model
 
@@ -111,12 +131,12 @@ class SummedDetectionLoss:
     values (box, cls, dfl) as it logs them.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: torch.nn.Module) -> None:
         from ultralytics.utils.loss import v8DetectionLoss
 
-        self.inner = v8DetectionLoss(model.module if hasattr(model, "module") else model)
+        self.inner = v8DetectionLoss(_unwrap(model))
 
-    def __call__(self, preds: Any, batch: dict[str, Any]) -> tuple[Any, Any]:
+    def __call__(self, preds: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         captured: dict[str, Any] = {}
         assigner = self.inner.assigner
 
@@ -125,7 +145,7 @@ class SummedDetectionLoss:
             captured["T"] = out[2].sum().clamp(min=1).detach()  # out[2]: target_scores (b, anchors, nc)
             return out
 
-        self.inner.assigner = recording_assigner  # type: ignore[assignment]
+        self.inner.assigner = recording_assigner  # type: ignore[assignment]  # a recording stand-in for the TaskAlignedAssigner, this call only
         try:
             _, loss, items = self.inner.get_assigned_targets_and_loss(self.inner.parse_output(preds), batch)
         finally:
@@ -133,7 +153,7 @@ class SummedDetectionLoss:
         return loss.sum() * captured["T"], items
 
 
-def split_batch(batch: dict[str, Any], size: int) -> list[dict[str, Any]]:
+def split_batch(batch: dict[str, torch.Tensor], size: int) -> list[dict[str, torch.Tensor]]:
     """Cut an Ultralytics-style batch (``img (B,3,H,W)``, ``batch_idx (M,)``, ``cls (M,1)``,
     ``bboxes (M,4)`` normalised xywh) into consecutive micro-batches of ``size`` images."""
     n = int(batch["img"].shape[0])
@@ -154,10 +174,10 @@ def split_batch(batch: dict[str, Any], size: int) -> list[dict[str, Any]]:
 
 
 def accumulation_step(
-    model: Any,
-    optimizer: Any,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
     loss_fn: SummedDetectionLoss,
-    micro_batches: Sequence[dict[str, Any]],
+    micro_batches: Sequence[dict[str, torch.Tensor]],
     images_per_step: int,
 ) -> float:
     """One optimiser step over several micro-batches (gradient accumulation).
@@ -175,7 +195,8 @@ def accumulation_step(
     total = 0.0
     for k, mb in enumerate(micro_batches):
         last = k == len(micro_batches) - 1
-        sync = contextlib.nullcontext() if last or not hasattr(model, "no_sync") else model.no_sync()
+        no_sync = getattr(model, "no_sync", None)  # DistributedDataParallel's; plain modules have none
+        sync = contextlib.nullcontext() if last or no_sync is None else no_sync()
         with sync:
             s, _ = loss_fn(model(mb["img"]), mb)
             loss = s / images_per_step
@@ -187,23 +208,25 @@ def accumulation_step(
 
 def make_random_batch(
     n_images: int, *, imgsz: int = 64, nc: int = 2, boxes_per_image: int = 2, seed: int = 0
-) -> dict[str, Any]:
+) -> dict[str, torch.Tensor]:
     """A reproducible Ultralytics-style batch: random images in 0..1 and random boxes.
 
     Returns:
         ``img (n, 3, imgsz, imgsz) float32``, ``batch_idx (M,)``, ``cls (M, 1)``,
         ``bboxes (M, 4)`` normalised cx, cy, w, h.
     """
-    torch = require("torch", "torch")
-    g = torch.Generator().manual_seed(seed)  # type: ignore[attr-defined]
+    require("torch", "torch")
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
     m = n_images * boxes_per_image
-    wh = 0.15 + 0.35 * torch.rand(m, 2, generator=g)  # type: ignore[attr-defined]
-    cxy = wh / 2 + (1 - wh) * torch.rand(m, 2, generator=g)  # type: ignore[attr-defined]
+    wh = 0.15 + 0.35 * torch.rand(m, 2, generator=g)
+    cxy = wh / 2 + (1 - wh) * torch.rand(m, 2, generator=g)
     return {
-        "img": torch.rand(n_images, 3, imgsz, imgsz, generator=g),  # type: ignore[attr-defined]
-        "batch_idx": torch.arange(n_images).repeat_interleave(boxes_per_image).float(),  # type: ignore[attr-defined]
-        "cls": torch.randint(0, nc, (m, 1), generator=g).float(),  # type: ignore[attr-defined]
-        "bboxes": torch.cat([cxy, wh], 1),  # type: ignore[attr-defined]
+        "img": torch.rand(n_images, 3, imgsz, imgsz, generator=g),
+        "batch_idx": torch.arange(n_images).repeat_interleave(boxes_per_image).float(),
+        "cls": torch.randint(0, nc, (m, 1), generator=g).float(),
+        "bboxes": torch.cat([cxy, wh], 1),
     }
 
 
@@ -225,25 +248,29 @@ class DDPRunConfig:
     backend: str = "gloo"
 
 
-def _rank_shard(batch: dict[str, Any], rank: int, world_size: int) -> dict[str, Any]:
+def _rank_shard(batch: dict[str, torch.Tensor], rank: int, world_size: int) -> dict[str, torch.Tensor]:
     """Images ``rank::world_size`` of a batch, with their targets renumbered."""
-    torch = require("torch", "torch")
+    require("torch", "torch")
+    import torch
+
     n = int(batch["img"].shape[0])
     keep = list(range(rank, n, world_size))
     new_index = {old: new for new, old in enumerate(keep)}
-    sel = torch.tensor([int(i) in new_index for i in batch["batch_idx"].tolist()], dtype=torch.bool)  # type: ignore[attr-defined]
-    idx = torch.tensor([new_index[int(i)] for i in batch["batch_idx"][sel].tolist()], dtype=torch.float32)  # type: ignore[attr-defined]
+    sel = torch.tensor([int(i) in new_index for i in batch["batch_idx"].tolist()], dtype=torch.bool)
+    idx = torch.tensor([new_index[int(i)] for i in batch["batch_idx"][sel].tolist()], dtype=torch.float32)
     return {"img": batch["img"][keep], "batch_idx": idx, "cls": batch["cls"][sel], "bboxes": batch["bboxes"][sel]}
 
 
-def train_steps(model: Any, cfg: DDPRunConfig, rank: int = 0, world_size: int = 1) -> list[float]:
+def train_steps(model: torch.nn.Module, cfg: DDPRunConfig, rank: int = 0, world_size: int = 1) -> list[float]:
     """Run ``cfg.steps`` SGD steps of ``model`` (plain or DDP-wrapped) on this rank's shard of
     reproducible random batches; returns the loss of each step."""
-    torch = require("torch", "torch")
-    inner = model.module if hasattr(model, "module") else model
+    require("torch", "torch")
+    import torch
+
+    inner = _unwrap(model)
     freeze_batchnorm(inner)
     loss_fn = SummedDetectionLoss(inner)
-    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)  # type: ignore[attr-defined]
+    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=0.9)
     device = next(inner.parameters()).device
     losses = []
     for step in range(cfg.steps):
@@ -261,25 +288,26 @@ def ddp_worker(rank: int, world_size: int, port: int, cfg: DDPRunConfig, out_dir
 
     ``cfg.backend`` ``"gloo"`` runs on the CPU; ``"nccl"`` puts rank ``r`` on GPU ``r`` (NCCL on
     CUDA, RCCL on ROCm builds of PyTorch)."""
-    torch = require("torch", "torch")
+    require("torch", "torch")
+    import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    torch.set_num_threads(1)  # type: ignore[attr-defined]
+    torch.set_num_threads(1)
     dist.init_process_group(cfg.backend, rank=rank, world_size=world_size)
     try:
         model = build_detection_model(nc=cfg.nc, depth=cfg.depth, width=cfg.width, seed=cfg.seed)
         if cfg.backend == "nccl":
-            torch.cuda.set_device(rank)  # type: ignore[attr-defined]
+            torch.cuda.set_device(rank)
             model = model.to(f"cuda:{rank}")
             ddp = DistributedDataParallel(model, device_ids=[rank], broadcast_buffers=False)
         else:
             ddp = DistributedDataParallel(model, broadcast_buffers=False)
         losses = train_steps(ddp, cfg, rank, world_size)
         state = {k: v.cpu() for k, v in model.state_dict().items()}
-        torch.save({"state_dict": state, "losses": losses}, Path(out_dir) / f"rank{rank}.pt")  # type: ignore[attr-defined]
+        torch.save({"state_dict": state, "losses": losses}, Path(out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 

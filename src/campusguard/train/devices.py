@@ -17,10 +17,12 @@ _LIST_RE = re.compile(r"^\d+(,\d+)*$")
 
 def visible_torch_gpus() -> list[str]:
     """Names of the GPUs PyTorch can use, index order (after ``*_VISIBLE_DEVICES``)."""
-    torch = require("torch", "torch")
-    if not torch.cuda.is_available():  # type: ignore[attr-defined]
+    require("torch", "torch")
+    import torch
+
+    if not torch.cuda.is_available():
         return []
-    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]  # type: ignore[attr-defined]
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
 def parse_train_device(device: str | int | None, gpus: list[str] | None = None) -> list[int] | None:

@@ -330,7 +330,7 @@ def _draw_building(img: np.ndarray, cam: Camera, b: Building, light: Lighting) -
         (int(u1), int(top + 0.6 * s)),
         shade((int(b.color[0] * 0.7), int(b.color[1] * 0.7), int(b.color[2] * 0.7)), light),
         -1,
-    )  # type: ignore[arg-type]
+    )
     floor_px = (b.height_m - 1.0) * s / b.floors
     n_cols = max(1, int((b.x1 - b.x0) / 3.0))
     col_px = (u1 - u0) / n_cols

@@ -111,13 +111,14 @@ def random_look(rng: np.random.Generator, class_id: int) -> Look:
     else:
         main = _pick(rng, _CAR_PAINT) if rng.random() < 0.8 else _random_color(rng)
     second = _pick(rng, _CAR_PAINT) if class_id == TRUCK else (40, 40, 40)
-    glass = tuple(int(c) for c in np.clip(np.array(_GLASS_DAY) + rng.integers(-20, 30, 3), 0, 255))
+    gb, gg, gr = np.clip(np.array(_GLASS_DAY) + rng.integers(-20, 30, 3), 0, 255)
+    glass: Color = (int(gb), int(gg), int(gr))
     return Look(
         main,
         second,
         (25, 25, 25),
         (200, 200, 200),
-        glass,  # type: ignore[arg-type]
+        glass,
         float(rng.uniform(0.92, 1.08)),
         bool(rng.random() < 0.5),
     )

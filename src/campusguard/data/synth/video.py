@@ -452,7 +452,7 @@ def load_video_truth(path: str | Path) -> VideoTruth:
         d["seed"],
         d["video"],
         d["fps"],
-        tuple(d["resolution_wh"]),  # type: ignore[arg-type]
+        tuple(d["resolution_wh"]),
         {k: v["polygon"] for k, v in d["zones"].items()},
         d["lines"],
         d["params"],
