@@ -56,7 +56,7 @@ def test_every_kind_has_a_config_model_a_builder_a_rule_and_a_label():
 def test_every_list_of_kinds_is_the_registry():
     kinds = RULES.kinds()
     assert kinds == ("intrusion", "crowd", "fire_lane", "loitering", "line_crossing", "fall")
-    assert RULE_KINDS == kinds
+    assert kinds == RULE_KINDS
     assert RULES.config_models() == RULE_CONFIGS
     assert tuple(RULE_TYPES) == kinds
     camera_rules = CameraConfig.model_fields["rules"].annotation
