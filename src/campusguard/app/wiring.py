@@ -8,35 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from campusguard.app.config import (
     CameraConfig,
-    CrowdRuleConfig,
-    FallRuleConfig,
-    FireLaneRuleConfig,
-    IntrusionRuleConfig,
     LineConfig,
-    LineCrossingRuleConfig,
     LoadedConfig,
     RuleConfig,
     TrackerConfig,
-    class_ids,
 )
 from campusguard.app.pipeline import CameraGeometry
-from campusguard.app.rules import (
-    CrowdRule,
-    FallRule,
-    FireLaneRule,
-    IntrusionRule,
-    LineCrossingRule,
-    LoiteringRule,
-    Rule,
-    RuleEngine,
-    whole_frame_zone,
-)
+from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
 from campusguard.errors import InvalidInputError
 from campusguard.tracking import ByteTrackTracker
 from campusguard.zones import LineZone, PolygonZone
@@ -80,52 +63,23 @@ def _build_rule(
     resolution_wh: tuple[int, int],
     stream_key: str = "",
 ) -> Rule:
-    """The rule a rule section configures; zone and line names were checked when the file was parsed."""
-    common: dict[str, Any] = {
-        "name": rule.display_name(),
-        "camera_id": camera_id,
-        "class_ids": class_ids(rule.classes, names),
-        "cooldown_s": rule.cooldown_s,
-        "time_windows": list(rule.time_windows) or None,
-        "class_names": names,
-        "stream_key": stream_key,
-    }
-    if isinstance(rule, LineCrossingRuleConfig):
-        line = lines[rule.line].build(resolution_wh, hysteresis_px=rule.hysteresis_px)
-        return LineCrossingRule(line=line, direction=rule.direction, **common)
-    zone_kw = {  # only a fall rule may have no zone (checked when the file was parsed): the whole frame
-        **common,
-        "zone": zones[rule.zone] if rule.zone is not None else whole_frame_zone(resolution_wh),
-        "anchor": anchors.get(rule.zone, "bottom_center") if rule.zone is not None else "bottom_center",
-        "inertia": rule.inertia,
-        "max_gap_s": rule.max_gap_s,
-        "end_grace_s": rule.end_grace_s,
-    }
-    if isinstance(rule, FallRuleConfig):
-        return FallRule(
-            min_seconds=rule.min_duration_s,
-            signal=rule.signal,
-            down_aspect=rule.down_aspect,
-            upright_aspect=rule.upright_aspect,
-            max_movement=rule.max_movement,
-            stationary_window_s=rule.stationary_window_s,
-            duplicate_overlap=rule.duplicate_overlap,
-            **zone_kw,
-        )
-    zone_kw["min_seconds"] = rule.min_seconds
-    if isinstance(rule, CrowdRuleConfig):
-        return CrowdRule(min_count=rule.min_count, **zone_kw)
-    if isinstance(rule, FireLaneRuleConfig):
-        return FireLaneRule(
-            max_movement=rule.max_movement,
-            max_movement_px=rule.max_movement_px,
-            stationary_window_s=rule.stationary_window_s,
-            per_track=rule.per_track,
-            **zone_kw,
-        )
-    if isinstance(rule, IntrusionRuleConfig):
-        return IntrusionRule(per_track=rule.per_track, **zone_kw)
-    return LoiteringRule(**zone_kw)
+    """The rule a rule section configures (`RULES` maps its kind to its builder); zone and line
+    names were checked when the file was parsed.
+
+    Raises:
+        UnknownRuleKindError: a kind the rule registry does not have.
+        InvalidInputError: the rule rejects a value.
+    """
+    ctx = RuleContext(
+        camera_id=camera_id,
+        names=names,
+        resolution_wh=resolution_wh,
+        zones=zones,
+        anchors=anchors,
+        lines=lines,
+        stream_key=stream_key,
+    )
+    return RULES.build(rule, ctx)
 
 
 def build_camera(

@@ -57,6 +57,8 @@ def _note_spool(path: Path) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from campusguard.app.rules.registry import RULES  # the kinds for --kind's help and check
+
     @app.command()
     def events(
         db: str = typer.Option(
@@ -67,7 +69,7 @@ def register(app: typer.Typer) -> None:
             None, "--since", help="Only events from this time: ISO date/time or 30m, 2h, 1d ago."
         ),
         rule: str = typer.Option(None, "--rule", help="Only this rule name."),
-        kind: str = typer.Option(None, "--kind", help="Only this rule kind (intrusion, crowd, fire_lane, ...)."),
+        kind: str = typer.Option(None, "--kind", help=f"Only this rule kind: {RULES.kinds_text()}."),
         limit: int = typer.Option(None, "--limit", min=1, help="At most this many events."),
         fmt: str = typer.Option("table", "--format", help="table or json."),
         spool: Path = typer.Option(
@@ -84,6 +86,8 @@ def register(app: typer.Typer) -> None:
 
         if fmt not in ("table", "json"):
             raise InvalidInputError(f"--format must be 'table' or 'json', got {fmt!r}")
+        if kind is not None:
+            RULES.check_kind(kind)  # UnknownRuleKindError names the kinds there are
         since_dt = None if since is None else parse_since(since)
         store = open_event_store(db, read_only=True)
         try:

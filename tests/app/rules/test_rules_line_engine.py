@@ -82,7 +82,7 @@ def test_engine_validation():
 
 
 def test_rule_types_cover_every_kind():
-    from campusguard.app.events import RULE_KINDS
+    from campusguard.app.config import RULE_KINDS
 
     assert set(RULE_TYPES) == set(RULE_KINDS)
     assert all(cls.kind == kind for kind, cls in RULE_TYPES.items())

@@ -14,7 +14,8 @@ Modules:
     `cameras`: `CameraConfig`, `ReconnectConfig`, `source_kind`.
     `zones`: `ZoneConfig`, `LineConfig`, checked by `campusguard.zones` and built into its
         `PolygonZone` and `LineZone`.
-    `rules`: one `...RuleConfig` per rule kind, the `RuleConfig` union, `class_ids`.
+    `rules`: one `...RuleConfig` per rule kind, `RULE_CONFIGS` and the `RuleConfig` union and
+        `RULE_KINDS` derived from it, `class_ids`.
     `motion`: `MotionConfig`, a camera's motion gating.
     `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
     `cluster`: `ClusterConfig`, camera groups on Ray actors (`watch --ray`).
@@ -33,6 +34,8 @@ from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema, load_config, parse_config
 from campusguard.app.config.rules import (
+    RULE_CONFIGS,
+    RULE_KINDS,
     CrowdRuleConfig,
     FallRuleConfig,
     FireLaneRuleConfig,
@@ -43,6 +46,8 @@ from campusguard.app.config.rules import (
     RuleConfigBase,
     ZoneRuleConfigBase,
     class_ids,
+    kind_of,
+    rule_config_union,
 )
 from campusguard.app.config.storage import StorageConfig
 from campusguard.app.config.tracker import TrackerConfig
@@ -51,6 +56,8 @@ from campusguard.zones import polygon_problem  # the zone check the config valid
 
 __all__ = [
     "ALERT_SINK_KINDS",
+    "RULE_CONFIGS",
+    "RULE_KINDS",
     "AlertSinkConfig",
     "AnyAlertSinkConfig",
     "MqttSinkConfig",
@@ -79,6 +86,8 @@ __all__ = [
     "ZoneRuleConfigBase",
     "class_ids",
     "config_schema",
+    "kind_of",
+    "rule_config_union",
     "load_config",
     "parse_config",
     "polygon_problem",

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.motion import MotionConfig
-from campusguard.app.config.rules import FallRuleConfig, LineCrossingRuleConfig, RuleConfig
+from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
 
@@ -175,8 +175,10 @@ class CameraConfig(ConfigModel):
                             f"rule names unknown line {rule.line!r}; camera {self.id!r} has lines {line_names}",
                         )
                     )
+            elif not isinstance(rule, ZoneRuleConfigBase):
+                continue
             elif rule.zone is None:
-                if not isinstance(rule, FallRuleConfig):  # a fall rule may watch the whole frame
+                if not rule.zone_optional:  # e.g. a fall rule may watch the whole frame
                     errors.append((("rules", ri), f"a {rule.kind} rule needs `zone`"))
             elif rule.zone not in zone_names:
                 errors.append(

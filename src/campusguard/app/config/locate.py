@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from campusguard.app.config.base import Loc
-from campusguard.app.events.types import RULE_KINDS
+from campusguard.app.config.rules import RULE_KINDS
 
 __all__ = ["dotted", "first_error", "line_of"]
 

@@ -1,19 +1,25 @@
 """Rule sections of a camera, one model per rule kind, told apart by ``kind``.
 
 The names end in ``Config`` (`IntrusionRuleConfig`), the rules they configure live in
-`campusguard.app.rules` (`IntrusionRule`).
+`campusguard.app.rules` (`IntrusionRule`). `RULE_CONFIGS` lists the models; the `RuleConfig`
+union and `RULE_KINDS` are derived from it. The rule registry (`campusguard.app.rules.registry`)
+pairs each model with its rule, label and builder and checks, when it is imported, that its
+models are exactly `RULE_CONFIGS`: a config package stays schema-only (it imports no rule), so
+this tuple is the one list the registry cannot make for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Field
 
 from campusguard.app.config.base import ConfigModel
 
 __all__ = [
+    "RULE_CONFIGS",
+    "RULE_KINDS",
     "ClassRef",
     "CrowdRuleConfig",
     "FireLaneRuleConfig",
@@ -25,6 +31,8 @@ __all__ = [
     "RuleConfigBase",
     "ZoneRuleConfigBase",
     "class_ids",
+    "kind_of",
+    "rule_config_union",
 ]
 
 _WINDOW = r"^([01]?\d|2[0-3]):[0-5]\d-(([01]?\d|2[0-3]):[0-5]\d|24:00)$"
@@ -41,7 +49,13 @@ def _vehicles() -> list[ClassRef]:
 
 
 class RuleConfigBase(ConfigModel):
-    """What every rule has: a name, the classes it watches, a cooldown and time windows."""
+    """What every rule has: a name, the classes it watches, a cooldown and time windows.
+
+    Each concrete model adds ``kind: Literal["<kind>"]`` with that kind as its default.
+    """
+
+    if TYPE_CHECKING:  # declared by every concrete model as a one-value Literal field
+        kind: str
 
     name: str | None = Field(
         None,
@@ -76,11 +90,14 @@ class RuleConfigBase(ConfigModel):
 
     def display_name(self) -> str:
         """``name``, or ``<kind>:<zone or line>``."""
-        return self.name or f"{getattr(self, 'kind', 'rule')}:{self.target() or 'frame'}"
+        return self.name or f"{self.kind}:{self.target() or 'frame'}"
 
 
 class ZoneRuleConfigBase(RuleConfigBase):
     """What every zone rule has: its zone and the debouncing of presence in it."""
+
+    zone_optional: ClassVar[bool] = False
+    """Whether the rule may go without ``zone`` (and then watch the whole frame)."""
 
     zone: str | None = Field(
         None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera); required."
@@ -202,6 +219,7 @@ class FallRuleConfig(ZoneRuleConfigBase):
     """A person down (fallen) for at least T seconds, in a zone or anywhere: a medical incident."""
 
     kind: Literal["fall"] = Field("fall", title="Kind", description="Rule kind.")
+    zone_optional: ClassVar[bool] = True
     zone: str | None = Field(
         None, title="Zone", description="Name of the zone the rule watches; none watches the whole frame."
     )
@@ -245,15 +263,43 @@ class FallRuleConfig(ZoneRuleConfigBase):
     )
 
 
-RuleConfig = Annotated[
-    IntrusionRuleConfig
-    | CrowdRuleConfig
-    | FireLaneRuleConfig
-    | LoiteringRuleConfig
-    | LineCrossingRuleConfig
-    | FallRuleConfig,
-    Field(discriminator="kind"),
-]
+RULE_CONFIGS: tuple[type[RuleConfigBase], ...] = (
+    IntrusionRuleConfig,
+    CrowdRuleConfig,
+    FireLaneRuleConfig,
+    LoiteringRuleConfig,
+    LineCrossingRuleConfig,
+    FallRuleConfig,
+)
+"""The model of each rule kind, in the order the kinds are listed (schema, messages, console)."""
+
+
+def kind_of(model: type[RuleConfigBase]) -> str:
+    """The ``kind`` a rule model is told apart by (its ``kind`` field's one value).
+
+    Raises:
+        TypeError: the model has no ``kind`` field with a default.
+    """
+    field = model.model_fields.get("kind")
+    if field is None or not isinstance(field.default, str):
+        raise TypeError(f"{model.__name__} has no `kind` field with the rule kind as its default")
+    return field.default
+
+
+def rule_config_union(models: Iterable[type[RuleConfigBase]]) -> Any:
+    """The discriminated union (on ``kind``) of ``models``: the type of a camera's ``rules`` items."""
+    members = tuple(models)
+    return Annotated[Union[members], Field(discriminator="kind")]  # noqa: UP007 (a runtime tuple of types)
+
+
+RULE_KINDS: tuple[str, ...] = tuple(kind_of(m) for m in RULE_CONFIGS)
+"""Every rule kind, as ``kind`` spells it in the config, in `RULE_CONFIGS` order."""
+
+if TYPE_CHECKING:
+    RuleConfig = RuleConfigBase
+else:
+    RuleConfig = rule_config_union(RULE_CONFIGS)
+"""One rule section: the `RULE_CONFIGS` model its ``kind`` names (statically, a `RuleConfigBase`)."""
 
 
 def class_ids(refs: Iterable[int | str], names: dict[int, str]) -> list[int]:

@@ -3,8 +3,7 @@
 Public API:
     `Event`: one immutable lifecycle update of an incident (``phase`` start / update / end),
         ``to_dict()`` / ``Event.from_dict()`` for JSON, ``with_snapshot(path)``.
-    `RULE_KINDS`: the rule kinds (``intrusion``, ``crowd``, ``fire_lane``, ``loitering``,
-        ``line_crossing``).
+    `RuleKind`: a rule kind, one of the rule registry's (`campusguard.app.rules.registry`).
     `EventStore`: protocol (``record``, ``add``, ``update``, ``end``, ``query``, ``get``, ``close``).
     `SQLiteEventStore(path)`: the embedded default, WAL mode, ``synchronous=FULL``; an event is
         committed when ``record``/``add`` returns, so report it as raised only after that.
@@ -29,13 +28,12 @@ from campusguard.app.events.store import (
     StoreUnavailableError,
     read_events,
 )
-from campusguard.app.events.types import RULE_KINDS, Event, EventPhase, RuleKind
+from campusguard.app.events.types import Event, EventPhase, RuleKind
 
 __all__ = [
     "Event",
     "EventPhase",
     "RuleKind",
-    "RULE_KINDS",
     "EventStore",
     "ReviewableEventStore",
     "SQLiteEventStore",

@@ -6,13 +6,15 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-__all__ = ["Event", "EventPhase", "RuleKind", "RULE_KINDS", "event_id_for"]
+__all__ = ["Event", "EventPhase", "RuleKind", "event_id_for"]
 
 EventPhase = Literal["start", "update", "end"]
-RuleKind = Literal["intrusion", "crowd", "fire_lane", "loitering", "line_crossing", "fall"]
-RULE_KINDS: tuple[str, ...] = get_args(RuleKind)
+RuleKind = str
+"""A rule kind (``"intrusion"``, ``"fall"``, ...): one of the rule registry's kinds,
+`campusguard.app.rules.registry.RULES`. A plain string here so this module stays a leaf that
+the rules and the config can import; the registry is the one list of kinds."""
 
 
 def event_id_for(
@@ -65,7 +67,7 @@ class Event:
         phase: ``"start"``, ``"update"`` or ``"end"``.
         camera_id: camera that saw it.
         rule_name: the configured rule's name.
-        rule_kind: one of `RULE_KINDS`.
+        rule_kind: a kind of the rule registry (`campusguard.app.rules.registry.RULES`).
         zone: zone (or line, for ``line_crossing``) name.
         start_s: stream time in seconds at which the incident was raised, i.e. the moment its
             condition had held for the rule's ``min_seconds`` (frame timestamps, not wall clock).

@@ -17,7 +17,11 @@ Public API (all keyword arguments; see each class):
         (detector class, or track shape) for ``min_seconds``; ``whole_frame_zone`` for anywhere.
     `RuleEngine(camera_id, rules)`: ``update(timestamp_s, detections, frame_index, wall_time=None)
         -> list[Event]``, ``open_events()``, ``close(timestamp_s) -> list[Event]``.
-    `RULE_TYPES`: ``{kind: class}`` for building rules from configuration.
+    `RULES` (`registry`): the rule registry, one `RuleEntry` per kind (section model, rule
+        class, builder, label, end phase); every list of kinds in the app is derived from it.
+        ``RULES.build(section, RuleContext(...))`` builds a rule from its config section; an
+        unknown kind raises `UnknownRuleKindError`.
+    `RULE_TYPES`: ``{kind: class}``, derived from `RULES`.
     `Rule`: the protocol (``name``, ``kind``, ``camera_id``, ``update``, ``open_events``, ``close``).
 
 Every rule is fed once per processed frame, in time order, with the frame's timestamp in
@@ -30,6 +34,8 @@ from campusguard.app.rules.base import Rule, TimeWindow, parse_time_windows
 from campusguard.app.rules.engine import RuleEngine
 from campusguard.app.rules.fall import FallRule, whole_frame_zone
 from campusguard.app.rules.line_rules import LineCrossingRule
+from campusguard.app.rules.registry import RULES, RuleRegistry, UnknownRuleKindError
+from campusguard.app.rules.spec import RuleContext, RuleEntry
 from campusguard.app.rules.zone_rules import (
     VEHICLE_CLASS_IDS,
     CrowdRule,
@@ -38,19 +44,17 @@ from campusguard.app.rules.zone_rules import (
     LoiteringRule,
 )
 
-RULE_TYPES: dict[str, type] = {
-    "intrusion": IntrusionRule,
-    "crowd": CrowdRule,
-    "fire_lane": FireLaneRule,
-    "loitering": LoiteringRule,
-    "line_crossing": LineCrossingRule,
-    "fall": FallRule,
-}
+RULE_TYPES: dict[str, type] = RULES.rule_types()
 
 __all__ = [
     "Rule",
     "RuleEngine",
     "RULE_TYPES",
+    "RULES",
+    "RuleContext",
+    "RuleEntry",
+    "RuleRegistry",
+    "UnknownRuleKindError",
     "IntrusionRule",
     "CrowdRule",
     "FireLaneRule",

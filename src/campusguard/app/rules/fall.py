@@ -32,13 +32,15 @@ from typing import Literal
 
 import numpy as np
 
+from campusguard.app.config.rules import FallRuleConfig
 from campusguard.app.events.types import Event, RuleKind
+from campusguard.app.rules.spec import RuleContext, RuleEntry
 from campusguard.app.rules.zone_rules import FireLaneRule
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
 
-__all__ = ["FallRule", "FallSignal", "FALLEN_KEY", "SIGNALS", "whole_frame_zone"]
+__all__ = ["FallRule", "FallSignal", "FALLEN_KEY", "SIGNALS", "whole_frame_zone", "FALL"]
 
 FallSignal = Literal["auto", "detector-class", "track-shape"]
 SIGNALS: tuple[str, ...] = ("auto", "detector-class", "track-shape")
@@ -209,3 +211,20 @@ class FallRule(FireLaneRule):
 
     def _event_details(self, tracker_id: int) -> dict[str, object]:
         return {"signal": self._fired_by.get(tracker_id, self.signal), "medical": True}
+
+
+def _build_fall(cfg: FallRuleConfig, ctx: RuleContext) -> FallRule:
+    whole_frame = whole_frame_zone(ctx.resolution_wh) if cfg.zone is None else None  # no zone: anywhere
+    return FallRule(
+        min_seconds=cfg.min_duration_s,
+        signal=cfg.signal,
+        down_aspect=cfg.down_aspect,
+        upright_aspect=cfg.upright_aspect,
+        max_movement=cfg.max_movement,
+        stationary_window_s=cfg.stationary_window_s,
+        duplicate_overlap=cfg.duplicate_overlap,
+        **ctx.zone_rule_kwargs(cfg, whole_frame),
+    )
+
+
+FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall")

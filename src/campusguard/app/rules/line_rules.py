@@ -8,13 +8,15 @@ from typing import Literal
 
 import numpy as np
 
+from campusguard.app.config.rules import LineCrossingRuleConfig
 from campusguard.app.events.types import Event, RuleKind, event_id_for
 from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
+from campusguard.app.rules.spec import RuleContext, RuleEntry
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import LineZone
 
-__all__ = ["LineCrossingRule"]
+__all__ = ["LineCrossingRule", "LINE_CROSSING"]
 
 Direction = Literal["in", "out", "both"]
 
@@ -157,3 +159,13 @@ class LineCrossingRule:
     def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
         """Nothing to end: crossings are instantaneous."""
         return []
+
+
+def _build_line_crossing(cfg: LineCrossingRuleConfig, ctx: RuleContext) -> LineCrossingRule:
+    line = ctx.lines[cfg.line].build(ctx.resolution_wh, hysteresis_px=cfg.hysteresis_px)
+    return LineCrossingRule(line=line, direction=cfg.direction, **ctx.rule_kwargs(cfg))
+
+
+LINE_CROSSING = RuleEntry(
+    LineCrossingRuleConfig, LineCrossingRule, _build_line_crossing, "Line crossing", has_end=False
+)

@@ -29,6 +29,7 @@ from datetime import datetime
 
 import numpy as np
 
+from campusguard.app.config.rules import CrowdRuleConfig, FireLaneRuleConfig, IntrusionRuleConfig, LoiteringRuleConfig
 from campusguard.app.events.types import Event, RuleKind
 from campusguard.app.rules.base import (
     ClassNames,
@@ -39,11 +40,22 @@ from campusguard.app.rules.base import (
     in_time_windows,
     parse_time_windows,
 )
+from campusguard.app.rules.spec import RuleContext, RuleEntry
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
 
-__all__ = ["IntrusionRule", "CrowdRule", "FireLaneRule", "LoiteringRule", "VEHICLE_CLASS_IDS"]
+__all__ = [
+    "IntrusionRule",
+    "CrowdRule",
+    "FireLaneRule",
+    "LoiteringRule",
+    "VEHICLE_CLASS_IDS",
+    "INTRUSION",
+    "CROWD",
+    "FIRE_LANE",
+    "LOITERING",
+]
 
 VEHICLE_CLASS_IDS: tuple[int, ...] = (2, 3, 5, 7)  # COCO car, motorcycle, bus, truck
 
@@ -437,3 +449,32 @@ class LoiteringRule(_ZoneRule):
         return self._step_per_track(
             timestamp_s, frame_index, wall_time, self._dwelling(timestamp_s, detections, wall_time)
         )
+
+
+def _build_intrusion(cfg: IntrusionRuleConfig, ctx: RuleContext) -> IntrusionRule:
+    return IntrusionRule(min_seconds=cfg.min_seconds, per_track=cfg.per_track, **ctx.zone_rule_kwargs(cfg))
+
+
+def _build_crowd(cfg: CrowdRuleConfig, ctx: RuleContext) -> CrowdRule:
+    return CrowdRule(min_count=cfg.min_count, min_seconds=cfg.min_seconds, **ctx.zone_rule_kwargs(cfg))
+
+
+def _build_fire_lane(cfg: FireLaneRuleConfig, ctx: RuleContext) -> FireLaneRule:
+    return FireLaneRule(
+        min_seconds=cfg.min_seconds,
+        max_movement=cfg.max_movement,
+        max_movement_px=cfg.max_movement_px,
+        stationary_window_s=cfg.stationary_window_s,
+        per_track=cfg.per_track,
+        **ctx.zone_rule_kwargs(cfg),
+    )
+
+
+def _build_loitering(cfg: LoiteringRuleConfig, ctx: RuleContext) -> LoiteringRule:
+    return LoiteringRule(min_seconds=cfg.min_seconds, **ctx.zone_rule_kwargs(cfg))
+
+
+INTRUSION = RuleEntry(IntrusionRuleConfig, IntrusionRule, _build_intrusion, "Intrusion")
+CROWD = RuleEntry(CrowdRuleConfig, CrowdRule, _build_crowd, "Crowd")
+FIRE_LANE = RuleEntry(FireLaneRuleConfig, FireLaneRule, _build_fire_lane, "Fire lane")
+LOITERING = RuleEntry(LoiteringRuleConfig, LoiteringRule, _build_loitering, "Loitering")

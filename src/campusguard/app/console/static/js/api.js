@@ -113,12 +113,30 @@ export function formatDuration(seconds) {
   return m < 60 ? `${m} min ${s} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
-export const KIND_LABELS = {
-  intrusion: "Intrusion", crowd: "Crowd", fire_lane: "Fire lane", loitering: "Loitering", line_crossing: "Line crossing",
-};
+// The rule kinds' labels, from the server's rule registry (GET /api/v1/rule-kinds), once per page.
+const kindLabels = new Map();
+let kindsRequest = null;
 
+/** The rule kinds (`{kind, label, has_end}`, in order) and event phases; fills `kindLabel`. */
+export function loadKinds() {
+  if (!kindsRequest) {
+    kindsRequest = api("/api/v1/rule-kinds").then(
+      (data) => {
+        for (const k of data.kinds) kindLabels.set(k.kind, k.label);
+        return data;
+      },
+      (err) => {
+        kindsRequest = null; // try again next time
+        throw err;
+      },
+    );
+  }
+  return kindsRequest;
+}
+
+/** A kind's label once `loadKinds()` has resolved, else the kind itself. */
 export function kindLabel(kind) {
-  return KIND_LABELS[kind] || kind;
+  return kindLabels.get(kind) || kind;
 }
 
 /** How long an ended incident lasted ("" while it goes on). */

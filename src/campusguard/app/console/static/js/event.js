@@ -2,7 +2,7 @@
 // (acknowledge / resolve with a note, operator and admin). Updates of this incident arrive live.
 import "./nav.js";
 import {
-  ApiError, STATE_LABELS, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, showError,
+  ApiError, STATE_LABELS, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds, showError,
 } from "./api.js";
 
 const id = document.body.dataset.eventId;
@@ -78,7 +78,8 @@ function render(event) {
 
 async function load() {
   try {
-    const event = await api(path);
+    // the kinds' labels come with the first load; without them a kind shows as itself
+    const [event] = await Promise.all([api(path), loadKinds().catch(() => null)]);
     showError(errorBox, "");
     render(event);
     if (!event.clip_url && clipPolls < 20) {

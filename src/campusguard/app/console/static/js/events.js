@@ -2,7 +2,7 @@
 // new and changed incidents arrive over server-sent events and appear without a reload.
 import "./nav.js";
 import {
-  ApiError, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, showError, stateBadge,
+  ApiError, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds, showError, stateBadge,
 } from "./api.js";
 
 const PAGE = 50;
@@ -162,13 +162,17 @@ function syncUrl() {
 
 async function init() {
   const query = new URLSearchParams(location.search);
-  try {
-    const cameras = await api("/api/v1/cameras");
+  const [cameras, vocabulary] = await Promise.allSettled([api("/api/v1/cameras"), loadKinds()]);
+  if (cameras.status === "fulfilled") {
     const select = form.elements.camera;
-    for (const camera of cameras) select.append(el("option", { value: camera.name }, camera.name));
-  } catch (err) {
-    showError(errorBox, err.message);
+    for (const camera of cameras.value) select.append(el("option", { value: camera.name }, camera.name));
   }
+  if (vocabulary.status === "fulfilled") {
+    const select = form.elements.kind; // the rule registry's kinds, served by the API
+    for (const k of vocabulary.value.kinds) select.append(el("option", { value: k.kind }, k.label));
+  }
+  const failed = [cameras, vocabulary].find((r) => r.status === "rejected");
+  if (failed) showError(errorBox, failed.reason.message);
   for (const name of FIELDS) if (query.has(name)) form.elements[name].value = query.get(name);
   syncUrl();
   await load(true);

@@ -1,0 +1,45 @@
+"""The words of the event filters: rule kinds with their labels, and event phases.
+
+The console's pages build their kind filter and labels from this route, so a rule kind added to
+the registry (`campusguard.app.rules.registry.RULES`) shows up without editing a page.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from campusguard.app.events.types import EventPhase
+from campusguard.app.rules import registry
+
+__all__ = ["RuleKindOut", "RuleKindsOut", "router"]
+
+router = APIRouter(tags=["events"])
+
+
+class RuleKindOut(BaseModel):
+    """One rule kind of the registry."""
+
+    kind: str = Field(description="The kind as events and the config spell it (`fire_lane`).")
+    label: str = Field(description="The kind for people (`Fire lane`).")
+    has_end: bool = Field(
+        description="Whether its incidents last (an `end` phase follows `start`); false for line crossings."
+    )
+
+
+class RuleKindsOut(BaseModel):
+    """Every rule kind, in the registry's order, and the phases of an event's lifecycle."""
+
+    kinds: list[RuleKindOut]
+    phases: list[str] = Field(description="Event phases in lifecycle order (`start`, `update`, `end`).")
+
+
+@router.get("/rule-kinds")
+def rule_kinds() -> RuleKindsOut:
+    """The rule kinds (kind, label, whether an incident has an end) and the event phases."""
+    return RuleKindsOut(
+        kinds=[RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end) for e in registry.RULES],
+        phases=list(get_args(EventPhase)),
+    )

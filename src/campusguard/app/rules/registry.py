@@ -1,0 +1,138 @@
+"""The rule registry: one `RuleEntry` per rule kind, from which every list of kinds is derived.
+
+`RULES` gives the kinds (`RuleKind` values), their labels and end phases (the console's
+filters, `GET /api/v1/rule-kinds`), the rule classes, the builder `wiring` calls, and the
+CLI's ``--kind`` help. The config's `RuleConfig` union is built from
+`campusguard.app.config.rules.RULE_CONFIGS`, which this module checks, when imported, to be
+exactly the registry's config models (the config package imports no rule, so it keeps that one
+tuple itself; a mismatch fails at import, not at run time).
+
+A new rule kind: its section model in `campusguard.app.config.rules` (and `RULE_CONFIGS`), a
+module here with the rule class and its `RuleEntry`, and that entry in `RULES` below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from campusguard.app.config.rules import RULE_CONFIGS, RuleConfigBase, rule_config_union
+from campusguard.app.rules.base import Rule
+from campusguard.app.rules.fall import FALL
+from campusguard.app.rules.line_rules import LINE_CROSSING
+from campusguard.app.rules.spec import RuleContext, RuleEntry
+from campusguard.app.rules.zone_rules import CROWD, FIRE_LANE, INTRUSION, LOITERING
+from campusguard.errors import InvalidInputError
+
+__all__ = ["RULES", "RuleRegistry", "UnknownRuleKindError"]
+
+
+class UnknownRuleKindError(InvalidInputError):
+    """A rule kind no registry entry has."""
+
+
+class RuleRegistry:
+    """Rule entries by kind, in the order they were given (the order kinds are listed in).
+
+    Raises:
+        ValueError: two entries of one kind.
+    """
+
+    def __init__(self, entries: Iterable[RuleEntry[Any]]) -> None:
+        self._entries: dict[str, RuleEntry[Any]] = {}
+        for entry in entries:
+            if entry.kind in self._entries:
+                raise ValueError(f"rule kind {entry.kind!r} is registered twice")
+            self._entries[entry.kind] = entry
+
+    def __iter__(self) -> Iterator[RuleEntry[Any]]:
+        return iter(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._entries
+
+    def with_entry(self, entry: RuleEntry[Any]) -> RuleRegistry:
+        """A new registry with ``entry`` added last (this one is left as it is)."""
+        return RuleRegistry([*self, entry])
+
+    def kinds(self) -> tuple[str, ...]:
+        """Every kind, in order."""
+        return tuple(self._entries)
+
+    def kinds_text(self) -> str:
+        """``"intrusion, crowd, ... or fall"``: the kinds for a message or a help text."""
+        kinds = self.kinds()
+        return kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " or " + kinds[-1]
+
+    def entry(self, kind: str) -> RuleEntry[Any]:
+        """The entry of ``kind``.
+
+        Raises:
+            UnknownRuleKindError: no entry has that kind; the message lists the known ones.
+        """
+        try:
+            return self._entries[kind]
+        except KeyError:
+            raise UnknownRuleKindError(f"unknown rule kind {kind!r}; expected {self.kinds_text()}") from None
+
+    def check_kind(self, kind: str) -> str:
+        """``kind`` itself when the registry has it.
+
+        Raises:
+            UnknownRuleKindError: it does not.
+        """
+        return self.entry(kind).kind
+
+    def label(self, kind: str) -> str:
+        """The label of ``kind`` (``"Fire lane"``); raises `UnknownRuleKindError` for an unknown one."""
+        return self.entry(kind).label
+
+    def rule_types(self) -> dict[str, type]:
+        """``{kind: rule class}``."""
+        return {kind: entry.rule_type for kind, entry in self._entries.items()}
+
+    def config_models(self) -> tuple[type[RuleConfigBase], ...]:
+        """Every kind's section model, in order."""
+        return tuple(entry.config for entry in self)
+
+    def config_union(self) -> Any:
+        """The discriminated union (on ``kind``) of the section models: a camera's ``rules`` items."""
+        return rule_config_union(self.config_models())
+
+    def build(self, cfg: RuleConfigBase, ctx: RuleContext) -> Rule:
+        """The rule the section ``cfg`` configures, for the camera ``ctx`` describes.
+
+        Raises:
+            UnknownRuleKindError: ``cfg`` is of a kind the registry does not have.
+            InvalidInputError: the rule rejects a value (the caller names the config line).
+        """
+        entry = self.entry(cfg.kind)
+        if not isinstance(cfg, entry.config):
+            raise UnknownRuleKindError(
+                f"a {cfg.kind!r} rule section must be a {entry.config.__name__}, got {type(cfg).__name__}"
+            )
+        return entry.build(cfg, ctx)
+
+    def check_configs(self, models: Iterable[type[RuleConfigBase]]) -> None:
+        """Check that ``models`` (the config's `RULE_CONFIGS`) are the registry's models, in order.
+
+        Raises:
+            TypeError: they differ; the message names the kinds on either side only.
+        """
+        models = tuple(models)
+        if models != self.config_models():
+            config_only = sorted(m.__name__ for m in set(models) - set(self.config_models()))
+            registry_only = sorted(m.__name__ for m in set(self.config_models()) - set(models))
+            raise TypeError(
+                "campusguard.app.config.rules.RULE_CONFIGS and the rule registry differ: "
+                f"only in the config {config_only}, only in the registry {registry_only} (or the order differs)"
+            )
+
+
+RULES = RuleRegistry([INTRUSION, CROWD, FIRE_LANE, LOITERING, LINE_CROSSING, FALL])
+"""Every rule kind of the app."""
+
+RULES.check_configs(RULE_CONFIGS)
