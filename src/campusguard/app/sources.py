@@ -25,6 +25,7 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from campusguard.app.backoff import Backoff
 from campusguard.app.config.cameras import source_kind
 from campusguard.errors import SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
@@ -40,7 +41,6 @@ __all__ = [
     "FrameQueue",
     "FrameSource",
     "ReaderStats",
-    "backoff_delays",
     "open_source",
 ]
 
@@ -143,18 +143,6 @@ class FrameQueue:
     def __len__(self) -> int:
         with self._cond:
             return len(self._items)
-
-
-def backoff_delays(initial_s: float, max_s: float, factor: float) -> Callable[[], float]:
-    """Return a function giving successive reconnect delays in seconds: initial, x factor, ... capped at max."""
-    state = {"next": initial_s}
-
-    def next_delay() -> float:
-        delay = state["next"]
-        state["next"] = min(max_s, delay * factor)
-        return delay
-
-    return next_delay
 
 
 # frame sources -----------------------------------------------------------------------------
@@ -354,8 +342,8 @@ class CameraReader:
         self._opened = opened
         self.stats = ReaderStats()
         self._reconnect_requested = threading.Event()
-        self._backoff = (reconnect_initial_s, reconnect_max_s, reconnect_factor)
-        self._next_delay = backoff_delays(*self._backoff)
+        self._backoff = Backoff(reconnect_initial_s, reconnect_max_s, reconnect_factor)
+        self._delays = self._backoff.delays()
         self._index = 0
         self._last_emitted_ts: float | None = None
         self.ended_reason: str | None = None  # set when `run` has returned (why the stream ended)
@@ -387,12 +375,12 @@ class CameraReader:
             except SourceError as exc:
                 if not self.live:
                     return str(exc)
-                delay = self._next_delay()
+                delay = next(self._delays)
                 log.warning("camera %s: %s; retrying in %.1f s", self.camera_id, exc, delay)
                 self.stop.wait(delay)
                 continue
             self.stats.connected = True
-            self._next_delay = backoff_delays(*self._backoff)  # a good connection resets the back-off
+            self._delays = self._backoff.delays()  # a good connection resets the back-off
             try:
                 finished = self._read_all(source)
             finally:
@@ -406,7 +394,7 @@ class CameraReader:
             if self.stop.is_set():
                 break
             self.stats.reconnects += 1
-            delay = self._next_delay()
+            delay = next(self._delays)
             log.warning("camera %s: stream lost; reconnecting in %.1f s", self.camera_id, delay)
             self.stop.wait(delay)
         return "stopped"
