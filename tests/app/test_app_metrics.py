@@ -59,7 +59,10 @@ def test_the_metrics_lines_and_the_console_rates_are_one_computation(monkeypatch
         ([], (0.0, 0.0)),
         ([(0.0, 5, 5)], (0.0, 0.0)),  # one sample: no rate yet
         ([(0.0, 0, 0), (2.0, 20, 10)], (10.0, 5.0)),
-        ([(0.0, 0, 0), (1.0, 100, 100), (7.0, 130, 130), (8.0, 140, 140)], (10.0, 10.0)),  # samples older than 5 s dropped
+        (
+            [(0.0, 0, 0), (1.0, 100, 100), (7.0, 130, 130), (8.0, 140, 140)],
+            (10.0, 10.0),
+        ),  # samples older than 5 s dropped
         ([(1.0, 0, 0), (1.0, 9, 9)], (0.0, 0.0)),  # no time between
     ],
 )
