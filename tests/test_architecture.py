@@ -90,6 +90,13 @@ def test_shared_facts_are_defined_once():
     assert _defined_at_module_level("to_bgr_uint8") == ["ops/preprocess.py"]
     assert _defined_at_module_level("check_imgsz") == ["models/info.py"]
     assert _defined_at_module_level("ModelInfo") == ["models/info.py"]
+    # issue 23: one box colour and label (predict --save and the watch view alike), one rescale, one cache root
+    assert _defined_at_module_level("color_for") == ["io/draw.py"]
+    assert _defined_at_module_level("box_label") == ["io/draw.py"]
+    assert _defined_at_module_level("resize_boxes") == ["ops/boxes.py"]
+    assert _defined_at_module_level("cache_dir") == ["cache.py"]
+    assert _defined_at_module_level("frame_rates") == ["app/metrics.py"]
+    assert _defined_at_module_level("Backoff") == ["app/backoff.py"]
 
 
 def test_models_export_does_not_import_the_registry():
