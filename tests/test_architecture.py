@@ -90,6 +90,13 @@ def test_shared_facts_are_defined_once():
     assert _defined_at_module_level("to_bgr_uint8") == ["ops/preprocess.py"]
     assert _defined_at_module_level("check_imgsz") == ["models/info.py"]
     assert _defined_at_module_level("ModelInfo") == ["models/info.py"]
+    # issue 23: one box colour and label (predict --save and the watch view alike), one rescale, one cache root
+    assert _defined_at_module_level("color_for") == ["io/draw.py"]
+    assert _defined_at_module_level("box_label") == ["io/draw.py"]
+    assert _defined_at_module_level("resize_boxes") == ["ops/boxes.py"]
+    assert _defined_at_module_level("cache_dir") == ["cache.py"]
+    assert _defined_at_module_level("frame_rates") == ["app/metrics.py"]
+    assert _defined_at_module_level("Backoff") == ["app/backoff.py"]
 
 
 def test_models_export_does_not_import_the_registry():
@@ -130,3 +137,144 @@ def test_watch_without_ray_imports_nothing_of_ray():
         if any(m == "ray" or m.startswith("ray.") for m in imported_modules(p))
     ]
     assert not [p for p in importers if not p.startswith(("app/", "cli/"))], importers  # never the vision kit
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(node: ast.AST):
+    """Every import statement under ``node``, at any depth (functions, methods, try blocks), except those
+    under ``if TYPE_CHECKING:`` (its ``else:`` branch runs, so it counts)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.orelse:
+                yield from _import_nodes(ast.Module(body=[stmt], type_ignores=[]))
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        else:
+            yield from _import_nodes(child)
+
+
+def _with_packages(name: str) -> list[str]:
+    """``a.b.c`` -> ``[a, a.b, a.b.c]``: importing a module runs the ``__init__`` of every package above it."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the campusguard modules whose code its imports can run (a package is its ``__init__``).
+
+    - ``import a.b.c`` and ``from a.b.c import x`` run ``a``, ``a.b`` and ``a.b.c``; ``from a.b import c``
+      runs ``a.b.c`` as well when ``c`` is a submodule; relative imports are resolved first.
+    - The packages above the importing module itself are left out of those implicit edges: Python starts a
+      package's ``__init__`` before any of its submodules, so they are always in ``sys.modules`` already. A
+      package ``__init__`` that re-exports its submodules is therefore no cycle, but a submodule that names
+      its own package explicitly (``from . import x``, ``from campusguard.app.events import Event``) does
+      get the edge, since it reads names the half-run ``__init__`` may not have bound yet.
+    - Imports inside functions count (they run when called, and a local import hiding a cycle is the thing
+      this test is for); imports under ``if TYPE_CHECKING:`` do not (they never run).
+    """
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        own_packages = set(_with_packages(package))
+        for node in _import_nodes(ast.parse(path.read_text())):
+            explicit: set[str] = set()
+            if isinstance(node, ast.Import):
+                explicit.update(a.name for a in node.names)
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                explicit.add(base)
+                explicit.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in files)
+            for target in explicit:
+                if not target.startswith("campusguard"):
+                    continue
+                implied = {p for p in _with_packages(target) if p not in own_packages}
+                graph[module].update(t for t in implied | {target} if t in files and t != module)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each strongly connected component of more than one module (Tarjan, then a shortest
+    path back to the component's first module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for component in components:
+        members, start = set(component), component[0]
+        came_from: dict[str, str] = {}
+        frontier = [start]
+        while start not in came_from:  # breadth first, so the cycle printed is a shortest one
+            next_frontier = []
+            for v in frontier:
+                for w in sorted(graph[v] & members):
+                    if w not in came_from:
+                        came_from[w] = v
+                        next_frontier.append(w)
+            frontier = next_frontier
+        path, v = [start], came_from[start]
+        while v != start:
+            path.append(v)
+            v = came_from[v]
+        cycles.append([start, *reversed(path[1:]), start])
+    return cycles
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_import_graph_is_complete():
+    graph = import_graph()
+    assert "campusguard.models.export" in graph["campusguard.models.registry"]
+    assert "campusguard.app" in graph["campusguard.cli.watch"]  # a package's __init__ is a node
+    assert "campusguard.app.events" not in graph["campusguard.app.events.store"]  # its own package: implicit
+    assert "campusguard.app.events.types" in graph["campusguard.app.events"]  # a re-export is an edge
+
+
+def test_no_import_cycles():
+    """No cycle among campusguard modules, counting imports inside functions (see `import_graph`)."""
+    cycles = _cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)

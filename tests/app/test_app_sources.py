@@ -17,7 +17,6 @@ from campusguard.app.sources import (
     Frame,
     FrameQueue,
     FrameSource,
-    backoff_delays,
     open_source,
 )
 from campusguard.errors import SourceError
@@ -78,11 +77,6 @@ def test_doorbell_rings_on_put() -> None:
     q = FrameQueue(2, drop_oldest=True, doorbell=bell)
     q.put(make_frame(0))
     assert bell.is_set()
-
-
-def test_backoff_delays_grow_and_cap() -> None:
-    nxt = backoff_delays(initial_s=0.5, max_s=3.0, factor=2.0)
-    assert [nxt() for _ in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
 
 
 def file_opener(path: Path, folder_fps: float = 10.0) -> Callable[[], FrameSource]:

@@ -76,3 +76,29 @@ def test_closed_subscriptions_leave_the_bus() -> None:
     other = bus.subscribe(maxsize=2)
     bus.close()
     assert other.closed and bus.subscriber_count() == 0
+
+
+def test_the_queue_types_are_one() -> None:
+    """The event bus's, the live view's, the clip recorder's and the readers' queues are one `BoundedQueue`."""
+    from campusguard.app.live import Viewer
+    from campusguard.app.queues import BoundedQueue
+    from campusguard.app.sources import FrameQueue
+
+    for cls in (DropOldestQueue, Viewer, FrameQueue):
+        assert issubclass(cls, BoundedQueue), cls
+
+
+def test_a_waiting_put_gives_up_on_stop_and_a_get_makes_room() -> None:
+    import threading
+
+    from campusguard.app.queues import BoundedQueue
+
+    q: BoundedQueue[int] = BoundedQueue(1, drop_oldest=False)
+    stop = threading.Event()
+    assert q.put(1, stop)
+    stop.set()
+    assert not q.put(2, stop)  # full, and asked to stop: not queued
+    assert q.get_nowait() == 1 and q.get_nowait() is None
+    assert q.put(3, beyond_maxsize=True) and q.put(4, beyond_maxsize=True) and len(q) == 2
+    q.close()
+    assert not q.put(5) and q.get(1.0) is None

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from campusguard.ops.boxes import box_iou, clip_boxes, scale_boxes, xywh_to_xyxy, xyxy_to_xywh
+from campusguard.ops.boxes import box_iou, clip_boxes, resize_boxes, scale_boxes, xywh_to_xyxy, xyxy_to_xywh
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,32 @@ def test_scale_boxes_undoes_letterbox_and_clips():
 
 def test_clip_boxes():
     np.testing.assert_allclose(clip_boxes(np.array([[-1, -2, 11, 12]], np.float32), (10, 10)), [[0, 0, 10, 10]])
+
+
+@pytest.mark.parametrize(
+    ("from_wh", "to_wh", "expected"),
+    [
+        ((640, 360), (320, 180), [[5, 10, 50, 90]]),
+        ((100, 100), (200, 50), [[20, 10, 200, 90]]),
+    ],
+)
+def test_resize_boxes_maps_between_frame_sizes(from_wh, to_wh, expected):
+    out = resize_boxes(np.array([[10, 20, 100, 180]], np.float32), from_wh, to_wh)
+    np.testing.assert_allclose(out, expected)
+    assert out.dtype == np.float32
+
+
+def test_resize_boxes_keeps_the_array_when_nothing_changes():
+    xyxy = np.array([[1, 2, 3, 4]], np.float32)
+    assert resize_boxes(xyxy, (10, 10), (10, 10)) is xyxy
+    empty = np.zeros((0, 4), np.float32)
+    assert resize_boxes(empty, (10, 10), (20, 20)) is empty
+
+
+def test_box_rescaling_is_written_once():
+    """`resize_boxes` is the one frame-size rescale: the pipeline's copies use it (issue 23)."""
+    from pathlib import Path
+
+    import campusguard.app.pipeline as pipeline
+
+    assert "sx, sy" not in Path(pipeline.__file__).read_text()

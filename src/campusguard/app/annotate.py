@@ -1,6 +1,8 @@
 """Drawing the watch view: zones, lines, tracked boxes with ids, active incidents; and a video writer.
 
-Drawing is in place on a copy the caller owns; `AnnotatedVideoWriter` keeps one open
+Boxes and their labels are drawn by the package's one annotator family
+(`campusguard.io.draw`: one colour and one label per box, as ``predict --save`` draws them);
+zones, lines and the incident panel are the watch view's own. Drawing is in place on a copy the caller owns; `AnnotatedVideoWriter` keeps one open
 ``cv2.VideoWriter`` per camera and always releases it.
 """
 
@@ -14,21 +16,14 @@ import numpy as np
 
 from campusguard.detections import Detections
 from campusguard.errors import SourceError
+from campusguard.io.draw import BoxAnnotator, LabelAnnotator
 
-__all__ = ["AnnotatedVideoWriter", "draw_overlay", "color_for"]
+__all__ = ["AnnotatedVideoWriter", "draw_overlay"]
 
 _ZONE_COLOR = (0, 200, 255)  # BGR amber
 _ALERT_COLOR = (0, 0, 255)  # BGR red
 _LINE_COLOR = (255, 200, 0)  # BGR cyan-ish
 _ALERT_COLOR_TEXT = (80, 80, 255)  # BGR light red: readable on the darkened header panel
-
-
-def color_for(key: int) -> tuple[int, int, int]:
-    """A stable, distinct BGR colour for an id (golden-angle hue walk)."""
-    hue = int((key * 137.508) % 180)
-    hsv = np.array([[[hue, 200, 255]]], dtype=np.uint8)
-    b, g, r = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0]
-    return int(b), int(g), int(r)
 
 
 def draw_overlay(
@@ -75,15 +70,8 @@ def draw_overlay(
         p = np.round(pts).astype(np.int32)
         cv2.line(image, tuple(p[0]), tuple(p[1]), _LINE_COLOR, thick, cv2.LINE_AA)
         cv2.putText(image, name, tuple(p[0] + 4), cv2.FONT_HERSHEY_SIMPLEX, scale, _LINE_COLOR, 1, cv2.LINE_AA)
-    tids = detections.tracker_id
-    for i in range(len(detections)):
-        x1, y1, x2, y2 = (int(round(v)) for v in detections.xyxy[i])
-        cid = int(detections.class_id[i])
-        tid = None if tids is None else int(tids[i])
-        color = color_for(tid if tid is not None and tid >= 0 else cid + 1000)
-        cv2.rectangle(image, (x1, y1), (x2, y2), color, thick, cv2.LINE_AA)
-        label = f"{'#' + str(tid) + ' ' if tid is not None and tid >= 0 else ''}{names.get(cid, str(cid))} {detections.confidence[i]:.2f}"
-        cv2.putText(image, label, (x1, max(10, y1 - 3)), cv2.FONT_HERSHEY_SIMPLEX, scale * 0.9, color, 1, cv2.LINE_AA)
+    BoxAnnotator(thick).annotate(image, detections)
+    LabelAnnotator(names, scale * 0.9, filled=False).annotate(image, detections)
     texts = ([header] if header else []) + [f"! {t}" for t in incidents]
     if texts:
         (_, text_h), base = cv2.getTextSize("Ag", cv2.FONT_HERSHEY_SIMPLEX, scale, 1)

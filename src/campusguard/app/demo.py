@@ -31,7 +31,7 @@ from campusguard.app.events import read_events
 from campusguard.app.events.types import Event
 from campusguard.app.service import DetectorFactory, WatchService, run_until_stopped
 
-__all__ = ["EXAMPLE_CONFIG", "DemoResult", "demo_config", "run_demo", "write_summary_html"]
+__all__ = ["EXAMPLE_CONFIG", "DemoResult", "demo_config", "demo_console_config", "run_demo", "write_summary_html"]
 
 EXAMPLE_CONFIG = Path(__file__).parent / "assets" / "watch-example.yaml"
 
@@ -145,6 +145,26 @@ def demo_config(
         "metrics_interval_s": 0,
     }
     return data
+
+
+def demo_console_config(seed: int, out_dir: Path, seconds: float, model: str | None) -> Path:
+    """Generate the demo video and a watch config that loops it in real time (for `demo --serve`)."""
+    from campusguard.data.synth.video import generate_video
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"[demo] generating a {seconds:.0f} s synthetic campus video, seed {seed} ...", flush=True)
+    truth = generate_video(seed, out_dir, seconds=seconds, name=f"campus-seed{seed}")
+    data = demo_config(truth.to_dict(), out_dir / truth.video, out_dir, model)
+    data["cameras"][0].update(realtime=True, loop=True)
+    data["alerts"] = [{"kind": "stdout", "phases": ["start", "end"]}]
+    data["outputs"] = {"snapshots_dir": str(out_dir / "snapshots"), "metrics_interval_s": 0}
+    path = out_dir / "console.yaml"
+    path.write_text(
+        "# written by `campusguard demo --serve`: the demo video, looped in real time\n"
+        + yaml.safe_dump(data, sort_keys=False),
+        encoding="utf-8",
+    )
+    return path
 
 
 def _fresh(out_dir: Path) -> None:

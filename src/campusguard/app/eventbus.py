@@ -5,67 +5,17 @@ so a browser is never shown an event the database does not hold. Every subscribe
 own bounded queue that drops its oldest item when full: a stalled browser loses old updates
 (it can re-read them from the API) but never holds up the event worker or other subscribers.
 
-`DropOldestQueue` is that queue; the live view's viewers use it too.
+`DropOldestQueue` (`campusguard.app.queues`) is that queue; the live view's viewers use it too.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
-from typing import Any, Generic, TypeVar
+from typing import Any
+
+from campusguard.app.queues import DropOldestQueue
 
 __all__ = ["DropOldestQueue", "EventBus", "EventSubscription"]
-
-T = TypeVar("T")
-
-
-class DropOldestQueue(Generic[T]):
-    """A thread-safe bounded queue whose `offer` never waits: when full, the oldest item goes.
-
-    Args:
-        maxsize: items kept at most (>= 1).
-    """
-
-    def __init__(self, maxsize: int) -> None:
-        if maxsize < 1:
-            raise ValueError(f"queue size must be at least 1, got {maxsize}")
-        self.maxsize = maxsize
-        self.dropped = 0
-        self.delivered = 0
-        self.closed = False
-        self._items: deque[T] = deque()
-        self._cond = threading.Condition()
-
-    def offer(self, item: T) -> None:
-        """Append ``item``, dropping the oldest when full; ignored once closed."""
-        with self._cond:
-            if self.closed:
-                return
-            if len(self._items) >= self.maxsize:
-                self._items.popleft()
-                self.dropped += 1
-            self._items.append(item)
-            self._cond.notify()
-
-    def get(self, timeout: float) -> T | None:
-        """The oldest item, or ``None`` after ``timeout`` seconds without one or once closed."""
-        with self._cond:
-            if not self._items and not self.closed:
-                self._cond.wait(timeout)
-            if not self._items:
-                return None
-            self.delivered += 1
-            return self._items.popleft()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def close(self) -> None:
-        """Drop what is queued and wake a waiting `get` (idempotent)."""
-        with self._cond:
-            self.closed = True
-            self._items.clear()
-            self._cond.notify_all()
 
 
 class EventSubscription(DropOldestQueue[dict[str, Any]]):

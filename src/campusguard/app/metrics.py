@@ -1,8 +1,11 @@
 """Per-camera metrics: input FPS, processed FPS, inference ms, queue depth, dropped frames.
 
 Counters live in one `CameraMetrics` per camera; each counter has a single writer thread
-(reader, detection or analytics), so plain attribute updates are enough. `MetricsReporter`
-turns two snapshots into rates and prints one line per camera.
+(reader, detection or analytics), so plain attribute updates are enough. Frame rates are
+worked out in one place, `frame_rates` (frames between two samples of the counters over the
+seconds between them): `MetricsReporter` (the ``[metrics]`` lines) uses it on the interval since its
+last report, `FrameRates` (the console's ``/metrics`` and camera list) on a sliding window of
+samples, so the two differ only by the window they look at.
 """
 
 from __future__ import annotations
@@ -11,11 +14,21 @@ import bisect
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TextIO
 
-__all__ = ["CameraMetrics", "LatencyHistogram", "MetricsReporter", "MetricsSnapshot", "format_snapshot"]
+__all__ = [
+    "CameraMetrics",
+    "CounterSample",
+    "FrameRates",
+    "LatencyHistogram",
+    "MetricsReporter",
+    "MetricsSnapshot",
+    "format_snapshot",
+    "frame_rates",
+]
 
 # upper bounds in seconds: 1 ms .. 10 s, dense where CPU and GPU inference of one frame fall
 LATENCY_BUCKETS_S: tuple[float, ...] = (
@@ -111,6 +124,55 @@ class CameraMetrics:
 
 
 @dataclass(frozen=True)
+class CounterSample:
+    """A camera's frame counters at one moment (``t``: `time.monotonic` seconds)."""
+
+    t: float
+    frames_in: int = 0
+    frames_processed: int = 0
+
+
+def frame_rates(earlier: CounterSample, later: CounterSample) -> tuple[float, float]:
+    """``(input fps, processed fps)`` between two samples, rounded to 0.01; zeros over no time."""
+    dt = later.t - earlier.t
+    if dt <= 0:
+        return 0.0, 0.0
+    return (
+        round((later.frames_in - earlier.frames_in) / dt, 2),
+        round((later.frames_processed - earlier.frames_processed) / dt, 2),
+    )
+
+
+class FrameRates:
+    """Input and processed frame rates per camera over a sliding window of `CounterSample` (thread-safe).
+
+    Args:
+        window_s: the rates are over the samples of the last ``window_s`` seconds (at least two kept).
+    """
+
+    def __init__(self, window_s: float = 5.0) -> None:
+        self.window_s = window_s
+        self._samples: dict[str, deque[CounterSample]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, camera: str, now: float, frames_in: int, frames_processed: int) -> None:
+        with self._lock:
+            q = self._samples.setdefault(camera, deque())
+            q.append(CounterSample(now, frames_in, frames_processed))
+            while len(q) > 2 and now - q[0].t > self.window_s:
+                q.popleft()
+
+    def fps(self, camera: str) -> tuple[float, float]:
+        """``(input fps, processed fps)`` over the window; zeros with fewer than two samples."""
+        with self._lock:
+            q = self._samples.get(camera)
+            if not q or len(q) < 2:
+                return 0.0, 0.0
+            earlier, later = q[0], q[-1]
+        return frame_rates(earlier, later)
+
+
+@dataclass(frozen=True)
 class MetricsSnapshot:
     """Rates of one camera over an interval, and totals so far."""
 
@@ -135,12 +197,15 @@ class MetricsSnapshot:
 def _snapshot(m: CameraMetrics, prev: dict[str, float], interval_s: float) -> MetricsSnapshot:
     det = m.frames_detected - prev.get("frames_detected", 0)
     inf = m.inference_ms_total - prev.get("inference_ms_total", 0.0)
-    per_s = 1.0 / interval_s if interval_s > 0 else 0.0
+    input_fps, processed_fps = frame_rates(
+        CounterSample(0.0, int(prev.get("frames_in", 0)), int(prev.get("frames_processed", 0))),
+        CounterSample(interval_s, m.frames_in, m.frames_processed),
+    )
     return MetricsSnapshot(
         camera_id=m.camera_id,
         interval_s=round(interval_s, 3),
-        input_fps=round((m.frames_in - prev.get("frames_in", 0)) * per_s, 2),
-        processed_fps=round((m.frames_processed - prev.get("frames_processed", 0)) * per_s, 2),
+        input_fps=input_fps,
+        processed_fps=processed_fps,
         inference_ms=round(inf / det, 2) if det else 0.0,
         queue_depth=int(m.queue_depth()),
         dropped=m.frames_dropped,

@@ -38,6 +38,7 @@ from campusguard.app.rules import RuleEngine
 from campusguard.app.sources import CameraReader, EndOfStream, Frame, FrameQueue
 from campusguard.detections import Detections
 from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_region_detections
+from campusguard.ops.boxes import resize_boxes
 from campusguard.tracking import Tracker
 
 __all__ = [
@@ -122,10 +123,7 @@ class TrackedBoxes:
         if latest is None:
             return np.zeros((0, 4), np.float32)
         xyxy, from_wh = latest
-        if from_wh == frame_wh or len(xyxy) == 0:
-            return xyxy
-        sx, sy = frame_wh[0] / from_wh[0], frame_wh[1] / from_wh[1]
-        return xyxy * np.array([sx, sy, sx, sy], np.float32)
+        return resize_boxes(xyxy, from_wh, frame_wh)
 
 
 _WHOLE_FRAME = RegionPlan("full", "disabled")
@@ -330,8 +328,7 @@ def scale_detections(det: Detections, from_wh: tuple[int, int], to_wh: tuple[int
     """Detections with ``xyxy`` rescaled from a frame of ``from_wh`` to one of ``to_wh`` (new object)."""
     if from_wh == to_wh or len(det) == 0:
         return det
-    sx, sy = to_wh[0] / from_wh[0], to_wh[1] / from_wh[1]
-    xyxy = det.xyxy * np.array([sx, sy, sx, sy], np.float32)
+    xyxy = resize_boxes(det.xyxy, from_wh, to_wh)
     return Detections(xyxy, det.confidence, det.class_id, det.tracker_id, dict(det.data))
 
 

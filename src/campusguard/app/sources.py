@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,9 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from campusguard.app.backoff import Backoff
 from campusguard.app.config.cameras import source_kind
+from campusguard.app.queues import BoundedQueue
 from campusguard.errors import SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
 from campusguard.ops.preprocess import to_bgr_uint8 as _to_bgr
@@ -40,7 +41,6 @@ __all__ = [
     "FrameQueue",
     "FrameSource",
     "ReaderStats",
-    "backoff_delays",
     "open_source",
 ]
 
@@ -80,81 +80,25 @@ class EndOfStream:
 
 
 # queue -------------------------------------------------------------------------------------
-class FrameQueue:
-    """A bounded FIFO between one reader and detection.
+class FrameQueue(BoundedQueue[Frame | EndOfStream]):
+    """The bounded FIFO between one reader and detection (a `BoundedQueue`).
 
-    With ``drop_oldest=True`` a put on a full queue discards the oldest item (counted in
+    With ``drop_oldest=True`` a put on a full queue discards the oldest frame (counted in
     ``dropped``); otherwise it waits for room (or for ``stop`` to be set). An optional
     ``doorbell`` event is set on every put so one consumer can wait on many queues.
     """
 
     def __init__(self, maxsize: int, drop_oldest: bool, doorbell: threading.Event | None = None) -> None:
-        if maxsize < 1:
-            raise ValueError("maxsize must be >= 1")
-        self.maxsize = maxsize
-        self.drop_oldest = drop_oldest
-        self.dropped = 0
-        self._items: deque[Frame | EndOfStream] = deque()
-        self._cond = threading.Condition()
-        self._doorbell = doorbell
+        super().__init__(maxsize, drop_oldest, doorbell)
 
-    def put(self, item: Frame | EndOfStream, stop: threading.Event | None = None) -> bool:
+    def put(
+        self, item: Frame | EndOfStream, stop: threading.Event | None = None, *, beyond_maxsize: bool = False
+    ) -> bool:
         """Enqueue ``item``; return False if ``stop`` was set while waiting for room (item not queued).
 
         An `EndOfStream` is always queued (it may exceed ``maxsize`` by one) so consumers learn the end.
         """
-        with self._cond:
-            if not isinstance(item, EndOfStream):
-                if self.drop_oldest:
-                    while len(self._items) >= self.maxsize:
-                        self._items.popleft()
-                        self.dropped += 1
-                else:
-                    while len(self._items) >= self.maxsize:
-                        if stop is not None and stop.is_set():
-                            return False
-                        self._cond.wait(0.05)
-            self._items.append(item)
-            self._cond.notify_all()
-        if self._doorbell is not None:
-            self._doorbell.set()
-        return True
-
-    def get_nowait(self) -> Frame | EndOfStream | None:
-        """Take the oldest item, or None when empty."""
-        with self._cond:
-            if not self._items:
-                return None
-            item = self._items.popleft()
-            self._cond.notify_all()
-            return item
-
-    def get(self, timeout: float) -> Frame | EndOfStream | None:
-        """Take the oldest item, waiting up to ``timeout`` seconds; None on time-out."""
-        with self._cond:
-            if not self._items:
-                self._cond.wait(timeout)
-            if not self._items:
-                return None
-            item = self._items.popleft()
-            self._cond.notify_all()
-            return item
-
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._items)
-
-
-def backoff_delays(initial_s: float, max_s: float, factor: float) -> Callable[[], float]:
-    """Return a function giving successive reconnect delays in seconds: initial, x factor, ... capped at max."""
-    state = {"next": initial_s}
-
-    def next_delay() -> float:
-        delay = state["next"]
-        state["next"] = min(max_s, delay * factor)
-        return delay
-
-    return next_delay
+        return super().put(item, stop, beyond_maxsize=beyond_maxsize or isinstance(item, EndOfStream))
 
 
 # frame sources -----------------------------------------------------------------------------
@@ -354,8 +298,8 @@ class CameraReader:
         self._opened = opened
         self.stats = ReaderStats()
         self._reconnect_requested = threading.Event()
-        self._backoff = (reconnect_initial_s, reconnect_max_s, reconnect_factor)
-        self._next_delay = backoff_delays(*self._backoff)
+        self._backoff = Backoff(reconnect_initial_s, reconnect_max_s, reconnect_factor)
+        self._delays = self._backoff.delays()
         self._index = 0
         self._last_emitted_ts: float | None = None
         self.ended_reason: str | None = None  # set when `run` has returned (why the stream ended)
@@ -387,12 +331,12 @@ class CameraReader:
             except SourceError as exc:
                 if not self.live:
                     return str(exc)
-                delay = self._next_delay()
+                delay = next(self._delays)
                 log.warning("camera %s: %s; retrying in %.1f s", self.camera_id, exc, delay)
                 self.stop.wait(delay)
                 continue
             self.stats.connected = True
-            self._next_delay = backoff_delays(*self._backoff)  # a good connection resets the back-off
+            self._delays = self._backoff.delays()  # a good connection resets the back-off
             try:
                 finished = self._read_all(source)
             finally:
@@ -406,7 +350,7 @@ class CameraReader:
             if self.stop.is_set():
                 break
             self.stats.reconnects += 1
-            delay = self._next_delay()
+            delay = next(self._delays)
             log.warning("camera %s: stream lost; reconnecting in %.1f s", self.camera_id, delay)
             self.stop.wait(delay)
         return "stopped"

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from campusguard.backends.devices import DeviceSpec, resolve_device
+from campusguard.cache import cache_dir
 from campusguard.errors import DeviceError, ModelLoadError
 from campusguard.models.info import ModelInfo, info_from_onnx
 
@@ -131,8 +132,6 @@ def migraphx_cache_root() -> Path:
     """Where MIGraphX compiled programs are kept: ``$ORT_MIGRAPHX_CACHE_DIR`` as set at start, else ``<cache>/migraphx``."""
     if _MIGRAPHX_ROOT:
         return Path(_MIGRAPHX_ROOT)
-    from campusguard.models.registry import cache_dir
-
     return cache_dir() / "migraphx"
 
 

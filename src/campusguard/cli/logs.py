@@ -1,5 +1,8 @@
 """The one logging set-up of the CLI, shared by the root ``--verbose`` flag and every ``--log-level``.
 
+`log_level_option` is the ``--log-level`` option of every long-running command (``watch``, ``demo``,
+``serve``, ``scan``) and `apply_log_level` what each does with it.
+
 `logging.basicConfig` does nothing once the root logger has a handler, so calling it from the
 root callback and again from a command silently keeps the first level. `setup_logging` instead
 installs its stderr handler once and sets the root level every time: the last call wins.
@@ -9,10 +12,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
+
+import typer
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["LOG_LEVELS", "setup_logging"]
+__all__ = ["LOG_LEVELS", "LOG_LEVEL_HELP", "apply_log_level", "log_level_option", "setup_logging"]
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,
@@ -20,6 +26,7 @@ LOG_LEVELS: dict[str, int] = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+LOG_LEVEL_HELP = f"{', '.join(LOG_LEVELS)}; default: warning, or info with the root --verbose."
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -42,3 +49,14 @@ def setup_logging(level: str) -> None:
         handler.setFormatter(logging.Formatter(_FORMAT))
         root.addHandler(handler)
     root.setLevel(number)
+
+
+def log_level_option() -> Any:
+    """The ``--log-level`` option (a fresh `typer.Option` per command); ``None`` when not given."""
+    return typer.Option(None, "--log-level", help=LOG_LEVEL_HELP)
+
+
+def apply_log_level(level: str | None) -> None:
+    """Set the level a command's ``--log-level`` names; without one, the root callback's (``--verbose``) stands."""
+    if level is not None:
+        setup_logging(level)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from campusguard.cli.logs import LOG_LEVELS, setup_logging
+from campusguard.cli.logs import apply_log_level, log_level_option
 
 
 def _default_workers() -> int:
@@ -40,17 +40,14 @@ def register(app: typer.Typer) -> None:
             None, "--state", help="Scan state file (default: beside the event store, NAME.scan-state.db)."
         ),
         rescan: bool = typer.Option(False, "--rescan", help="Scan every recording again, also those already done."),
-        log_level: str | None = typer.Option(
-            None, "--log-level", help=f"{', '.join(LOG_LEVELS)}; default: warning, or info with --verbose."
-        ),
+        log_level: str | None = log_level_option(),
     ) -> None:
         """Scan recorded footage with a camera's zones and rules; resumable, in parallel, with a progress bar."""
         from campusguard.app.config import load_config
         from campusguard.app.scan import LocalExecutor, RayExecutor, run_scan
         from campusguard.app.scan.executors import UnitExecutor
 
-        if log_level is not None:
-            setup_logging(log_level)
+        apply_log_level(log_level)
         # a broken file is reported on one line by the scan; keep the decoder's own chatter out (workers inherit this)
         os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
         os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from campusguard.cli.watch import _LOG_LEVEL_HELP
+from campusguard.cli.logs import apply_log_level, log_level_option
 from campusguard.errors import InvalidInputError, require
 
 DEFAULT_USERS_DB = "campusguard-users.db"
@@ -140,29 +140,6 @@ def serve_console(
         users.close()
 
 
-def demo_console_config(seed: int, out_dir: Path, seconds: float, model: str | None) -> Path:
-    """Generate the demo video and a watch config that loops it in real time (for `demo --serve`)."""
-    import yaml
-
-    from campusguard.app.demo import demo_config
-    from campusguard.data.synth.video import generate_video
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"[demo] generating a {seconds:.0f} s synthetic campus video, seed {seed} ...", flush=True)
-    truth = generate_video(seed, out_dir, seconds=seconds, name=f"campus-seed{seed}")
-    data = demo_config(truth.to_dict(), out_dir / truth.video, out_dir, model)
-    data["cameras"][0].update(realtime=True, loop=True)
-    data["alerts"] = [{"kind": "stdout", "phases": ["start", "end"]}]
-    data["outputs"] = {"snapshots_dir": str(out_dir / "snapshots"), "metrics_interval_s": 0}
-    path = out_dir / "console.yaml"
-    path.write_text(
-        "# written by `campusguard demo --serve`: the demo video, looped in real time\n"
-        + yaml.safe_dump(data, sort_keys=False),
-        encoding="utf-8",
-    )
-    return path
-
-
 def demo_admin(users_db: Path) -> str:
     """Make sure the demo's users database has an admin; a one-line note of how to log in."""
     with _open_users(users_db) as users:
@@ -187,7 +164,7 @@ def register(app: typer.Typer) -> None:
         secure_cookies: bool = typer.Option(
             False, "--secure-cookies", help="Mark cookies Secure (when TLS terminates in front of the console)."
         ),
-        log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+        log_level: str | None = log_level_option(),
         ray: str | None = typer.Option(
             None,
             "--ray",
@@ -197,9 +174,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
-        from campusguard.cli.watch import _apply_log_level
-
-        _apply_log_level(log_level)
+        apply_log_level(log_level)
         serve_console(
             config,
             host=host,
@@ -297,4 +272,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(users_app)
 
 
-__all__ = ["register", "serve_console", "check_bind", "is_loopback", "demo_console_config", "demo_admin"]
+__all__ = ["register", "serve_console", "check_bind", "is_loopback", "demo_admin"]

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import typer
 
-from campusguard.cli.logs import LOG_LEVELS, setup_logging
+from campusguard.cli.logs import apply_log_level, log_level_option
 
 config_app = typer.Typer(name="config", help="The watch configuration: JSON Schema and checks.", no_args_is_help=True)
-
-_LOG_LEVEL_HELP = f"{', '.join(LOG_LEVELS)}; default: warning, or info with the root --verbose."
-
-
-def _apply_log_level(level: str | None) -> None:
-    if level is not None:  # else the root callback's level (from --verbose) stands
-        setup_logging(level)
 
 
 def register(app: typer.Typer) -> None:
@@ -28,7 +21,7 @@ def register(app: typer.Typer) -> None:
             min=0,
             help="Stop after this many seconds (default: run until the sources end or Ctrl-C).",
         ),
-        log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+        log_level: str | None = log_level_option(),
         ray: str | None = typer.Option(
             None,
             "--ray",
@@ -42,7 +35,7 @@ def register(app: typer.Typer) -> None:
         from campusguard.app.model_warning import warn_for_config
         from campusguard.app.service import StoppableService, WatchService, run_until_stopped
 
-        _apply_log_level(log_level)
+        apply_log_level(log_level)
         loaded = load_config(config)
         warn_for_config(loaded.config)
         service: StoppableService
@@ -70,7 +63,7 @@ def register(app: typer.Typer) -> None:
         falls: bool = typer.Option(
             False, "--falls", help="Also script people who fall, and watch them with a fall rule."
         ),
-        log_level: str | None = typer.Option(None, "--log-level", help=_LOG_LEVEL_HELP),
+        log_level: str | None = log_level_option(),
         serve: bool = typer.Option(
             False, "--serve", help="Open the operators' console on the video (looped in real time) instead of scoring."
         ),
@@ -80,9 +73,10 @@ def register(app: typer.Typer) -> None:
         """Generate a synthetic campus video with scripted incidents, watch it, and score what was found."""
         from campusguard.app.demo import run_demo
 
-        _apply_log_level(log_level)
+        apply_log_level(log_level)
         if serve:
-            from campusguard.cli.serve import demo_admin, demo_console_config, serve_console
+            from campusguard.app.demo import demo_console_config
+            from campusguard.cli.serve import demo_admin, serve_console
             from campusguard.errors import require
 
             for module in ("fastapi", "uvicorn", "argon2"):  # say what is missing before making the video

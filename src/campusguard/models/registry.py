@@ -1,7 +1,7 @@
 """Turn a model reference into a ready backend, exporting ``.pt`` and architecture models to ONNX once.
 
 References are resolved by `campusguard.models.resolve.parse_model_ref`; exports are cached
-beside the checkpoint (or in `cache_dir`) under a key of image size, batch, dynamic and precision.
+beside the checkpoint (or in `campusguard.cache.cache_dir`) under a key of image size, batch, dynamic and precision.
 """
 
 from __future__ import annotations
@@ -10,19 +10,13 @@ import os
 from pathlib import Path
 
 from campusguard.backends.base import Backend, backend_for
+from campusguard.cache import cache_dir, file_key
 from campusguard.errors import InvalidInputError
 from campusguard.models.export import export_onnx
 from campusguard.models.info import DEFAULT_IMGSZ
 from campusguard.models.resolve import ModelRef, parse_model_ref, read_model_info
 
 __all__ = ["cache_dir", "load_backend", "exported_onnx_path"]
-
-
-def cache_dir() -> Path:
-    """Where exports of architecture models are cached (``$CAMPUSGUARD_CACHE`` or ``~/.cache/campusguard``)."""
-    root = Path(os.environ.get("CAMPUSGUARD_CACHE", Path.home() / ".cache" / "campusguard"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def exported_onnx_path(
@@ -33,7 +27,11 @@ def exported_onnx_path(
     precision: str = "fp32",
     end_to_end: bool | None = None,
 ) -> Path:
-    """Cache path of the ONNX export of a ``.pt`` or architecture model (``-classic``: the classic head asked for)."""
+    """Cache path of the ONNX export of a ``.pt`` or architecture model (``-classic``: the classic head asked for).
+
+    Beside a checkpoint in a writable folder; else in `campusguard.cache.cache_dir`, named by the
+    checkpoint's `file_key` (resolved path, size and mtime), so every process finds the same file.
+    """
     h, w = imgsz_hw
     tag = f"{h}x{w}-b{'dyn' if dynamic else batch}-{'dynamic' if dynamic else 'static'}-{precision}"
     tag += "-classic" if end_to_end is False else ""
@@ -43,7 +41,7 @@ def exported_onnx_path(
     beside = ref.path.with_name(f"{ref.path.stem}.{tag}.onnx")
     if os.access(ref.path.parent, os.W_OK):
         return beside
-    return cache_dir() / f"{ref.path.stem}-{abs(hash(str(ref.path.resolve())))}.{tag}.onnx"
+    return cache_dir() / f"{ref.path.stem}-{file_key(ref.path)}.{tag}.onnx"
 
 
 def _export_size(ref: ModelRef, imgsz_hw: tuple[int, int] | None) -> tuple[int, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["box_iou", "xywh_to_xyxy", "xyxy_to_xywh", "clip_boxes", "scale_boxes"]
+__all__ = ["box_iou", "xywh_to_xyxy", "xyxy_to_xywh", "clip_boxes", "resize_boxes", "scale_boxes"]
 
 
 def xywh_to_xyxy(xywh: np.ndarray) -> np.ndarray:
@@ -47,6 +47,18 @@ def clip_boxes(xyxy: np.ndarray, resolution_wh: tuple[int, int]) -> np.ndarray:
     out[:, 1] = np.clip(out[:, 1], 0, h)
     out[:, 3] = np.clip(out[:, 3], 0, h)
     return out
+
+
+def resize_boxes(xyxy: np.ndarray, from_wh: tuple[int, int], to_wh: tuple[int, int]) -> np.ndarray:
+    """Map ``(N, 4)`` xyxy boxes in pixels of a ``from_wh`` frame to a ``to_wh`` frame of the same view.
+
+    The same array when the sizes are equal or there are no boxes, else a new ``float32`` array
+    (each axis scaled on its own; no clipping).
+    """
+    if from_wh == to_wh or len(xyxy) == 0:
+        return xyxy
+    sx, sy = to_wh[0] / from_wh[0], to_wh[1] / from_wh[1]
+    return (xyxy * np.array([sx, sy, sx, sy], np.float32)).astype(np.float32, copy=False)
 
 
 def scale_boxes(

@@ -156,3 +156,15 @@ def test_webhook_4xx_is_not_retried(tmp_path, make_event):
 def test_webhook_validation(tmp_path, kwargs, message):
     with pytest.raises(InvalidInputError, match=message):
         WebhookSink(dead_letter_path=tmp_path / "d.jsonl", **kwargs)
+
+
+def test_the_webhook_defaults_are_the_configs():
+    """One default per setting: the class takes the config's (5 retries, once 3 in the class)."""
+    import inspect
+
+    from campusguard.app.config.alerts import AlertSinkConfig
+
+    params = inspect.signature(WebhookSink).parameters
+    fields = AlertSinkConfig.model_fields
+    for name in ("retries", "backoff_s", "timeout_s"):
+        assert params[name].default == fields[name].default, name

@@ -152,7 +152,8 @@ def test_demo_serve_config_and_first_admin(tmp_path):
     """`demo --serve`: the demo video looped in real time, and a first admin with a printed one-time password."""
     from campusguard.app.config import load_config
     from campusguard.app.console.users import UserStore
-    from campusguard.cli.serve import demo_admin, demo_console_config
+    from campusguard.app.demo import demo_console_config
+    from campusguard.cli.serve import demo_admin
 
     config = demo_console_config(seed=0, out_dir=tmp_path, seconds=5, model=None)
     cam = load_config(config).config.cameras[0]

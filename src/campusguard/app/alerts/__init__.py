@@ -5,7 +5,7 @@ Public API:
         ``close(timeout_s=5.0)`` (flush what it can; nothing is dropped silently).
     `StdoutSink(stream=sys.stdout)`: one line per event.
     `JsonlSink(path)`: one `Event.to_dict` JSON object per line, flushed and fsync'd per event.
-    `WebhookSink(url, retries=3, backoff_s=0.5, dead_letter_path=..., timeout_s=5.0, ...)`: HTTP
+    `WebhookSink(url, retries=5, backoff_s=0.5, dead_letter_path=..., timeout_s=5.0, ...)`: HTTP
         POST of the event JSON from a background thread with a bounded queue; after the retries
         fail (or when the queue is full) the alert goes to a dead-letter JSONL file; dead letters
         are re-driven after the next successful delivery.

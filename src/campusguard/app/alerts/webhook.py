@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from campusguard.app.alerts.sinks import ALL_PHASES
+from campusguard.app.backoff import Backoff
+from campusguard.app.config.alerts import WEBHOOK_BACKOFF_S, WEBHOOK_RETRIES, WEBHOOK_TIMEOUT_S
 from campusguard.app.durable import replace_durably
 from campusguard.app.events.types import Event
 from campusguard.errors import InvalidInputError
@@ -63,10 +65,10 @@ class WebhookSink:
         url: str,
         *,
         dead_letter_path: str | Path,
-        retries: int = 3,
-        backoff_s: float = 0.5,
+        retries: int = WEBHOOK_RETRIES,
+        backoff_s: float = WEBHOOK_BACKOFF_S,
         backoff_max_s: float = 30.0,
-        timeout_s: float = 5.0,
+        timeout_s: float = WEBHOOK_TIMEOUT_S,
         queue_size: int = 1000,
         headers: Mapping[str, str] | None = None,
         redrive: bool = True,
@@ -83,6 +85,7 @@ class WebhookSink:
         self.retries = int(retries)
         self.backoff_s = float(backoff_s)
         self.backoff_max_s = float(backoff_max_s)
+        self._backoff = Backoff(self.backoff_s, self.backoff_max_s, factor=2.0)
         self.timeout_s = float(timeout_s)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.redrive = redrive
@@ -145,8 +148,9 @@ class WebhookSink:
     def _deliver(self, payload: dict[str, Any], attempts: int) -> str | None:
         """Try up to ``attempts`` times with back-off; return ``None`` on success, else the last error."""
         error = "not attempted"
+        waits = self._backoff.waits(self._abort)
         for attempt in range(attempts):
-            if attempt and self._abort.wait(min(self.backoff_s * 2 ** (attempt - 1), self.backoff_max_s)):
+            if attempt and next(waits):
                 break
             try:
                 self._post(payload)

@@ -8,7 +8,20 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from campusguard.app.config.base import ConfigModel
 
-__all__ = ["ALERT_SINK_KINDS", "AlertSinkConfig", "AnyAlertSinkConfig", "MqttSinkConfig"]
+__all__ = [
+    "ALERT_SINK_KINDS",
+    "AlertSinkConfig",
+    "AnyAlertSinkConfig",
+    "MqttSinkConfig",
+    "WEBHOOK_BACKOFF_S",
+    "WEBHOOK_RETRIES",
+    "WEBHOOK_TIMEOUT_S",
+]
+
+# the webhook's defaults, here and in `campusguard.app.alerts.webhook.WebhookSink` alike
+WEBHOOK_RETRIES = 5
+WEBHOOK_BACKOFF_S = 0.5
+WEBHOOK_TIMEOUT_S = 5.0
 
 AlertPhase = Literal["start", "update", "end"]
 
@@ -31,16 +44,22 @@ class AlertSinkConfig(ConfigModel):
     url: str | None = Field(
         None, title="URL", description="webhook: the receiver's http(s) URL.", pattern=r"^https?://"
     )
-    timeout_s: float = Field(5.0, gt=0, le=300, title="Timeout", description="webhook: seconds per request.")
+    timeout_s: float = Field(
+        WEBHOOK_TIMEOUT_S, gt=0, le=300, title="Timeout", description="webhook: seconds per request."
+    )
     retries: int = Field(
-        5,
+        WEBHOOK_RETRIES,
         ge=0,
         le=100,
         title="Retries",
         description="webhook: attempts after the first before the alert goes to the dead-letter file.",
     )
     backoff_s: float = Field(
-        0.5, ge=0, le=600, title="Back-off", description="webhook: first delay between retries, doubled each time."
+        WEBHOOK_BACKOFF_S,
+        ge=0,
+        le=600,
+        title="Back-off",
+        description="webhook: first delay between retries, doubled each time.",
     )
     dead_letter: str | None = Field(
         None, title="Dead-letter file", description="webhook: JSON-lines file for alerts that could not be delivered."

@@ -29,7 +29,7 @@ import shutil
 import sys
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +47,7 @@ from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.types import Event
 from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub, Viewer
+from campusguard.app.metrics import FrameRates
 from campusguard.app.prom import CameraSample, PipelineSample, build_registry
 from campusguard.app.service import DetectorFactory, WatchService
 from campusguard.errors import CampusGuardError, ConfigError
@@ -103,32 +104,6 @@ class _KeepOpenStore:
 
     def close(self) -> None:
         pass
-
-
-class _Rates:
-    """Input and processed frame rates per camera over a sliding window of samples."""
-
-    def __init__(self, window_s: float = 5.0) -> None:
-        self.window_s = window_s
-        self._samples: dict[str, deque[tuple[float, int, int]]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, camera: str, now: float, frames_in: int, frames_processed: int) -> None:
-        with self._lock:
-            q = self._samples.setdefault(camera, deque())
-            q.append((now, frames_in, frames_processed))
-            while len(q) > 2 and now - q[0][0] > self.window_s:
-                q.popleft()
-
-    def fps(self, camera: str) -> tuple[float, float]:
-        """``(input fps, processed fps)``; zeros with fewer than two samples."""
-        with self._lock:
-            q = self._samples.get(camera)
-            if not q or len(q) < 2:
-                return 0.0, 0.0
-            (t0, i0, p0), (t1, i1, p1) = q[0], q[-1]
-        dt = t1 - t0
-        return (round((i1 - i0) / dt, 2), round((p1 - p0) / dt, 2)) if dt > 0 else (0.0, 0.0)
 
 
 class ConsoleRuntime:
@@ -203,7 +178,7 @@ class ConsoleRuntime:
         self.bus = EventBus()
         self.registry = build_registry(self._prom_sample)
         self.service: Any = None  # WatchService, or the cluster driver (`ClusterWatch`) with ray_address
-        self._rates = _Rates()
+        self._rates = FrameRates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
         self._zones_lock = threading.Lock()

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
+from campusguard.app.backoff import Backoff
 from campusguard.app.events.sql import Dialect
 from campusguard.app.events.store import (
     SCHEMA_VERSION,
@@ -150,11 +151,8 @@ class RetryPolicy:
     connect_timeout_s: float = 5.0
 
     def delays(self) -> Iterator[float]:
-        """The delays between attempts: ``initial_s``, times ``factor`` each time, capped at ``max_s``."""
-        delay = self.initial_s
-        while True:
-            yield delay
-            delay = min(delay * self.factor, self.max_s)
+        """The delays between attempts: ``initial_s``, times ``factor`` each time, capped at ``max_s`` (`Backoff`)."""
+        return Backoff(self.initial_s, self.max_s, self.factor).delays()
 
 
 class PostgresEventStore(UpsertingEventStore):
