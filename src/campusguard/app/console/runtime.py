@@ -48,7 +48,8 @@ from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.types import Event
 from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub, Viewer
 from campusguard.app.prom import CameraSample, PipelineSample, build_registry
-from campusguard.app.service import DetectorFactory, WatchService
+from campusguard.app.service import WatchService
+from campusguard.app.wiring import DetectorFactory
 from campusguard.errors import CampusGuardError, ConfigError
 
 __all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "GroupUnavailableError"]
