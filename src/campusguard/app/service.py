@@ -234,7 +234,9 @@ class WatchService:
         )
         self._spawn("detection", self.detection.run)
 
-    def _start_analytics(self, parts: dict[str, CameraParts], inboxes: dict[str, queue.Queue], events: queue.Queue) -> None:
+    def _start_analytics(
+        self, parts: dict[str, CameraParts], inboxes: dict[str, queue.Queue], events: queue.Queue
+    ) -> None:
         outputs = self.config.outputs
         for _, cam in self.cameras:
             p = parts[cam.id]
