@@ -14,7 +14,6 @@ a signal in `campusguard.app.signals`.
 
 from __future__ import annotations
 
-import logging
 import queue
 import sys
 import threading
@@ -57,8 +56,6 @@ from campusguard.app.wiring import (
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]
-
-log = logging.getLogger("campusguard.app.service")
 
 
 class WatchService:
