@@ -311,7 +311,7 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         # the actor dies; Ray restarts it (its constructor gets the original config) and it starts with the edit
         incarnation = runtime.service.groups[0].incarnation
         ray.kill(actor, no_restart=False)
-        runtime.cluster_timeout_s = 0.001  # the restarting actor cannot answer that fast: a clean 503, not a 500
+        runtime.cameras.timeout_s = 0.001  # the restarting actor cannot answer that fast: a clean 503, not a 500
         time.sleep(0.2)  # past the cached frame's 1 / live_fps
         saved = config.read_text()
         r = client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)
@@ -319,7 +319,7 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE], "lines": []}, headers=auth)
         assert r.status_code == 503 and "did not answer" in r.json()["detail"], r.text
         assert config.read_text() == saved  # nothing changed
-        runtime.cluster_timeout_s = 5.0
+        runtime.cameras.timeout_s = 5.0
         wait_for(lambda: runtime.service.groups[0].incarnation not in (None, incarnation), 60, "the restart")
         assert ray.get(actor.camera_zones.remote("cam0"))["east"] == LIVE_ZONE["polygon"]
         restarted = runtime.service.groups[0].incarnation
