@@ -58,14 +58,14 @@ from campusguard.app.pipeline import (  # noqa: E402
     EventWorker,
     TrackedBoxes,
 )
-from campusguard.app.service import (  # noqa: E402
+from campusguard.app.sources import CaptureSource, Frame  # noqa: E402
+from campusguard.app.wiring import (  # noqa: E402
+    build_camera,
     default_detector_factory,
     detector_key,
     motion_gate_for,
     open_store_and_sinks,
 )
-from campusguard.app.sources import CaptureSource, Frame  # noqa: E402
-from campusguard.app.wiring import build_camera  # noqa: E402
 from campusguard.bench.host_cost import HOST_COST_KIND, HOST_COST_SCHEMA_VERSION, STAGES, write_host_cost  # noqa: E402
 from campusguard.doctor import cpu_name  # noqa: E402
 from campusguard.motion import crop_regions, merge_region_detections  # noqa: E402

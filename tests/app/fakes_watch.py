@@ -123,7 +123,8 @@ outputs:
 def main(argv: list[str]) -> int:
     """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests)."""
     from campusguard.app.config import load_config
-    from campusguard.app.service import WatchService, run_until_stopped
+    from campusguard.app.service import WatchService
+    from campusguard.app.signals import run_until_stopped
 
     service = WatchService(load_config(argv[0]), detector_factory=lambda *a: BlobDetector())
     return 0 if run_until_stopped(service) else 1

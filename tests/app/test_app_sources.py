@@ -211,3 +211,37 @@ def test_file_reader_skips_broken_frames_and_ends_a_short_file() -> None:
     assert [f.index for f in frames] == [0, 1, 3]  # frame 2 was broken
     assert end.reason == "end of stream"
     assert reader.stats.broken_frames == 4  # one in the middle, then 3 tries at the premature end
+
+
+@pytest.mark.parametrize(
+    ("frames_read", "connected", "last_frame_at", "ended_reason", "pipeline_failed", "expected"),
+    [
+        (0, False, 100.0, None, False, "starting"),
+        (5, True, 104.0, None, False, "live"),
+        (5, True, 90.0, None, False, "reconnecting"),  # connected, but stalled (stall_timeout_s 5)
+        (5, False, 104.0, None, False, "reconnecting"),  # the source was lost
+        (5, True, 104.0, None, True, "failed"),
+        (5, False, 104.0, "end of stream", False, "stopped"),
+        (5, False, 104.0, "end of stream", True, "failed"),
+        (5, False, 104.0, "reader failed: OSError: gone", False, "failed"),
+    ],
+)
+def test_a_readers_state_and_stall_are_worked_out_in_one_place(
+    frames_read: int,
+    connected: bool,
+    last_frame_at: float,
+    ended_reason: str | None,
+    pipeline_failed: bool,
+    expected: str,
+) -> None:
+    """`CameraReader.state` and `CameraReader.stalled`: what the console shows, the cluster's groups
+    report and the watchdog acts on."""
+    from campusguard.app.sources import CameraReader, FrameQueue
+
+    reader = CameraReader(
+        "cam", FrameQueue(2, True), threading.Event(), open_source=lambda: None, live=True, stall_timeout_s=5
+    )
+    reader.stats.frames_read, reader.stats.connected, reader.stats.last_frame_at = frames_read, connected, last_frame_at
+    reader.ended_reason = ended_reason
+    assert reader.state(pipeline_failed, now=106.0) == expected
+    assert reader.stalled(106.0) == (connected and 106.0 - last_frame_at > 5)

@@ -736,7 +736,7 @@ class Watchdog:
         """One round of checks."""
         now = time.monotonic() if now is None else now
         for r in self.readers:
-            if r.live and r.stats.connected and now - r.stats.last_frame_at > r.stall_timeout_s:
+            if r.live and r.stalled(now):
                 log.warning("camera %s: no frame for %.1f s; reconnecting", r.camera_id, now - r.stats.last_frame_at)
                 r.stats.last_frame_at = now  # one request per stall period
                 self.stalls += 1

@@ -5,25 +5,27 @@ detectors, build each camera's tracker and rules, open the event store and alert
 start the workers from the sources downstream. `stop` asks everything to wind down; the ends
 of the streams drain through every stage so open events are ended and committed before the
 store and the sinks close.
+
+What each box of the diagram is built from lives elsewhere: the config-to-objects factories
+(detectors, sources and readers, motion gates, the store and the alert sinks) in
+`campusguard.app.wiring`, the workers in `campusguard.app.pipeline`, and running a service until
+a signal in `campusguard.app.signals`.
 """
 
 from __future__ import annotations
 
-import logging
 import queue
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import Any, Literal, Protocol, TextIO
+from typing import TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
-from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig, WatchConfig
+from campusguard.app.config import CameraConfig, LoadedConfig
+from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.live import LiveFrame
@@ -37,162 +39,23 @@ from campusguard.app.pipeline import (
     Watchdog,
     WorkerThread,
 )
-from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
-from campusguard.app.wiring import CameraParts, build_camera
+from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource
+from campusguard.app.wiring import (
+    CameraParts,
+    DetectorFactory,
+    SourceProbe,
+    build_camera,
+    default_detector_factory,
+    detector_key,
+    motion_gate_for,
+    open_camera,
+    open_store_and_sinks,
+    probe_source,
+    reader_for,
+)
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
-from campusguard.motion import MotionDetector, MotionGate
 
-__all__ = [
-    "DetectorFactory",
-    "WatchService",
-    "default_detector_factory",
-    "detector_key",
-    "model_for_precision",
-    "motion_gate_for",
-    "open_camera",
-    "open_store_and_sinks",
-    "probe_source",
-    "reader_for",
-    "run_until_stopped",
-]
-
-log = logging.getLogger("campusguard.app.service")
-
-DetectorFactory = Callable[[str | None, str, "int | tuple[int, int] | None"], DetectorLike]
-
-
-def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
-    """Build `campusguard.Detector` objects with the config's thresholds."""
-    det = loaded.config.detector
-
-    def make(model: str | None, device: str, imgsz: int | tuple[int, int] | None) -> DetectorLike:
-        from campusguard.detector import Detector
-
-        return Detector(
-            model=model_for_precision(model, device, det.precision),
-            device=device,
-            imgsz=imgsz,
-            conf=det.conf,
-            iou=det.iou,
-            max_det=det.max_det,
-            threads=det.threads,
-            spinning=det.spinning,
-            backend=det.backend,
-            pipeline=det.pipeline,
-            half=det.half,
-        )
-
-    return make
-
-
-def model_for_precision(model: str | None, device: str, precision: Literal["auto", "fp32", "int8"]) -> str | None:
-    """The model file the detector section's ``precision`` asks for (see `campusguard.precision`).
-
-    ``auto`` considers INT8 only on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
-    provider) and only for ONNX files; ``int8`` for a model without an INT8 variant is an error.
-    """
-    import onnxruntime as ort
-
-    from campusguard.doctor import cpu_flags
-    from campusguard.errors import ModelLoadError
-    from campusguard.models.resolve import DEFAULT_MODEL
-    from campusguard.precision import choose_precision
-
-    if precision == "fp32":
-        return model
-    path = DEFAULT_MODEL if model is None else Path(model)
-    if path.suffix != ".onnx" or not path.is_file():
-        if precision == "int8":
-            raise ModelLoadError(f"precision int8 needs an ONNX model with an INT8 variant; got {model}")
-        return model
-    gpu = any(p in ort.get_available_providers() for p in ("CUDAExecutionProvider", "ROCMExecutionProvider"))
-    if precision == "auto" and (device not in ("cpu", "auto") or (device == "auto" and gpu)):
-        return model
-    choice = choose_precision(path, precision, cpu_flags())
-    log.info("detector precision %s: %s (%s)", choice.precision, choice.model.name, choice.reason)
-    return str(choice.model) if choice.model != path or model is not None else None
-
-
-def detector_key(config: WatchConfig, cam: CameraConfig) -> tuple[str | None, str, int | tuple[int, int] | None]:
-    """The ``(model, device, imgsz)`` a camera's detector is built with: its own settings, else the detector section's."""
-    det = config.detector
-    return cam.model or det.model, cam.device or det.device, cam.imgsz or det.imgsz
-
-
-def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[int, int]) -> MotionGate:
-    """A camera's motion gate from its ``motion`` section; crops are at least the network's input side."""
-    m = cam.motion
-    min_side = m.min_region or max(detector.input_hw((frame_wh[1], frame_wh[0])))
-    motion = MotionDetector(threshold=m.threshold, min_area=m.min_area, width=m.width, alpha=m.alpha)
-    return MotionGate(
-        motion,
-        keyframe_s=m.keyframe_s,
-        min_side=min_side,
-        margin=m.margin,
-        full_frame_fraction=m.full_frame_fraction,
-        input_hw=detector.input_hw,
-        max_region_cost=m.max_region_cost,
-    )
-
-
-def open_camera(cam: CameraConfig) -> FrameSource:
-    """Open a camera's source with its settings; `SourceError` naming it when it cannot be opened."""
-    return open_source(cam.source, folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
-
-
-def reader_for(
-    cam: CameraConfig,
-    queue: FrameQueue,
-    stop: threading.Event,
-    *,
-    opener: Callable[[CameraConfig], FrameSource] = open_camera,
-    opened: FrameSource | None = None,
-) -> CameraReader:
-    """The `CameraReader` of a camera section."""
-    return CameraReader(
-        cam.id,
-        queue,
-        stop,
-        open_source=lambda: opener(cam),
-        live=cam.is_live(),
-        realtime=cam.is_realtime(),
-        loop=cam.loop,
-        fps_cap=cam.fps_cap,
-        fallback_fps=cam.folder_fps,
-        stall_timeout_s=cam.stall_timeout_s,
-        reconnect_initial_s=cam.reconnect.initial_s,
-        reconnect_max_s=cam.reconnect.max_s,
-        reconnect_factor=cam.reconnect.factor,
-        opened=opened,
-    )
-
-
-@dataclass(frozen=True)
-class SourceProbe:
-    """What opening a source once told: frame size (width, height) and nominal frame rate."""
-
-    resolution_wh: tuple[int, int]
-    fps: float
-
-
-def probe_source(
-    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_camera
-) -> tuple[SourceProbe, PrependedSource]:
-    """Open a camera's source and read its first frame; `SourceError` when that fails.
-
-    Returns the frame size and rate, and the open source (its first frame still to come) for
-    the reader, so the camera is connected once.
-    """
-    source = opener(cam)
-    try:
-        image = source.read()
-        if image is None:
-            raise SourceError(f"source {cam.source!r} opened but gave no frame")
-    except BaseException:
-        source.close()
-        raise
-    fps = float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0))
-    return SourceProbe((int(image.shape[1]), int(image.shape[0])), fps), PrependedSource(source, image)
+__all__ = ["WatchService"]
 
 
 class WatchService:
@@ -219,7 +82,7 @@ class WatchService:
         opener: Callable[[CameraConfig], FrameSource] = open_camera,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
-        store: Any = None,
+        store: EventRecorder | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
     ) -> None:
@@ -298,7 +161,7 @@ class WatchService:
                 raise self.loaded.error(("cameras", i, "source"), f"camera {cam.id!r}: {exc}") from None
 
     def _load_detectors(self) -> None:
-        cache: dict[tuple[Any, ...], DetectorLike] = {}
+        cache: dict[tuple[str | None, str, int | tuple[int, int] | None], DetectorLike] = {}
         for i, cam in self.cameras:
             key = detector_key(self.config, cam)
             if key not in cache:
@@ -310,7 +173,7 @@ class WatchService:
                     raise self.loaded.error(loc, str(exc)) from None
             self.detectors[cam.id] = cache[key]
 
-    def _build_cameras(self) -> dict[str, Any]:
+    def _build_cameras(self) -> dict[str, CameraParts]:
         parts = {}
         for i, cam in self.cameras:
             probe = self.probes[cam.id]
@@ -368,7 +231,9 @@ class WatchService:
         )
         self._spawn("detection", self.detection.run)
 
-    def _start_analytics(self, parts: dict[str, Any], inboxes: dict[str, queue.Queue], events: queue.Queue) -> None:
+    def _start_analytics(
+        self, parts: dict[str, CameraParts], inboxes: dict[str, queue.Queue], events: queue.Queue
+    ) -> None:
         outputs = self.config.outputs
         for _, cam in self.cameras:
             p = parts[cam.id]
@@ -397,7 +262,7 @@ class WatchService:
             self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)
 
-    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[AlertSink]) -> None:
+    def _start_event_worker(self, inbox: queue.Queue, store: EventRecorder, sinks: list[AlertSink]) -> None:
         self.event_worker = EventWorker(
             inbox,
             store,
@@ -502,94 +367,3 @@ class WatchService:
             self.stop()
         self.wait()
         return self.finish()
-
-
-def open_store_and_sinks(
-    loaded: LoadedConfig, out: TextIO | None = None, store: Any = None
-) -> tuple[Any, list[AlertSink]]:
-    """The config's event store (or ``store``) and alert sinks, opened.
-
-    `WatchService.start` uses it, and so do the processes that own them while the cameras run
-    elsewhere: the cluster driver (`campusguard.app.cluster`) and `campusguard scan`'s one writer,
-    so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field when one cannot be opened.
-    """
-    if store is None:
-        from campusguard.app.events import open_event_store
-        from campusguard.app.events.factory import storage_backend
-
-        storage = loaded.config.storage
-        try:
-            store = open_event_store(storage)
-        except CampusGuardError as exc:
-            raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
-    sinks = [_make_sink(loaded, out or sys.stdout, k, s) for k, s in enumerate(loaded.config.alerts)]
-    return store, sinks
-
-
-def _make_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
-    """Alert sink ``index`` of the config; `ConfigError` naming it when it cannot be opened."""
-    from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
-
-    storage = loaded.config.storage
-    try:
-        if isinstance(cfg, MqttSinkConfig):
-            from campusguard.app.alerts.mqtt import MqttSink
-
-            outbox = Path(storage.sqlite).with_suffix(".mqtt-outbox.db")
-            return MqttSink.from_config(cfg, default_outbox=outbox)
-        if cfg.kind == "stdout":
-            return StdoutSink(out, phases=cfg.phases)
-        if cfg.kind == "jsonl":
-            assert cfg.path is not None
-            return JsonlSink(cfg.path, phases=cfg.phases)
-        assert cfg.url is not None
-        dead = cfg.dead_letter or str(Path(storage.sqlite).with_suffix(".dead-letter.jsonl"))
-        return WebhookSink(
-            cfg.url,
-            dead_letter_path=dead,
-            retries=cfg.retries,
-            backoff_s=cfg.backoff_s,
-            timeout_s=cfg.timeout_s,
-            phases=cfg.phases,
-        )
-    except (CampusGuardError, OSError) as exc:
-        raise loaded.error(("alerts", index), str(exc)) from None
-
-
-class StoppableService(Protocol):
-    """What `run_until_stopped` drives: `WatchService`, or the cluster driver."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-    def finish(self, timeout_s: float = 30.0) -> bool: ...
-
-
-def run_until_stopped(service: StoppableService, seconds: float | None = None) -> bool:
-    """Run ``service`` in the main thread until its sources end, ``seconds`` pass, or SIGINT/SIGTERM.
-
-    A signal stops the service cleanly (open events ended and committed); a second SIGINT
-    aborts. Returns True on a clean run.
-    """
-    hits = {"n": 0}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        hits["n"] += 1
-        if hits["n"] > 1 and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        print(f"{signal.Signals(signum).name}: stopping, ending open events...", file=sys.stderr, flush=True)
-        service.stop()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        service.start()
-        if seconds is not None and not service.wait(seconds):
-            service.stop()
-        service.wait()
-        return service.finish()
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import cv2
 import numpy as np
@@ -33,6 +33,7 @@ from campusguard.ops.preprocess import to_bgr_uint8 as _to_bgr
 
 __all__ = [
     "CameraReader",
+    "CameraState",
     "CaptureSource",
     "EndOfStream",
     "FolderSource",
@@ -228,6 +229,14 @@ def open_source(source: int | str, *, folder_fps: float = 10.0, timeout_s: float
 
 
 # reader ------------------------------------------------------------------------------------
+CameraState = Literal["starting", "live", "reconnecting", "stopped", "failed"]
+"""What a camera is doing, as the console's camera wall and ``/api/v1/cameras`` show it:
+``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled), ``stopped``
+(stream ended or the pipeline stopped), ``failed`` (reader or pipeline error).
+`CameraReader.state` works it out for a reader in this process; the cluster driver reports a
+camera on a Ray actor with the state its group's reader gave."""
+
+
 @dataclass
 class ReaderStats:
     """Counters of one reader; written by the reader thread, read by metrics (plain ints and floats)."""
@@ -307,6 +316,23 @@ class CameraReader:
     def request_reconnect(self) -> None:
         """Ask the reader to drop and reopen its source (used by the watchdog)."""
         self._reconnect_requested.set()
+
+    def stalled(self, now: float | None = None) -> bool:
+        """Connected, but no frame for more than ``stall_timeout_s`` seconds (``now``: `time.monotonic`)."""
+        now = time.monotonic() if now is None else now
+        return self.stats.connected and now - self.stats.last_frame_at > self.stall_timeout_s
+
+    def state(self, pipeline_failed: bool = False, now: float | None = None) -> CameraState:
+        """The camera's `CameraState`; ``pipeline_failed``: the pipeline it feeds has failed."""
+        if self.ended_reason is not None:
+            return "failed" if self.ended_reason.startswith("reader failed") or pipeline_failed else "stopped"
+        if pipeline_failed:
+            return "failed"
+        if self.stats.frames_read == 0:
+            return "starting"
+        if not self.stats.connected or self.stalled(now):
+            return "reconnecting"
+        return "live"
 
     def run(self) -> None:
         """Read until the end of a file, or until stopped; always finish with `EndOfStream`."""

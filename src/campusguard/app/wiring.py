@@ -1,30 +1,64 @@
-"""Builds the kit objects of one camera from its config: zones, lines, tracker and rules.
+"""The mapping from config sections to objects, in one place.
 
-Kept apart from the workers so the mapping from YAML fields to constructor arguments is in
-one place; everything here is pure construction (no threads, no I/O).
+- per camera: zones, lines, tracker and rules (`build_camera`), pure construction;
+- the factories `WatchService` (and scan, the cluster groups and the console) start from:
+  detectors (`default_detector_factory`), motion gates, camera sources and readers
+  (`open_camera`, `probe_source`, `reader_for`), the event store and the alert sinks
+  (`open_store_and_sinks`, `open_alert_sinks`). These open files, streams and connections, but
+  start no thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import sys
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
 
 import numpy as np
 
+from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.config import (
+    AnyAlertSinkConfig,
     CameraConfig,
     LineConfig,
     LoadedConfig,
+    MqttSinkConfig,
     RuleConfig,
     TrackerConfig,
+    WatchConfig,
 )
-from campusguard.app.pipeline import CameraGeometry
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.pipeline import CameraGeometry, DetectorLike
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
-from campusguard.errors import InvalidInputError
+from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
+from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
+from campusguard.motion import MotionDetector, MotionGate
 from campusguard.tracking import ByteTrackTracker
 from campusguard.zones import LineZone, PolygonZone
 
-__all__ = ["CameraParts", "build_camera", "build_tracker"]
+__all__ = [
+    "CameraParts",
+    "DetectorFactory",
+    "SourceProbe",
+    "build_alert_sink",
+    "build_camera",
+    "build_tracker",
+    "default_detector_factory",
+    "detector_key",
+    "model_for_precision",
+    "motion_gate_for",
+    "open_alert_sinks",
+    "open_camera",
+    "open_store_and_sinks",
+    "probe_source",
+    "reader_for",
+]
+
+log = logging.getLogger("campusguard.app.wiring")
 
 
 @dataclass
@@ -117,3 +151,202 @@ def build_camera(
         lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
     return CameraParts(build_tracker(loaded.config.tracker, fps), RuleEngine(cam.id, rules), geometry)
+
+
+# factories: detectors, sources, store and sinks ------------------------------------------------
+DetectorFactory = Callable[[str | None, str, "int | tuple[int, int] | None"], DetectorLike]
+"""``(model, device, imgsz) -> detector``: how `WatchService` gets its shared detectors."""
+
+
+def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
+    """Build `campusguard.Detector` objects with the config's thresholds."""
+    det = loaded.config.detector
+
+    def make(model: str | None, device: str, imgsz: int | tuple[int, int] | None) -> DetectorLike:
+        from campusguard.detector import Detector
+
+        return Detector(
+            model=model_for_precision(model, device, det.precision),
+            device=device,
+            imgsz=imgsz,
+            conf=det.conf,
+            iou=det.iou,
+            max_det=det.max_det,
+            threads=det.threads,
+            spinning=det.spinning,
+            backend=det.backend,
+            pipeline=det.pipeline,
+            half=det.half,
+        )
+
+    return make
+
+
+def model_for_precision(model: str | None, device: str, precision: Literal["auto", "fp32", "int8"]) -> str | None:
+    """The model file the detector section's ``precision`` asks for (see `campusguard.precision`).
+
+    ``auto`` considers INT8 only on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
+    provider) and only for ONNX files; ``int8`` for a model without an INT8 variant is an error.
+    """
+    import onnxruntime as ort
+
+    from campusguard.doctor import cpu_flags
+    from campusguard.errors import ModelLoadError
+    from campusguard.models.resolve import DEFAULT_MODEL
+    from campusguard.precision import choose_precision
+
+    if precision == "fp32":
+        return model
+    path = DEFAULT_MODEL if model is None else Path(model)
+    if path.suffix != ".onnx" or not path.is_file():
+        if precision == "int8":
+            raise ModelLoadError(f"precision int8 needs an ONNX model with an INT8 variant; got {model}")
+        return model
+    gpu = any(p in ort.get_available_providers() for p in ("CUDAExecutionProvider", "ROCMExecutionProvider"))
+    if precision == "auto" and (device not in ("cpu", "auto") or (device == "auto" and gpu)):
+        return model
+    choice = choose_precision(path, precision, cpu_flags())
+    log.info("detector precision %s: %s (%s)", choice.precision, choice.model.name, choice.reason)
+    return str(choice.model) if choice.model != path or model is not None else None
+
+
+def detector_key(config: WatchConfig, cam: CameraConfig) -> tuple[str | None, str, int | tuple[int, int] | None]:
+    """The ``(model, device, imgsz)`` a camera's detector is built with: its own settings, else the detector section's."""
+    det = config.detector
+    return cam.model or det.model, cam.device or det.device, cam.imgsz or det.imgsz
+
+
+def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[int, int]) -> MotionGate:
+    """A camera's motion gate from its ``motion`` section; crops are at least the network's input side."""
+    m = cam.motion
+    min_side = m.min_region or max(detector.input_hw((frame_wh[1], frame_wh[0])))
+    motion = MotionDetector(threshold=m.threshold, min_area=m.min_area, width=m.width, alpha=m.alpha)
+    return MotionGate(
+        motion,
+        keyframe_s=m.keyframe_s,
+        min_side=min_side,
+        margin=m.margin,
+        full_frame_fraction=m.full_frame_fraction,
+        input_hw=detector.input_hw,
+        max_region_cost=m.max_region_cost,
+    )
+
+
+def open_camera(cam: CameraConfig) -> FrameSource:
+    """Open a camera's source with its settings; `SourceError` naming it when it cannot be opened."""
+    return open_source(cam.source, folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
+
+
+def reader_for(
+    cam: CameraConfig,
+    queue: FrameQueue,
+    stop: threading.Event,
+    *,
+    opener: Callable[[CameraConfig], FrameSource] = open_camera,
+    opened: FrameSource | None = None,
+) -> CameraReader:
+    """The `CameraReader` of a camera section."""
+    return CameraReader(
+        cam.id,
+        queue,
+        stop,
+        open_source=lambda: opener(cam),
+        live=cam.is_live(),
+        realtime=cam.is_realtime(),
+        loop=cam.loop,
+        fps_cap=cam.fps_cap,
+        fallback_fps=cam.folder_fps,
+        stall_timeout_s=cam.stall_timeout_s,
+        reconnect_initial_s=cam.reconnect.initial_s,
+        reconnect_max_s=cam.reconnect.max_s,
+        reconnect_factor=cam.reconnect.factor,
+        opened=opened,
+    )
+
+
+@dataclass(frozen=True)
+class SourceProbe:
+    """What opening a source once told: frame size (width, height) and nominal frame rate."""
+
+    resolution_wh: tuple[int, int]
+    fps: float
+
+
+def probe_source(
+    cam: CameraConfig, opener: Callable[[CameraConfig], FrameSource] = open_camera
+) -> tuple[SourceProbe, PrependedSource]:
+    """Open a camera's source and read its first frame; `SourceError` when that fails.
+
+    Returns the frame size and rate, and the open source (its first frame still to come) for
+    the reader, so the camera is connected once.
+    """
+    source = opener(cam)
+    try:
+        image = source.read()
+        if image is None:
+            raise SourceError(f"source {cam.source!r} opened but gave no frame")
+    except BaseException:
+        source.close()
+        raise
+    fps = float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0))
+    return SourceProbe((int(image.shape[1]), int(image.shape[0])), fps), PrependedSource(source, image)
+
+
+def open_store_and_sinks(
+    loaded: LoadedConfig, out: TextIO | None = None, store: EventRecorder | None = None
+) -> tuple[EventRecorder, list[AlertSink]]:
+    """The config's event store (or ``store``) and alert sinks, opened.
+
+    `WatchService.start` uses it, and so do the processes that own them while the cameras run
+    elsewhere: the cluster driver (`campusguard.app.cluster`) and `campusguard scan`'s one writer,
+    so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field
+    when one cannot be opened.
+    """
+    if store is None:
+        from campusguard.app.events import open_event_store
+        from campusguard.app.events.factory import storage_backend
+
+        storage = loaded.config.storage
+        try:
+            store = open_event_store(storage)
+        except CampusGuardError as exc:
+            raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
+    return store, open_alert_sinks(loaded, out)
+
+
+def open_alert_sinks(loaded: LoadedConfig, out: TextIO | None = None) -> list[AlertSink]:
+    """The config's ``alerts`` sections as opened sinks, in order; ``out``: where stdout sinks write."""
+    return [build_alert_sink(loaded, out or sys.stdout, k, s) for k, s in enumerate(loaded.config.alerts)]
+
+
+def build_alert_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
+    """Alert sink ``index`` of the config; `ConfigError` naming it when it cannot be opened.
+
+    An MQTT sink's outbox and a webhook's default dead-letter file sit next to the SQLite file.
+    """
+    from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
+
+    storage = loaded.config.storage
+    try:
+        if isinstance(cfg, MqttSinkConfig):
+            from campusguard.app.alerts.mqtt import MqttSink
+
+            outbox = Path(storage.sqlite).with_suffix(".mqtt-outbox.db")
+            return MqttSink.from_config(cfg, default_outbox=outbox)
+        if cfg.kind == "stdout":
+            return StdoutSink(out, phases=cfg.phases)
+        if cfg.kind == "jsonl":
+            assert cfg.path is not None
+            return JsonlSink(cfg.path, phases=cfg.phases)
+        assert cfg.url is not None
+        dead = cfg.dead_letter or str(Path(storage.sqlite).with_suffix(".dead-letter.jsonl"))
+        return WebhookSink(
+            cfg.url,
+            dead_letter_path=dead,
+            retries=cfg.retries,
+            backoff_s=cfg.backoff_s,
+            timeout_s=cfg.timeout_s,
+            phases=cfg.phases,
+        )
+    except (CampusGuardError, OSError) as exc:
+        raise loaded.error(("alerts", index), str(exc)) from None

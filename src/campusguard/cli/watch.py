@@ -33,7 +33,8 @@ def register(app: typer.Typer) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
         from campusguard.app.model_warning import warn_for_config
-        from campusguard.app.service import StoppableService, WatchService, run_until_stopped
+        from campusguard.app.service import WatchService
+        from campusguard.app.signals import StoppableService, run_until_stopped
 
         apply_log_level(log_level)
         loaded = load_config(config)

@@ -303,3 +303,39 @@ def test_a_group_keeps_frames_and_media_and_takes_edited_zones_before_and_after_
     assert group.media("snapshot", "unknown") is None
     group.discard_media()
     assert group.media_dir is not None and not group.media_dir.exists()
+
+
+def test_the_driver_shows_the_state_each_groups_reader_reported(videos: list[Path], tmp_path: Path) -> None:
+    """While a group answers, a camera's state is its reader's (`CameraReader.state`, sent in `Batch.states`);
+    a restarted group's cameras start from what its own answers say."""
+    from campusguard.app.cluster.driver import _GroupState
+
+    loaded = parse_config(cameras_config(videos[:1], tmp_path))
+    driver = ClusterWatch(loaded, LocalExecutor(loaded), out=io.StringIO())
+    driver.groups = [_GroupState(["cam0"])]
+    assert driver.camera_state("cam0") == "starting"
+    driver._take(0, Batch("one", states={"cam0": "reconnecting"}))
+    assert driver.camera_state("cam0") == "reconnecting"
+    driver._take(0, Batch("one", states={"cam0": "live"}))
+    assert driver.camera_state("cam0") == "live"
+    driver._take(0, Batch("two"))  # restarted; its reader has not started yet
+    assert driver.camera_state("cam0") == "starting"
+    driver._unavailable(0, Unavailable("actor died"))
+    assert driver.camera_state("cam0") == "reconnecting"
+    driver._take(0, Batch("two", finished=True, clean=True, states={"cam0": "stopped"}))
+    assert driver.camera_state("cam0") == "stopped"
+
+
+def test_a_groups_answer_carries_its_readers_states(videos: list[Path], tmp_path: Path) -> None:
+    loaded = parse_config(cameras_config(videos[:1], tmp_path))
+    group = CameraGroup(loaded, ["cam0"], detector_factory=factory)
+    batch = group.pull()
+    try:
+        assert batch.error is None and batch.states["cam0"] in ("starting", "live", "stopped")
+        deadline = time.monotonic() + 30
+        while not batch.finished and time.monotonic() < deadline:
+            time.sleep(0.1)
+            batch = group.pull(Ack(batch.incarnation, batch.events[-1][0]) if batch.events else None)
+        assert batch.finished and batch.states == {"cam0": "stopped"}
+    finally:
+        group.stop()

@@ -228,8 +228,8 @@ def test_the_console_on_ray_serves_events_frames_and_incident_media(cluster: Any
         r = client.put("/api/v1/cameras/cam1/zones", json={"zones": [LIVE_ZONE]}, headers=c.bearer("ada"))
         assert r.status_code == 200 and r.json()["zones"][0]["polygon"] == LIVE_ZONE["polygon"], r.text
         # incident media: written by the actors in their own folders, copied into the console's
-        wait_for(lambda: runtime.cluster_media.pending() == 0, 30, "the incidents' media to be copied")
-        assert runtime.cluster_media.given_up == 0
+        wait_for(lambda: runtime.cameras.media.pending() == 0, 30, "the incidents' media to be copied")
+        assert runtime.cameras.media.given_up == 0
         for event in stored:
             assert "campusguard-group-" in (event.snapshot_path or "")  # the actor's private folder
             detail = client.get(f"/api/v1/events/{event.event_id}", headers=c.bearer("vera")).json()
@@ -238,7 +238,7 @@ def test_the_console_on_ray_serves_events_frames_and_incident_media(cluster: Any
             assert snap.status_code == 200 and jpeg_shape(snap.content) == (180, 320, 3)
             clip = client.get(detail["clip_url"], headers=c.bearer("vera"))
             assert clip.status_code == 200 and clip.content[4:8] == b"ftyp"  # an MP4
-        actors = list(runtime.executor.actors)
+        actors = list(runtime.cameras.executor.actors)
     finally:
         runtime.stop()
         c.users.close()
@@ -301,7 +301,7 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE]}, headers=auth)
         assert r.status_code == 200, r.text
         assert load_config(config).config.cameras[0].zones[0].model_dump(mode="json")["polygon"] == LIVE_ZONE["polygon"]
-        actor = runtime.executor.actor_of("cam0")
+        actor = runtime.cameras.executor.actor_of("cam0")
         wait_for(
             lambda: ray.get(actor.camera_zones.remote("cam0"))["east"] == LIVE_ZONE["polygon"], 10, "the zone applied"
         )
@@ -311,7 +311,7 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         # the actor dies; Ray restarts it (its constructor gets the original config) and it starts with the edit
         incarnation = runtime.service.groups[0].incarnation
         ray.kill(actor, no_restart=False)
-        runtime.cluster_timeout_s = 0.001  # the restarting actor cannot answer that fast: a clean 503, not a 500
+        runtime.cameras.timeout_s = 0.001  # the restarting actor cannot answer that fast: a clean 503, not a 500
         time.sleep(0.2)  # past the cached frame's 1 / live_fps
         saved = config.read_text()
         r = client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)
@@ -319,11 +319,11 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE], "lines": []}, headers=auth)
         assert r.status_code == 503 and "did not answer" in r.json()["detail"], r.text
         assert config.read_text() == saved  # nothing changed
-        runtime.cluster_timeout_s = 5.0
+        runtime.cameras.timeout_s = 5.0
         wait_for(lambda: runtime.service.groups[0].incarnation not in (None, incarnation), 60, "the restart")
         assert ray.get(actor.camera_zones.remote("cam0"))["east"] == LIVE_ZONE["polygon"]
         restarted = runtime.service.groups[0].incarnation
-        key, jpeg = wait_for(lambda: runtime.executor.frame_jpeg("cam0"), 20, "a frame of the restarted actor")
+        key, jpeg = wait_for(lambda: runtime.cameras.executor.frame_jpeg("cam0"), 20, "a frame of the restarted actor")
         assert key[0] == restarted and jpeg is not None and jpeg_shape(jpeg) == (180, 320, 3)
         r = client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)
         assert r.status_code == 200 and jpeg_shape(r.content) == (180, 320, 3)

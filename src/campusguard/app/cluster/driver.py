@@ -50,8 +50,8 @@ from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.pipeline import EventWorker
-from campusguard.app.service import open_camera, open_store_and_sinks
-from campusguard.app.sources import FrameSource
+from campusguard.app.sources import CameraState, FrameSource
+from campusguard.app.wiring import open_camera, open_store_and_sinks
 from campusguard.errors import ConfigError
 
 __all__ = ["ClusterWatch", "GroupExecutor", "LocalExecutor", "Unavailable", "update_key"]
@@ -179,6 +179,7 @@ class ClusterWatch:
         self.metrics: dict[str, CameraMetrics] = {}
         self._depth: dict[str, int] = {}
         self.frame_sizes: dict[str, tuple[int, int]] = {}  # camera -> (width, height) as its group probed it
+        self._states: dict[str, CameraState] = {}  # camera -> its reader's state at its group's last answer
         self._base: dict[str, dict[str, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
         self._open: dict[str, tuple[int, str | None, Event]] = {}  # event id -> (group, incarnation, latest)
@@ -261,8 +262,9 @@ class ClusterWatch:
     def refresh_metrics(self) -> None:
         """Nothing to do: the counters are copied in from each group's answer (as `WatchService.refresh_metrics`)."""
 
-    def camera_state(self, camera_id: str) -> str:
-        """``starting``, ``live``, ``reconnecting`` (its group is restarting), ``stopped`` or ``failed``."""
+    def camera_state(self, camera_id: str) -> CameraState:
+        """The camera's `CameraState`: its group's (finished: ``stopped`` or ``failed``; not answering:
+        ``reconnecting``), else what its reader said in the group's last answer (`CameraReader.state`)."""
         state = next((g for g in self.groups if camera_id in g.cameras), None)
         if state is None:
             return "stopped" if self._finished else "starting"
@@ -270,6 +272,9 @@ class ClusterWatch:
             return "stopped" if state.clean else "failed"
         if state.unavailable_since is not None:
             return "reconnecting"
+        reported = self._states.get(camera_id)
+        if reported is not None:
+            return reported
         m = self.metrics.get(camera_id)
         return "live" if m is not None and m.frames_in > 0 else "starting"
 
@@ -331,6 +336,9 @@ class ClusterWatch:
             self._deliver(g, event)
             state.ack = Ack(batch.incarnation, seq)
         self._take_metrics(state, batch.metrics)
+        for cam_id in state.cameras:  # only this answer's states: a restarted group's readers start anew
+            self._states.pop(cam_id, None)
+        self._states.update(batch.states)
         if batch.finished:
             state.finished, state.clean = True, batch.clean
             self._end_orphans(g, "camera group ended without ending it")

@@ -39,8 +39,9 @@ from campusguard.app.clips import ClipRecorder
 from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
 from campusguard.app.events.types import Event
 from campusguard.app.live import FrameHub, LiveFrame
-from campusguard.app.service import DetectorFactory, WatchService, default_detector_factory, open_camera
-from campusguard.app.sources import FrameSource
+from campusguard.app.service import WatchService
+from campusguard.app.sources import CameraState, FrameSource
+from campusguard.app.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.errors import CampusGuardError
 
 __all__ = [
@@ -194,6 +195,7 @@ class Batch:
         clean: with ``finished``, whether the group's service ran cleanly.
         metrics: per camera, the `METRIC_COUNTERS` of this incarnation, ``queue_depth``, and
             ``width`` and ``height`` once the camera is probed.
+        states: per camera whose reader has started, its `CameraState` (`CameraReader.state`).
         error: a start-up error (one line, naming the config line); the group did not start.
     """
 
@@ -202,6 +204,7 @@ class Batch:
     finished: bool = False
     clean: bool = True
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    states: dict[str, CameraState] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -333,6 +336,7 @@ class CameraGroup:
             finished=finished,
             clean=bool(self._clean) if finished else True,
             metrics=self.metrics(),
+            states=self.camera_states(),
         )
 
     def stop(self) -> None:
@@ -353,6 +357,11 @@ class CameraGroup:
                 values["width"], values["height"] = map(float, probe.resolution_wh)
             out[cam_id] = values
         return out
+
+    def camera_states(self) -> dict[str, CameraState]:
+        """Each started camera's `CameraState`, worked out by its reader like a local pipeline's."""
+        failed = self.service.failed.is_set()
+        return {r.camera_id: r.state(failed) for r in self.service.readers}
 
     # what a console asks for ------------------------------------------------------------------
     def frame_jpeg(self, camera_id: str, known: FrameKey | None = None) -> tuple[FrameKey, bytes | None] | None:

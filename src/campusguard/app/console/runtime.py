@@ -12,84 +12,57 @@ the side of the pipeline, none of which can slow it down:
 - live zone and line edits (`put_zones`): validated by the config models, swapped into the
   running rules between two frames, and written to the YAML file atomically with a backup.
 
-With ``ray_address`` (``serve --ray``) the cameras run in groups on Ray actors
-(`campusguard.app.cluster`) and the same features reach them through actor calls: the live view
-pulls each watched camera's latest JPEG from its actor (`PulledFrameHub`), incident snapshots
-and clips are copied from the actors into the media folders (`ClusterMedia`), and zone edits are
-checked and applied by the camera's actor (and kept for its restarts).
+Where the cameras run is one `campusguard.app.console.cameras.CameraBackend`: `LocalCameras`
+(this process), or with ``ray_address`` (``serve --ray``) `ClusterCameras`, groups on Ray actors
+(`campusguard.app.cluster`) that the same features reach through actor calls: the live view
+pulls each watched camera's latest JPEG from its actor, incident snapshots and clips are copied
+from the actors into the media folders, and zone edits are checked and applied by the camera's
+actor (and kept for its restarts).
 
 Everything here is thread-safe and synchronous; the web layer calls it from worker threads.
 """
 
 from __future__ import annotations
 
-import logging
-import re
 import shutil
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import yaml
 
 from campusguard.app.clips import ClipRecorder
-from campusguard.app.cluster.group import GroupUnavailableError, MediaKind, MediaOptions
+from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
 from campusguard.app.config import load_config, parse_config
-from campusguard.app.console.cluster_media import ClusterMedia
+from campusguard.app.console.cameras import (
+    MEDIA_EVENT_ID,
+    CameraBackend,
+    CameraState,
+    CameraStatus,
+    ClusterCameras,
+    LocalCameras,
+)
 from campusguard.app.durable import replace_durably
 from campusguard.app.eventbus import EventBus, EventSubscription
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
+from campusguard.app.events.store import ReviewableEventStore
 from campusguard.app.events.types import Event
-from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub, Viewer
+from campusguard.app.live import FrameHub, Viewer
 from campusguard.app.metrics import FrameRates
 from campusguard.app.prom import CameraSample, PipelineSample, build_registry
-from campusguard.app.service import DetectorFactory, WatchService
+from campusguard.app.wiring import DetectorFactory
 from campusguard.errors import CampusGuardError, ConfigError
 
+if TYPE_CHECKING:
+    from campusguard.app.cluster.driver import ClusterWatch
+    from campusguard.app.service import WatchService
+
 __all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "GroupUnavailableError"]
-
-CameraState = Literal["starting", "live", "reconnecting", "stopped", "failed"]
-
-log = logging.getLogger("campusguard.app.console")
-
-_EVENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # media names are built from ids; nothing else gets in
-
-
-@dataclass(frozen=True)
-class CameraStatus:
-    """What the camera wall shows of one camera.
-
-    Attributes:
-        name: camera id.
-        state: ``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled),
-            ``stopped`` (stream ended or the pipeline stopped), ``failed`` (reader or pipeline error).
-        input_fps: frames read per second over the last few seconds.
-        processed_fps: frames processed per second over the last few seconds.
-        dropped_frames: frames dropped so far by the drop-oldest queue.
-        reconnects: times the source was reopened.
-        last_frame_time: unix time of the last frame read, or ``None``.
-        width: frame width in pixels (``None`` before the first frame).
-        height: frame height in pixels.
-    """
-
-    name: str
-    state: CameraState
-    input_fps: float
-    processed_fps: float
-    dropped_frames: int
-    reconnects: int
-    last_frame_time: float | None
-    width: int | None
-    height: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class _KeepOpenStore:
@@ -119,9 +92,9 @@ class ConsoleRuntime:
         clip_pre_s: seconds of video kept before an incident's start in its clip.
         clip_post_s: seconds after it.
         ready_within_s: `ready` needs a frame from every camera within this many seconds.
-        ray_address: run the cameras in groups on the Ray cluster at this address (``serve --ray``);
-            frames, media and zone edits then go through actor calls, and a group that does
-            not answer in time (restarting) raises `GroupUnavailableError`.
+        ray_address: run the cameras in groups on the Ray cluster at this address (``serve --ray``,
+            `ClusterCameras`); frames, media and zone edits then go through actor calls, and a
+            group that does not answer in time (restarting) raises `GroupUnavailableError`.
         group_detector_factory: with ``ray_address``, builds each group's detector factory
             (default: `campusguard.Detector` from the config).
         cluster_timeout_s: with ``ray_address``, how long a frame or zone request waits for
@@ -143,12 +116,11 @@ class ConsoleRuntime:
         clip_post_s: float = 3.0,
         ready_within_s: float = 5.0,
         ray_address: str | None = None,
-        group_detector_factory: Callable[[Any], DetectorFactory] | None = None,
+        group_detector_factory: DetectorFactoryMaker | None = None,
         cluster_timeout_s: float = 5.0,
     ) -> None:
         self.config_path = Path(config_path)
         self.ray_address = ray_address
-        self.group_detector_factory = group_detector_factory
         self.loaded = load_config(self.config_path)
         config = self.loaded.config
         self.media_dir = Path(media_dir) if media_dir else Path(config.storage.sqlite).parent / "media"
@@ -157,27 +129,39 @@ class ConsoleRuntime:
             self.loaded.config = config.model_copy(update={"outputs": outputs})
         self.snapshots_dir = Path(self.loaded.config.outputs.snapshots_dir or self.media_dir / "snapshots")
         self.clips_dir = self.media_dir / "clips"
-        self.detector_factory = detector_factory
         self.out = out or sys.stdout
         self.ready_within_s = ready_within_s
-        self._cameras = [c.id for c in self.loaded.config.cameras if c.enabled]
+        self._camera_ids = [c.id for c in self.loaded.config.cameras if c.enabled]
         storage = self.loaded.config.storage
         try:
-            self.store: Any = open_event_store(storage)
+            self.store: ReviewableEventStore = open_event_store(storage)
         except CampusGuardError as exc:
             raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
-        self.cluster_timeout_s = cluster_timeout_s
-        self.executor: Any = None  # with ray_address: the `RayExecutor` of the camera groups
-        self.hub: FrameHub = (
-            FrameHub(self._cameras, max_fps=live_fps)
-            if ray_address is None
-            else PulledFrameHub(self._cameras, self._pull_frame, max_fps=live_fps)
-        )
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
-        self.cluster_media = ClusterMedia(self._pull_media) if ray_address is not None else None
+        self.cameras: CameraBackend = (
+            LocalCameras(
+                self._camera_ids,
+                self.clips,
+                snapshots_dir=self.snapshots_dir,
+                media_dir=self.media_dir,
+                detector_factory=detector_factory,
+                out=self.out,
+                live_fps=live_fps,
+            )
+            if ray_address is None
+            else ClusterCameras(
+                self._camera_ids,
+                ray_address,
+                self.clips,
+                media_dir=self.media_dir,
+                detector_factory=group_detector_factory,
+                out=self.out,
+                live_fps=live_fps,
+                timeout_s=cluster_timeout_s,
+            )
+        )
         self.bus = EventBus()
         self.registry = build_registry(self._prom_sample)
-        self.service: Any = None  # WatchService, or the cluster driver (`ClusterWatch`) with ray_address
         self._rates = FrameRates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
@@ -186,6 +170,17 @@ class ConsoleRuntime:
         self._monitor: threading.Thread | None = None
         self._stopped = False
 
+    @property
+    def hub(self) -> FrameHub:
+        """The cameras' live view and snapshots (`CameraBackend.hub`)."""
+        return self.cameras.hub
+
+    @property
+    def service(self) -> WatchService | ClusterWatch | None:
+        """The running pipeline: `WatchService`, or the cluster driver `ClusterWatch` with ``ray_address``;
+        ``None`` before a successful `start`."""
+        return self.cameras.service
+
     # lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the pipeline (probe sources, load models, start workers) and the side threads.
@@ -193,37 +188,7 @@ class ConsoleRuntime:
         Raises:
             ConfigError, SourceError, ModelLoadError: what ``campusguard watch`` would refuse.
         """
-        service: Any
-        if self.ray_address is not None:
-            from campusguard.app.cluster.driver import ClusterWatch
-            from campusguard.app.cluster.ray_executor import RayExecutor
-
-            self.executor = RayExecutor(
-                self.loaded,
-                address=self.ray_address,
-                detector_factory=self.group_detector_factory,
-                media=MediaOptions(self.clips.pre_s, self.clips.post_s),
-            )
-            service = ClusterWatch(
-                self.loaded, self.executor, out=self.out, on_event=self._on_event, store=_KeepOpenStore(self.store)
-            )
-        else:
-            service = WatchService(
-                self.loaded,
-                detector_factory=self.detector_factory,
-                out=self.out,
-                on_event=self._on_event,
-                store=_KeepOpenStore(self.store),
-                on_frame=self._on_frame,
-            )
-        if self.cluster_media is not None:
-            self.cluster_media.start()  # before the groups' first events
-        try:
-            service.start()
-        except BaseException:
-            self._release_actors()
-            raise
-        self.service = service
+        self.cameras.start(self.loaded, _KeepOpenStore(self.store), self._on_event)
         self.clips.start()
         self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
         self._monitor.start()
@@ -233,25 +198,14 @@ class ConsoleRuntime:
         if self._stopped:
             return
         self._stopped = True
-        if self.service is not None:
-            self.service.stop()
-            self.service.finish(timeout_s)
+        self.cameras.stop(timeout_s)
         self._monitor_stop.set()
         if self._monitor is not None:
             self._monitor.join(timeout=2.0)
-        if self.cluster_media is not None:
-            self.cluster_media.close()
-        self._release_actors()
+        self.cameras.close()
         self.clips.close()
-        self.hub.close()
         self.bus.close()
         self.store.close()
-
-    def _release_actors(self) -> None:
-        """On Ray: end the camera groups' actors (they outlive the driver for the live view and media)."""
-        executor, self.executor = self.executor, None
-        if executor is not None:
-            executor.release()
 
     def __enter__(self) -> ConsoleRuntime:
         self.start()
@@ -261,25 +215,12 @@ class ConsoleRuntime:
         self.stop()
 
     # pipeline hooks (pipeline threads) --------------------------------------------------------
-    def _on_frame(self, frame: LiveFrame) -> None:
-        self.hub.publish(frame)
-        self.clips.add(frame)
-
     def _on_event(self, event: Event) -> None:
         """Called by the event worker after the store's commit: counters, clip, push."""
         if event.phase == "start":
             with self._event_starts_lock:
                 self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
-            if self.cluster_media is None:
-                self.clips.request(event.camera_id, event.event_id, event.start_s)
-            elif _EVENT_ID.match(event.event_id):  # on Ray: copied from the camera's actor, on its own thread
-                if event.snapshot_path:
-                    self.cluster_media.request(
-                        event.camera_id, "snapshot", event.event_id, self._cluster_snapshot(event.event_id), 30.0
-                    )
-                within_s = self.clips.pre_s + self.clips.post_s + 60.0
-                path = self.clips.path_for(event.event_id)
-                self.cluster_media.request(event.camera_id, "clip", event.event_id, path, within_s)
+            self.cameras.incident_started(event)
         data = self.event_json(event.event_id)
         if data is not None:
             self.bus.publish(data)
@@ -300,74 +241,20 @@ class ConsoleRuntime:
     # cameras --------------------------------------------------------------------------------
     def camera_names(self) -> list[str]:
         """Ids of the enabled cameras, in config order."""
-        return list(self._cameras)
+        return list(self._camera_ids)
 
     def _check_camera(self, camera: str) -> None:
-        if camera not in self._cameras:
+        if camera not in self._camera_ids:
             raise KeyError(camera)
 
     def camera_status(self) -> list[CameraStatus]:
         """Every enabled camera's state and rates."""
-        return [self._status(c) for c in self._cameras]
-
-    def _status(self, camera: str) -> CameraStatus:
-        service = self.service
-        if self.ray_address is not None and service is not None:
-            return self._cluster_status(camera)
-        reader = None if service is None else next((r for r in service.readers if r.camera_id == camera), None)
-        if service is None or reader is None:
-            state: CameraState = "stopped" if self._stopped else "starting"
-            return CameraStatus(camera, state, 0.0, 0.0, 0, 0, None, None, None)
-        stats = reader.stats
-        now = time.monotonic()
-        if reader.ended_reason is not None:
-            state = (
-                "failed" if reader.ended_reason.startswith("reader failed") or service.failed.is_set() else "stopped"
-            )
-        elif service.failed.is_set():
-            state = "failed"
-        elif stats.frames_read == 0:
-            state = "starting"
-        elif not stats.connected or now - stats.last_frame_at > reader.stall_timeout_s:
-            state = "reconnecting"
-        else:
-            state = "live"
-        input_fps, processed_fps = self._rates.fps(camera)
-        last = None if stats.frames_read == 0 else time.time() - (now - stats.last_frame_at)
-        wh = stats.resolution_wh
-        return CameraStatus(
-            name=camera,
-            state=state,
-            input_fps=input_fps,
-            processed_fps=processed_fps,
-            dropped_frames=reader.queue.dropped,
-            reconnects=stats.reconnects,
-            last_frame_time=last,
-            width=None if wh is None else wh[0],
-            height=None if wh is None else wh[1],
-        )
-
-    def _cluster_status(self, camera: str) -> CameraStatus:
-        """A camera on a Ray actor: state, counters and frame size as the driver last pulled them (no frame time)."""
-        m = self.service.metrics.get(camera)
-        input_fps, processed_fps = self._rates.fps(camera)
-        dropped, reconnects = (0, 0) if m is None else (m.frames_dropped, m.reconnects)
-        state: Any = self.service.camera_state(camera)
-        width, height = self.service.frame_sizes.get(camera, (None, None))
-        return CameraStatus(camera, state, input_fps, processed_fps, dropped, reconnects, None, width, height)
+        return [self.cameras.status(c, self._rates.fps(c), self._stopped) for c in self._camera_ids]
 
     def ready(self) -> bool:
-        """True when every camera's stream is running and read a frame within ``ready_within_s`` seconds."""
-        service = self.service
-        if self.ray_address is not None:  # on Ray: every camera live as of its group's last answer
-            return service is not None and not self._stopped and all(s.state == "live" for s in self.camera_status())
-        if service is None or self._stopped or not service.readers:
-            return False
-        now = time.monotonic()
-        return all(
-            r.ended_reason is None and r.stats.frames_read > 0 and now - r.stats.last_frame_at <= self.ready_within_s
-            for r in service.readers
-        )
+        """True when every camera's stream is running and read a frame within ``ready_within_s`` seconds
+        (on Ray: every camera live as of its group's last answer)."""
+        return self.cameras.ready(self.ready_within_s, self._stopped)
 
     def snapshot_jpeg(self, camera: str) -> bytes | None:
         """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown.
@@ -386,24 +273,6 @@ class ConsoleRuntime:
         self._check_camera(camera)
         return self.hub.open_viewer(camera, maxsize)
 
-    def _pull_frame(self, camera: str, known: Any) -> Any:
-        """The camera's latest JPEG from its group's actor (`PulledFrameHub`'s fetch); ``None`` before the start."""
-        executor = self.executor
-        if executor is None or not executor.groups:
-            return None
-        return executor.frame_jpeg(camera, known, self.cluster_timeout_s)
-
-    def _pull_media(self, camera: str, kind: MediaKind, event_id: str) -> bytes | None:
-        executor = self.executor
-        if executor is None or not executor.groups:
-            return None
-        data: bytes | None = executor.media(camera, kind, event_id, self.cluster_timeout_s)
-        return data
-
-    def _cluster_snapshot(self, event_id: str) -> Path:
-        """Where an incident's snapshot copied from its camera's actor is kept (``serve --ray``)."""
-        return self.media_dir / "cluster-snapshots" / f"{event_id}.jpg"
-
     # events ---------------------------------------------------------------------------------
     def event_json(self, event_id: str) -> dict[str, Any] | None:
         """The stored event as the API shows it (read from the store), or ``None``."""
@@ -421,24 +290,14 @@ class ConsoleRuntime:
 
     def event_media(self, event_id: str, kind: Literal["snapshot", "clip"]) -> Path | None:
         """The event's snapshot JPEG or clip MP4, only if it is a file under the runtime's media folders."""
-        if not isinstance(event_id, str) or not _EVENT_ID.match(event_id):
+        if not isinstance(event_id, str) or not MEDIA_EVENT_ID.match(event_id):  # media names are built from ids
             return None
         if kind == "clip":
             path = self.clips.path_for(event_id)
             return path if path.is_file() else None
         if kind != "snapshot":
             return None
-        if self.ray_address is not None:  # the actors' paths are on their nodes: only the copies count
-            copy = self._cluster_snapshot(event_id)
-            return copy if copy.is_file() else None
-        event = self.store.get(event_id)
-        if event is None or not event.snapshot_path:
-            return None
-        path = Path(event.snapshot_path).resolve()
-        roots = [self.snapshots_dir.resolve(), self.media_dir.resolve()]
-        if not any(path.is_relative_to(root) for root in roots) or not path.is_file():
-            return None
-        return path
+        return self.cameras.snapshot_file(event_id, self.store)
 
     # zones ----------------------------------------------------------------------------------
     def get_zones(self, camera: str) -> dict[str, Any]:
@@ -485,28 +344,9 @@ class ConsoleRuntime:
             text = yaml.safe_dump(data, sort_keys=False)
             loaded = parse_config(text, str(self.config_path))
             loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
-            if self.ray_address is not None:  # checked against the frame size on the camera's actor
-                executor = self.executor
-                running = executor is not None and bool(executor.groups)  # not before the start or after the stop
-                if running:
-                    executor.check_config(loaded, text, camera, self.cluster_timeout_s)
-                self._write_config(text)
-                self.loaded = loaded
-                try:
-                    if running:
-                        executor.set_config(loaded, text, camera, self.cluster_timeout_s)
-                except GroupUnavailableError as exc:  # saved; the group gets it with its next pull
-                    log.warning("zones of camera %s saved; its group gets them when it answers: %s", camera, exc)
-                return self.get_zones(camera)
-            service = self.service
-            parts = (
-                service.build_camera_parts(loaded, camera)
-                if service is not None and camera in service.analytics
-                else None
-            )
+            apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
             self._write_config(text)
-            if service is not None and parts is not None:
-                service.apply_camera_parts(loaded, camera, parts)
+            apply()
             self.loaded = loaded
         return self.get_zones(camera)
 

@@ -49,7 +49,7 @@ from campusguard.app.scan.unit import (
     scan_config,
     shared_detector_factory,
 )
-from campusguard.app.service import DetectorFactory, detector_key, open_store_and_sinks
+from campusguard.app.wiring import DetectorFactory, detector_key, open_store_and_sinks
 from campusguard.errors import CampusGuardError, require
 from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
 

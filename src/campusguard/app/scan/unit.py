@@ -24,8 +24,9 @@ from campusguard.app.live import LiveFrame
 from campusguard.app.pipeline import DetectorLike
 from campusguard.app.scan.parquet import DetectionsParquet
 from campusguard.app.scan.recordings import Recording
-from campusguard.app.service import DetectorFactory, WatchService, default_detector_factory, open_camera
+from campusguard.app.service import WatchService
 from campusguard.app.sources import FrameSource
+from campusguard.app.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
 
 __all__ = [

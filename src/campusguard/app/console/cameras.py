@@ -1,0 +1,417 @@
+"""Where the console's cameras run: one `CameraBackend` protocol, two implementations.
+
+- `LocalCameras`: the cameras in this process through `WatchService` (``campusguard serve``);
+  the analytics threads hand their frames to a `FrameHub` and a `ClipRecorder`.
+- `ClusterCameras`: the cameras in groups on Ray actors (``serve --ray``) through the cluster
+  driver `ClusterWatch`; the live view pulls each watched camera's latest JPEG from its actor
+  (`PulledFrameHub`), incident snapshots and clips are copied from the actors into the media
+  folders (`ClusterMedia`), and zone edits are checked and applied by the camera's actor.
+
+`ConsoleRuntime` holds one and never asks which: status, readiness, live view, incident media and
+zone edits all go through the protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from campusguard.app.clips import ClipRecorder
+from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError, MediaKind, MediaOptions
+from campusguard.app.config import LoadedConfig
+from campusguard.app.console.cluster_media import ClusterMedia
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.store import EventStore
+from campusguard.app.events.types import Event
+from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub
+from campusguard.app.service import WatchService
+from campusguard.app.sources import CameraState
+from campusguard.app.wiring import DetectorFactory
+
+if TYPE_CHECKING:
+    from campusguard.app.cluster.driver import ClusterWatch
+    from campusguard.app.cluster.ray_executor import RayExecutor
+
+__all__ = [
+    "MEDIA_EVENT_ID",
+    "CameraBackend",
+    "CameraState",
+    "CameraStatus",
+    "ClusterCameras",
+    "LocalCameras",
+    "ZoneEdit",
+]
+
+log = logging.getLogger("campusguard.app.console")
+
+MEDIA_EVENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+"""Event ids media file names may be built from; nothing else gets into a path."""
+
+ZoneEdit = Callable[[], None]
+"""Applies a checked zone edit to the running cameras (`CameraBackend.prepare_zones`)."""
+
+
+@dataclass(frozen=True)
+class CameraStatus:
+    """What the camera wall shows of one camera.
+
+    Attributes:
+        name: camera id.
+        state: ``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled),
+            ``stopped`` (stream ended or the pipeline stopped), ``failed`` (reader or pipeline error);
+            see `campusguard.app.sources.CameraState`.
+        input_fps: frames read per second over the last few seconds.
+        processed_fps: frames processed per second over the last few seconds.
+        dropped_frames: frames dropped so far by the drop-oldest queue.
+        reconnects: times the source was reopened.
+        last_frame_time: unix time of the last frame read, or ``None``.
+        width: frame width in pixels (``None`` before the first frame).
+        height: frame height in pixels.
+    """
+
+    name: str
+    state: CameraState
+    input_fps: float
+    processed_fps: float
+    dropped_frames: int
+    reconnects: int
+    last_frame_time: float | None
+    width: int | None
+    height: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _not_running(camera: str, stopped: bool) -> CameraStatus:
+    """A camera with no pipeline (yet, or any more)."""
+    return CameraStatus(camera, "stopped" if stopped else "starting", 0.0, 0.0, 0, 0, None, None, None)
+
+
+class CameraBackend(Protocol):
+    """Where the console's cameras run, and everything the console asks of them.
+
+    ``fps`` arguments are the console's ``(input fps, processed fps)`` of the camera; ``stopped``
+    says the console has stopped (a camera with no pipeline is then ``stopped``, not ``starting``).
+    """
+
+    @property
+    def hub(self) -> FrameHub:
+        """The live view and snapshots of the cameras."""
+        ...
+
+    @property
+    def service(self) -> WatchService | ClusterWatch | None:
+        """The running pipeline (metrics, event worker), or ``None`` before a successful `start`."""
+        ...
+
+    def start(self, loaded: LoadedConfig, store: EventRecorder, on_event: Callable[[Event], None]) -> None:
+        """Start the cameras of ``loaded``; events go to ``store``, then ``on_event`` after each commit.
+
+        Raises:
+            ConfigError, SourceError, ModelLoadError: what ``campusguard watch`` would refuse.
+        """
+        ...
+
+    def stop(self, timeout_s: float) -> None:
+        """End the cameras: open events ended and committed within ``timeout_s`` seconds."""
+        ...
+
+    def close(self) -> None:
+        """Release what `start` took beyond the pipeline (actors, media threads) and close the hub."""
+        ...
+
+    def status(self, camera: str, fps: tuple[float, float], stopped: bool) -> CameraStatus:
+        """One camera's state, counters and frame size."""
+        ...
+
+    def ready(self, within_s: float, stopped: bool) -> bool:
+        """Every camera running and (where it can be told) read a frame within ``within_s`` seconds."""
+        ...
+
+    def incident_started(self, event: Event) -> None:
+        """Keep the new incident's media: its clip, and on a cluster its snapshot."""
+        ...
+
+    def snapshot_file(self, event_id: str, store: EventStore) -> Path | None:
+        """The incident's snapshot JPEG, only if it is a file in the console's media folders."""
+        ...
+
+    def prepare_zones(self, loaded: LoadedConfig, text: str, camera: str) -> ZoneEdit:
+        """Check an edited config (``loaded``, parsed from ``text``) against the running camera;
+        returns what applies it, to be called once the file is saved.
+
+        Raises:
+            ConfigError: a zone or line leaves the camera's frame, or a rule names an unknown class.
+            GroupUnavailableError: on a cluster, the camera's group did not answer the check.
+        """
+        ...
+
+
+class LocalCameras:
+    """The cameras in this process: one `WatchService`, frames to a `FrameHub` and the clip buffer.
+
+    Args:
+        cameras: the enabled cameras' ids.
+        clips: the console's clip recorder (fed every processed frame).
+        snapshots_dir: where the pipeline writes incident snapshots.
+        media_dir: the console's media folder (snapshots are served from these two folders only).
+        detector_factory: ``(model, device, imgsz) -> detector`` (default: `campusguard.Detector`).
+        out: where the pipeline's metrics lines and stdout alerts go.
+        live_fps: most live-view frames per second per camera.
+    """
+
+    def __init__(
+        self,
+        cameras: list[str],
+        clips: ClipRecorder,
+        *,
+        snapshots_dir: Path,
+        media_dir: Path,
+        detector_factory: DetectorFactory | None,
+        out: TextIO,
+        live_fps: float,
+    ) -> None:
+        self.clips = clips
+        self.snapshots_dir = snapshots_dir
+        self.media_dir = media_dir
+        self.detector_factory = detector_factory
+        self.out = out
+        self._hub = FrameHub(cameras, max_fps=live_fps)
+        self._service: WatchService | None = None
+
+    @property
+    def hub(self) -> FrameHub:
+        return self._hub
+
+    @property
+    def service(self) -> WatchService | None:
+        return self._service
+
+    def start(self, loaded: LoadedConfig, store: EventRecorder, on_event: Callable[[Event], None]) -> None:
+        service = WatchService(
+            loaded,
+            detector_factory=self.detector_factory,
+            out=self.out,
+            on_event=on_event,
+            store=store,
+            on_frame=self._on_frame,
+        )
+        service.start()
+        self._service = service
+
+    def stop(self, timeout_s: float) -> None:
+        if self._service is not None:
+            self._service.stop()
+            self._service.finish(timeout_s)
+
+    def close(self) -> None:
+        self._hub.close()
+
+    def _on_frame(self, frame: LiveFrame) -> None:
+        """Every processed frame (analytics threads): to the live view and the clip buffer."""
+        self._hub.publish(frame)
+        self.clips.add(frame)
+
+    def status(self, camera: str, fps: tuple[float, float], stopped: bool) -> CameraStatus:
+        service = self._service
+        reader = None if service is None else next((r for r in service.readers if r.camera_id == camera), None)
+        if service is None or reader is None:
+            return _not_running(camera, stopped)
+        stats = reader.stats
+        now = time.monotonic()
+        last = None if stats.frames_read == 0 else time.time() - (now - stats.last_frame_at)
+        wh = stats.resolution_wh
+        return CameraStatus(
+            name=camera,
+            state=reader.state(service.failed.is_set(), now),
+            input_fps=fps[0],
+            processed_fps=fps[1],
+            dropped_frames=reader.queue.dropped,
+            reconnects=stats.reconnects,
+            last_frame_time=last,
+            width=None if wh is None else wh[0],
+            height=None if wh is None else wh[1],
+        )
+
+    def ready(self, within_s: float, stopped: bool) -> bool:
+        service = self._service
+        if service is None or stopped or not service.readers:
+            return False
+        now = time.monotonic()
+        return all(
+            r.ended_reason is None and r.stats.frames_read > 0 and now - r.stats.last_frame_at <= within_s
+            for r in service.readers
+        )
+
+    def incident_started(self, event: Event) -> None:
+        self.clips.request(event.camera_id, event.event_id, event.start_s)
+
+    def snapshot_file(self, event_id: str, store: EventStore) -> Path | None:
+        event = store.get(event_id)
+        if event is None or not event.snapshot_path:
+            return None
+        path = Path(event.snapshot_path).resolve()
+        roots = [self.snapshots_dir.resolve(), self.media_dir.resolve()]
+        if not any(path.is_relative_to(root) for root in roots) or not path.is_file():
+            return None
+        return path
+
+    def prepare_zones(self, loaded: LoadedConfig, text: str, camera: str) -> ZoneEdit:
+        service = self._service
+        if service is None or camera not in service.analytics:  # not running: the file is all there is
+            return lambda: None
+        parts = service.build_camera_parts(loaded, camera)
+        return lambda: service.apply_camera_parts(loaded, camera, parts)
+
+
+class ClusterCameras:
+    """The cameras in groups on the Ray cluster at ``address`` (``serve --ray``), driven by `ClusterWatch`.
+
+    Frames, media and zone edits go through actor calls; a group that does not answer within
+    ``timeout_s`` (restarting) raises `GroupUnavailableError`.
+
+    Args:
+        cameras: the enabled cameras' ids.
+        address: the Ray cluster's address.
+        clips: the console's clip recorder (its folder and clip length; the clips are copied in).
+        media_dir: the console's media folder (copied snapshots go to ``cluster-snapshots`` in it).
+        detector_factory: builds each group's detector factory (default: `campusguard.Detector`).
+        out: where the driver's metrics lines and stdout alerts go.
+        live_fps: most live-view frames per second per camera.
+        timeout_s: how long a frame, media or zone request waits for its group's actor, seconds.
+    """
+
+    def __init__(
+        self,
+        cameras: list[str],
+        address: str,
+        clips: ClipRecorder,
+        *,
+        media_dir: Path,
+        detector_factory: DetectorFactoryMaker | None,
+        out: TextIO,
+        live_fps: float,
+        timeout_s: float,
+    ) -> None:
+        self.address = address
+        self.clips = clips
+        self.media_dir = media_dir
+        self.detector_factory = detector_factory
+        self.out = out
+        self.timeout_s = timeout_s
+        self.executor: RayExecutor | None = None  # the camera groups' actors, from `start` to `close`
+        self.media = ClusterMedia(self._pull_media)
+        self._hub = PulledFrameHub(cameras, self._pull_frame, max_fps=live_fps)
+        self._cameras = list(cameras)
+        self._service: ClusterWatch | None = None
+
+    @property
+    def hub(self) -> FrameHub:
+        return self._hub
+
+    @property
+    def service(self) -> ClusterWatch | None:
+        return self._service
+
+    def start(self, loaded: LoadedConfig, store: EventRecorder, on_event: Callable[[Event], None]) -> None:
+        from campusguard.app.cluster.driver import ClusterWatch
+        from campusguard.app.cluster.ray_executor import RayExecutor
+
+        self.executor = RayExecutor(
+            loaded,
+            address=self.address,
+            detector_factory=self.detector_factory,
+            media=MediaOptions(self.clips.pre_s, self.clips.post_s),
+        )
+        service = ClusterWatch(loaded, self.executor, out=self.out, on_event=on_event, store=store)
+        self.media.start()  # before the groups' first events
+        try:
+            service.start()
+        except BaseException:
+            self._release_actors()
+            raise
+        self._service = service
+
+    def stop(self, timeout_s: float) -> None:
+        if self._service is not None:
+            self._service.stop()
+            self._service.finish(timeout_s)
+
+    def close(self) -> None:
+        self.media.close()
+        self._release_actors()
+        self._hub.close()
+
+    def _release_actors(self) -> None:
+        """End the camera groups' actors (they outlive the driver for the live view and media)."""
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.release()
+
+    def status(self, camera: str, fps: tuple[float, float], stopped: bool) -> CameraStatus:
+        """State, counters and frame size as the driver last pulled them from the camera's group (no frame time)."""
+        service = self._service
+        if service is None:
+            return _not_running(camera, stopped)
+        m = service.metrics.get(camera)
+        dropped, reconnects = (0, 0) if m is None else (m.frames_dropped, m.reconnects)
+        width, height = service.frame_sizes.get(camera, (None, None))
+        state = service.camera_state(camera)
+        return CameraStatus(camera, state, fps[0], fps[1], dropped, reconnects, None, width, height)
+
+    def ready(self, within_s: float, stopped: bool) -> bool:
+        """Every camera live as of its group's last answer (the actors report no frame times)."""
+        service = self._service
+        return service is not None and not stopped and all(service.camera_state(c) == "live" for c in self._cameras)
+
+    def incident_started(self, event: Event) -> None:
+        """Copy the incident's snapshot and clip from the camera's actor, on the media thread."""
+        if not MEDIA_EVENT_ID.match(event.event_id):
+            return
+        if event.snapshot_path:
+            self.media.request(event.camera_id, "snapshot", event.event_id, self._snapshot_copy(event.event_id), 30.0)
+        within_s = self.clips.pre_s + self.clips.post_s + 60.0
+        self.media.request(event.camera_id, "clip", event.event_id, self.clips.path_for(event.event_id), within_s)
+
+    def snapshot_file(self, event_id: str, store: EventStore) -> Path | None:
+        """Only the copies count: the actors' snapshot paths are on their nodes."""
+        copy = self._snapshot_copy(event_id)
+        return copy if copy.is_file() else None
+
+    def _snapshot_copy(self, event_id: str) -> Path:
+        return self.media_dir / "cluster-snapshots" / f"{event_id}.jpg"
+
+    def prepare_zones(self, loaded: LoadedConfig, text: str, camera: str) -> ZoneEdit:
+        """Checked against the frame size on the camera's actor; applied there once saved (when only
+        the sending goes unanswered, the group gets the edit with its next pull)."""
+        executor = self.executor
+        if executor is None or not executor.groups:  # not before the start or after the stop
+            return lambda: None
+        executor.check_config(loaded, text, camera, self.timeout_s)
+
+        def apply() -> None:
+            try:
+                executor.set_config(loaded, text, camera, self.timeout_s)
+            except GroupUnavailableError as exc:  # saved; the group gets it with its next pull
+                log.warning("zones of camera %s saved; its group gets them when it answers: %s", camera, exc)
+
+        return apply
+
+    def _pull_frame(self, camera: str, known: Hashable | None) -> tuple[Hashable, bytes | None] | None:
+        """The camera's latest JPEG from its group's actor (`PulledFrameHub`'s fetch); ``None`` before the start."""
+        executor = self.executor
+        if executor is None or not executor.groups:
+            return None
+        return executor.frame_jpeg(camera, known, self.timeout_s)
+
+    def _pull_media(self, camera: str, kind: MediaKind, event_id: str) -> bytes | None:
+        executor = self.executor
+        if executor is None or not executor.groups:
+            return None
+        return executor.media(camera, kind, event_id, self.timeout_s)
