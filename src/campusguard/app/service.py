@@ -24,15 +24,16 @@ from typing import Any, Literal, Protocol, TextIO
 from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.config import AnyAlertSinkConfig, CameraConfig, LoadedConfig, MqttSinkConfig, WatchConfig
+from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventWorker
 from campusguard.app.live import LiveFrame
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.pipeline import (
     AnalyticsWorker,
     DetectionWorker,
     DetectorLike,
-    EventWorker,
     TrackedBoxes,
     Watchdog,
     WorkerThread,
@@ -219,7 +220,7 @@ class WatchService:
         opener: Callable[[CameraConfig], FrameSource] = open_camera,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
-        store: Any = None,
+        store: EventRecorder | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
     ) -> None:
@@ -397,7 +398,7 @@ class WatchService:
             self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)
 
-    def _start_event_worker(self, inbox: queue.Queue, store: Any, sinks: list[AlertSink]) -> None:
+    def _start_event_worker(self, inbox: queue.Queue, store: EventRecorder, sinks: list[AlertSink]) -> None:
         self.event_worker = EventWorker(
             inbox,
             store,
@@ -505,8 +506,8 @@ class WatchService:
 
 
 def open_store_and_sinks(
-    loaded: LoadedConfig, out: TextIO | None = None, store: Any = None
-) -> tuple[Any, list[AlertSink]]:
+    loaded: LoadedConfig, out: TextIO | None = None, store: EventRecorder | None = None
+) -> tuple[EventRecorder, list[AlertSink]]:
     """The config's event store (or ``store``) and alert sinks, opened.
 
     `WatchService.start` uses it, and so do the processes that own them while the cameras run

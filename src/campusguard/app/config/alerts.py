@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from campusguard.app.config.base import ConfigModel
+from campusguard.app.events.types import EVENT_PHASES, EventPhase
 
 __all__ = ["ALERT_SINK_KINDS", "AlertSinkConfig", "AnyAlertSinkConfig", "MqttSinkConfig"]
 
-AlertPhase = Literal["start", "update", "end"]
+AlertPhase = EventPhase
 
 
 def _start_and_end() -> list[AlertPhase]:
@@ -18,7 +19,7 @@ def _start_and_end() -> list[AlertPhase]:
 
 
 def _all_phases() -> list[AlertPhase]:
-    return ["start", "update", "end"]
+    return list(EVENT_PHASES)
 
 
 class AlertSinkConfig(ConfigModel):
