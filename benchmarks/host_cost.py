@@ -50,12 +50,11 @@ from capacity import make_video  # noqa: E402  (the sibling script: the same vid
 
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.demo import demo_config  # noqa: E402
+from campusguard.app.events.writer import EventMessage, EventWorker  # noqa: E402
 from campusguard.app.metrics import CameraMetrics  # noqa: E402
 from campusguard.app.pipeline import (  # noqa: E402
     AnalyticsWorker,
     DetectedFrame,
-    EventMessage,
-    EventWorker,
     TrackedBoxes,
 )
 from campusguard.app.sources import CaptureSource, Frame  # noqa: E402

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
-import logging
-import queue
 import sys
 import threading
 import time
@@ -21,12 +18,8 @@ from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
-from campusguard.app.events.spool import EventSpool  # noqa: E402
-from campusguard.app.events.store import StoreUnavailableError  # noqa: E402
-from campusguard.app.events.types import Event  # noqa: E402
-from campusguard.app.pipeline import EventMessage, EventWorker, scale_detections  # noqa: E402
+from campusguard.app.pipeline import scale_detections  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
-from campusguard.app.sources import EndOfStream  # noqa: E402
 from campusguard.detections import Detections  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 
@@ -178,143 +171,6 @@ def test_start_up_errors_name_the_line(scene: Path, tmp_path: Path) -> None:
         )
         with pytest.raises(ConfigError, match=pattern):
             service.start()
-
-
-class RecordingStore:
-    def __init__(self, log: list[str]) -> None:
-        self.log = log
-
-    def record(self, event: Event) -> None:
-        self.log.append(f"store {event.phase}")
-
-    def close(self) -> None:
-        self.log.append("store closed")
-
-
-class RecordingSink:
-    def __init__(self, log: list[str], fail: bool = False) -> None:
-        self.log, self.fail = log, fail
-
-    def send(self, event: Event) -> None:
-        if self.fail:
-            raise OSError("sink down")
-        self.log.append(f"sink {event.phase}")
-
-    def close(self) -> None:
-        self.log.append("sink closed")
-
-
-def make_event(phase: str) -> Event:
-    return Event(
-        event_id="e1",
-        phase=phase,
-        camera_id="c",
-        rule_name="r",
-        rule_kind="intrusion",
-        zone="z",
-        start_s=1.0,
-        end_s=2.0 if phase == "end" else None,
-    )  # type: ignore[arg-type]
-
-
-def test_event_worker_commits_before_reporting_and_survives_a_broken_sink() -> None:
-    log: list[str] = []
-    inbox: queue.Queue = queue.Queue()
-    for phase in ("start", "end"):
-        inbox.put(EventMessage(make_event(phase)))
-    inbox.put(EndOfStream("c"))
-    worker = EventWorker(
-        inbox, RecordingStore(log), [RecordingSink(log, fail=True), RecordingSink(log)], ["c"], threading.Event()
-    )
-    worker.run()
-    assert log == ["store start", "sink start", "store end", "sink end", "sink closed", "sink closed", "store closed"]
-
-
-class FlakyStore:
-    """A store that commits its first ``up_for`` writes, then is unavailable (``StoreUnavailableError``)."""
-
-    def __init__(self, up_for: int = 1_000_000) -> None:
-        self.up_for = up_for
-        self.committed: list[tuple[str, str]] = []
-        self.attempts = 0
-
-    def record(self, event: Event) -> None:
-        self.attempts += 1
-        if len(self.committed) >= self.up_for:
-            raise StoreUnavailableError("PostgreSQL event store postgresql://db/x: storing event failed")
-        self.committed.append((event.event_id, event.phase))
-
-    def close(self) -> None:
-        pass
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
-
-    def send(self, event: Event) -> None:
-        self.sent.append((event.event_id, event.phase))
-
-    def close(self) -> None:
-        pass
-
-
-def _incident(event_id: str) -> list[Event]:
-    return [dataclasses.replace(make_event(phase), event_id=event_id) for phase in ("start", "update", "end")]
-
-
-def _inbox(events: list[Event]) -> queue.Queue:
-    inbox: queue.Queue = queue.Queue()
-    for ev in events:
-        inbox.put(EventMessage(ev))
-    inbox.put(EndOfStream("c"))
-    return inbox
-
-
-def test_event_worker_spools_in_order_when_stopped_while_the_store_is_down(tmp_path: Path, caplog) -> None:
-    updates = _incident("a") + _incident("b")
-    store, sink, stop = FlakyStore(up_for=1), ListSink(), threading.Event()
-    spool = EventSpool(tmp_path / "events.spool.jsonl")
-    worker = EventWorker(_inbox(updates), store, [sink], ["c"], threading.Event(), retry_s=60, stop=stop, spool=spool)
-    threading.Timer(0.3, stop.set).start()
-    t0 = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="campusguard.app.pipeline"):
-        worker.run()
-    assert time.monotonic() - t0 < 10  # the stop woke the 60 s retry wait
-    assert store.committed == sink.sent == [("a", "start")]  # reported only once committed
-    assert spool.read() == updates[1:] and worker.spooled == 5 and store.attempts == 3  # one try after the stop
-    (line,) = [r.getMessage() for r in caplog.records if "spooled" in r.getMessage()]
-    assert line.startswith("5 event update(s)") and str(spool.path) in line
-
-
-def test_event_worker_replays_the_spool_before_new_updates_and_keeps_what_it_could_not_commit(tmp_path: Path) -> None:
-    spool = EventSpool(tmp_path / "events.spool.jsonl")
-    spool.append(_incident("a"))
-    # the store takes one replayed update, then is down again; the worker is stopped
-    store, sink, stop = FlakyStore(up_for=1), ListSink(), threading.Event()
-    stop.set()
-    worker = EventWorker(_inbox(_incident("b")), store, [sink], ["c"], threading.Event(), stop=stop, spool=spool)
-    worker.run()
-    assert store.committed == sink.sent == [("a", "start")] and worker.replayed == 1
-    assert spool.read() == _incident("a")[1:] + _incident("b")  # the committed line is gone, new ones follow
-    # the next start, with the store back: the rest, in order, each reported once, then the spool is removed
-    store, sink = FlakyStore(), ListSink()
-    worker = EventWorker(_inbox(_incident("c")), store, [sink], ["c"], threading.Event(), spool=spool)
-    worker.run()
-    expected = [(e.event_id, e.phase) for e in _incident("a")[1:] + _incident("b") + _incident("c")]
-    assert store.committed == sink.sent == expected and worker.replayed == 5 and not spool.exists()
-
-
-def test_event_worker_without_a_spool_keeps_retrying_after_a_stop() -> None:
-    store, stop, done = FlakyStore(up_for=0), threading.Event(), threading.Event()
-    stop.set()
-    worker = EventWorker(_inbox(_incident("a")), store, [ListSink()], ["c"], threading.Event(), retry_s=0.01, stop=stop)
-    thread = threading.Thread(target=lambda: (worker.run(), done.set()), daemon=True)
-    thread.start()
-    time.sleep(0.3)
-    assert not done.is_set() and store.attempts > 3  # nowhere to put the update: it is not dropped
-    store.up_for = 100
-    assert done.wait(5) and store.committed == [(e.event_id, e.phase) for e in _incident("a")]
 
 
 def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:

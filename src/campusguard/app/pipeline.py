@@ -4,7 +4,7 @@
 
     CameraReader (one per camera)  --FrameQueue-->  DetectionWorker (shared, batches across cameras)
         --queue[DetectedFrame]-->  AnalyticsWorker (one per camera: track, rules, annotate, snapshots)
-        --queue[EventMessage]-->   EventWorker (store commit, then alert sinks)
+        --queue[EventMessage]-->   EventWorker (`campusguard.app.events.writer`: store commit, then alert sinks)
     Watchdog: stalled sources reconnect, dead workers stop the pipeline.
 
 Every stage forwards `EndOfStream` for a camera once that camera is done, so a shutdown
@@ -27,11 +27,9 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.annotate import AnnotatedVideoWriter
-from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventMessage
 from campusguard.app.live import LiveFrame, render_live_frame
 from campusguard.app.metrics import CameraMetrics
 from campusguard.app.rules import RuleEngine
@@ -47,8 +45,6 @@ __all__ = [
     "DetectedFrame",
     "DetectionWorker",
     "DetectorLike",
-    "EventMessage",
-    "EventWorker",
     "TrackedBoxes",
     "Watchdog",
     "WorkerThread",
@@ -78,13 +74,6 @@ class DetectedFrame:
     frame: Frame
     detections: Detections
     inference_ms: float
-
-
-@dataclass(frozen=True, slots=True)
-class EventMessage:
-    """One event lifecycle update on its way to the store and the sinks."""
-
-    event: Event
 
 
 def put_until(q: queue.Queue, item: object, give_up: Callable[[], bool], poll_s: float = 0.1) -> bool:
@@ -496,189 +485,6 @@ class AnalyticsWorker:
         wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
         for ev in self.rules.close(self._last_ts, wall):
             self._emit(ev, None)
-
-
-# events ------------------------------------------------------------------------------------
-class EventWorker:
-    """Commits each event update to the store, then hands it to the alert sinks.
-
-    An event is reported (sinks, stdout) only after `store.record` returned, i.e. after the
-    commit. A store that cannot commit within its own retry budget raises
-    `StoreUnavailableError`; the worker keeps that event and writes it again every ``retry_s``
-    until it is committed (events behind it wait in the bounded queue: back-pressure, never a
-    drop). When every camera has ended, the sinks and the store are closed.
-
-    Stopping while the store is unavailable: the retry loop watches ``stop``. Once ``stop`` (or
-    ``failed``) is set, an update the store still does not take goes to the ``spool``
-    (`EventSpool`, fsync'd JSON lines) instead, and so does every update after it, in order
-    (a later update must not reach the store before an earlier one of the same incident); none
-    of them is reported. The next worker on the same spool replays it (`replay_spool`) before
-    any new update: each line is committed, then reported, and the file is removed once every
-    line is committed. Without a spool the worker keeps retrying, as before.
-
-    Args:
-        inbox: `EventMessage` / `EndOfStream` queue from the analytics workers.
-        store: the event store (``record(event)``, ``close()``).
-        sinks: alert sinks.
-        cameras: ids of the cameras whose ends to wait for.
-        failed: set when any worker died; the worker then drains what is queued and stops.
-        on_event: called with each stored event (after the sinks), e.g. for the demo's summary.
-        retry_s: seconds between writes of an event the store could not commit.
-        stop: the pipeline's stop event (the retry loop wakes up on it).
-        spool: where updates the store did not take before a stop are kept, or None.
-
-    Attributes:
-        store_retries: store writes that failed (`StoreUnavailableError`) and were retried or spooled.
-        spooled: updates this worker wrote to the spool.
-        replayed: spooled updates of an earlier run committed by `replay_spool`.
-    """
-
-    def __init__(
-        self,
-        inbox: queue.Queue,
-        store: object,
-        sinks: Sequence[AlertSink],
-        cameras: Sequence[str],
-        failed: threading.Event,
-        on_event: Callable[[Event], None] | None = None,
-        retry_s: float = 1.0,
-        *,
-        stop: threading.Event | None = None,
-        spool: EventSpool | None = None,
-    ) -> None:
-        self.inbox = inbox
-        self.store = store
-        self.retry_s = retry_s
-        self.sinks = list(sinks)
-        self.cameras = set(cameras)
-        self.failed = failed
-        self.on_event = on_event
-        self.stop = stop or threading.Event()
-        self.spool = spool
-        self.store_retries = 0
-        self.stored = 0
-        self.spooled = 0
-        self.replayed = 0
-        self._spooling = False  # an update went to the spool: every later one follows it there
-        self._in_spool = 0  # lines this worker leaves in the spool (its own and an interrupted replay's)
-        self.heartbeat = time.monotonic()
-
-    def run(self) -> None:
-        """Replay the spool, then store and dispatch until every camera has ended (or a worker
-        failed and the queue is empty)."""
-        open_cams = set(self.cameras)
-        try:
-            self.replay_spool()
-            while open_cams:
-                try:
-                    item = self.inbox.get(timeout=0.2)
-                except queue.Empty:
-                    self.heartbeat = time.monotonic()
-                    if self.failed.is_set():
-                        break
-                    continue
-                self.heartbeat = time.monotonic()
-                if isinstance(item, EndOfStream):
-                    open_cams.discard(item.camera_id)
-                    continue
-                self.handle(item.event)
-        finally:
-            self.close()
-
-    def replay_spool(self) -> None:
-        """Commit and report, in order, the updates an earlier run spooled; remove the spool once all are committed.
-
-        Stopped while the store is still unavailable, the lines not committed stay in the spool
-        (rewritten without the committed ones, so none is reported twice) and later updates are
-        appended after them.
-        """
-        if self.spool is None or not self.spool.exists():
-            return
-        backlog = self.spool.read()
-        log.info("replaying %d spooled event update(s) from %s into the store", len(backlog), self.spool.path)
-        for k, event in enumerate(backlog):
-            if not self._commit(event):
-                self.spool.rewrite(backlog[k:])
-                self._spooling = True
-                self._in_spool = len(backlog) - k
-                return
-            self.replayed += 1
-            self._report(event)
-        self.spool.remove()
-        log.info("replayed %d spooled event update(s); %s removed", len(backlog), self.spool.path)
-
-    def handle(self, event: Event) -> None:
-        """Commit, then report; or, stopping with the store unavailable, spool."""
-        if self._spooling or not self._commit(event):
-            self._spool(event)
-            return
-        self._report(event)
-
-    def _report(self, event: Event) -> None:
-        self.stored += 1
-        for sink in self.sinks:
-            try:
-                sink.send(event)
-            except Exception:  # one broken sink must not stop storage or the others
-                log.exception("alert sink %s failed on event %s", type(sink).__name__, event.event_id)
-        if self.on_event is not None:
-            self.on_event(event)
-
-    def _stopping(self) -> bool:
-        return self.stop.is_set() or self.failed.is_set()
-
-    def _commit(self, event: Event) -> bool:
-        """``store.record(event)`` until it succeeds (True); False when stopping with the store
-        unavailable and a spool to put the event in. An unavailable store never loses the event."""
-        while True:
-            try:
-                self.store.record(event)  # type: ignore[attr-defined]
-                return True
-            except StoreUnavailableError as exc:
-                self.store_retries += 1
-                self.heartbeat = time.monotonic()
-                if self.spool is not None and self._stopping():
-                    return False
-                log.error("event %s is not stored yet (%s); retrying in %.1f s", event.event_id, exc, self.retry_s)
-                if self._stopping():
-                    time.sleep(self.retry_s)
-                else:
-                    self.stop.wait(self.retry_s)  # a stop wakes the loop for one last try, then the spool
-
-    def _spool(self, event: Event) -> None:
-        assert self.spool is not None
-        self._spooling = True
-        try:
-            self.spool.append([event])
-        except OSError as exc:
-            log.error(
-                "event %s is LOST: the event spool %s cannot be written (%s)", event.event_id, self.spool.path, exc
-            )
-            return
-        self.spooled += 1
-        self._in_spool += 1
-
-    def stop_store_retries(self) -> None:
-        """On a stop (any thread, a signal handler too): a store call retrying a lost connection gives
-        up now, so its update goes to the spool instead of holding the stop up for the store's budget."""
-        if self.spool is not None and isinstance(self.store, InterruptibleStore):
-            self.store.stop_retrying()
-
-    def close(self) -> None:
-        for sink in self.sinks:
-            try:
-                sink.close()
-            except Exception:
-                log.exception("closing alert sink %s failed", type(sink).__name__)
-        self.store.close()  # type: ignore[attr-defined]
-        if self._in_spool:
-            assert self.spool is not None
-            log.warning(
-                "%d event update(s) the store did not take before the stop are spooled in %s; "
-                "the next start replays them into the store",
-                self._in_spool,
-                self.spool.path,
-            )
 
 
 # watchdog ----------------------------------------------------------------------------------

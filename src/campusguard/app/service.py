@@ -28,13 +28,13 @@ from campusguard.app.config import CameraConfig, LoadedConfig
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventWorker
 from campusguard.app.live import LiveFrame
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.pipeline import (
     AnalyticsWorker,
     DetectionWorker,
     DetectorLike,
-    EventWorker,
     TrackedBoxes,
     Watchdog,
     WorkerThread,

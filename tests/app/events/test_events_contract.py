@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from campusguard.app.events import Event, EventStore, ReviewableEventStore, open_event_store
+from campusguard.app.events import Event, EventRecorder, EventStore, ReviewableEventStore, open_event_store
 from campusguard.app.events.sql import COLUMNS, SQLITE, Dialect
 from campusguard.app.events.store import (
     _SCHEMA_V1,
@@ -26,6 +26,7 @@ from campusguard.app.events.store import (
     SCHEMA_VERSION,
     EventFilter,
     ReviewConflictError,
+    UpsertingEventStore,
     write_csv,
 )
 from campusguard.errors import InvalidInputError
@@ -134,6 +135,27 @@ def test_lifecycle_keeps_latest_state(
     assert backend.sql("SELECT status FROM events") == [("closed",)]
     with pytest.raises(InvalidInputError, match="end_s"):
         store.end(make_event(event_id="e2"))
+
+
+def test_every_phase_is_the_one_upsert_record_runs(
+    backend: Backend, store: ReviewableEventStore, make_event: Callable[..., Event], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``add``, ``update`` and ``end`` are ``record``: one statement, the store's upsert, each committed."""
+    assert isinstance(store, EventRecorder) and isinstance(store, UpsertingEventStore)
+    statements: list[str] = []
+    execute = store._execute
+
+    def counting(what: str, sql: str, args: tuple[Any, ...]) -> None:
+        statements.append(sql)
+        execute(what, sql, args)
+
+    monkeypatch.setattr(store, "_execute", counting)
+    store.add(make_event())
+    store.update(make_event(phase="update", count=3))
+    store.end(make_event(phase="end", count=3, end_s=20.0))
+    store.record(make_event(event_id="e2"))
+    assert len(statements) == 4 and set(statements) == {type(store)._upsert_sql}
+    assert [e.event_id for e in store.query()] == ["e1", "e2"] and store.get("e1").end_s == 20.0  # type: ignore[union-attr]
 
 
 def test_the_same_event_twice_is_one_row(

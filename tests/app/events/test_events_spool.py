@@ -14,7 +14,7 @@ import pytest
 from campusguard.app.alerts import JsonlSink
 from campusguard.app.events import SQLiteEventStore, read_events
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.pipeline import EventWorker
+from campusguard.app.events.writer import EventWorker
 
 
 def _updates(make_event) -> list:

@@ -33,8 +33,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from campusguard.app.alerts.sinks import ALL_PHASES
-from campusguard.app.events.types import Event
+from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.errors import InvalidInputError, require
 
 if TYPE_CHECKING:
@@ -154,7 +153,7 @@ class MqttSink:
         reconnect_max_s: int = 30,
         max_outbox: int = 100_000,
         max_inflight: int = 100,
-        phases: Collection[str] = ALL_PHASES,
+        phases: Collection[str] = EVENT_PHASES,
     ) -> None:
         mqtt = require("paho.mqtt.client", "console")
         if qos not in (1, 2):
@@ -167,7 +166,7 @@ class MqttSink:
         self.prefix = "/".join(topic_level(p) for p in prefix.strip("/").split("/")) or "campusguard"
         self.qos = qos
         self.max_inflight = max_inflight
-        self.phases = frozenset(phases)
+        self.phases = PhaseFilter(phases)
         self.published = 0
         self.dropped = 0
         self._outbox = _Outbox(Path(outbox_path), max_outbox)
@@ -242,7 +241,7 @@ class MqttSink:
     # caller side ----------------------------------------------------------------------------
     def send(self, event: Event) -> None:
         """Commit the event's messages to the outbox and wake the publisher; never waits for the network."""
-        if event.phase not in self.phases:
+        if not self.phases.accepts(event):
             return
         if self._closed:
             raise InvalidInputError("mqtt sink is closed")

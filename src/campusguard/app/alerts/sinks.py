@@ -11,13 +11,11 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
-from campusguard.app.events.types import Event
+from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 
-__all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event", "ALL_PHASES"]
+__all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event"]
 
 log = logging.getLogger(__name__)
-
-ALL_PHASES: tuple[str, ...] = ("start", "update", "end")
 
 
 @runtime_checkable
@@ -57,13 +55,13 @@ class StdoutSink:
         phases: lifecycle phases reported.
     """
 
-    def __init__(self, stream: TextIO | None = None, *, phases: Collection[str] = ALL_PHASES) -> None:
+    def __init__(self, stream: TextIO | None = None, *, phases: Collection[str] = EVENT_PHASES) -> None:
         self.stream = stream
-        self.phases = frozenset(phases)
+        self.phases = PhaseFilter(phases)
         self._lock = threading.Lock()
 
     def send(self, event: Event) -> None:
-        if event.phase not in self.phases:
+        if not self.phases.accepts(event):
             return
         stream = self.stream or sys.stdout
         with self._lock:
@@ -81,15 +79,15 @@ class JsonlSink:
         phases: lifecycle phases written.
     """
 
-    def __init__(self, path: str | Path, *, phases: Collection[str] = ALL_PHASES) -> None:
+    def __init__(self, path: str | Path, *, phases: Collection[str] = EVENT_PHASES) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.phases = frozenset(phases)
+        self.phases = PhaseFilter(phases)
         self._lock = threading.Lock()
         self._fh: TextIO | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across sends
 
     def send(self, event: Event) -> None:
-        if event.phase not in self.phases:
+        if not self.phases.accepts(event):
             return
         line = json.dumps(event.to_dict(), default=str) + "\n"
         with self._lock:

@@ -24,11 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from campusguard.app.alerts.sinks import ALL_PHASES
 from campusguard.app.backoff import Backoff
 from campusguard.app.config.alerts import WEBHOOK_BACKOFF_S, WEBHOOK_RETRIES, WEBHOOK_TIMEOUT_S
 from campusguard.app.durable import replace_durably
-from campusguard.app.events.types import Event
+from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.errors import InvalidInputError
 
 __all__ = ["WebhookSink"]
@@ -73,7 +72,7 @@ class WebhookSink:
         headers: Mapping[str, str] | None = None,
         redrive: bool = True,
         redrive_batch: int = 100,
-        phases: Collection[str] = ALL_PHASES,
+        phases: Collection[str] = EVENT_PHASES,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise InvalidInputError(f"webhook url {url!r} must start with http:// or https://")
@@ -90,7 +89,7 @@ class WebhookSink:
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.redrive = redrive
         self.redrive_batch = int(redrive_batch)
-        self.phases = frozenset(phases)
+        self.phases = PhaseFilter(phases)
         self.delivered = 0
         self.dead_lettered = 0
         self.redriven = 0
@@ -104,7 +103,7 @@ class WebhookSink:
     # caller side ----------------------------------------------------------------------------
     def send(self, event: Event) -> None:
         """Queue one event for delivery; never blocks. A full queue dead-letters it at once."""
-        if event.phase not in self.phases:
+        if not self.phases.accepts(event):
             return
         if self._closed:
             self._dead_letter(event.to_dict(), "sink closed")

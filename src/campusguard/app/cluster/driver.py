@@ -1,7 +1,7 @@
 """`ClusterWatch`: the `watch` driver when cameras run in groups elsewhere (Ray actors, or in-process).
 
 The driver owns the event store and the alert sinks. It pulls each group's batches of events
-(`CameraGroup.pull`), commits each update through the pipeline's own `EventWorker.handle`
+(`CameraGroup.pull`), commits each update through the event writer's `EventWorker.handle`
 (store first, then sinks), and acknowledges the batch in its next pull: delivery is at least
 once. What a restarted group sends again is dropped before the store and the sinks when the
 same update (event id, phase and content) was already handled, and re-written harmlessly
@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
 from campusguard.app.cluster.group import (
     METRIC_COUNTERS,
@@ -46,10 +46,11 @@ from campusguard.app.cluster.group import (
     camera_groups,
 )
 from campusguard.app.config import CameraConfig, LoadedConfig
+from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventWorker
 from campusguard.app.metrics import CameraMetrics, MetricsReporter
-from campusguard.app.pipeline import EventWorker
 from campusguard.app.sources import CameraState, FrameSource
 from campusguard.app.wiring import open_camera, open_store_and_sinks
 from campusguard.errors import ConfigError
@@ -164,7 +165,7 @@ class ClusterWatch:
         *,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
-        store: Any = None,
+        store: EventRecorder | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config

@@ -209,7 +209,7 @@ class Batch:
 
 
 class Outbox:
-    """The group's event store: numbered updates kept until acknowledged (thread-safe).
+    """The group's event store (an `EventRecorder`): numbered updates kept until acknowledged (thread-safe).
 
     `record` is called by the service's event thread (``EventWorker``), `pending` and `ack` by
     the driver's pulls; `close` marks the end of the group's events.

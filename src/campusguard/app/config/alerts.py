@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from campusguard.app.config.base import ConfigModel
+from campusguard.app.events.types import EVENT_PHASES, EventPhase
 
 __all__ = [
     "ALERT_SINK_KINDS",
@@ -23,7 +24,7 @@ WEBHOOK_RETRIES = 5
 WEBHOOK_BACKOFF_S = 0.5
 WEBHOOK_TIMEOUT_S = 5.0
 
-AlertPhase = Literal["start", "update", "end"]
+AlertPhase = EventPhase
 
 
 def _start_and_end() -> list[AlertPhase]:
@@ -31,7 +32,7 @@ def _start_and_end() -> list[AlertPhase]:
 
 
 def _all_phases() -> list[AlertPhase]:
-    return ["start", "update", "end"]
+    return list(EVENT_PHASES)
 
 
 class AlertSinkConfig(ConfigModel):

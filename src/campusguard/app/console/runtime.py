@@ -50,7 +50,8 @@ from campusguard.app.durable import replace_durably
 from campusguard.app.eventbus import EventBus, EventSubscription
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
-from campusguard.app.events.store import ReviewableEventStore
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
 from campusguard.app.events.types import Event
 from campusguard.app.live import FrameHub, Viewer
 from campusguard.app.metrics import FrameRates
@@ -66,14 +67,19 @@ __all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "GroupUnavailableErr
 
 
 class _KeepOpenStore:
-    """The store as the pipeline sees it: its ``close`` at the end of the streams is ignored,
-    so the console can still read events after a file source ended; the runtime closes it."""
+    """The store as the pipeline sees it (`EventRecorder`): its ``close`` at the end of the streams
+    is ignored, so the console can still read events after a file source ended; the runtime closes it.
+    A stop cuts a PostgreSQL store's retries short as it would the store's own (`InterruptibleStore`)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: EventRecorder) -> None:
         self._store = store
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def record(self, event: Event) -> None:
+        self._store.record(event)
+
+    def stop_retrying(self) -> None:
+        if isinstance(self._store, InterruptibleStore):
+            self._store.stop_retrying()
 
     def close(self) -> None:
         pass

@@ -1,10 +1,14 @@
 """Incident events: the typed `Event` rules emit, and the durable event store.
 
 Public API:
-    `Event`: one immutable lifecycle update of an incident (``phase`` start / update / end),
+    `Event`: one immutable lifecycle update of an incident (``phase``: one of `EVENT_PHASES`),
         ``to_dict()`` / ``Event.from_dict()`` for JSON, ``with_snapshot(path)``.
     `RuleKind`: a rule kind, one of the rule registry's (`campusguard.app.rules.registry`).
-    `EventStore`: protocol (``record``, ``add``, ``update``, ``end``, ``query``, ``get``, ``close``).
+    `EventRecorder`: what the event path needs of a store (``record``, ``close``); the writer
+        (`campusguard.app.events.writer.EventWorker`: commit, then alert sinks) takes one.
+    `EventStore`: an `EventRecorder` with the phases' writes by name (``add``, ``update``,
+        ``end``: each the one upsert ``record`` is) and reads (``query``, ``get``).
+    `PhaseFilter(phases)`: the phases a consumer (an alert sink) takes; an unknown one raises.
     `SQLiteEventStore(path)`: the embedded default, WAL mode, ``synchronous=FULL``; an event is
         committed when ``record``/``add`` returns, so report it as raised only after that.
     `PostgresEventStore(url)` (`campusguard.app.events.postgres`, the ``postgres`` extra): the same
@@ -21,6 +25,7 @@ records them as closed.
 """
 
 from campusguard.app.events.factory import open_event_store
+from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.store import (
     EventStore,
     ReviewableEventStore,
@@ -28,11 +33,14 @@ from campusguard.app.events.store import (
     StoreUnavailableError,
     read_events,
 )
-from campusguard.app.events.types import Event, EventPhase, RuleKind
+from campusguard.app.events.types import EVENT_PHASES, Event, EventPhase, PhaseFilter, RuleKind
 
 __all__ = [
     "Event",
     "EventPhase",
+    "EVENT_PHASES",
+    "PhaseFilter",
+    "EventRecorder",
     "RuleKind",
     "EventStore",
     "ReviewableEventStore",

@@ -36,19 +36,16 @@ from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
 from campusguard.app.backoff import Backoff
+from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
 from campusguard.app.events.sql import Dialect
 from campusguard.app.events.store import (
     SCHEMA_VERSION,
-    EventFilter,
-    EventRecord,
-    ReviewAction,
     StoreUnavailableError,
     UpsertingEventStore,
     check_page,
     check_review_action,
     review_outcome,
 )
-from campusguard.app.events.types import Event
 from campusguard.app.events.urls import one_line, redact_url
 from campusguard.errors import InvalidInputError, MissingDependencyError
 
@@ -126,7 +123,6 @@ def _dumps(value: Any) -> str:
 
 
 _PG = Dialect(param="%s", encode_json=_jsonb, encode_time=lambda t: t, no_limit=None)
-_UPSERT_SQL = _PG.upsert_sql()
 _RETRYABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
@@ -172,6 +168,8 @@ class PostgresEventStore(UpsertingEventStore):
             holds an ``events`` table CampusGuard did not create, or the role may not create
             the tables.
     """
+
+    dialect = _PG
 
     def __init__(self, url: str, *, read_only: bool = False, retry: RetryPolicy | None = None) -> None:
         self.url = url
@@ -342,9 +340,8 @@ class PostgresEventStore(UpsertingEventStore):
         return version == SCHEMA_VERSION
 
     # writes -----------------------------------------------------------------------------------
-    def _upsert(self, event: Event) -> None:
-        row = _PG.event_row(event, datetime.now(UTC))
-        self._run(f"storing event {event.event_id}", lambda conn: conn.execute(_UPSERT_SQL, row))
+    def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
+        self._run(what, lambda conn: conn.execute(sql, args))
 
     def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
         """Acknowledge or resolve an incident (see `SQLiteEventStore.review`); committed when this returns."""

@@ -20,13 +20,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
+from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction, ReviewState, utc_iso
 from campusguard.app.events.types import Event
-
-if TYPE_CHECKING:
-    from campusguard.app.events.store import EventFilter, EventRecord, ReviewAction, ReviewState
 
 __all__ = [
     "COLUMNS",
@@ -91,11 +89,6 @@ _REVIEW_BY: dict[str, tuple[str, str]] = {
     "acknowledge": ("acknowledged_by", "acknowledged_at"),
     "resolve": ("resolved_by", "resolved_at"),
 }
-
-
-def utc_iso(value: datetime) -> str:
-    """ISO 8601 in UTC with microseconds; a naive datetime is taken as local time."""
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _json_text(value: Any) -> str:
@@ -230,8 +223,6 @@ class Dialect:
     @classmethod
     def record(cls, row: tuple[Any, ...]) -> EventRecord:
         """The `EventRecord` of a row of `RECORD_COLUMNS`; wall-clock values become ISO 8601 UTC text."""
-        from campusguard.app.events.store import EventRecord
-
         n = len(COLUMNS)
         base = dict(zip(COLUMNS, row[:n], strict=True))
         review: dict[str, Any] = dict(zip(REVIEW_COLUMNS, row[n:], strict=True))

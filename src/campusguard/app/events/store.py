@@ -32,12 +32,13 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, TextIO, get_args, runtime_checkable
+from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
-from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, utc_iso
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.records import REVIEW_STATES, EventFilter, EventRecord, ReviewAction, ReviewState
+from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, Dialect
 from campusguard.app.events.types import Event
 from campusguard.app.sqlitedb import (
     SQLiteFile,
@@ -74,10 +75,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "is_sqlite_file",
 ]
-
-ReviewState = Literal["open", "acknowledged", "resolved"]
-REVIEW_STATES: tuple[str, ...] = get_args(ReviewState)
-ReviewAction = Literal["acknowledge", "resolve"]
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS events (
@@ -128,12 +125,9 @@ SCHEMA_VERSION = max(_MIGRATIONS)
 
 
 @runtime_checkable
-class EventStore(Protocol):
-    """Where events are kept. Every write is durable when it returns."""
-
-    def record(self, event: Event) -> None:
-        """Store one lifecycle update: ``start`` adds, ``update`` updates, ``end`` ends."""
-        ...
+class EventStore(EventRecorder, Protocol):
+    """Where events are kept: `EventRecorder` (``record``, ``close``) and reads. Every write is
+    durable when it returns."""
 
     def add(self, event: Event) -> None:
         """Store a new incident (its ``start``)."""
@@ -167,10 +161,6 @@ class EventStore(Protocol):
         """
         ...
 
-    def close(self) -> None:
-        """Flush and release the store."""
-        ...
-
 
 @runtime_checkable
 class InterruptibleStore(Protocol):
@@ -188,72 +178,6 @@ class StoreUnavailableError(CampusGuardError):
 
 class ReviewConflictError(InvalidInputError):
     """A review action does not apply to the incident's current state (e.g. acknowledging a resolved one)."""
-
-
-@dataclass(frozen=True)
-class EventFilter:
-    """Filters of `ReviewableEventStore.query_records`; ``None`` means any.
-
-    ``since`` / ``until`` bound the wall-clock sort time (``started_at``, or the time it was
-    recorded when the event has none): ``since <= time < until``.
-    """
-
-    camera_id: str | None = None
-    rule: str | None = None
-    kind: str | None = None
-    state: ReviewState | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-@dataclass(frozen=True)
-class EventRecord:
-    """One incident: its latest lifecycle state (`Event`) and its review state.
-
-    Times are ISO 8601 UTC strings as stored (``time_utc`` is the wall-clock sort time).
-    """
-
-    event: Event
-    time_utc: str
-    recorded_at: str
-    updated_at: str
-    state: ReviewState = "open"
-    acknowledged_by: str | None = None
-    acknowledged_at: str | None = None
-    resolved_by: str | None = None
-    resolved_at: str | None = None
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event JSON of the console API (the API adds ``snapshot_url`` and ``clip_url``)."""
-        ev = self.event
-        return {
-            "id": ev.event_id,
-            "camera": ev.camera_id,
-            "rule": ev.rule_name,
-            "kind": ev.rule_kind,
-            "zone": ev.zone,
-            "state": self.state,
-            "open": ev.is_open,
-            "started_at": self.time_utc if ev.started_at is None else utc_iso(ev.started_at),
-            "ended_at": None if ev.ended_at is None else utc_iso(ev.ended_at),
-            "start_s": ev.start_s,
-            "end_s": ev.end_s,
-            "track_id": ev.tracker_ids[0] if ev.tracker_ids else None,
-            "tracker_ids": list(ev.tracker_ids),
-            "class_names": list(ev.class_names),
-            "count": ev.count,
-            "direction": ev.direction,
-            "details": ev.details,
-            "has_snapshot": ev.snapshot_path is not None,
-            "acknowledged_by": self.acknowledged_by,
-            "acknowledged_at": self.acknowledged_at,
-            "resolved_by": self.resolved_by,
-            "resolved_at": self.resolved_at,
-            "note": self.note,
-            "recorded_at": self.recorded_at,
-            "updated_at": self.updated_at,
-        }
 
 
 class RecordQuery(Protocol):
@@ -284,12 +208,24 @@ class ReviewableEventStore(EventStore, Protocol):
 
 
 class UpsertingEventStore:
-    """What every store derives from its ``_upsert``, ``get_record`` and ``query_records``: the
-    `EventStore` lifecycle writes (every phase is one upsert on ``event_id``, so a retried write
-    stores the incident once) and the plain reads. `SQLiteEventStore` and `PostgresEventStore`
-    subclass it."""
+    """What every SQL store derives from one committed statement (`_execute`), ``get_record`` and
+    ``query_records``: the lifecycle writes and the plain reads.
 
-    def _upsert(self, event: Event) -> None:
+    Every phase is one upsert on ``event_id`` (`record`; ``add``, ``update`` and ``end`` are
+    it), so a retried write stores the incident once. A subclass names its `Dialect` and runs one
+    statement durably; `SQLiteEventStore` and `PostgresEventStore` subclass it.
+    """
+
+    dialect: ClassVar[Dialect]
+    _upsert_sql: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "dialect" in cls.__dict__:
+            cls._upsert_sql = cls.dialect.upsert_sql()
+
+    def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
+        """Run one write statement; committed (durable) when this returns. ``what`` names it in errors."""
         raise NotImplementedError
 
     def get_record(self, event_id: str) -> EventRecord | None:
@@ -305,22 +241,27 @@ class UpsertingEventStore:
     ) -> tuple[list[EventRecord], int]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        raise NotImplementedError
+
     def record(self, event: Event) -> None:
-        """Store one lifecycle update; committed when this returns."""
-        self._upsert(event)
+        """Store one lifecycle update, the one write of every phase: insert the incident, or replace
+        its pipeline columns (never the review columns); committed when this returns."""
+        row = self.dialect.event_row(event, datetime.now(UTC))
+        self._execute(f"storing event {event.event_id}", self._upsert_sql, row)
 
     def add(self, event: Event) -> None:
-        """Store a new incident; committed when this returns."""
-        self._upsert(event)
+        """Store a new incident (`record`)."""
+        self.record(event)
 
     def update(self, event: Event) -> None:
-        """Replace the state of an incident (inserted if unknown); committed when this returns."""
-        self._upsert(event)
+        """Replace the state of an incident, inserted if unknown (`record`)."""
+        self.record(event)
 
     def end(self, event: Event) -> None:
-        """Mark an incident ended; committed when this returns."""
+        """Mark an incident ended (`record` of an update with its ``end_s``)."""
         check_can_end(event)
-        self._upsert(event)
+        self.record(event)
 
     def get(self, event_id: str) -> Event | None:
         """The latest state of one incident, or ``None``."""
@@ -351,6 +292,8 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
         InvalidInputError: the file is not a CampusGuard event database, was written by a newer
             schema, or (read-only) does not exist.
     """
+
+    dialect = SQLITE
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
@@ -384,10 +327,9 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
         apply_migrations(self._conn, _MIGRATIONS, version)
 
     # writes ---------------------------------------------------------------------------------
-    def _upsert(self, event: Event) -> None:
-        row = SQLITE.event_row(event, datetime.now(UTC))
+    def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
         with self._lock, write_transaction(self._conn) as conn:
-            conn.execute(_UPSERT_SQL, row)
+            conn.execute(sql, args)
 
     # reads ----------------------------------------------------------------------------------
     def query_records(
@@ -437,9 +379,6 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
             changed = conn.execute(SQLITE.review_sql(action), args).rowcount
             current = conn.execute(SQLITE.state_sql(), (event_id,)).fetchone()
         return review_outcome(self, event_id, action, changed, None if current is None else current[0])
-
-
-_UPSERT_SQL = SQLITE.upsert_sql()
 
 
 def check_can_end(event: Event) -> None:

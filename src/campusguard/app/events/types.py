@@ -1,16 +1,58 @@
-"""The `Event` type: one lifecycle update (start / update / end) of an incident."""
+"""The `Event` type: one lifecycle update (start / update / end) of an incident; the phases and their filter.
+
+A leaf the config may import (`campusguard.app.config.alerts` takes its phases from here).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast, get_args
 
-__all__ = ["Event", "EventPhase", "RuleKind", "event_id_for"]
+__all__ = ["Event", "EventPhase", "EVENT_PHASES", "PhaseFilter", "RuleKind", "event_id_for"]
 
 EventPhase = Literal["start", "update", "end"]
+EVENT_PHASES: tuple[EventPhase, ...] = get_args(EventPhase)
+"""Every phase, in lifecycle order: ``start``, ``update``, ``end``."""
+
+
+class _HasPhase(Protocol):
+    @property
+    def phase(self) -> str: ...
+
+
+class PhaseFilter:
+    """The lifecycle phases a consumer takes (an alert sink's ``phases``).
+
+    Args:
+        phases: some of `EVENT_PHASES` (default all).
+
+    Raises:
+        ValueError: a name that is not a phase (a typo would otherwise silence the consumer).
+    """
+
+    __slots__ = ("phases",)
+
+    def __init__(self, phases: Iterable[str] = EVENT_PHASES) -> None:
+        if isinstance(phases, str):
+            phases = (phases,)
+        chosen = frozenset(phases)
+        unknown = chosen.difference(EVENT_PHASES)
+        if unknown:
+            raise ValueError(f"unknown event phase(s) {sorted(unknown)}; expected some of {list(EVENT_PHASES)}")
+        self.phases = cast(frozenset[EventPhase], chosen)
+
+    def accepts(self, event: _HasPhase) -> bool:
+        """True when the event's phase is one of the chosen ones."""
+        return event.phase in self.phases
+
+    def __repr__(self) -> str:
+        return f"PhaseFilter({[p for p in EVENT_PHASES if p in self.phases]})"
+
+
 RuleKind = str
 """A rule kind (``"intrusion"``, ``"fall"``, ...): one of the rule registry's kinds,
 `campusguard.app.rules.registry.RULES`. A plain string here so this module stays a leaf that

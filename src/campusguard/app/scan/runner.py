@@ -5,7 +5,7 @@
     find recordings -> skip those the ledger has as done -> check the detector once
       -> submit one unit per recording (largest first) to the executor
       -> as each unit returns: commit its events to the store, then the alert sinks
-         (the `watch` event worker's `handle`), then mark the recording done in the ledger
+         (the event writer's `EventWorker.handle`, as in `watch`), then mark the recording done in the ledger
       -> summary: files, frames, events, frames per second
 
 Events reach the store only from here, so SQLite has one writer and a unit that is retried
@@ -23,7 +23,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import cv2
 from rich.console import Console
@@ -38,7 +38,8 @@ from rich.progress import (
 )
 
 from campusguard.app.config import LoadedConfig
-from campusguard.app.pipeline import EventWorker
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.writer import EventWorker
 from campusguard.app.scan.executors import UnitExecutor
 from campusguard.app.scan.ledger import ScanLedger
 from campusguard.app.scan.recordings import Recording, find_recordings
@@ -160,7 +161,7 @@ def run_scan(
     state_path: Path | None = None,
     detections_dir: Path | None = None,
     detector_factory: DetectorFactory | None = None,
-    store: Any = None,
+    store: EventRecorder | None = None,
     rescan: bool = False,
     warn_synthetic_model: bool = False,
     out: TextIO | None = None,

@@ -154,7 +154,7 @@ def shared_detector_factory(loaded: LoadedConfig, factory: DetectorFactory | Non
 
 
 class _CollectedEvents:
-    """The unit's event store: keeps every update in order, tagged with its recording."""
+    """The unit's event store (an `EventRecorder`): keeps every update in order, tagged with its recording."""
 
     def __init__(self, recording: str) -> None:
         self.recording = recording

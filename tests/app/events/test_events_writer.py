@@ -1,0 +1,225 @@
+"""`EventWorker`, the event writer: commit, then report; spool what a stopped store did not take.
+
+Also: every store the event path writes to (the SQL stores and the partial stores of scan, the
+cluster groups and the console) is an `EventRecorder`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from pathlib import Path
+
+from campusguard.app.cluster.group import Outbox
+from campusguard.app.console.runtime import _KeepOpenStore
+from campusguard.app.events import SQLiteEventStore
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.spool import EventSpool
+from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
+from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventMessage, EventWorker
+from campusguard.app.scan.unit import _CollectedEvents
+from campusguard.app.sources import EndOfStream
+
+
+class RecordingStore:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def record(self, event: Event) -> None:
+        self.log.append(f"store {event.phase}")
+
+    def close(self) -> None:
+        self.log.append("store closed")
+
+
+class RecordingSink:
+    def __init__(self, log: list[str], fail: bool = False) -> None:
+        self.log, self.fail = log, fail
+
+    def send(self, event: Event) -> None:
+        if self.fail:
+            raise OSError("sink down")
+        self.log.append(f"sink {event.phase}")
+
+    def close(self) -> None:
+        self.log.append("sink closed")
+
+
+def make_event(phase: str) -> Event:
+    return Event(
+        event_id="e1",
+        phase=phase,
+        camera_id="c",
+        rule_name="r",
+        rule_kind="intrusion",
+        zone="z",
+        start_s=1.0,
+        end_s=2.0 if phase == "end" else None,
+    )  # type: ignore[arg-type]
+
+
+def test_event_worker_commits_before_reporting_and_survives_a_broken_sink() -> None:
+    log: list[str] = []
+    inbox: queue.Queue = queue.Queue()
+    for phase in ("start", "end"):
+        inbox.put(EventMessage(make_event(phase)))
+    inbox.put(EndOfStream("c"))
+    worker = EventWorker(
+        inbox, RecordingStore(log), [RecordingSink(log, fail=True), RecordingSink(log)], ["c"], threading.Event()
+    )
+    worker.run()
+    assert log == ["store start", "sink start", "store end", "sink end", "sink closed", "sink closed", "store closed"]
+
+
+class FlakyStore:
+    """A store that commits its first ``up_for`` writes, then is unavailable (``StoreUnavailableError``)."""
+
+    def __init__(self, up_for: int = 1_000_000) -> None:
+        self.up_for = up_for
+        self.committed: list[tuple[str, str]] = []
+        self.attempts = 0
+
+    def record(self, event: Event) -> None:
+        self.attempts += 1
+        if len(self.committed) >= self.up_for:
+            raise StoreUnavailableError("PostgreSQL event store postgresql://db/x: storing event failed")
+        self.committed.append((event.event_id, event.phase))
+
+    def close(self) -> None:
+        pass
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def send(self, event: Event) -> None:
+        self.sent.append((event.event_id, event.phase))
+
+    def close(self) -> None:
+        pass
+
+
+def _incident(event_id: str) -> list[Event]:
+    return [dataclasses.replace(make_event(phase), event_id=event_id) for phase in ("start", "update", "end")]
+
+
+def _inbox(events: list[Event]) -> queue.Queue:
+    inbox: queue.Queue = queue.Queue()
+    for ev in events:
+        inbox.put(EventMessage(ev))
+    inbox.put(EndOfStream("c"))
+    return inbox
+
+
+def test_event_worker_spools_in_order_when_stopped_while_the_store_is_down(tmp_path: Path, caplog) -> None:
+    updates = _incident("a") + _incident("b")
+    store, sink, stop = FlakyStore(up_for=1), ListSink(), threading.Event()
+    spool = EventSpool(tmp_path / "events.spool.jsonl")
+    worker = EventWorker(_inbox(updates), store, [sink], ["c"], threading.Event(), retry_s=60, stop=stop, spool=spool)
+    threading.Timer(0.3, stop.set).start()
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="campusguard.app.events.writer"):
+        worker.run()
+    assert time.monotonic() - t0 < 10  # the stop woke the 60 s retry wait
+    assert store.committed == sink.sent == [("a", "start")]  # reported only once committed
+    assert spool.read() == updates[1:] and worker.spooled == 5 and store.attempts == 3  # one try after the stop
+    (line,) = [r.getMessage() for r in caplog.records if "spooled" in r.getMessage()]
+    assert line.startswith("5 event update(s)") and str(spool.path) in line
+
+
+def test_event_worker_replays_the_spool_before_new_updates_and_keeps_what_it_could_not_commit(tmp_path: Path) -> None:
+    spool = EventSpool(tmp_path / "events.spool.jsonl")
+    spool.append(_incident("a"))
+    # the store takes one replayed update, then is down again; the worker is stopped
+    store, sink, stop = FlakyStore(up_for=1), ListSink(), threading.Event()
+    stop.set()
+    worker = EventWorker(_inbox(_incident("b")), store, [sink], ["c"], threading.Event(), stop=stop, spool=spool)
+    worker.run()
+    assert store.committed == sink.sent == [("a", "start")] and worker.replayed == 1
+    assert spool.read() == _incident("a")[1:] + _incident("b")  # the committed line is gone, new ones follow
+    # the next start, with the store back: the rest, in order, each reported once, then the spool is removed
+    store, sink = FlakyStore(), ListSink()
+    worker = EventWorker(_inbox(_incident("c")), store, [sink], ["c"], threading.Event(), spool=spool)
+    worker.run()
+    expected = [(e.event_id, e.phase) for e in _incident("a")[1:] + _incident("b") + _incident("c")]
+    assert store.committed == sink.sent == expected and worker.replayed == 5 and not spool.exists()
+
+
+def test_event_worker_without_a_spool_keeps_retrying_after_a_stop() -> None:
+    store, stop, done = FlakyStore(up_for=0), threading.Event(), threading.Event()
+    stop.set()
+    worker = EventWorker(_inbox(_incident("a")), store, [ListSink()], ["c"], threading.Event(), retry_s=0.01, stop=stop)
+    thread = threading.Thread(target=lambda: (worker.run(), done.set()), daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    assert not done.is_set() and store.attempts > 3  # nowhere to put the update: it is not dropped
+    store.up_for = 100
+    assert done.wait(5) and store.committed == [(e.event_id, e.phase) for e in _incident("a")]
+
+
+# every store of the event path is an EventRecorder -------------------------------------------
+class _Interruptible:
+    def __init__(self) -> None:
+        self.recorded: list[Event] = []
+        self.closed = self.stopped = False
+
+    def record(self, event: Event) -> None:
+        self.recorded.append(event)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def stop_retrying(self) -> None:
+        self.stopped = True
+
+
+def test_the_scan_units_store_records_each_update_tagged_with_its_recording() -> None:
+    store = _CollectedEvents("cam-1/a.mp4")
+    assert isinstance(store, EventRecorder)
+    store.record(make_event("start"))
+    store.close()
+    (ev,) = store.events
+    assert ev.phase == "start" and ev.details == {"recording": "cam-1/a.mp4"}
+
+
+def test_the_cluster_groups_outbox_records_numbered_updates_until_closed() -> None:
+    outbox = Outbox()
+    assert isinstance(outbox, EventRecorder)
+    updates = _incident("a")
+    for ev in updates:
+        outbox.record(ev)
+    assert outbox.pending(10) == (list(enumerate(updates, start=1)), False)
+    outbox.close()
+    assert outbox.pending(10) == (list(enumerate(updates, start=1)), True)
+
+
+def test_the_consoles_store_records_through_and_stays_open(tmp_path: Path) -> None:
+    store = SQLiteEventStore(tmp_path / "events.db")
+    kept = _KeepOpenStore(store)
+    assert isinstance(kept, EventRecorder)
+    kept.record(make_event("start"))
+    kept.close()  # ignored: the console still reads after the streams ended
+    got = store.get("e1")
+    assert got is not None and got.phase == "start"
+    store.close()
+
+
+def test_the_consoles_store_passes_a_stop_on_to_a_retrying_store() -> None:
+    inner = _Interruptible()
+    kept = _KeepOpenStore(inner)
+    assert isinstance(kept, InterruptibleStore)
+    kept.stop_retrying()
+    kept.close()
+    assert inner.stopped and not inner.closed
+    _KeepOpenStore(RecordingStore([])).stop_retrying()  # a store without retries: nothing to stop
+
+
+def test_the_sql_stores_are_event_recorders(tmp_path: Path) -> None:
+    store = SQLiteEventStore(tmp_path / "events.db")
+    assert isinstance(store, EventRecorder)
+    store.close()
