@@ -196,7 +196,7 @@ def live_frame_cost_ms(video: Path, repeats: int = 30) -> float:
     import cv2
     import numpy as np
 
-    from campusguard.app.live import LiveFrame, encode_jpeg, render_live_frame
+    from campusguard.app.media.live import LiveFrame, encode_jpeg, render_live_frame
     from campusguard.detections import Detections
 
     cap = cv2.VideoCapture(str(video))

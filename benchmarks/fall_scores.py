@@ -45,8 +45,8 @@ def scores_on_truth_boxes(seed: int, seconds: float, work: Path, noisy: bool = F
 
     from campusguard.app.config import parse_config
     from campusguard.app.demo import demo_config
+    from campusguard.app.engine.wiring import build_camera
     from campusguard.app.eval_events import evaluate_events, incidents_from_events, load_truth
-    from campusguard.app.wiring import build_camera
     from campusguard.data.synth.classes import COCO_NAMES
     from campusguard.data.synth.video import SynthVideo
     from campusguard.detections import Detections

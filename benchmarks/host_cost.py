@@ -50,21 +50,19 @@ from capacity import make_video  # noqa: E402  (the sibling script: the same vid
 
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.demo import demo_config  # noqa: E402
-from campusguard.app.events.writer import EventMessage, EventWorker  # noqa: E402
-from campusguard.app.metrics import CameraMetrics  # noqa: E402
-from campusguard.app.pipeline import (  # noqa: E402
-    AnalyticsWorker,
-    DetectedFrame,
-    TrackedBoxes,
-)
-from campusguard.app.sources import CaptureSource, Frame  # noqa: E402
-from campusguard.app.wiring import (  # noqa: E402
+from campusguard.app.engine.analytics import AnalyticsWorker  # noqa: E402
+from campusguard.app.engine.detection import TrackedBoxes  # noqa: E402
+from campusguard.app.engine.metrics import CameraMetrics  # noqa: E402
+from campusguard.app.engine.sources import CaptureSource, Frame  # noqa: E402
+from campusguard.app.engine.stages import DetectedFrame  # noqa: E402
+from campusguard.app.engine.wiring import (  # noqa: E402
     build_camera,
     default_detector_factory,
     detector_key,
     motion_gate_for,
     open_store_and_sinks,
 )
+from campusguard.app.events.writer import EventMessage, EventWorker  # noqa: E402
 from campusguard.bench.host_cost import HOST_COST_KIND, HOST_COST_SCHEMA_VERSION, STAGES, write_host_cost  # noqa: E402
 from campusguard.doctor import cpu_name  # noqa: E402
 from campusguard.motion import crop_regions, merge_region_detections  # noqa: E402

@@ -49,7 +49,7 @@ def test_watch_and_the_cli_do_not_pull_the_console_extra():
 
     optional = ["fastapi", "uvicorn", "starlette", "av", "prometheus_client", "argon2", "paho", "psycopg"]
     code = (
-        "import sys, campusguard.app.service, campusguard.app.pipeline, campusguard.cli.main; "
+        "import sys, campusguard.app.service, campusguard.app.engine.detection, campusguard.app.engine.analytics, campusguard.cli.main; "
         f"print([m for m in {optional!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -95,8 +95,8 @@ def test_shared_facts_are_defined_once():
     assert _defined_at_module_level("box_label") == ["io/draw.py"]
     assert _defined_at_module_level("resize_boxes") == ["ops/boxes.py"]
     assert _defined_at_module_level("cache_dir") == ["cache.py"]
-    assert _defined_at_module_level("frame_rates") == ["app/metrics.py"]
-    assert _defined_at_module_level("Backoff") == ["app/backoff.py"]
+    assert _defined_at_module_level("frame_rates") == ["app/engine/metrics.py"]
+    assert _defined_at_module_level("Backoff") == ["app/infra/backoff.py"]
 
 
 def test_models_export_does_not_import_the_registry():
@@ -109,7 +109,7 @@ def test_scan_reuses_the_watch_pipeline_and_stays_out_of_the_cli():
     files = sorted((PACKAGE / "app" / "scan").glob("*.py"))
     imports = {p.name: imported_modules(p) for p in files}
     assert "campusguard.app.service" in imports["unit.py"]
-    forbidden = ("campusguard.cli", "campusguard.app.console", "campusguard.app.pipeline.DetectionWorker")
+    forbidden = ("campusguard.cli", "campusguard.app.console", "campusguard.app.engine.detection")
     assert {
         n: sorted(m for m in i if m.startswith(forbidden))
         for n, i in imports.items()

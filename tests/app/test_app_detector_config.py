@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from campusguard.app.config import parse_config
-from campusguard.app.wiring import default_detector_factory
+from campusguard.app.engine.wiring import default_detector_factory
 from campusguard.errors import ConfigError
 
 

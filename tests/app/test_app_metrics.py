@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from campusguard.app.metrics import CameraMetrics, MetricsReporter
+from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
 
 
 def test_reporter_gives_rates_since_last_report_and_totals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([0.0, 10.0, 20.0])
-    monkeypatch.setattr("campusguard.app.metrics.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("campusguard.app.engine.metrics.time.monotonic", lambda: next(clock))
     m = CameraMetrics("gate", queue_depth=lambda: 3)
     out = io.StringIO()
     rep = MetricsReporter([m], threading.Event(), 5.0, out, jsonl_path=str(tmp_path / "m.jsonl"))
@@ -38,8 +38,8 @@ def test_reporter_gives_rates_since_last_report_and_totals(tmp_path: Path, monke
 def test_the_metrics_lines_and_the_console_rates_are_one_computation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Same counters over the same seconds: the `[metrics]` line and the console's `/metrics` gauges
     (`FrameRates`) give the same frames per second (they once computed them two ways)."""
-    from campusguard.app import metrics as metrics_module
-    from campusguard.app.metrics import FrameRates
+    from campusguard.app.engine import metrics as metrics_module
+    from campusguard.app.engine.metrics import FrameRates
 
     clock = iter([100.0, 103.0])
     monkeypatch.setattr(metrics_module.time, "monotonic", lambda: next(clock))
@@ -67,7 +67,7 @@ def test_the_metrics_lines_and_the_console_rates_are_one_computation(monkeypatch
     ],
 )
 def test_frame_rates_over_a_window(samples, expected) -> None:
-    from campusguard.app.metrics import FrameRates
+    from campusguard.app.engine.metrics import FrameRates
 
     rates = FrameRates(window_s=5.0)
     for t, frames_in, processed in samples:

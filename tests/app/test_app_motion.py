@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakes_watch import RED, BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.engine.detection import TrackedBoxes  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
-from campusguard.app.live import LiveFrame  # noqa: E402
-from campusguard.app.pipeline import TrackedBoxes  # noqa: E402
+from campusguard.app.media.live import LiveFrame  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 

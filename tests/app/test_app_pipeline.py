@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.engine.analytics import scale_detections  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
-from campusguard.app.pipeline import scale_detections  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.detections import Detections  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
@@ -181,8 +181,8 @@ def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:
 
 
 def test_watchdog_reconnects_a_stalled_live_camera_once_per_stall() -> None:
-    from campusguard.app.pipeline import Watchdog
-    from campusguard.app.sources import CameraReader, FrameQueue, open_source
+    from campusguard.app.engine.sources import CameraReader, FrameQueue, open_source
+    from campusguard.app.engine.watchdog import Watchdog
 
     stop, failed = threading.Event(), threading.Event()
     reader = CameraReader(
@@ -211,7 +211,7 @@ def _stop_with(exc: BaseException) -> None:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the SystemExit itself
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), SystemExit(3)], ids=["crash", "system-exit"])
 def test_watchdog_stops_the_pipeline_when_a_real_worker_thread_dies(exc: BaseException) -> None:
-    from campusguard.app.pipeline import Watchdog, WorkerThread
+    from campusguard.app.engine.watchdog import Watchdog, WorkerThread
 
     stop, failed = threading.Event(), threading.Event()
     finished = WorkerThread("finished", lambda: None)

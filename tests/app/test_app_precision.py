@@ -11,7 +11,7 @@ import pytest
 
 import campusguard.doctor
 from campusguard.app.config import parse_config
-from campusguard.app.wiring import model_for_precision
+from campusguard.app.engine.wiring import model_for_precision
 from campusguard.errors import ModelLoadError
 from campusguard.models.resolve import DEFAULT_MODEL
 

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import CameraConfig, ReconnectConfig, parse_config  # noqa: E402
+from campusguard.app.engine.sources import EndOfStream, Frame, FrameQueue  # noqa: E402
+from campusguard.app.engine.wiring import reader_for  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
-from campusguard.app.sources import EndOfStream, Frame, FrameQueue  # noqa: E402
-from campusguard.app.wiring import reader_for  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 
 HERE = Path(__file__).parent

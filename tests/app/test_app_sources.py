@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from campusguard.app.sources import (
+from campusguard.app.engine.sources import (
     CameraReader,
     EndOfStream,
     Frame,
@@ -236,7 +236,7 @@ def test_a_readers_state_and_stall_are_worked_out_in_one_place(
 ) -> None:
     """`CameraReader.state` and `CameraReader.stalled`: what the console shows, the cluster's groups
     report and the watchdog acts on."""
-    from campusguard.app.sources import CameraReader, FrameQueue
+    from campusguard.app.engine.sources import CameraReader, FrameQueue
 
     reader = CameraReader(
         "cam", FrameQueue(2, True), threading.Event(), open_source=lambda: None, live=True, stall_timeout_s=5

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from campusguard.app.config import parse_config
+from campusguard.app.engine.wiring import build_camera
 from campusguard.app.rules import CrowdRule, IntrusionRule, LineCrossingRule
-from campusguard.app.wiring import build_camera
 from campusguard.errors import ConfigError
 
 CONFIG = """\

@@ -1,4 +1,4 @@
-"""The factories section of `campusguard.app.wiring`: the alerts factory, the store and sinks, readers."""
+"""The factories section of `campusguard.app.engine.wiring`: the alerts factory, the store and sinks, readers."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
 from campusguard.app.config import parse_config
+from campusguard.app.engine.sources import FrameQueue
+from campusguard.app.engine.wiring import open_alert_sinks, open_store_and_sinks, reader_for
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.sources import FrameQueue
-from campusguard.app.wiring import open_alert_sinks, open_store_and_sinks, reader_for
 from campusguard.errors import ConfigError
 
 

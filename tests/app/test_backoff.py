@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from campusguard.app.backoff import Backoff
+from campusguard.app.infra.backoff import Backoff
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_the_retry_loops_share_it():
     import campusguard.app as app
 
     root = Path(app.__file__).parent
-    for name in ("sources.py", "events/postgres.py", "alerts/webhook.py"):
+    for name in ("engine/sources.py", "events/postgres.py", "alerts/webhook.py"):
         text = (root / name).read_text()
-        assert "from campusguard.app.backoff import Backoff" in text, name
+        assert "from campusguard.app.infra.backoff import Backoff" in text, name
         assert "2 **" not in text and "* self.factor" not in text, name

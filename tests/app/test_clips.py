@@ -10,8 +10,8 @@ import cv2
 import numpy as np
 import pytest
 
-from campusguard.app.clips import ClipRecorder, FrameRing, write_mp4
-from campusguard.app.live import LiveFrame, encode_jpeg
+from campusguard.app.media.clips import ClipRecorder, FrameRing, write_mp4
+from campusguard.app.media.live import LiveFrame, encode_jpeg
 from campusguard.detections import Detections
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from campusguard.app.eventbus import DropOldestQueue, EventBus
+from campusguard.app.console.eventbus import DropOldestQueue, EventBus
 
 
 def test_drop_oldest_queue_keeps_the_newest_items() -> None:
@@ -80,9 +80,9 @@ def test_closed_subscriptions_leave_the_bus() -> None:
 
 def test_the_queue_types_are_one() -> None:
     """The event bus's, the live view's, the clip recorder's and the readers' queues are one `BoundedQueue`."""
-    from campusguard.app.live import Viewer
-    from campusguard.app.queues import BoundedQueue
-    from campusguard.app.sources import FrameQueue
+    from campusguard.app.engine.sources import FrameQueue
+    from campusguard.app.infra.queues import BoundedQueue
+    from campusguard.app.media.live import Viewer
 
     for cls in (DropOldestQueue, Viewer, FrameQueue):
         assert issubclass(cls, BoundedQueue), cls
@@ -91,7 +91,7 @@ def test_the_queue_types_are_one() -> None:
 def test_a_waiting_put_gives_up_on_stop_and_a_get_makes_room() -> None:
     import threading
 
-    from campusguard.app.queues import BoundedQueue
+    from campusguard.app.infra.queues import BoundedQueue
 
     q: BoundedQueue[int] = BoundedQueue(1, drop_oldest=False)
     stop = threading.Event()

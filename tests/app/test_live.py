@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
-from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub, render_live_frame  # noqa: E402
+from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub, render_live_frame  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.detections import Detections  # noqa: E402
 from campusguard.errors import CampusGuardError  # noqa: E402

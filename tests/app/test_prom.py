@@ -1,11 +1,11 @@
-"""`campusguard.app.prom`: the pipeline's counters as Prometheus families, gating counters included."""
+"""`campusguard.app.console.prom`: the pipeline's counters as Prometheus families, gating counters included."""
 
 from __future__ import annotations
 
 import pytest
 
-from campusguard.app.metrics import LatencyHistogram
-from campusguard.app.prom import CameraSample, PipelineSample, build_registry
+from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry
+from campusguard.app.engine.metrics import LatencyHistogram
 
 prometheus_client = pytest.importorskip("prometheus_client")
 

@@ -63,6 +63,8 @@ def test_box_rescaling_is_written_once():
     """`resize_boxes` is the one frame-size rescale: the pipeline's copies use it (issue 23)."""
     from pathlib import Path
 
-    import campusguard.app.pipeline as pipeline
+    import campusguard.app.engine.analytics as analytics
+    import campusguard.app.engine.detection as detection
 
-    assert "sx, sy" not in Path(pipeline.__file__).read_text()
+    for stage in (analytics, detection):
+        assert "sx, sy" not in Path(stage.__file__).read_text()

@@ -26,12 +26,12 @@ import cv2
 import yaml
 
 from campusguard.app.config import parse_config
+from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.eval_events import EventScores, evaluate_events, incidents_from_events, load_truth
 from campusguard.app.events import read_events
 from campusguard.app.events.types import Event
 from campusguard.app.service import WatchService
 from campusguard.app.signals import run_until_stopped
-from campusguard.app.wiring import DetectorFactory
 
 __all__ = ["EXAMPLE_CONFIG", "DemoResult", "demo_config", "demo_console_config", "run_demo", "write_summary_html"]
 

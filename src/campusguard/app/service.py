@@ -8,7 +8,7 @@ store and the sinks close.
 
 What each box of the diagram is built from lives elsewhere: the config-to-objects factories
 (detectors, sources and readers, motion gates, the store and the alert sinks) in
-`campusguard.app.wiring`, the workers in `campusguard.app.pipeline`, and running a service until
+`campusguard.app.engine.wiring`, the workers in `campusguard.app.engine`, and running a service until
 a signal in `campusguard.app.signals`.
 """
 
@@ -23,24 +23,14 @@ from pathlib import Path
 from typing import TextIO
 
 from campusguard.app.alerts.sinks import AlertSink
-from campusguard.app.annotate import AnnotatedVideoWriter
 from campusguard.app.config import CameraConfig, LoadedConfig
-from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.types import Event
-from campusguard.app.events.writer import EventWorker
-from campusguard.app.live import LiveFrame
-from campusguard.app.metrics import CameraMetrics, MetricsReporter
-from campusguard.app.pipeline import (
-    AnalyticsWorker,
-    DetectionWorker,
-    DetectorLike,
-    TrackedBoxes,
-    Watchdog,
-    WorkerThread,
-)
-from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource
-from campusguard.app.wiring import (
+from campusguard.app.engine.analytics import AnalyticsWorker
+from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes
+from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
+from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource
+from campusguard.app.engine.stages import DetectorLike
+from campusguard.app.engine.watchdog import Watchdog, WorkerThread
+from campusguard.app.engine.wiring import (
     CameraParts,
     DetectorFactory,
     SourceProbe,
@@ -53,6 +43,12 @@ from campusguard.app.wiring import (
     probe_source,
     reader_for,
 )
+from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.spool import EventSpool
+from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventWorker
+from campusguard.app.media.annotate import AnnotatedVideoWriter
+from campusguard.app.media.live import LiveFrame
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]

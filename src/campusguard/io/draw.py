@@ -4,7 +4,7 @@ Modelled on supervision's ``annotators/base.py``: each annotator draws one kind 
 ``annotate(scene, detections) -> scene``, and they compose (`draw_detections` is boxes then labels).
 Every picture the package draws takes its box colours from `color_for` and its box labels from
 `box_label`: ``campusguard predict --save`` (`draw_detections`) and the watch view, live view,
-clips and annotated videos (`campusguard.app.annotate.draw_overlay`).
+clips and annotated videos (`campusguard.app.media.annotate.draw_overlay`).
 """
 
 from __future__ import annotations

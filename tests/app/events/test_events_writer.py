@@ -15,6 +15,7 @@ from pathlib import Path
 
 from campusguard.app.cluster.group import Outbox
 from campusguard.app.console.runtime import _KeepOpenStore
+from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events import SQLiteEventStore
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
@@ -22,7 +23,6 @@ from campusguard.app.events.store import InterruptibleStore, StoreUnavailableErr
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.scan.unit import _CollectedEvents
-from campusguard.app.sources import EndOfStream
 
 
 class RecordingStore:

@@ -137,7 +137,7 @@ def test_bad_arguments(kwargs, message):
 
 def test_fall_rule_from_config_watches_the_whole_frame_without_a_zone():
     from campusguard.app.config import parse_config
-    from campusguard.app.wiring import build_camera
+    from campusguard.app.engine.wiring import build_camera
 
     loaded = parse_config(
         "cameras:\n  - id: cam0\n    source: x.mp4\n    rules:\n      - kind: fall\n        min_duration_s: 2\n"

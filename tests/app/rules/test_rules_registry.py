@@ -8,7 +8,6 @@ from typing import Literal, get_args
 import pytest
 from pydantic import Field, TypeAdapter
 
-from campusguard.app import wiring
 from campusguard.app.config import (
     RULE_CONFIGS,
     RULE_KINDS,
@@ -18,9 +17,10 @@ from campusguard.app.config import (
     ZoneRuleConfigBase,
     parse_config,
 )
+from campusguard.app.engine import wiring
+from campusguard.app.engine.wiring import build_camera
 from campusguard.app.rules import RULE_TYPES, RULES, LoiteringRule, RuleContext, RuleEntry, RuleRegistry
 from campusguard.app.rules.registry import UnknownRuleKindError
-from campusguard.app.wiring import build_camera
 from campusguard.errors import ConfigError, InvalidInputError
 from campusguard.zones import PolygonZone
 

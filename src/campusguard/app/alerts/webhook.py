@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from campusguard.app.backoff import Backoff
 from campusguard.app.config.alerts import WEBHOOK_BACKOFF_S, WEBHOOK_RETRIES, WEBHOOK_TIMEOUT_S
-from campusguard.app.durable import replace_durably
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from campusguard.app.infra.backoff import Backoff
+from campusguard.app.infra.durable import replace_durably
 from campusguard.errors import InvalidInputError
 
 __all__ = ["WebhookSink"]

@@ -46,13 +46,13 @@ from campusguard.app.cluster.group import (
     camera_groups,
 )
 from campusguard.app.config import CameraConfig, LoadedConfig
+from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
+from campusguard.app.engine.sources import CameraState, FrameSource
+from campusguard.app.engine.wiring import open_camera, open_store_and_sinks
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
-from campusguard.app.metrics import CameraMetrics, MetricsReporter
-from campusguard.app.sources import CameraState, FrameSource
-from campusguard.app.wiring import open_camera, open_store_and_sinks
 from campusguard.errors import ConfigError
 
 __all__ = ["ClusterWatch", "GroupExecutor", "LocalExecutor", "Unavailable", "update_key"]

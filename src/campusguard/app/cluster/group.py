@@ -35,13 +35,13 @@ from typing import Any, Literal
 
 import yaml
 
-from campusguard.app.clips import ClipRecorder
 from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
+from campusguard.app.engine.sources import CameraState, FrameSource
+from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.app.events.types import Event
-from campusguard.app.live import FrameHub, LiveFrame
+from campusguard.app.media.clips import ClipRecorder
+from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.service import WatchService
-from campusguard.app.sources import CameraState, FrameSource
-from campusguard.app.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.errors import CampusGuardError
 
 __all__ = [

@@ -36,8 +36,8 @@ from campusguard.app.cluster.group import (
     MediaOptions,
 )
 from campusguard.app.config import CameraConfig, LoadedConfig
-from campusguard.app.sources import FrameSource
-from campusguard.app.wiring import open_camera
+from campusguard.app.engine.sources import FrameSource
+from campusguard.app.engine.wiring import open_camera
 from campusguard.errors import ConfigError, require
 
 __all__ = ["RayCameraGroup", "RayExecutor", "check_reachable", "connect", "ray_watch"]

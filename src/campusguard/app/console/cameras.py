@@ -21,17 +21,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from campusguard.app.clips import ClipRecorder
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError, MediaKind, MediaOptions
 from campusguard.app.config import LoadedConfig
 from campusguard.app.console.cluster_media import ClusterMedia
+from campusguard.app.engine.sources import CameraState
+from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.store import EventStore
 from campusguard.app.events.types import Event
-from campusguard.app.live import FrameHub, LiveFrame, PulledFrameHub
+from campusguard.app.media.clips import ClipRecorder
+from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub
 from campusguard.app.service import WatchService
-from campusguard.app.sources import CameraState
-from campusguard.app.wiring import DetectorFactory
 
 if TYPE_CHECKING:
     from campusguard.app.cluster.driver import ClusterWatch
@@ -64,7 +64,7 @@ class CameraStatus:
         name: camera id.
         state: ``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled),
             ``stopped`` (stream ended or the pipeline stopped), ``failed`` (reader or pipeline error);
-            see `campusguard.app.sources.CameraState`.
+            see `campusguard.app.engine.sources.CameraState`.
         input_fps: frames read per second over the last few seconds.
         processed_fps: frames processed per second over the last few seconds.
         dropped_frames: frames dropped so far by the drop-oldest queue.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from campusguard.app.cluster.group import MediaKind
-from campusguard.app.durable import replace_durably
+from campusguard.app.infra.durable import replace_durably
 from campusguard.errors import CampusGuardError
 
 __all__ = ["ClusterMedia", "MediaFetch"]
@@ -124,6 +124,6 @@ class ClusterMedia:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` durably (`campusguard.app.durable.replace_durably`), folders created."""
+    """Write ``data`` to ``path`` durably (`campusguard.app.infra.durable.replace_durably`), folders created."""
     path.parent.mkdir(parents=True, exist_ok=True)
     replace_durably(path, data)

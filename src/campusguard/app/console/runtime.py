@@ -8,7 +8,7 @@ the side of the pipeline, none of which can slow it down:
 - `ClipRecorder` (a bounded ring buffer of recent frames per camera; an MP4 clip around
   each incident's start, written on its own thread);
 - `EventBus` (each event, read back from the store after its commit, to every subscriber);
-- a Prometheus registry (`campusguard.app.prom`), read at scrape time;
+- a Prometheus registry (`campusguard.app.console.prom`), read at scrape time;
 - live zone and line edits (`put_zones`): validated by the config models, swapped into the
   running rules between two frames, and written to the YAML file atomically with a backup.
 
@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import yaml
 
-from campusguard.app.clips import ClipRecorder
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
 from campusguard.app.config import load_config, parse_config
 from campusguard.app.console.cameras import (
@@ -46,17 +45,18 @@ from campusguard.app.console.cameras import (
     ClusterCameras,
     LocalCameras,
 )
-from campusguard.app.durable import replace_durably
-from campusguard.app.eventbus import EventBus, EventSubscription
+from campusguard.app.console.eventbus import EventBus, EventSubscription
+from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry
+from campusguard.app.engine.metrics import FrameRates
+from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
 from campusguard.app.events.types import Event
-from campusguard.app.live import FrameHub, Viewer
-from campusguard.app.metrics import FrameRates
-from campusguard.app.prom import CameraSample, PipelineSample, build_registry
-from campusguard.app.wiring import DetectorFactory
+from campusguard.app.infra.durable import replace_durably
+from campusguard.app.media.clips import ClipRecorder
+from campusguard.app.media.live import FrameHub, Viewer
 from campusguard.errors import CampusGuardError, ConfigError
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ class ConsoleRuntime:
         return data
 
     def _write_config(self, text: str) -> None:
-        """Write the config durably (`campusguard.app.durable.replace_durably`); keep the old one as ``.bak``."""
+        """Write the config durably (`campusguard.app.infra.durable.replace_durably`); keep the old one as ``.bak``."""
         path = self.config_path
         header = f"# rewritten by the CampusGuard console (zones/lines edit); previous version in {path.name}.bak\n"
         try:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from campusguard.app.sqlitedb import (
+from campusguard.app.infra.sqlitedb import (
     SQLiteFile,
     apply_migrations,
     connect_durable,

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
-from campusguard.app.backoff import Backoff
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
 from campusguard.app.events.sql import Dialect
 from campusguard.app.events.store import (
@@ -47,6 +46,7 @@ from campusguard.app.events.store import (
     review_outcome,
 )
 from campusguard.app.events.urls import one_line, redact_url
+from campusguard.app.infra.backoff import Backoff
 from campusguard.errors import InvalidInputError, MissingDependencyError
 
 try:

@@ -23,8 +23,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from campusguard.app.durable import fsync_dir, replace_durably
 from campusguard.app.events.types import Event
+from campusguard.app.infra.durable import fsync_dir, replace_durably
 
 __all__ = ["EventSpool"]
 

@@ -40,7 +40,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.records import REVIEW_STATES, EventFilter, EventRecord, ReviewAction, ReviewState
 from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, Dialect
 from campusguard.app.events.types import Event
-from campusguard.app.sqlitedb import (
+from campusguard.app.infra.sqlitedb import (
     SQLiteFile,
     apply_migrations,
     connect_durable,

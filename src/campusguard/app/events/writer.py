@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
-from campusguard.app.sources import EndOfStream
 
 if TYPE_CHECKING:
     from campusguard.app.alerts.sinks import AlertSink

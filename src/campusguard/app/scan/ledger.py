@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from campusguard.app.infra.sqlitedb import (
+    SQLiteFile,
+    apply_migrations,
+    connect_durable,
+    schema_version,
+    write_transaction,
+)
 from campusguard.app.scan.recordings import Recording
-from campusguard.app.sqlitedb import SQLiteFile, apply_migrations, connect_durable, schema_version, write_transaction
 from campusguard.errors import InvalidInputError
 
 __all__ = ["ScanLedger", "LedgerEntry"]

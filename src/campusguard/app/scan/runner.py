@@ -38,6 +38,7 @@ from rich.progress import (
 )
 
 from campusguard.app.config import LoadedConfig
+from campusguard.app.engine.wiring import DetectorFactory, detector_key, open_store_and_sinks
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.scan.executors import UnitExecutor
@@ -50,7 +51,6 @@ from campusguard.app.scan.unit import (
     scan_config,
     shared_detector_factory,
 )
-from campusguard.app.wiring import DetectorFactory, detector_key, open_store_and_sinks
 from campusguard.errors import CampusGuardError, require
 from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
 

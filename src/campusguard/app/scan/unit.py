@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from campusguard.app.config import CameraConfig, LoadedConfig
+from campusguard.app.engine.sources import FrameSource
+from campusguard.app.engine.stages import DetectorLike
+from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.app.events.types import Event
-from campusguard.app.live import LiveFrame
-from campusguard.app.pipeline import DetectorLike
+from campusguard.app.media.live import LiveFrame
 from campusguard.app.scan.parquet import DetectionsParquet
 from campusguard.app.scan.recordings import Recording
 from campusguard.app.service import WatchService
-from campusguard.app.sources import FrameSource
-from campusguard.app.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
 
 __all__ = [

@@ -5,7 +5,7 @@ so a browser is never shown an event the database does not hold. Every subscribe
 own bounded queue that drops its oldest item when full: a stalled browser loses old updates
 (it can re-read them from the API) but never holds up the event worker or other subscribers.
 
-`DropOldestQueue` (`campusguard.app.queues`) is that queue; the live view's viewers use it too.
+`DropOldestQueue` (`campusguard.app.infra.queues`) is that queue; the live view's viewers use it too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from campusguard.app.queues import DropOldestQueue
+from campusguard.app.infra.queues import DropOldestQueue
 
 __all__ = ["DropOldestQueue", "EventBus", "EventSubscription"]
 

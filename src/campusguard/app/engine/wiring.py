@@ -31,10 +31,11 @@ from campusguard.app.config import (
     TrackerConfig,
     WatchConfig,
 )
+from campusguard.app.engine.analytics import CameraGeometry
+from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
+from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.pipeline import CameraGeometry, DetectorLike
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
-from campusguard.app.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
 from campusguard.motion import MotionDetector, MotionGate
 from campusguard.tracking import ByteTrackTracker
@@ -58,7 +59,7 @@ __all__ = [
     "reader_for",
 ]
 
-log = logging.getLogger("campusguard.app.wiring")
+log = logging.getLogger("campusguard.app.engine.wiring")
 
 
 @dataclass

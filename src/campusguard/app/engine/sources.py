@@ -24,9 +24,9 @@ from typing import Literal, Protocol
 import cv2
 import numpy as np
 
-from campusguard.app.backoff import Backoff
 from campusguard.app.config.cameras import source_kind
-from campusguard.app.queues import BoundedQueue
+from campusguard.app.infra.backoff import Backoff
+from campusguard.app.infra.queues import BoundedQueue
 from campusguard.errors import SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
 from campusguard.ops.preprocess import to_bgr_uint8 as _to_bgr
@@ -45,7 +45,7 @@ __all__ = [
     "open_source",
 ]
 
-log = logging.getLogger("campusguard.app.sources")
+log = logging.getLogger("campusguard.app.engine.sources")
 
 
 @dataclass(frozen=True, slots=True)

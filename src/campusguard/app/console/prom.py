@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from campusguard.app.metrics import LatencyHistogram
+from campusguard.app.engine.metrics import LatencyHistogram
 from campusguard.errors import require
 
 __all__ = ["CameraSample", "PipelineCollector", "PipelineSample", "build_registry"]

@@ -1,6 +1,6 @@
 """Exponential back-off between attempts, shared by every retry loop of the app.
 
-Used by the camera readers' reconnects (`campusguard.app.sources.CameraReader`), the PostgreSQL
+Used by the camera readers' reconnects (`campusguard.app.engine.sources.CameraReader`), the PostgreSQL
 event store's reconnects (`campusguard.app.events.postgres.RetryPolicy`) and the webhook sink's
 retries (`campusguard.app.alerts.webhook.WebhookSink`). The MQTT sink's reconnects are paho's own
 (``reconnect_delay_set``), configured with the same kind of numbers.

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from campusguard.app.annotate import draw_overlay
-from campusguard.app.eventbus import DropOldestQueue
+from campusguard.app.infra.queues import DropOldestQueue
+from campusguard.app.media.annotate import draw_overlay
 from campusguard.detections import Detections
 from campusguard.errors import CampusGuardError
 

@@ -31,13 +31,13 @@ from typing import Any
 import cv2
 import numpy as np
 
-from campusguard.app.eventbus import DropOldestQueue
-from campusguard.app.live import LiveFrame, encode_jpeg, render_live_frame
+from campusguard.app.infra.queues import DropOldestQueue
+from campusguard.app.media.live import LiveFrame, encode_jpeg, render_live_frame
 from campusguard.errors import require
 
 __all__ = ["ClipRecorder", "FrameRing", "write_mp4"]
 
-log = logging.getLogger("campusguard.app.clips")
+log = logging.getLogger("campusguard.app.media.clips")
 
 
 class FrameRing:

@@ -1,0 +1,221 @@
+"""The analytics stage: `AnalyticsWorker` (one per camera: track, rules, annotate, snapshots) and
+the camera geometry it draws."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from campusguard.app.engine.detection import TrackedBoxes
+from campusguard.app.engine.metrics import CameraMetrics
+from campusguard.app.engine.sources import EndOfStream, Frame
+from campusguard.app.engine.stages import DetectedFrame, put_until, wall_time_of
+from campusguard.app.events.types import Event
+from campusguard.app.events.writer import EventMessage
+from campusguard.app.media.annotate import AnnotatedVideoWriter
+from campusguard.app.media.live import LiveFrame, render_live_frame
+from campusguard.app.rules import RuleEngine
+from campusguard.detections import Detections
+from campusguard.ops.boxes import resize_boxes
+from campusguard.tracking import Tracker
+
+log = logging.getLogger(__name__)
+
+
+# analytics ---------------------------------------------------------------------------------
+@dataclass
+class CameraGeometry:
+    """A camera's zones and lines in pixels of its reference frame size (for drawing).
+
+    Attributes:
+        resolution_wh: the frame size rules were built for; frames of another size (after a
+            reconnect) have their boxes scaled to it.
+        zones: ``(name, (K, 2) float32 polygon)``.
+        lines: ``(name, (2, 2) float32 end points)``.
+    """
+
+    resolution_wh: tuple[int, int]
+    zones: Sequence[tuple[str, np.ndarray]] = ()
+    lines: Sequence[tuple[str, np.ndarray]] = ()
+
+
+def scale_detections(det: Detections, from_wh: tuple[int, int], to_wh: tuple[int, int]) -> Detections:
+    """Detections with ``xyxy`` rescaled from a frame of ``from_wh`` to one of ``to_wh`` (new object)."""
+    if from_wh == to_wh or len(det) == 0:
+        return det
+    xyxy = resize_boxes(det.xyxy, from_wh, to_wh)
+    return Detections(xyxy, det.confidence, det.class_id, det.tracker_id, dict(det.data))
+
+
+class AnalyticsWorker:
+    """Tracking, rules, snapshots and the annotated video of one camera.
+
+    Args:
+        camera_id: the camera.
+        inbox: its `DetectedFrame` / `EndOfStream` queue.
+        events_out: the event worker's queue.
+        tracker: this camera's tracker.
+        rules: this camera's rules.
+        geometry: zones and lines in the reference frame's pixels.
+        names: class id to name.
+        metrics: this camera's counters.
+        failed: set when any worker died; puts then give up.
+        video: annotated video writer, or None.
+        snapshots_dir: folder for event-start JPEGs, or None.
+        on_frame: called with each processed frame as a `LiveFrame` (the live view and clips);
+            must not block.
+        tracked_out: where this camera's tracked boxes are published after every frame (for
+            its motion gate), or None.
+    """
+
+    def __init__(
+        self,
+        camera_id: str,
+        inbox: queue.Queue,
+        events_out: queue.Queue,
+        tracker: Tracker,
+        rules: RuleEngine,
+        geometry: CameraGeometry,
+        names: dict[int, str],
+        metrics: CameraMetrics,
+        failed: threading.Event,
+        video: AnnotatedVideoWriter | None = None,
+        snapshots_dir: Path | None = None,
+        on_frame: Callable[[LiveFrame], None] | None = None,
+        tracked_out: TrackedBoxes | None = None,
+    ) -> None:
+        self.camera_id = camera_id
+        self.inbox = inbox
+        self.events_out = events_out
+        self.tracker = tracker
+        self.rules = rules
+        self.geometry = geometry
+        self.names = names
+        self.metrics = metrics
+        self.failed = failed
+        self.video = video
+        self.snapshots_dir = snapshots_dir
+        self.on_frame = on_frame
+        self.tracked_out = tracked_out
+        self.heartbeat = time.monotonic()
+        self._open: dict[str, Event] = {}  # event_id -> latest open state, for drawing
+        self._last_ts = 0.0
+        self._last_frame: Frame | None = None
+        self._pending: tuple[RuleEngine, CameraGeometry] | None = None
+        self._pending_lock = threading.Lock()
+
+    def replace_rules(self, rules: RuleEngine, geometry: CameraGeometry) -> None:
+        """Swap in new rules and zones before the next frame (thread-safe; the tracker is kept).
+
+        The old rules' open events are ended at the last processed frame's time.
+        """
+        with self._pending_lock:
+            self._pending = (rules, geometry)
+
+    def _apply_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        self._finish()
+        self.rules, self.geometry = pending
+
+    def run(self) -> None:
+        """Process frames until the camera's `EndOfStream`; then end open events and close the video."""
+        try:
+            while not self.failed.is_set():
+                try:
+                    item = self.inbox.get(timeout=0.2)
+                except queue.Empty:
+                    self.heartbeat = time.monotonic()
+                    continue
+                self.heartbeat = time.monotonic()
+                if isinstance(item, EndOfStream):
+                    self._finish()
+                    self._close_video()  # before the end goes on: `WatchService.wait` returns once events end
+                    put_until(self.events_out, item, self.failed.is_set)
+                    return
+                self.process(item)
+        finally:
+            self._close_video()
+
+    def _close_video(self) -> None:
+        if self.video is not None:
+            self.video.close()
+
+    def process(self, msg: DetectedFrame) -> list[Event]:
+        """Track, evaluate rules and annotate one frame; return the events it raised."""
+        self._apply_pending()
+        frame = msg.frame
+        wall = wall_time_of(frame)
+        dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
+        tracked = self.tracker.update(dets, frame.timestamp_s)
+        if self.tracked_out is not None:
+            self.tracked_out.publish(tracked.xyxy, self.geometry.resolution_wh)
+        events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
+        self._last_ts = frame.timestamp_s
+        self._last_frame = frame
+        for ev in events:
+            self._emit(ev, frame)
+        if self.video is not None or self.on_frame is not None:
+            live = self._live_frame(frame, tracked)
+            if self.video is not None:
+                self.video.write(render_live_frame(live))
+            if self.on_frame is not None:
+                self.on_frame(live)
+        self.metrics.frames_processed += 1
+        return events
+
+    def _emit(self, ev: Event, frame: Frame | None) -> None:
+        if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
+            ev = ev.with_snapshot(str(self._snapshot(ev, frame)))
+        elif ev.event_id in self._open and self._open[ev.event_id].snapshot_path:
+            ev = ev.with_snapshot(self._open[ev.event_id].snapshot_path)  # type: ignore[arg-type]
+        if ev.phase == "end" or ev.end_s is not None:
+            self._open.pop(ev.event_id, None)
+        else:
+            self._open[ev.event_id] = ev
+        self.metrics.events += 1
+        put_until(self.events_out, EventMessage(ev), self.failed.is_set)
+
+    def _snapshot(self, ev: Event, frame: Frame) -> Path:
+        assert self.snapshots_dir is not None
+        self.snapshots_dir.mkdir(parents=True, exist_ok=True)
+        path = (
+            self.snapshots_dir
+            / f"{self.camera_id}_{frame.index:07d}_{ev.rule_name.replace(':', '-')}_{ev.event_id[:8]}.jpg"
+        )
+        cv2.imwrite(str(path), frame.image)
+        return path
+
+    def _live_frame(self, frame: Frame, tracked: Detections) -> LiveFrame:
+        """The frame with what the annotated view draws on it (nothing is drawn or copied here)."""
+        open_events = list(self._open.values())
+        return LiveFrame(
+            camera_id=self.camera_id,
+            index=frame.index,
+            timestamp_s=frame.timestamp_s,
+            image=frame.image,
+            detections=tracked,
+            names=self.names,
+            resolution_wh=self.geometry.resolution_wh,
+            zones=self.geometry.zones,
+            lines=self.geometry.lines,
+            alert_zones=[e.zone for e in open_events],
+            incidents=[f"{e.rule_kind} in {e.zone} ({frame.timestamp_s - e.start_s:.0f} s)" for e in open_events],
+            header=f"{self.camera_id}  t={frame.timestamp_s:7.1f} s  frame {frame.index}",
+        )
+
+    def _finish(self) -> None:
+        """End every open event at the last frame's time."""
+        wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
+        for ev in self.rules.close(self._last_ts, wall):
+            self._emit(ev, None)

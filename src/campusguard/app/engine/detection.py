@@ -1,0 +1,224 @@
+"""The detection stage: `DetectionWorker` batches frames across cameras (motion gate, crops) and
+`TrackedBoxes` hands the analytics stage's latest boxes back to the gate."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+import numpy as np
+
+from campusguard.app.engine.metrics import CameraMetrics
+from campusguard.app.engine.sources import EndOfStream, Frame, FrameQueue
+from campusguard.app.engine.stages import DetectedFrame, DetectorLike, put_until
+from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_region_detections
+from campusguard.ops.boxes import resize_boxes
+
+log = logging.getLogger(__name__)
+
+
+class TrackedBoxes:
+    """The latest tracked boxes of one camera: written by its analytics worker, read by detection.
+
+    One reference is swapped per update (an atomic assignment), so the reader never sees a
+    half-written value and neither side takes a lock.
+    """
+
+    def __init__(self) -> None:
+        self._latest: tuple[np.ndarray, tuple[int, int]] | None = None
+
+    def publish(self, xyxy: np.ndarray, resolution_wh: tuple[int, int]) -> None:
+        """Replace the boxes (``(N, 4)`` xyxy in pixels of a ``resolution_wh`` frame)."""
+        self._latest = (np.array(xyxy, np.float32).reshape(-1, 4), resolution_wh)
+
+    def boxes_for(self, frame_wh: tuple[int, int]) -> np.ndarray:
+        """The latest boxes in pixels of a ``frame_wh`` frame (``(0, 4)`` before the first update)."""
+        latest = self._latest
+        if latest is None:
+            return np.zeros((0, 4), np.float32)
+        xyxy, from_wh = latest
+        return resize_boxes(xyxy, from_wh, frame_wh)
+
+
+_WHOLE_FRAME = RegionPlan("full", "disabled")
+
+
+
+# detection ---------------------------------------------------------------------------------
+class DetectionWorker:
+    """Runs detection for all cameras, batching frames across cameras.
+
+    Takes frames round-robin from the cameras' queues until ``batch_size`` frames are in hand
+    or ``batch_wait_s`` has passed since the first; frames of cameras sharing a detector go in
+    one `predict_batch` call, which groups them by network input shape.
+
+    Args:
+        inputs: camera id to its frame queue.
+        outputs: camera id to the queue of its analytics worker.
+        detectors: camera id to its detector (cameras may share one object).
+        metrics: camera id to its counters.
+        stop: shared stop event; after it is set queued frames are skipped, ends still forwarded.
+        failed: set when any worker died; puts then give up.
+        doorbell: set by every frame queue put.
+        batch_size: most frames per inference batch.
+        batch_wait_s: longest wait for a fuller batch, seconds.
+        gates: camera id to its motion gate (cameras without one are detected whole); a frame
+            planned "skip" gets no detections and no detector call, a "regions" frame sends its
+            crops, batched with the other frames and crops in the same `predict_batch` call.
+        tracked: camera id to its analytics worker's latest tracked boxes, which the gate keeps
+            in the detection set so objects that stand still are not lost; the boxes of the
+            camera's previous frame are kept too (the analytics worker may be a frame or more
+            behind).
+        merge_iou: IoU of the class-aware NMS that joins boxes of overlapping crops.
+    """
+
+    def __init__(
+        self,
+        inputs: dict[str, FrameQueue],
+        outputs: dict[str, queue.Queue],
+        detectors: dict[str, DetectorLike],
+        metrics: dict[str, CameraMetrics],
+        stop: threading.Event,
+        failed: threading.Event,
+        doorbell: threading.Event,
+        batch_size: int = 4,
+        batch_wait_s: float = 0.005,
+        gates: dict[str, MotionGate] | None = None,
+        tracked: dict[str, TrackedBoxes] | None = None,
+        merge_iou: float = 0.7,
+    ) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+        self.detectors = detectors
+        self.metrics = metrics
+        self.stop = stop
+        self.failed = failed
+        self.doorbell = doorbell
+        self.batch_size = batch_size
+        self.batch_wait_s = batch_wait_s
+        self.gates = gates or {}
+        self.tracked = tracked or {}
+        self.merge_iou = merge_iou
+        self._frame_wh: dict[str, tuple[int, int]] = {}
+        self._last_boxes: dict[str, np.ndarray] = {}  # gated cameras' boxes of their last detected frame
+        self.heartbeat = time.monotonic()
+        self.batches = 0
+        self._order = list(inputs)
+        self._rr = 0
+
+    def _take_round(self, items: list[Frame | EndOfStream], open_cams: set[str]) -> bool:
+        """Take one item from each open camera, starting after the last one served; True if any."""
+        took = False
+        cams = [c for c in self._order if c in open_cams]
+        start = self._rr % max(1, len(cams))
+        for cam in cams[start:] + cams[:start]:
+            if sum(isinstance(i, Frame) for i in items) >= self.batch_size:
+                break
+            if cam in self.gates and any(isinstance(i, Frame) and i.camera_id == cam for i in items):
+                continue  # a gated camera's next frame is planned with this one's detections
+            item = self.inputs[cam].get_nowait()
+            if item is not None:
+                items.append(item)
+                took = True
+                if isinstance(item, EndOfStream):
+                    open_cams.discard(cam)
+        self._rr += 1
+        return took
+
+    def _collect(self, open_cams: set[str]) -> list[Frame | EndOfStream]:
+        items: list[Frame | EndOfStream] = []
+        deadline: float | None = None
+        while True:
+            self.doorbell.clear()
+            while self._take_round(items, open_cams):
+                pass
+            n_frames = sum(isinstance(i, Frame) for i in items)
+            gated_in = {i.camera_id for i in items if isinstance(i, Frame) and i.camera_id in self.gates}
+            if (
+                n_frames >= self.batch_size
+                or not open_cams
+                or any(isinstance(i, EndOfStream) for i in items)
+                or open_cams <= gated_in  # every open camera is gated and has its one frame in the batch
+            ):
+                return items
+            now = time.monotonic()
+            if items:
+                deadline = deadline if deadline is not None else now + self.batch_wait_s
+                if now >= deadline:
+                    return items
+                self.doorbell.wait(deadline - now)
+            else:
+                self.heartbeat = now
+                self.doorbell.wait(0.1)
+                if self.failed.is_set():
+                    return items
+
+    def run(self) -> None:
+        """Detect until every camera has ended."""
+        open_cams = set(self.inputs)
+        while open_cams and not self.failed.is_set():
+            items = self._collect(open_cams)
+            self.heartbeat = time.monotonic()
+            frames = [i for i in items if isinstance(i, Frame)]
+            if frames and not self.stop.is_set():
+                for msg in self._detect(frames):
+                    self._put(msg.frame.camera_id, msg)
+            for item in items:
+                if isinstance(item, EndOfStream):
+                    self._put(item.camera_id, item)
+
+    def _plan(self, frame: Frame) -> RegionPlan:
+        """What the detector sees of ``frame``: its camera's gate decides, else the whole frame."""
+        gate = self.gates.get(frame.camera_id)
+        if gate is None:
+            return _WHOLE_FRAME
+        wh = frame.resolution_wh
+        if self._frame_wh.setdefault(frame.camera_id, wh) != wh:  # a reconnect changed the frame size
+            self._frame_wh[frame.camera_id] = wh
+            gate.reset()
+        keep = [self._last_boxes.get(frame.camera_id, np.zeros((0, 4), np.float32))]
+        if frame.camera_id in self.tracked:
+            keep.append(self.tracked[frame.camera_id].boxes_for(wh))
+        return gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep))
+
+    def _detect(self, frames: list[Frame]) -> list[DetectedFrame]:
+        by_detector: dict[int, list[Frame]] = {}
+        for f in frames:
+            by_detector.setdefault(id(self.detectors[f.camera_id]), []).append(f)
+        out: list[DetectedFrame] = []
+        for group in by_detector.values():
+            detector = self.detectors[group[0].camera_id]
+            plans = [self._plan(f) for f in group]
+            crops = [crop_regions(f.image, plan) for f, plan in zip(group, plans, strict=True)]
+            images = [im for c in crops for im in c]
+            t0 = time.perf_counter()
+            dets = detector.predict_batch(images) if images else []
+            ms_per_image = (time.perf_counter() - t0) * 1000 / max(1, len(images))
+            if images:
+                self.batches += 1
+            start = 0
+            for f, plan, c in zip(group, plans, crops, strict=True):
+                own = dets[start : start + len(c)]
+                start += len(c)
+                share_ms = ms_per_image * len(c)
+                self._count(self.metrics[f.camera_id], plan, share_ms)
+                merged = merge_region_detections(plan, own, self.merge_iou, f.resolution_wh)
+                if f.camera_id in self.gates:
+                    self._last_boxes[f.camera_id] = merged.xyxy
+                out.append(DetectedFrame(f, merged, share_ms))
+        out.sort(key=lambda m: (m.frame.camera_id, m.frame.index))  # per-camera order kept
+        return out
+
+    @staticmethod
+    def _count(m: CameraMetrics, plan: RegionPlan, share_ms: float) -> None:
+        m.frames_detected += 1
+        m.detector_images += plan.calls if plan.kind != "skip" else 0
+        m.frames_skipped += plan.kind == "skip"
+        m.frames_regions += plan.kind == "regions"
+        m.inference_ms_total += share_ms
+        m.inference_seconds.observe(share_ms / 1000)
+
+    def _put(self, camera_id: str, item: DetectedFrame | EndOfStream) -> None:
+        put_until(self.outputs[camera_id], item, self.failed.is_set)
