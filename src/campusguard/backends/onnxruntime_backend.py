@@ -62,7 +62,7 @@ def register_migraphx_plugin(ort: Any) -> str | None:
     ``onnxruntime_ep_migraphx`` package. Returns the provider name, or ``None`` when absent.
     """
     try:
-        import onnxruntime_ep_migraphx as plugin  # type: ignore[import-not-found]
+        import onnxruntime_ep_migraphx as plugin
     except ImportError:
         return None
     name = str(plugin.get_ep_name())
@@ -71,7 +71,7 @@ def register_migraphx_plugin(ort: Any) -> str | None:
             import ctypes
             import glob
 
-            import migraphx_libs  # type: ignore[import-not-found]
+            import migraphx_libs
 
             for pattern in (
                 str(Path(ort.__file__).parent / "capi" / "libonnxruntime.so.1*"),

@@ -36,7 +36,7 @@ def _command(ctx: typer.Context) -> str:
         source = ctx.get_parameter_source(param.name) if param.name else None
         if source is None or source.name != "COMMANDLINE":
             continue
-        value = ctx.params[param.name]  # type: ignore[index]
+        value = ctx.params[param.name]
         if getattr(param, "param_type_name", "") != "option":
             parts += [shlex.quote(str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
         elif getattr(param, "is_flag", False):

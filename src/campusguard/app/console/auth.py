@@ -146,7 +146,7 @@ class ConsoleState:
 
 def console_state(request: Request) -> ConsoleState:
     """The `ConsoleState` of the app serving this request."""
-    return request.app.state.console  # type: ignore[no-any-return]
+    return request.app.state.console
 
 
 class LoginRequired(Exception):
@@ -191,7 +191,7 @@ def _caller(request: Request, bearer: HTTPAuthorizationCredentials | None, cooki
     """The authenticated user of this request (authenticated once, then kept on ``request.state``)."""
     cached = getattr(request.state, "user", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     return _authenticate(request, bearer, cookie).user
 
 

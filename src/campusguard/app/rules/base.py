@@ -315,7 +315,7 @@ class Episode:
     def _emit(self, phase: EventPhase, **changes: object) -> Event:
         assert self.current is not None
         fields = {**self.current.__dict__, **changes, "phase": phase}
-        self.current = Event(**fields)  # type: ignore[arg-type]
+        self.current = Event(**fields)
         return self.current
 
     def _objects(self, objects: Mapping[int, int]) -> dict[str, tuple]:
