@@ -27,6 +27,7 @@ LOG_LEVELS: dict[str, int] = {
     "error": logging.ERROR,
 }
 LOG_LEVEL_HELP = f"{', '.join(LOG_LEVELS)}; default: warning, or info with the root --verbose."
+_PACKAGE = "campusguard"
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -48,7 +49,10 @@ def setup_logging(level: str) -> None:
         handler = _CliHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(_FORMAT))
         root.addHandler(handler)
-    root.setLevel(number)
+    # DEBUG is CampusGuard's own: what each source opened, gate decisions, detector batches, rule
+    # state changes (rate-limited where per frame); libraries (Ray, paho, urllib3, asyncio) stay at INFO
+    root.setLevel(max(number, logging.INFO))
+    logging.getLogger(_PACKAGE).setLevel(number if number < logging.INFO else logging.NOTSET)
 
 
 def log_level_option() -> Any:

@@ -27,6 +27,7 @@ def test_one_line_per_key_and_interval_with_held_back_count(caplog: pytest.LogCa
         assert throttle.debug("cam2", "gate %s", "whole")  # another key is not held back
         clock.t += 10.0
         assert throttle.debug("cam1", "gate %s", "regions")
+    assert {r.filename for r in caplog.records} == {"test_throttle.py"}  # the caller's line, not the throttle's
     lines = [r.getMessage() for r in caplog.records]
     assert lines == [
         "gate skip",

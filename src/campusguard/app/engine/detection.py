@@ -13,10 +13,12 @@ import numpy as np
 from campusguard.app.engine.metrics import CameraMetrics
 from campusguard.app.engine.sources import EndOfStream, Frame, FrameQueue
 from campusguard.app.engine.stages import DetectedFrame, DetectorLike, put_until
+from campusguard.app.infra.throttle import LogThrottle
 from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_region_detections
 from campusguard.ops.boxes import resize_boxes
 
 log = logging.getLogger(__name__)
+_debug = LogThrottle(log, interval_s=10.0)  # per camera and decision, or per batch shape: readable over hours
 
 
 class TrackedBoxes:
@@ -181,7 +183,17 @@ class DetectionWorker:
         keep = [self._last_boxes.get(frame.camera_id, np.zeros((0, 4), np.float32))]
         if frame.camera_id in self.tracked:
             keep.append(self.tracked[frame.camera_id].boxes_for(wh))
-        return gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep))
+        plan = gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep))
+        _debug.debug(
+            ("gate", frame.camera_id, plan.kind, plan.reason),
+            "camera %s frame %d: gate %s (%s), %d detector image(s)",
+            frame.camera_id,
+            frame.index,
+            plan.kind,
+            plan.reason,
+            plan.calls if plan.kind != "skip" else 0,
+        )
+        return plan
 
     def _detect(self, frames: list[Frame]) -> list[DetectedFrame]:
         by_detector: dict[int, list[Frame]] = {}
@@ -198,6 +210,15 @@ class DetectionWorker:
             ms_per_image = (time.perf_counter() - t0) * 1000 / max(1, len(images))
             if images:
                 self.batches += 1
+                _debug.debug(
+                    ("batch", len(group), len(images)),
+                    "detector batch %d: %d image(s) from %d frame(s) of %s in %.1f ms",
+                    self.batches,
+                    len(images),
+                    len(group),
+                    ", ".join(sorted({f.camera_id for f in group})),
+                    ms_per_image * len(images),
+                )
             start = 0
             for f, plan, c in zip(group, plans, crops, strict=True):
                 own = dets[start : start + len(c)]

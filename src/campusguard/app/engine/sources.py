@@ -141,6 +141,16 @@ class CaptureSource:
         self.frame_count = int(self.cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if kind == "path" else 0
         self.is_file = kind == "path"
         self._attempts = 0
+        log.debug(
+            "opened %s %r with OpenCV's %s backend: %dx%d, %s fps, %s frames",
+            kind,
+            source,
+            self.cap.getBackendName(),
+            int(self.cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0),
+            int(self.cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0),
+            f"{self.fps:g}" if self.fps is not None else "unknown",
+            self.frame_count or "unknown",
+        )
 
     def read(self) -> np.ndarray | None:
         ok, image = self.cap.read()
@@ -167,6 +177,7 @@ class FolderSource:
             raise SourceError(f"image folder {str(folder)!r} has no images ({', '.join(IMAGE_SUFFIXES)})")
         self.fps: float | None = fps
         self._i = 0
+        log.debug("opened image folder %s: %d image(s) at %g fps", folder, len(self.paths), fps)
 
     def read(self) -> np.ndarray | None:
         while self._i < len(self.paths):
@@ -408,6 +419,16 @@ class CameraReader:
             broken = 0
             now = time.monotonic()
             index = self._index
+            if index == first_index:
+                log.debug(
+                    "camera %s: first frame of this connection: %dx%d, frame %d, %g fps%s",
+                    self.camera_id,
+                    image.shape[1],
+                    image.shape[0],
+                    index,
+                    fps,
+                    "" if source.fps else " (the source gives none: the configured fallback)",
+                )
             self._index += 1
             timestamp = now if self.live else index / fps
             if self.realtime and not self.live:  # pace a file like a camera

@@ -47,9 +47,10 @@ class LogThrottle:
             self._last[key] = now
             return self._held.pop(key, 0)
 
-    def log(self, level: int, key: Hashable, msg: str, *args: object) -> bool:
+    def log(self, level: int, key: Hashable, msg: str, *args: object, stacklevel: int = 2) -> bool:
         """Log ``msg % args`` at ``level`` unless a line of ``key`` went out less than ``interval_s``
-        ago; True when it went out. The line says how many of its kind were held back."""
+        ago; True when it went out. The line says how many of its kind were held back, and names the
+        caller's file and line (``stacklevel`` frames up), not this module's."""
         if not self.logger.isEnabledFor(level):
             return False
         held = self._admit(key)
@@ -58,9 +59,9 @@ class LogThrottle:
         if held:
             msg = f"{msg} (%d similar line(s) held back in the last %.0f s)"
             args = (*args, held, self.interval_s)
-        self.logger.log(level, msg, *args)
+        self.logger.log(level, msg, *args, stacklevel=stacklevel)
         return True
 
     def debug(self, key: Hashable, msg: str, *args: object) -> bool:
         """`log` at DEBUG."""
-        return self.log(logging.DEBUG, key, msg, *args)
+        return self.log(logging.DEBUG, key, msg, *args, stacklevel=3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -11,6 +12,26 @@ from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 
 __all__ = ["RuleEngine"]
+
+log = logging.getLogger(__name__)
+
+
+def _log_changes(events: list[Event]) -> list[Event]:
+    """A DEBUG line for each incident state change (rare: starts, new objects or counts, ends)."""
+    if events and log.isEnabledFor(logging.DEBUG):
+        for ev in events:
+            log.debug(
+                "camera %s rule %s (%s): incident %s %s at %.2f s, tracks %s%s",
+                ev.camera_id,
+                ev.rule_name,
+                ev.rule_kind,
+                ev.event_id[:12],
+                ev.phase,
+                ev.end_s if ev.phase == "end" and ev.end_s is not None else ev.start_s,
+                list(ev.tracker_ids),
+                f", count {ev.count}" if ev.count is not None else "",
+            )
+    return events
 
 
 class RuleEngine:
@@ -42,7 +63,7 @@ class RuleEngine:
         out: list[Event] = []
         for rule in self.rules:
             out += rule.update(timestamp_s, detections, frame_index, wall_time)
-        return out
+        return _log_changes(out)
 
     def open_events(self) -> list[Event]:
         """Every open event of this camera, latest state (for overlays)."""
@@ -56,4 +77,4 @@ class RuleEngine:
         out: list[Event] = []
         for rule in self.rules:
             out += rule.close(timestamp_s, wall_time)
-        return out
+        return _log_changes(out)
