@@ -124,7 +124,7 @@ class RetentionCleaner:
         """Stop the thread (a pass under way finishes first, up to ``timeout_s``)."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
+        if self._thread is not None and timeout_s > 0 and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
 
     def over_limit(self) -> bool:

@@ -35,9 +35,19 @@ class MediaLayout:
     logs: tuple[Path, ...] = ()
 
     @classmethod
-    def from_config(cls, config: WatchConfig, *, clips_dir: Path | None = None) -> MediaLayout:
-        """The layout `watch` writes with ``config`` (and `serve`'s clip folder if given)."""
+    def from_config(
+        cls, config: WatchConfig, *, clips_dir: Path | None = None, serve_defaults: bool = False
+    ) -> MediaLayout:
+        """The layout `watch` writes with ``config`` (and `serve`'s clip folder if given).
+
+        ``serve_defaults``: also `serve`'s default media folders beside the SQLite file
+        (``media/snapshots`` when no snapshot folder is set, ``media/clips``), as `campusguard prune` does.
+        """
         outputs = config.outputs
+        media = Path(config.storage.sqlite).parent / "media"
+        if serve_defaults and clips_dir is None:
+            clips_dir = media / "clips"
+        snapshots = outputs.snapshots_dir or (str(media / "snapshots") if serve_defaults else None)
         dead: list[Path] = []
         logs: list[Path] = []
         for sink in config.alerts:
@@ -50,7 +60,7 @@ class MediaLayout:
                 dead.append(Path(own) if own else Path(config.storage.sqlite).with_suffix(".dead-letter.jsonl"))
         return cls(
             data_dir=Path(config.storage.sqlite).parent,
-            snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
+            snapshots_dir=Path(snapshots) if snapshots else None,
             clips_dir=clips_dir,
             recordings_dir=Path(outputs.annotated_video_dir) if outputs.annotated_video_dir else None,
             dead_letters=tuple(dict.fromkeys(dead)),
