@@ -14,6 +14,7 @@ a signal in `campusguard.app.signals`.
 
 from __future__ import annotations
 
+import logging
 import queue
 import sys
 import threading
@@ -109,6 +110,7 @@ class WatchService:
         self.reporter: MetricsReporter | None = None
         self.clips_dir = clips_dir  # serve's clip folder, looked after by retention
         self.retention: RetentionCleaner | None = None
+        self._retention_store: EventRecorder | None = None
         self._started = False
         self._finished = False
 
@@ -280,10 +282,21 @@ class WatchService:
         retention = self.config.retention
         if not retention.enabled:
             return
+        prunable: PrunableStore | None = store if isinstance(store, PrunableStore) else None
+        if self.store is None:  # our own connection: the event worker closes its store before the last pass
+            from campusguard.app.events import open_event_store
+
+            try:
+                own = open_event_store(self.config.storage)
+            except CampusGuardError as exc:  # media and logs are still looked after; rows at the next start
+                logging.getLogger("campusguard.app.retention").warning("retention: no event store: %s", exc)
+            else:
+                self._retention_store = own
+                prunable = own if isinstance(own, PrunableStore) else None
         pruner = Pruner(
             RetentionPolicy.from_config(self.config),
             MediaLayout.from_config(self.config, clips_dir=self.clips_dir),
-            store if isinstance(store, PrunableStore) else None,
+            prunable,
             [c.id for c in self.config.cameras],
         )
         self.retention = RetentionCleaner(pruner, interval_s=retention.interval_s, check_s=retention.check_s)
@@ -374,6 +387,9 @@ class WatchService:
             self._background_stop.set()
             if self.retention is not None:
                 self.retention.stop()
+                self.retention.final_pass()  # what the last frames wrote, within the limits at exit too
+            if self._retention_store is not None:
+                self._retention_store.close()
             assert self.reporter is not None
             self.reporter.final()
         return done and not self.failed.is_set()

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         from campusguard.app.config.retention import parse_duration
         from campusguard.app.events import open_event_store
         from campusguard.app.events.factory import storage_backend
-        from campusguard.app.retention import MediaLayout, Pruner, RetentionPolicy
+        from campusguard.app.retention import MediaLayout, PrunableStore, Pruner, RetentionPolicy
         from campusguard.errors import CampusGuardError, InvalidInputError
 
         loaded = load_config(config)
@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
             raise loaded.error(("storage", storage_backend(cfg.storage)), str(exc)) from None
         try:
             layout = MediaLayout.from_config(cfg, serve_defaults=True)
-            pruner = Pruner(policy, layout, store, [c.id for c in cfg.cameras])
+            pruner = Pruner(
+                policy, layout, store if isinstance(store, PrunableStore) else None, [c.id for c in cfg.cameras]
+            )
             plan = pruner.plan()
             report = plan.report() if dry_run else pruner.apply(plan, vacuum=True)
         finally:

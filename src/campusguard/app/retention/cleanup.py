@@ -139,6 +139,14 @@ class RetentionCleaner:
         used = sum(n for folder in self.pruner.layout.media_dirs().values() for _, n, _ in _files(folder))
         return used > policy.max_media_bytes
 
+    def final_pass(self) -> PruneReport | None:
+        """At a stop: one more pass if a limit is crossed now (the last frames' media), else nothing."""
+        try:
+            over = self.over_limit()
+        except OSError:
+            return None
+        return self.run_pass() if over else None
+
     def run_pass(self) -> PruneReport | None:
         """One pass now (with any room asked for); None when it failed (logged)."""
         with self._lock:
