@@ -145,15 +145,16 @@ class RetentionCleaner:
             over = self.over_limit()
         except OSError:
             return None
-        return self.run_pass() if over else None
+        return self.run_pass(writers_idle=True) if over else None
 
-    def run_pass(self) -> PruneReport | None:
-        """One pass now (with any room asked for); None when it failed (logged)."""
+    def run_pass(self, *, writers_idle: bool = False) -> PruneReport | None:
+        """One pass now (with any room asked for); None when it failed (logged). ``writers_idle``:
+        the pipeline has stopped, no recording is being written."""
         with self._lock:
             need, self._need = self._need, 0
             self._busy = True
         try:
-            report = self.pruner.run(need_bytes=need)
+            report = self.pruner.run(need_bytes=need, writers_idle=writers_idle)
         except Exception as exc:  # noqa: BLE001 - a failed pass is retried; cleanup never stops the app
             self.metrics.failures += 1
             self._warn.log(

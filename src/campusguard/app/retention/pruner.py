@@ -280,8 +280,11 @@ class Pruner:
         self.camera_ids = list(camera_ids or [])
 
     # planning ---------------------------------------------------------------------------------
-    def plan(self, now: datetime | None = None, *, need_bytes: int = 0) -> PrunePlan:
-        """What is due at ``now``; ``need_bytes``: free this much beyond the free-space floor too."""
+    def plan(self, now: datetime | None = None, *, need_bytes: int = 0, writers_idle: bool = False) -> PrunePlan:
+        """What is due at ``now``; ``need_bytes``: free this much beyond the free-space floor too.
+
+        The newest recording of each camera, when written to in the last seconds, is the one being
+        written and is left alone, unless ``writers_idle`` (the pipeline has stopped)."""
         now = now or datetime.now(UTC)
         wall = now.timestamp()
         policy = self.policy
@@ -297,6 +300,14 @@ class Pruner:
                 plan.files.append(PlannedFile(kind, path, nbytes, reason))
 
         media = {kind: _files(folder) for kind, folder in self.layout.media_dirs().items()}
+        writing: set[Path] = set()  # each camera's newest recording, if it was written to just now
+        if not writers_idle:
+            newest: dict[str | None, tuple[float, Path]] = {}
+            for path, _, mtime in media.get("recordings", []):
+                cam = camera_of(path.name, self.camera_ids)
+                if cam not in newest or mtime > newest[cam][0]:
+                    newest[cam] = (mtime, path)
+            writing = {p for m, p in newest.values() if m >= wall - _OPEN_FILE_S}
         plan.media_bytes = {kind: sum(n for _, n, _ in files) for kind, files in media.items()}
         sizes = {_resolved(p): n for files in media.values() for p, n, _ in files}
         clips_dir = self.layout.clips_dir
@@ -343,7 +354,7 @@ class Pruner:
                         add("clips", path, nbytes, "expired")
                     continue
                 owner_cam = camera_of(path.name, self.camera_ids)
-                if mtime < wall - _OPEN_FILE_S and mtime < wall - policy.ttl("recordings", owner_cam):
+                if path not in writing and mtime < wall - policy.ttl("recordings", owner_cam):
                     add("recordings", path, nbytes, "expired")
 
         # 4. logs and dead letters
@@ -379,7 +390,7 @@ class Pruner:
                         elif mtime >= grace and self.store is not None:
                             continue  # perhaps not committed yet
                     elif (kind == "clips" and path.stem in protected) or (
-                        kind == "recordings" and mtime >= wall - _OPEN_FILE_S
+                        kind == "recordings" and path in writing
                     ):
                         continue
                     candidates.append((mtime, kind, path, nbytes, owner))
@@ -428,9 +439,11 @@ class Pruner:
         report.free_bytes = self.layout.free_bytes()[0]
         return report
 
-    def run(self, now: datetime | None = None, *, need_bytes: int = 0, vacuum: bool = False) -> PruneReport:
+    def run(
+        self, now: datetime | None = None, *, need_bytes: int = 0, vacuum: bool = False, writers_idle: bool = False
+    ) -> PruneReport:
         """`plan` then `apply`; the report."""
         t0 = time.monotonic()
-        report = self.apply(self.plan(now, need_bytes=need_bytes), vacuum=vacuum)
+        report = self.apply(self.plan(now, need_bytes=need_bytes, writers_idle=writers_idle), vacuum=vacuum)
         log.debug("retention pass in %.2f s: %s", time.monotonic() - t0, report)
         return report
