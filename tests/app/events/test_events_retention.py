@@ -285,3 +285,34 @@ def test_make_room_runs_a_pass_at_once(tmp_path: Path) -> None:
         assert cleaner.metrics.files_pruned == {"recordings": 1} and cleaner.metrics.passes >= 2
     finally:
         cleaner.stop()
+
+
+def test_watch_keeps_media_under_max_media_and_stores_every_incident(tmp_path: Path) -> None:
+    """A real run (scene video, blob detector, recording and snapshots) with a tiny `max_media`."""
+    import io
+
+    from fakes_watch import blob_detector_factory, scene_config, write_scene
+
+    from campusguard.app.events import read_events
+    from campusguard.app.service import WatchService
+
+    video = write_scene(tmp_path / "scene.mp4", n=120)
+    results = {}
+    for name, extra in (
+        ("free", "retention: {enabled: false}\n"),
+        ("capped", "retention: {max_media: 30KB, check_s: 0.2}\n"),
+    ):
+        out = tmp_path / name
+        out.mkdir()
+        text = scene_config(video, out, extra).replace(
+            "metrics_interval_s: 0", "metrics_interval_s: 0\n  annotated_segment_s: 2"
+        )
+        service = WatchService(parse_config(text, "c.yaml"), detector_factory=blob_detector_factory, out=io.StringIO())
+        assert service.run()
+        media = [p for d in ("video", "snaps") for p in (out / d).glob("*")]
+        events = read_events(out / "events.db")
+        results[name] = (sum(p.stat().st_size for p in media), sorted(e.event_id for e in events), events)
+    assert results["free"][0] > 30_000  # the limit is really crossed without retention
+    assert results["capped"][0] <= 30_000
+    assert results["capped"][1] == results["free"][1] and results["free"][1]  # every incident stored
+    assert all(e.snapshot_path is None or Path(e.snapshot_path).exists() for e in results["capped"][2])
