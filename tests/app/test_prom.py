@@ -36,3 +36,17 @@ def test_store_retries_and_spooled_updates_are_exported_without_labels() -> None
     text = prometheus_client.generate_latest(build_registry(lambda: sample)).decode()
     assert "campusguard_store_retries_total 7.0" in text
     assert "campusguard_events_spooled_total 3.0" in text
+
+
+def test_retention_metrics_are_exported() -> None:
+    from prometheus_client import generate_latest
+
+    from campusguard.app.console.prom import PipelineSample, build_registry
+
+    sample = PipelineSample(
+        media_bytes={"snapshots": 1000, "clips": 2000}, free_bytes=5000, files_pruned={"clips": 3}, rows_pruned=4
+    )
+    text = generate_latest(build_registry(lambda: sample)).decode()
+    assert 'campusguard_media_bytes{kind="clips"} 2000.0' in text
+    assert 'campusguard_retention_files_pruned_total{kind="clips"} 3.0' in text
+    assert "campusguard_retention_rows_pruned_total 4.0" in text and "campusguard_data_free_bytes 5000.0" in text

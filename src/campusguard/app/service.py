@@ -14,6 +14,7 @@ a signal in `campusguard.app.signals`.
 
 from __future__ import annotations
 
+import logging
 import queue
 import sys
 import threading
@@ -49,6 +50,7 @@ from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame
+from campusguard.app.retention import MediaLayout, PrunableStore, Pruner, RetentionCleaner, RetentionPolicy
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]
@@ -81,6 +83,7 @@ class WatchService:
         store: EventRecorder | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
+        clips_dir: Path | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -105,6 +108,9 @@ class WatchService:
         self.detection: DetectionWorker | None = None
         self.tracked: dict[str, TrackedBoxes] = {}  # motion-gated cameras' latest tracked boxes
         self.reporter: MetricsReporter | None = None
+        self.clips_dir = clips_dir  # serve's clip folder, looked after by retention
+        self.retention: RetentionCleaner | None = None
+        self._retention_store: EventRecorder | None = None
         self._started = False
         self._finished = False
 
@@ -128,6 +134,7 @@ class WatchService:
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
+        self._start_retention(store)  # expire incidents, media and logs; keep media under its limits
         self._start_metrics_and_watchdog()
         self._started = True
 
@@ -271,6 +278,30 @@ class WatchService:
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
+    def _start_retention(self, store: EventRecorder) -> None:
+        retention = self.config.retention
+        if not retention.enabled:
+            return
+        prunable: PrunableStore | None = store if isinstance(store, PrunableStore) else None
+        if self.store is None:  # our own connection: the event worker closes its store before the last pass
+            from campusguard.app.events import open_event_store
+
+            try:
+                own = open_event_store(self.config.storage)
+            except CampusGuardError as exc:  # media and logs are still looked after; rows at the next start
+                logging.getLogger("campusguard.app.retention").warning("retention: no event store: %s", exc)
+            else:
+                self._retention_store = own
+                prunable = own if isinstance(own, PrunableStore) else None
+        pruner = Pruner(
+            RetentionPolicy.from_config(self.config),
+            MediaLayout.from_config(self.config, clips_dir=self.clips_dir),
+            prunable,
+            [c.id for c in self.config.cameras],
+        )
+        self.retention = RetentionCleaner(pruner, interval_s=retention.interval_s, check_s=retention.check_s)
+        self.retention.start()
+
     def build_camera_parts(self, loaded: LoadedConfig, camera_id: str) -> CameraParts:
         """A running camera's zones, lines and rules built from ``loaded`` (not applied yet).
 
@@ -330,6 +361,8 @@ class WatchService:
         now is spooled for the next start (`EventWorker`) rather than holding the stop up.
         """
         self.stop_event.set()
+        if self.retention is not None:
+            self.retention.stop(timeout_s=0)  # a pass under way ends on its own; no new one starts
         if self.event_worker is not None:
             self.event_worker.stop_store_retries()
 
@@ -352,6 +385,11 @@ class WatchService:
             self._finished = True
             self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
+            if self.retention is not None:
+                self.retention.stop()
+                self.retention.final_pass()  # what the last frames wrote, within the limits at exit too
+            if self._retention_store is not None:
+                self._retention_store.close()
             assert self.reporter is not None
             self.reporter.final()
         return done and not self.failed.is_set()

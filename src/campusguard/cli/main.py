@@ -36,7 +36,20 @@ def _root(
 
 
 # feature modules, in the order their commands appear in --help
-_FEATURES = ["doctor", "predict", "export", "bench", "data", "train", "watch", "scan", "events", "serve", "plan"]
+_FEATURES = [
+    "doctor",
+    "predict",
+    "export",
+    "bench",
+    "data",
+    "train",
+    "watch",
+    "scan",
+    "events",
+    "prune",
+    "serve",
+    "plan",
+]
 for _name in _FEATURES:
     try:
         _mod = importlib.import_module(f"campusguard.cli.{_name}")

@@ -120,3 +120,25 @@ def test_cameras_metrics_and_health(watched):
     client = watched.client()
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 503  # the only camera has stopped producing frames
+
+
+def test_keep_is_for_operators_audited_and_stored(watched):
+    event = get(watched, "/api/v1/events", params={"kind": "intrusion"}).json()["items"][0]
+    eid = event["id"]
+    assert event["kept"] is False
+    client = watched.client()
+    assert client.post(f"/api/v1/events/{eid}/keep", json={}, headers=watched.bearer("vera")).status_code == 403
+    r = client.post(f"/api/v1/events/{eid}/keep", json={"kept": True}, headers=watched.bearer("otto"))
+    assert r.status_code == 200 and r.json()["kept"] is True and r.json()["kept_by"] == "otto"
+    row = sqlite3.connect(watched.runtime.store.path).execute(
+        "SELECT kept, kept_by FROM events WHERE event_id = ?", (eid,)
+    )
+    assert row.fetchone() == (1, "otto")
+    assert client.post("/api/v1/events/nope/keep", json={}, headers=watched.bearer("otto")).status_code == 404
+    r = client.post(f"/api/v1/events/{eid}/keep", json={"kept": False}, headers=watched.bearer("ada"))
+    assert r.status_code == 200 and r.json()["kept"] is False and r.json()["kept_by"] is None
+    audit = get(watched, "/api/v1/audit", user="ada").json()["items"]
+    assert [(a["user"], a["action"], a["target"]) for a in audit[:2]] == [
+        ("ada", "event.unkeep", eid),
+        ("otto", "event.keep", eid),
+    ]

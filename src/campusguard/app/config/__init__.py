@@ -19,6 +19,7 @@ Modules:
     `motion`: `MotionConfig`, a camera's motion gating.
     `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
     `cluster`: `ClusterConfig`, camera groups on Ray actors (`watch --ray`).
+    `retention`: `RetentionConfig` (global) and `CameraRetentionConfig` (a camera's override).
     `root`: `WatchConfig` (the file), `LoadedConfig`, `parse_config`, `load_config`, `config_schema`.
     `locate`: the line of a field in the YAML, and pydantic errors as one message.
 
@@ -32,6 +33,7 @@ from campusguard.app.config.cluster import ClusterConfig
 from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.outputs import OutputsConfig
+from campusguard.app.config.retention import CameraRetentionConfig, RetentionConfig
 from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema, load_config, parse_config
 from campusguard.app.config.rules import (
     RULE_CONFIGS,
@@ -62,6 +64,7 @@ __all__ = [
     "AnyAlertSinkConfig",
     "MqttSinkConfig",
     "CameraConfig",
+    "CameraRetentionConfig",
     "ClusterConfig",
     "ConfigModel",
     "CrowdRuleConfig",
@@ -77,6 +80,7 @@ __all__ = [
     "MotionConfig",
     "OutputsConfig",
     "ReconnectConfig",
+    "RetentionConfig",
     "RuleConfig",
     "RuleConfigBase",
     "StorageConfig",

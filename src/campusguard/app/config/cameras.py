@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.motion import MotionConfig
+from campusguard.app.config.retention import CameraRetentionConfig
 from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
@@ -122,6 +123,11 @@ class CameraConfig(ConfigModel):
     )
     rules: list[RuleConfig] = Field(
         default_factory=list, title="Rules", description="Incident rules evaluated on this camera.", max_length=128
+    )
+    retention: CameraRetentionConfig | None = Field(
+        None,
+        title="Retention",
+        description="This camera's own incident and media durations, replacing the global retention section's.",
     )
 
     @field_validator("resolution_wh")

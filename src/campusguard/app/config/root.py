@@ -20,6 +20,7 @@ from campusguard.app.config.cluster import ClusterConfig
 from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.locate import dotted, first_error, line_of
 from campusguard.app.config.outputs import OutputsConfig
+from campusguard.app.config.retention import RetentionConfig
 from campusguard.app.config.storage import StorageConfig
 from campusguard.app.config.tracker import TrackerConfig
 from campusguard.errors import ConfigError
@@ -56,6 +57,11 @@ class WatchConfig(ConfigModel):
     )
     cluster: ClusterConfig = Field(
         default_factory=ClusterConfig, title="Cluster", description="Camera groups on Ray actors (with --ray)."
+    )
+    retention: RetentionConfig = Field(
+        default_factory=RetentionConfig,
+        title="Retention",
+        description="How long incidents, media and logs are kept, and how much disk media may use.",
     )
 
     def reference_errors(self) -> list[tuple[Loc, str]]:

@@ -201,6 +201,7 @@ class LocalCameras:
             on_event=on_event,
             store=store,
             on_frame=self._on_frame,
+            clips_dir=self.clips.out_dir,
         )
         service.start()
         self._service = service

@@ -45,6 +45,10 @@ class PipelineSample:
     events: dict[tuple[str, str, str], int] = field(default_factory=dict)
     store_retries: int = 0
     events_spooled: int = 0
+    media_bytes: dict[str, int] = field(default_factory=dict)
+    free_bytes: int | None = None
+    files_pruned: dict[str, int] = field(default_factory=dict)
+    rows_pruned: int = 0
 
 
 class PipelineCollector:
@@ -118,6 +122,32 @@ class PipelineCollector:
             "campusguard_events_spooled",
             "Event updates written to the local spool because the store was unavailable at a stop.",
             value=float(s.events_spooled),
+        )
+        yield from _retention_families(core, s)
+
+
+def _retention_families(core: Any, s: PipelineSample) -> Iterator[Any]:
+    """Retention (`campusguard.app.retention`): media kept and pruned by kind, incidents pruned, free space."""
+    kept = core.GaugeMetricFamily(
+        "campusguard_media_bytes", "Bytes of media kept on disk by kind (after the last cleanup pass).", labels=["kind"]
+    )
+    for kind, n in sorted(s.media_bytes.items()):
+        kept.add_metric([kind], float(n))
+    yield kept
+    pruned = core.CounterMetricFamily(
+        "campusguard_retention_files_pruned", "Files deleted by retention, by kind.", labels=["kind"]
+    )
+    for kind, n in sorted(s.files_pruned.items()):
+        pruned.add_metric([kind], float(n))
+    yield pruned
+    yield core.CounterMetricFamily(
+        "campusguard_retention_rows_pruned", "Incidents deleted by retention.", value=float(s.rows_pruned)
+    )
+    if s.free_bytes is not None:
+        yield core.GaugeMetricFamily(
+            "campusguard_data_free_bytes",
+            "Free bytes of the fullest data volume (store and media).",
+            value=float(s.free_bytes),
         )
 
 

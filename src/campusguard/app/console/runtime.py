@@ -404,4 +404,10 @@ class ConsoleRuntime:
                     frames_regions=m.frames_regions,
                 )
             )
-        return PipelineSample(cams, events, store_retries, spooled)
+        retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
+        if retention is None:
+            return PipelineSample(cams, events, store_retries, spooled)
+        r = retention.metrics
+        return PipelineSample(
+            cams, events, store_retries, spooled, dict(r.kept_bytes), r.free_bytes, dict(r.files_pruned), r.rows_pruned
+        )

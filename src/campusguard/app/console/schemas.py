@@ -28,6 +28,7 @@ __all__ = [
     "TokenOut",
     "NoteRequest",
     "EventOut",
+    "KeepRequest",
     "EventPage",
     "CameraStatusOut",
     "ZonesBody",
@@ -100,6 +101,10 @@ class NoteRequest(_Request):
     note: str = Field("", max_length=2000, description="What was done or found.")
 
 
+class KeepRequest(_Request):
+    kept: bool = Field(True, description="True: never delete this incident nor its media (retention); false: undo.")
+
+
 class EventOut(BaseModel):
     """One incident with its review state (`campusguard.app.events.store.EventRecord.to_dict`) and media URLs."""
 
@@ -126,6 +131,9 @@ class EventOut(BaseModel):
     resolved_by: str | None
     resolved_at: str | None
     note: str | None
+    kept: bool = False
+    kept_by: str | None = None
+    kept_at: str | None = None
     recorded_at: str
     updated_at: str
     snapshot_url: str | None

@@ -109,7 +109,14 @@ CREATE INDEX events_state_time ON events (state, time_utc);
 CREATE INDEX events_time ON events (time_utc)
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_SCHEMA_V3 = """
+ALTER TABLE events ADD COLUMN kept BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE events ADD COLUMN kept_by TEXT;
+ALTER TABLE events ADD COLUMN kept_at TIMESTAMPTZ;
+CREATE INDEX events_status_ended ON events (status, ended_at)
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 """Migration N brings a database from schema N-1 to N (the same numbers as SQLite's)."""
 assert max(MIGRATIONS) == SCHEMA_VERSION, "PostgreSQL and SQLite schema versions must move together"
 
@@ -342,6 +349,12 @@ class PostgresEventStore(UpsertingEventStore):
     # writes -----------------------------------------------------------------------------------
     def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
         self._run(what, lambda conn: conn.execute(sql, args))
+
+    def _execute_count(self, what: str, sql: str, args: tuple[Any, ...]) -> int:
+        return self._run(what, lambda conn: int(conn.execute(sql, args).rowcount))
+
+    def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._run(what, lambda conn: [tuple(r) for r in conn.execute(sql, args).fetchall()])
 
     def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
         """Acknowledge or resolve an incident (see `SQLiteEventStore.review`); committed when this returns."""

@@ -58,6 +58,9 @@ class EventRecord:
     resolved_by: str | None = None
     resolved_at: str | None = None
     note: str | None = None
+    kept: bool = False
+    kept_by: str | None = None
+    kept_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The event JSON of the console API (the API adds ``snapshot_url`` and ``clip_url``)."""
@@ -86,6 +89,9 @@ class EventRecord:
             "resolved_by": self.resolved_by,
             "resolved_at": self.resolved_at,
             "note": self.note,
+            "kept": self.kept,
+            "kept_by": self.kept_by,
+            "kept_at": self.kept_at,
             "recorded_at": self.recorded_at,
             "updated_at": self.updated_at,
         }

@@ -73,12 +73,15 @@ REVIEW_COLUMNS: tuple[str, ...] = (
     "resolved_by",
     "resolved_at",
     "note",
+    "kept",
+    "kept_by",
+    "kept_at",
 )
-"""The operators' columns: only `Dialect.review_sql` writes these."""
+"""The operators' columns: only `Dialect.review_sql` and `Dialect.keep_sql` write these."""
 RECORD_COLUMNS: tuple[str, ...] = COLUMNS + REVIEW_COLUMNS
 JSON_COLUMNS: frozenset[str] = frozenset({"tracker_ids", "class_ids", "class_names", "details"})
 TIME_COLUMNS: frozenset[str] = frozenset(
-    {"started_at", "ended_at", "time_utc", "recorded_at", "updated_at", "acknowledged_at", "resolved_at"}
+    {"started_at", "ended_at", "time_utc", "recorded_at", "updated_at", "acknowledged_at", "resolved_at", "kept_at"}
 )
 """Wall-clock columns: ISO 8601 UTC text in SQLite, ``timestamptz`` in PostgreSQL."""
 
@@ -166,6 +169,41 @@ class Dialect:
         """The parameters of `review_sql`."""
         return (REVIEW_TO[action], user, self.encode_time(now), note, event_id, *REVIEW_FROM[action])
 
+    def keep_sql(self) -> str:
+        """Mark an incident kept (never pruned) or not; parameters ``(kept, user, now, event_id)``."""
+        p = self.param
+        return f"UPDATE events SET kept = {p}, kept_by = {p}, kept_at = {p} WHERE event_id = {p}"
+
+    # retention (`campusguard.app.retention`) ------------------------------------------------
+    def expired_sql(self) -> str:
+        """Ended, not kept incidents that ended before a time, oldest first: ``event_id, camera_id,
+        snapshot_path, ended``; parameters ``(before, limit)``."""
+        p = self.param
+        return (
+            "SELECT event_id, camera_id, snapshot_path, COALESCE(ended_at, time_utc) FROM events "
+            f"WHERE status = 'closed' AND NOT kept AND COALESCE(ended_at, time_utc) < {p} "
+            f"ORDER BY COALESCE(ended_at, time_utc) LIMIT {p}"
+        )
+
+    def delete_sql(self, n: int) -> str:
+        """Delete ``n`` incidents by id unless kept: ``DELETE ... WHERE event_id IN (...)``."""
+        return f"DELETE FROM events WHERE NOT kept AND event_id IN ({', '.join([self.param] * n)})"
+
+    def clear_snapshot_sql(self, n: int) -> str:
+        """Forget the snapshot of ``n`` incidents by id (their file is about to be deleted)."""
+        return f"UPDATE events SET snapshot_path = NULL WHERE event_id IN ({', '.join([self.param] * n)})"
+
+    def media_rows_sql(self) -> str:
+        """Every incident naming a snapshot: ``event_id, camera_id, snapshot_path, status, kept, ended``."""
+        return (
+            "SELECT event_id, camera_id, snapshot_path, status, kept, COALESCE(ended_at, time_utc) "
+            "FROM events WHERE snapshot_path IS NOT NULL"
+        )
+
+    def kept_ids_sql(self) -> str:
+        """The ids of incidents that are kept or still open (their media are never deleted)."""
+        return "SELECT event_id FROM events WHERE kept OR status = 'open'"
+
     def state_sql(self) -> str:
         """The review state of one incident by ``event_id`` (read after `review_sql`)."""
         return f"SELECT state FROM events WHERE event_id = {self.param}"
@@ -226,8 +264,9 @@ class Dialect:
         n = len(COLUMNS)
         base = dict(zip(COLUMNS, row[:n], strict=True))
         review: dict[str, Any] = dict(zip(REVIEW_COLUMNS, row[n:], strict=True))
-        for key in ("acknowledged_at", "resolved_at"):
+        for key in ("acknowledged_at", "resolved_at", "kept_at"):
             review[key] = _time_text(review[key])
+        review["kept"] = bool(review["kept"])
         state: ReviewState = review.pop("state")
         return EventRecord(
             event=cls.event(row[:n]),

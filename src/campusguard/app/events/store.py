@@ -17,6 +17,12 @@ file; opening a file written by a newer schema is refused. `PostgresEventStore`
 (`campusguard.app.events.postgres`) implements the same protocols with the same SQL
 (`campusguard.app.events.sql`); `open_event_store` picks one from the storage config.
 
+Keep (schema v3): an operator marks an incident kept (`UpsertingEventStore.keep`, columns ``kept``,
+``kept_by``, ``kept_at``); retention (`campusguard.app.retention`) never deletes a kept incident
+nor its media. The retention reads and deletes (``expired``, ``delete_events``, ``clear_snapshots``,
+``media_rows``, ``protected_ids``, ``reclaim_space``) are on `UpsertingEventStore`, shared by both
+stores; deletes go in batches of ids.
+
 Review (schema v2): an operator acknowledges and resolves incidents with a note
 (`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
 separate from the pipeline's lifecycle columns: `record` never touches them, and `review` never
@@ -37,7 +43,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.records import REVIEW_STATES, EventFilter, EventRecord, ReviewAction, ReviewState
+from campusguard.app.events.records import (
+    REVIEW_STATES,
+    EventFilter,
+    EventRecord,
+    ReviewAction,
+    ReviewState,
+    utc_iso,
+)
 from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, Dialect
 from campusguard.app.events.types import Event
 from campusguard.app.infra.sqlitedb import (
@@ -119,8 +132,15 @@ CREATE INDEX IF NOT EXISTS events_state_time ON events (state, time_utc);
 CREATE INDEX IF NOT EXISTS events_time ON events (time_utc);
 """
 
+_SCHEMA_V3 = """
+ALTER TABLE events ADD COLUMN kept INTEGER NOT NULL DEFAULT 0 CHECK (kept IN (0, 1));
+ALTER TABLE events ADD COLUMN kept_by TEXT;
+ALTER TABLE events ADD COLUMN kept_at TEXT;
+CREATE INDEX IF NOT EXISTS events_status_ended ON events (status, ended_at);
+"""
+
 # migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
 
@@ -228,6 +248,87 @@ class UpsertingEventStore:
         """Run one write statement; committed (durable) when this returns. ``what`` names it in errors."""
         raise NotImplementedError
 
+    def _execute_count(self, what: str, sql: str, args: tuple[Any, ...]) -> int:
+        """Run one write statement, committed when this returns; the number of rows it changed."""
+        raise NotImplementedError
+
+    def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Run one read statement; its rows."""
+        raise NotImplementedError
+
+    # keep and retention -----------------------------------------------------------------------
+    def keep(self, event_id: str, kept: bool, *, user: str) -> EventRecord:
+        """Mark an incident kept (retention never deletes it nor its media) or not; committed when this returns.
+
+        Raises:
+            KeyError: no incident has this id.
+        """
+        now = self.dialect.encode_time(datetime.now(UTC))
+        args = (bool(kept), user if kept else None, now if kept else None, event_id)
+        if not self._execute_count(f"keeping event {event_id}", self.dialect.keep_sql(), args):
+            raise KeyError(event_id)
+        record = self.get_record(event_id)
+        if record is None:
+            raise KeyError(event_id)
+        return record
+
+    def expired(self, before: datetime, *, limit: int = 100_000) -> list[tuple[str, str, str | None, str]]:
+        """``(event_id, camera_id, snapshot_path, ended_utc)`` of ended, not kept incidents that ended
+        before ``before``, oldest first (``ended_utc``: ISO 8601 UTC text)."""
+        rows = self._fetch(
+            "listing expired events", self.dialect.expired_sql(), (self.dialect.encode_time(before), limit)
+        )
+        return [
+            (
+                str(r[0]),
+                str(r[1]),
+                None if r[2] is None else str(r[2]),
+                r[3] if isinstance(r[3], str) else utc_iso(r[3]),
+            )
+            for r in rows
+        ]
+
+    def delete_events(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
+        """Delete incidents by id (kept ones are skipped), ``batch`` per statement; the number deleted."""
+        ids = list(event_ids)
+        deleted = 0
+        for i in range(0, len(ids), batch):
+            chunk = tuple(ids[i : i + batch])
+            deleted += self._execute_count("deleting events", self.dialect.delete_sql(len(chunk)), chunk)
+        return deleted
+
+    def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
+        """Forget the snapshot path of incidents by id (before their files are deleted); the number changed."""
+        ids = list(event_ids)
+        changed = 0
+        for i in range(0, len(ids), batch):
+            chunk = tuple(ids[i : i + batch])
+            changed += self._execute_count("clearing snapshots", self.dialect.clear_snapshot_sql(len(chunk)), chunk)
+        return changed
+
+    def media_rows(self) -> list[tuple[str, str, str, bool, bool, str]]:
+        """Every incident naming a snapshot: ``(event_id, camera_id, snapshot_path, open, kept, ended_utc)``."""
+        rows = self._fetch("listing event media", self.dialect.media_rows_sql(), ())
+        return [
+            (
+                str(r[0]),
+                str(r[1]),
+                str(r[2]),
+                r[3] == "open",
+                bool(r[4]),
+                r[5] if isinstance(r[5], str) else utc_iso(r[5]),
+            )
+            for r in rows
+        ]
+
+    def protected_ids(self) -> set[str]:
+        """Ids of incidents whose media retention must leave alone: kept, or still open."""
+        return {str(r[0]) for r in self._fetch("listing kept events", self.dialect.kept_ids_sql(), ())}
+
+    def reclaim_space(self, *, force: bool = False) -> int:
+        """Give the space of deleted rows back to the file system where the database needs it; bytes given back."""
+        return 0
+
     def get_record(self, event_id: str) -> EventRecord | None:
         raise NotImplementedError
 
@@ -331,6 +432,28 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
         with self._lock, write_transaction(self._conn) as conn:
             conn.execute(sql, args)
 
+    def _execute_count(self, what: str, sql: str, args: tuple[Any, ...]) -> int:
+        with self._lock, write_transaction(self._conn) as conn:
+            return int(conn.execute(sql, args).rowcount)
+
+    def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def reclaim_space(self, *, force: bool = False) -> int:
+        """VACUUM the file when a quarter of it (and at least 1 MiB) is free pages, or ``force``; then
+        truncate the WAL. Bytes the file shrank by."""
+        with self._lock:
+            page = int(self._conn.execute("PRAGMA page_size").fetchone()[0])
+            pages = int(self._conn.execute("PRAGMA page_count").fetchone()[0])
+            free = int(self._conn.execute("PRAGMA freelist_count").fetchone()[0])
+            if not free or not (force or (free * page >= 2**20 and free * 4 >= pages)):
+                return 0
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            after = int(self._conn.execute("PRAGMA page_count").fetchone()[0])
+        return max(0, pages - after) * page
+
     # reads ----------------------------------------------------------------------------------
     def query_records(
         self,
@@ -425,7 +548,8 @@ def review_outcome(
     if not changed:
         raise ReviewConflictError(f"event {event_id} is {current}; it cannot be {REVIEW_TO[action]} now")
     record = store.get_record(event_id)
-    assert record is not None  # events are never deleted
+    if record is None:  # deleted by retention between the review and this read
+        raise KeyError(event_id)
     return record
 
 

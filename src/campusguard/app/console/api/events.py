@@ -1,4 +1,4 @@
-"""Events: filtered pages, detail, snapshot and clip, acknowledge/resolve, CSV export, live push (SSE)."""
+"""Events: filtered pages, detail, snapshot and clip, acknowledge/resolve, keep, CSV export, live push (SSE)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
 from campusguard.app.console.auth import ConsoleState, audit, console_state, require_role
-from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, NoteRequest, Responses
-from campusguard.app.events.store import EventFilter, ReviewAction, ReviewConflictError, csv_lines
+from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, KeepRequest, NoteRequest, Responses
+from campusguard.app.events.store import (
+    EventFilter,
+    ReviewAction,
+    ReviewConflictError,
+    UpsertingEventStore,
+    csv_lines,
+)
 
 router = APIRouter(tags=["events"])
 EventId = Annotated[str, Path(pattern=EVENT_ID_PATTERN, description="Event id (letters, digits, _ and -).")]
@@ -188,3 +194,20 @@ def acknowledge(event_id: EventId, body: NoteRequest, request: Request) -> Event
 def resolve(event_id: EventId, body: NoteRequest, request: Request) -> EventOut:
     """Resolve an open or acknowledged event (operator or admin), with a note."""
     return _review(request, event_id, "resolve", body.note)
+
+
+@router.post("/events/{event_id}/keep", dependencies=[Depends(require_role("operator"))], responses=_NOT_FOUND)
+def keep(event_id: EventId, body: KeepRequest, request: Request) -> EventOut:
+    """Mark an incident kept, so retention never deletes it nor its media, or undo it (operator or admin)."""
+    state = console_state(request)
+    store = state.runtime.store
+    if not isinstance(store, UpsertingEventStore):
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store cannot keep incidents")
+    try:
+        record = store.keep(event_id, body.kept, user=request.state.user.name)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}") from exc
+    audit(request, "event.keep" if body.kept else "event.unkeep", event_id)
+    data = event_json(state, record.to_dict())
+    state.runtime.publish_event_update(data)
+    return EventOut(**data)

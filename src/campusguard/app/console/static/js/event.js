@@ -17,6 +17,7 @@ const facts = document.getElementById("facts");
 const review = document.getElementById("review");
 const ackButton = document.getElementById("ack");
 const resolveButton = document.getElementById("resolve");
+const keepButton = document.getElementById("keep");
 const note = document.getElementById("note");
 let clipPolls = 0;
 
@@ -68,12 +69,15 @@ function render(event) {
     ...fact("Acknowledged", event.acknowledged_by ? `${event.acknowledged_by}, ${formatTime(event.acknowledged_at)}` : ""),
     ...fact("Resolved", event.resolved_by ? `${event.resolved_by}, ${formatTime(event.resolved_at)}` : ""),
     ...fact("Note", event.note),
+    ...fact("Kept", event.kept ? `${event.kept_by}, ${formatTime(event.kept_at)} (never deleted by retention)` : ""),
     ...fact("Event id", event.id),
   );
 
   review.hidden = !hasRole("operator");
   ackButton.disabled = event.state !== "open";
   resolveButton.disabled = event.state === "resolved";
+  keepButton.textContent = event.kept ? "Do not keep" : "Keep";
+  keepButton.dataset.kept = event.kept ? "1" : "";
 }
 
 async function load() {
@@ -106,6 +110,17 @@ async function act(action) {
 
 ackButton.addEventListener("click", () => act("ack"));
 resolveButton.addEventListener("click", () => act("resolve"));
+keepButton.addEventListener("click", async () => {
+  showError(reviewError, "");
+  keepButton.disabled = true;
+  try {
+    render(await api(`${path}/keep`, { method: "POST", body: { kept: !keepButton.dataset.kept } }));
+  } catch (err) {
+    showError(reviewError, err.message);
+  } finally {
+    keepButton.disabled = false;
+  }
+});
 load();
 eventStream((event) => {
   if (event.id === id) render(event);
