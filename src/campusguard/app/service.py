@@ -47,6 +47,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
@@ -105,6 +106,10 @@ class WatchService:
         self.detection: DetectionWorker | None = None
         self.tracked: dict[str, TrackedBoxes] = {}  # motion-gated cameras' latest tracked boxes
         self.reporter: MetricsReporter | None = None
+        # full volumes and failed writes (the console's /readyz and metrics); its ``on_full`` hook is
+        # where the retention cleanup frees room when media writes find the disk full
+        self.disk = disk_health()
+        self.disk.reserve_bytes = round(self.config.outputs.media_reserve_mb * 1024 * 1024)
         self._started = False
         self._finished = False
 
@@ -237,9 +242,7 @@ class WatchService:
             if outputs.annotated_video_dir:
                 fps = outputs.annotated_fps or self.probes[cam.id].fps
                 segment = max(1, round(outputs.annotated_segment_s * fps))
-                video = AnnotatedVideoWriter(
-                    Path(outputs.annotated_video_dir) / f"{cam.id}.mp4", fps, segment_frames=segment
-                )
+                video = AnnotatedVideoWriter(outputs.annotated_video_dir, cam.id, fps, segment, disk=self.disk)
             worker = AnalyticsWorker(
                 cam.id,
                 inboxes[cam.id],
@@ -252,6 +255,7 @@ class WatchService:
                 self.failed,
                 video=video,
                 snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
+                disk=self.disk,
                 on_frame=self.on_frame,
                 tracked_out=self.tracked.get(cam.id),
             )
