@@ -54,6 +54,7 @@ from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
 from campusguard.app.events.types import Event
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import replace_durably
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
@@ -262,6 +263,13 @@ class ConsoleRuntime:
         (on Ray: every camera live as of its group's last answer)."""
         return self.cameras.ready(self.ready_within_s, self._stopped)
 
+    def disk_problems(self) -> list[str]:
+        """One line per full volume (path, free bytes, the last write that failed), for ``/readyz``."""
+        return [
+            f"disk full: {v} has {st.free_bytes} bytes free ({st.last_error})"
+            for v, st in sorted(disk_health().full_volumes().items())
+        ]
+
     def snapshot_jpeg(self, camera: str) -> bytes | None:
         """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown.
 
@@ -404,4 +412,12 @@ class ConsoleRuntime:
                     frames_regions=m.frames_regions,
                 )
             )
-        return PipelineSample(cams, events, store_retries, spooled)
+        disk = disk_health()
+        return PipelineSample(
+            cams,
+            events,
+            store_retries,
+            spooled,
+            {v: st.full for v, st in disk.volumes().items()},
+            dict(disk.failures),
+        )
