@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.engine.analytics import scale_detections  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
+from campusguard.app.media.annotate import recording_segments  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.detections import Detections  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
@@ -52,7 +54,8 @@ def test_end_to_end_events_video_snapshots_and_metrics(scene: Path, tmp_path: Pa
     assert {d["event_id"] for d in lines} == {e.event_id for e in events.values()}
     assert printed.count("[start]") == 2 and printed.count("[end]") == 2
     assert "[metrics] cam1:" in printed and "frames 60" in printed
-    cap = cv2.VideoCapture(str(tmp_path / "video" / "cam1.mp4"))
+    (video,) = recording_segments(tmp_path / "video", "cam1")
+    cap = cv2.VideoCapture(str(video))
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 60
     cap.release()
     snaps = sorted((tmp_path / "snaps").iterdir())
@@ -230,16 +233,28 @@ def test_watchdog_stops_the_pipeline_when_a_real_worker_thread_dies(exc: BaseExc
     assert running.returned and not dying.returned
 
 
-def test_annotated_video_is_written_in_segments(scene: Path, tmp_path: Path) -> None:
+def _frame_count(path: Path) -> int:
+    cap = cv2.VideoCapture(str(path))
+    n = 0
+    while cap.read()[0]:
+        n += 1
+    cap.release()
+    return n
+
+
+def test_annotated_video_is_written_in_finished_segments_a_restart_never_overwrites(
+    scene: Path, tmp_path: Path
+) -> None:
     text = scene_config(scene, tmp_path).replace(
         "  metrics_interval_s: 0", "  metrics_interval_s: 0\n  annotated_segment_s: 2.0"
     )
     run_service(text)
-    files = sorted((tmp_path / "video").iterdir())
-    assert [p.name for p in files] == ["cam1.001.mp4", "cam1.002.mp4", "cam1.mp4"]
-    counts = []
-    for p in files:
-        cap = cv2.VideoCapture(str(p))
-        counts.append(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)))
-        cap.release()
-    assert counts == [20, 20, 20]
+    first = recording_segments(tmp_path / "video", "cam1")
+    assert len(first) == 3 and all(re.fullmatch(r"cam1_\d{8}T\d{6}Z_\d{4}\.mp4", p.name) for p in first)
+    assert [_frame_count(p) for p in first] == [20, 20, 20]  # every segment decodes to its last frame
+    stamps = {p: p.stat().st_mtime_ns for p in first}
+    run_service(text)  # a restart (within the same second, too) adds files and leaves the earlier ones alone
+    both = recording_segments(tmp_path / "video", "cam1")
+    assert len(both) == 6 and set(first) < set(both)
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+    assert not [p for p in (tmp_path / "video").iterdir() if p.name.startswith(".")]  # no unfinished file left

@@ -30,6 +30,7 @@ from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.eval_events import EventScores, evaluate_events, incidents_from_events, load_truth
 from campusguard.app.events import read_events
 from campusguard.app.events.types import Event
+from campusguard.app.media.annotate import recording_segments
 from campusguard.app.service import WatchService
 from campusguard.app.signals import run_until_stopped
 
@@ -173,10 +174,10 @@ def _fresh(out_dir: Path) -> None:
     """Remove the outputs of an earlier demo in ``out_dir`` so scores cover this run only."""
     for name in ("events.db", "events.db-wal", "events.db-shm", "events.jsonl", "summary.html"):
         (out_dir / name).unlink(missing_ok=True)
-    for sub in ("snapshots",):
+    for sub, pattern in (("snapshots", "*.jpg"), ("annotated", "*.mp4")):
         folder = out_dir / sub
         if folder.is_dir():
-            for p in folder.glob("*.jpg"):
+            for p in folder.glob(pattern):
                 p.unlink()
 
 
@@ -250,7 +251,8 @@ def run_demo(
     events = read_events(db)
     scores = evaluate_events(load_truth(truth_path), incidents_from_events(events))
     _print_scores(scores, out)
-    annotated = Path(loaded.config.outputs.annotated_video_dir or out_dir) / f"{truth_dict['camera_id']}.mp4"
+    segments = recording_segments(loaded.config.outputs.annotated_video_dir or out_dir, truth_dict["camera_id"])
+    annotated = segments[0] if segments else out_dir / "annotated"  # a demo shorter than a segment: one file
     summary = write_summary_html(out_dir / "summary.html", seed, truth_dict, events, scores, annotated, video)
     (out_dir / "scores.json").write_text(json.dumps(scores.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
     print(f"[demo] annotated video {annotated}; summary {summary}; events {db}", file=out, flush=True)

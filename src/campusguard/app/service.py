@@ -48,6 +48,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.retention import MediaLayout, PrunableStore, Pruner, RetentionCleaner, RetentionPolicy
@@ -111,6 +112,10 @@ class WatchService:
         self.clips_dir = clips_dir  # serve's clip folder, looked after by retention
         self.retention: RetentionCleaner | None = None
         self._retention_store: EventRecorder | None = None
+        # full volumes and failed writes (the console's /readyz and metrics); its ``on_full`` hook is
+        # where the retention cleanup frees room when media writes find the disk full
+        self.disk = disk_health()
+        self.disk.reserve_bytes = round(self.config.outputs.media_reserve_mb * 1024 * 1024)
         self._started = False
         self._finished = False
 
@@ -244,9 +249,7 @@ class WatchService:
             if outputs.annotated_video_dir:
                 fps = outputs.annotated_fps or self.probes[cam.id].fps
                 segment = max(1, round(outputs.annotated_segment_s * fps))
-                video = AnnotatedVideoWriter(
-                    Path(outputs.annotated_video_dir) / f"{cam.id}.mp4", fps, segment_frames=segment
-                )
+                video = AnnotatedVideoWriter(outputs.annotated_video_dir, cam.id, fps, segment, disk=self.disk)
             worker = AnalyticsWorker(
                 cam.id,
                 inboxes[cam.id],
@@ -259,6 +262,7 @@ class WatchService:
                 self.failed,
                 video=video,
                 snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
+                disk=self.disk,
                 on_frame=self.on_frame,
                 tracked_out=self.tracked.get(cam.id),
             )
@@ -301,6 +305,10 @@ class WatchService:
         )
         self.retention = RetentionCleaner(pruner, interval_s=retention.interval_s, check_s=retention.check_s)
         self.retention.start()
+        # media yield to events: a media writer or the store that finds its volume full asks the
+        # cleanup for room (oldest media first); it only wakes the cleaner, so no stage ever waits
+        cleaner = self.retention
+        self.disk.on_full = lambda folder, nbytes: cleaner.make_room(nbytes)
 
     def build_camera_parts(self, loaded: LoadedConfig, camera_id: str) -> CameraParts:
         """A running camera's zones, lines and rules built from ``loaded`` (not applied yet).
@@ -386,6 +394,7 @@ class WatchService:
             self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
             if self.retention is not None:
+                self.disk.on_full = None  # the process-wide disk state outlives this service
                 self.retention.stop()
                 self.retention.final_pass()  # what the last frames wrote, within the limits at exit too
             if self._retention_store is not None:

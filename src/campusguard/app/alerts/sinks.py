@@ -7,11 +7,14 @@ import logging
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from campusguard.app.infra.diskspace import DiskHealth, disk_health
+from campusguard.app.infra.durable import append_lines
 
 __all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event"]
 
@@ -72,36 +75,79 @@ class StdoutSink:
 
 
 class JsonlSink:
-    """Append one JSON object (`Event.to_dict`) per line; each line flushed and fsync'd.
+    """Append one JSON object (`Event.to_dict`) per line; each line fsync'd.
+
+    A line the disk has no room for is not lost and not cut: the file is truncated back to its
+    last whole line, the line is kept in memory (at most ``max_pending``; beyond that the oldest
+    are dropped and counted) and written, in order, before the next one; ``close`` tries once
+    more. The full volume is reported to ``disk`` (one rate-limited log line), never raised.
 
     Args:
         path: the file; its folder is created. Appends to an existing file.
         phases: lifecycle phases written.
+        max_pending: lines kept in memory while the disk is full.
+        disk: where full volumes are reported (default: the process's `disk_health()`).
+
+    Attributes:
+        failed_writes: writes that failed (each retried with the next line).
+        dropped: lines dropped because more than ``max_pending`` were waiting.
     """
 
-    def __init__(self, path: str | Path, *, phases: Collection[str] = EVENT_PHASES) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        phases: Collection[str] = EVENT_PHASES,
+        max_pending: int = 10_000,
+        disk: DiskHealth | None = None,
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.phases = PhaseFilter(phases)
+        self.max_pending = max_pending
+        self.disk = disk or disk_health()
+        self.failed_writes = 0
+        self.dropped = 0
+        self._pending: deque[bytes] = deque()
         self._lock = threading.Lock()
-        self._fh: TextIO | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across sends
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def send(self, event: Event) -> None:
         if not self.phases.accepts(event):
             return
-        line = json.dumps(event.to_dict(), default=str) + "\n"
+        line = (json.dumps(event.to_dict(), default=str) + "\n").encode("utf-8")
         with self._lock:
-            if self._fh is None:
+            if self._fd is None:
                 raise ValueError(f"JsonlSink {self.path} is closed")
-            self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if len(self._pending) >= self.max_pending:
+                self._pending.popleft()
+                self.dropped += 1
+            self._pending.append(line)
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the waiting lines in one append (all or none); they stay waiting on an error."""
+        if not self._pending or self._fd is None:
+            return
+        try:
+            append_lines(self._fd, b"".join(self._pending))
+        except OSError as exc:
+            self.failed_writes += 1
+            self.disk.failed("alert log line", self.path, exc)
+            return
+        if self.failed_writes:
+            self.disk.ok(self.path)
+        self._pending.clear()
 
     def close(self, timeout_s: float = 5.0) -> None:
         with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+            if self._fd is None:
+                return
+            self._flush()
+            if self._pending:
+                log.error("%d alert line(s) could not be written to %s before the stop", len(self._pending), self.path)
+            os.close(self._fd)
+            self._fd = None
 
 
 class MultiSink:

@@ -19,6 +19,7 @@ import queue
 import threading
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,8 @@ from typing import Any
 from campusguard.app.config.alerts import WEBHOOK_BACKOFF_S, WEBHOOK_RETRIES, WEBHOOK_TIMEOUT_S
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.backoff import Backoff
-from campusguard.app.infra.durable import replace_durably
+from campusguard.app.infra.diskspace import disk_health
+from campusguard.app.infra.durable import append_lines, replace_durably
 from campusguard.errors import InvalidInputError
 
 __all__ = ["WebhookSink"]
@@ -57,6 +59,9 @@ class WebhookSink:
         delivered: alerts delivered (re-driven ones included).
         dead_lettered: alerts written to the dead-letter file.
         redriven: dead letters delivered later.
+        dead_letter_failures: dead-letter writes that failed (a full disk); their lines wait in
+            memory (at most 10,000, then the oldest are dropped: ``dead_letters_dropped``) and
+            are written before the next dead letter.
     """
 
     def __init__(
@@ -93,6 +98,11 @@ class WebhookSink:
         self.delivered = 0
         self.dead_lettered = 0
         self.redriven = 0
+        self.dead_letter_failures = 0
+        self.dead_letters_dropped = 0
+        self.disk = disk_health()
+        self._dead_pending: deque[bytes] = deque()  # dead letters waiting for room on the disk
+        self._dead_pending_max = 10_000
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=int(queue_size))
         self._dead_lock = threading.Lock()
         self._abort = threading.Event()
@@ -187,13 +197,33 @@ class WebhookSink:
                 self._dead_letter(item, error)
 
     def _dead_letter(self, payload: dict[str, Any], error: str) -> None:
+        """Append the alert to the dead letters (fsync'd). On a full disk the line waits in memory
+        (bounded) and goes out before the next one; it is never cut, and the sink goes on."""
         record = {"event": payload, "url": self.url, "error": error, "failed_at": datetime.now(UTC).isoformat()}
-        line = json.dumps(record, default=str) + "\n"
-        with self._dead_lock, open(self.dead_letter_path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
-            self.dead_lettered += 1
+        line = (json.dumps(record, default=str) + "\n").encode("utf-8")
+        with self._dead_lock:
+            if len(self._dead_pending) >= self._dead_pending_max:
+                self._dead_pending.popleft()
+                self.dead_letters_dropped += 1
+            self._dead_pending.append(line)
+            self._write_dead_letters()
+
+    def _write_dead_letters(self) -> None:
+        """Append the waiting dead letters in one all-or-nothing write (hold ``_dead_lock``)."""
+        if not self._dead_pending:
+            return
+        try:
+            fd = os.open(self.dead_letter_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                append_lines(fd, b"".join(self._dead_pending))
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.dead_letter_failures += 1
+            self.disk.failed("webhook dead letter", self.dead_letter_path, exc)
+            return
+        self.dead_lettered += len(self._dead_pending)
+        self._dead_pending.clear()
 
     def _redrive(self) -> None:
         """Re-send up to ``redrive_batch`` dead letters once each, stopping at the first failure;
@@ -221,4 +251,7 @@ class WebhookSink:
                 else:
                     keep.append(line)
                     failed = True  # the receiver is down again: stop, do not pay a timeout per line
-            replace_durably(self.dead_letter_path, "".join(f"{line}\n" for line in keep).encode("utf-8"))
+            try:
+                replace_durably(self.dead_letter_path, "".join(f"{line}\n" for line in keep).encode("utf-8"))
+            except OSError as exc:  # the file keeps every line: the ones just delivered are sent again later
+                self.disk.failed("webhook dead letters", self.dead_letter_path, exc)

@@ -15,7 +15,10 @@ class OutputsConfig(ConfigModel):
     annotated_video_dir: str | None = Field(
         None,
         title="Annotated video folder",
-        description="Write one annotated MP4 per camera here (zones, boxes, ids, active incidents).",
+        description=(
+            "Record each camera's annotated view here (zones, boxes, ids, active incidents), as finished MP4 "
+            "segments named <camera>_<UTC start>_<counter>.mp4."
+        ),
     )
     annotated_fps: float | None = Field(
         None,
@@ -25,14 +28,27 @@ class OutputsConfig(ConfigModel):
         description="Frame rate of annotated videos; none uses the source's.",
     )
     annotated_segment_s: float = Field(
-        600.0,
+        60.0,
         gt=0,
         le=86400,
         title="Annotated segment length",
-        description="Start a new annotated file every this many seconds of video (an open MP4 grows in memory).",
+        description=(
+            "Finish the annotated file and start a new one every this many seconds of video: a crash or a full "
+            "disk loses at most the open segment."
+        ),
     )
     snapshots_dir: str | None = Field(
         None, title="Snapshot folder", description="Write a JPEG snapshot per event start here."
+    )
+    media_reserve_mb: float = Field(
+        1.0,
+        ge=0,
+        le=1_000_000,
+        title="Room kept for events",
+        description=(
+            "Media (recording, snapshots, clips) are left out while their volume has less than this many MiB "
+            "free, so event rows still fit on a disk that fills."
+        ),
     )
     metrics_interval_s: float = Field(
         10.0,

@@ -49,6 +49,8 @@ class PipelineSample:
     free_bytes: int | None = None
     files_pruned: dict[str, int] = field(default_factory=dict)
     rows_pruned: int = 0
+    disk_full: dict[str, bool] = field(default_factory=dict)  # volume a write failed on -> full now
+    disk_write_failures: dict[str, int] = field(default_factory=dict)  # kind of write -> failed for lack of room
 
 
 class PipelineCollector:
@@ -123,6 +125,22 @@ class PipelineCollector:
             "Event updates written to the local spool because the store was unavailable at a stop.",
             value=float(s.events_spooled),
         )
+        full = core.GaugeMetricFamily(
+            "campusguard_disk_full",
+            "1 while a volume the app writes to is full (media left out), 0 once it has room again.",
+            labels=["volume"],
+        )
+        for volume, is_full in sorted(s.disk_full.items()):
+            full.add_metric([volume], 1.0 if is_full else 0.0)
+        yield full
+        failures = core.CounterMetricFamily(
+            "campusguard_disk_write_failures",
+            "Writes that failed or were left out for lack of room, by kind (recording, snapshot, event row, ...).",
+            labels=["kind"],
+        )
+        for kind, n in sorted(s.disk_write_failures.items()):
+            failures.add_metric([kind], float(n))
+        yield failures
         yield from _retention_families(core, s)
 
 

@@ -24,6 +24,7 @@ Everything here is thread-safe and synchronous; the web layer calls it from work
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import threading
@@ -54,6 +55,7 @@ from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
 from campusguard.app.events.types import Event
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import replace_durably
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
@@ -262,6 +264,13 @@ class ConsoleRuntime:
         (on Ray: every camera live as of its group's last answer)."""
         return self.cameras.ready(self.ready_within_s, self._stopped)
 
+    def disk_problems(self) -> list[str]:
+        """One line per full volume (path, free bytes, the last write that failed), for ``/readyz``."""
+        return [
+            f"disk full: {v} has {st.free_bytes} bytes free ({st.last_error})"
+            for v, st in sorted(disk_health().full_volumes().items())
+        ]
+
     def snapshot_jpeg(self, camera: str) -> bytes | None:
         """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown.
 
@@ -404,10 +413,23 @@ class ConsoleRuntime:
                     frames_regions=m.frames_regions,
                 )
             )
+        disk = disk_health()
+        sample = PipelineSample(
+            cams,
+            events,
+            store_retries,
+            spooled,
+            disk_full={v: st.full for v, st in disk.volumes().items()},
+            disk_write_failures=dict(disk.failures),
+        )
         retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
         if retention is None:
-            return PipelineSample(cams, events, store_retries, spooled)
+            return sample
         r = retention.metrics
-        return PipelineSample(
-            cams, events, store_retries, spooled, dict(r.kept_bytes), r.free_bytes, dict(r.files_pruned), r.rows_pruned
+        return dataclasses.replace(
+            sample,
+            media_bytes=dict(r.kept_bytes),
+            free_bytes=r.free_bytes,
+            files_pruned=dict(r.files_pruned),
+            rows_pruned=r.rows_pruned,
         )

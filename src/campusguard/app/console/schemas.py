@@ -185,3 +185,4 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     ready: bool
+    problems: list[str] = Field(default_factory=list, description="Why not ready (e.g. a full disk, its path and free bytes).")

@@ -164,12 +164,20 @@ def _health_router() -> APIRouter:
         """The process is up (public)."""
         return Health()
 
-    @router.get("/readyz", responses={503: {"model": Ready, "description": "Some camera produces no frames."}})
+    @router.get(
+        "/readyz",
+        responses={503: {"model": Ready, "description": "Some camera produces no frames, or a disk is full."}},
+    )
     def readyz(request: Request) -> Response:
-        """Every camera produced a frame in the last few seconds (public): 200, else 503."""
-        ready = bool(console_state(request).runtime.ready())
+        """Every camera produced a frame in the last few seconds and no volume written to is full
+        (public): 200, else 503 with the reasons (a full disk names its path and free bytes)."""
+        runtime = console_state(request).runtime
+        cameras_ok = bool(runtime.ready())
+        problems = ([] if cameras_ok else ["some camera produced no frame recently"]) + runtime.disk_problems()
+        ready = not problems
         return JSONResponse(
-            Ready(ready=ready).model_dump(), status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+            Ready(ready=ready, problems=problems).model_dump(exclude_defaults=True),
+            status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE,
         )
 
     return router

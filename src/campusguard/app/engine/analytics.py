@@ -20,6 +20,8 @@ from campusguard.app.engine.sources import EndOfStream, Frame
 from campusguard.app.engine.stages import DetectedFrame, put_until, wall_time_of
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventMessage
+from campusguard.app.infra.diskspace import DiskHealth, disk_health
+from campusguard.app.infra.durable import write_whole
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame, render_live_frame
 from campusguard.app.rules import RuleEngine
@@ -69,11 +71,14 @@ class AnalyticsWorker:
         metrics: this camera's counters.
         failed: set when any worker died; puts then give up.
         video: annotated video writer, or None.
-        snapshots_dir: folder for event-start JPEGs, or None.
+        snapshots_dir: folder for event-start JPEGs, or None. A snapshot that cannot be written
+            (a full disk) is left out and counted in ``snapshots_failed``: the event goes on
+            without a ``snapshot_path``, never naming a file that is not there.
         on_frame: called with each processed frame as a `LiveFrame` (the live view and clips);
             must not block.
         tracked_out: where this camera's tracked boxes are published after every frame (for
             its motion gate), or None.
+        disk: where full volumes are reported (default: the process's `disk_health()`).
     """
 
     def __init__(
@@ -91,6 +96,7 @@ class AnalyticsWorker:
         snapshots_dir: Path | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         tracked_out: TrackedBoxes | None = None,
+        disk: DiskHealth | None = None,
     ) -> None:
         self.camera_id = camera_id
         self.inbox = inbox
@@ -105,6 +111,8 @@ class AnalyticsWorker:
         self.snapshots_dir = snapshots_dir
         self.on_frame = on_frame
         self.tracked_out = tracked_out
+        self.disk = disk or disk_health()
+        self.snapshots_failed = 0
         self.heartbeat = time.monotonic()
         self._open: dict[str, Event] = {}  # event_id -> latest open state, for drawing
         self._last_ts = 0.0
@@ -168,7 +176,7 @@ class AnalyticsWorker:
         if self.video is not None or self.on_frame is not None:
             live = self._live_frame(frame, tracked)
             if self.video is not None:
-                self.video.write(render_live_frame(live))
+                self.video.write(render_live_frame(live), wall.timestamp())
             if self.on_frame is not None:
                 self.on_frame(live)
         self.metrics.frames_processed += 1
@@ -176,7 +184,9 @@ class AnalyticsWorker:
 
     def _emit(self, ev: Event, frame: Frame | None) -> None:
         if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
-            ev = ev.with_snapshot(str(self._snapshot(ev, frame)))
+            snapshot = self._snapshot(ev, frame)
+            if snapshot is not None:
+                ev = ev.with_snapshot(str(snapshot))
         elif ev.event_id in self._open and self._open[ev.event_id].snapshot_path:
             ev = ev.with_snapshot(self._open[ev.event_id].snapshot_path)  # type: ignore[arg-type]
         if ev.phase == "end" or ev.end_s is not None:
@@ -186,14 +196,32 @@ class AnalyticsWorker:
         self.metrics.events += 1
         put_until(self.events_out, EventMessage(ev), self.failed.is_set)
 
-    def _snapshot(self, ev: Event, frame: Frame) -> Path:
+    def _snapshot(self, ev: Event, frame: Frame) -> Path | None:
+        """Write the event's JPEG (complete, or not at all); None when it could not be written."""
         assert self.snapshots_dir is not None
-        self.snapshots_dir.mkdir(parents=True, exist_ok=True)
         path = (
             self.snapshots_dir
             / f"{self.camera_id}_{frame.index:07d}_{ev.rule_name.replace(':', '-')}_{ev.event_id[:8]}.jpg"
         )
-        cv2.imwrite(str(path), frame.image)
+        ok, jpeg = cv2.imencode(".jpg", frame.image)
+        if not ok:
+            self.snapshots_failed += 1
+            log.error("snapshot of event %s could not be encoded", ev.event_id)
+            return None
+        data = jpeg.tobytes()
+        if not (
+            self.disk.has_room(self.snapshots_dir, len(data)) or self.disk.make_room(self.snapshots_dir, len(data))
+        ):
+            self.snapshots_failed += 1
+            self.disk.skip("snapshot", path, len(data))
+            return None
+        try:
+            write_whole(path, data)
+        except OSError as exc:
+            self.snapshots_failed += 1
+            self.disk.failed("snapshot", path, exc)
+            return None
+        self.disk.ok(path)
         return path
 
     def _live_frame(self, frame: Frame, tracked: Detections) -> LiveFrame:

@@ -53,6 +53,7 @@ from campusguard.app.events.records import (
 )
 from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, Dialect
 from campusguard.app.events.types import Event
+from campusguard.app.infra.diskspace import disk_health, is_disk_full
 from campusguard.app.infra.sqlitedb import (
     SQLiteFile,
     apply_migrations,
@@ -382,6 +383,9 @@ class UpsertingEventStore:
         return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)
 
 
+_ROOM_FOR_ROWS = 1 << 20  # bytes asked of the media when the event database finds its disk full
+
+
 class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
     """`EventStore` in one SQLite file (WAL, ``synchronous=FULL``), safe to share across threads.
 
@@ -429,8 +433,20 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
 
     # writes ---------------------------------------------------------------------------------
     def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
-        with self._lock, write_transaction(self._conn) as conn:
-            conn.execute(sql, args)
+        """One committed write. A full disk ("database or disk is full") is the store being
+        unavailable: nothing was committed, the oldest media are asked to make room
+        (`DiskHealth.make_room`), and `StoreUnavailableError` tells the writer to try again."""
+        try:
+            with self._lock, write_transaction(self._conn) as conn:
+                conn.execute(sql, args)
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            disk = disk_health()
+            disk.failed("event row", self.path, exc)
+            disk.make_room(self.path.parent, _ROOM_FOR_ROWS)
+            raise StoreUnavailableError(f"{what}: event database {self.path}: {exc}") from exc
+        disk_health().ok(self.path)
 
     def _execute_count(self, what: str, sql: str, args: tuple[Any, ...]) -> int:
         with self._lock, write_transaction(self._conn) as conn:

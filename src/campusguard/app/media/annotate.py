@@ -2,23 +2,27 @@
 
 Boxes and their labels are drawn by the package's one annotator family
 (`campusguard.io.draw`: one colour and one label per box, as ``predict --save`` draws them);
-zones, lines and the incident panel are the watch view's own. Drawing is in place on a copy the caller owns; `AnnotatedVideoWriter` keeps one open
-``cv2.VideoWriter`` per camera and always releases it.
+zones, lines and the incident panel are the watch view's own. Drawing is in place on a copy the caller owns; `AnnotatedVideoWriter` writes
+a camera's recording as finished, playable segments and always releases its ``cv2.VideoWriter``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from campusguard.app.infra.diskspace import DiskHealth, disk_health
 from campusguard.detections import Detections
-from campusguard.errors import SourceError
 from campusguard.io.draw import BoxAnnotator, LabelAnnotator
 
-__all__ = ["AnnotatedVideoWriter", "draw_overlay"]
+__all__ = ["AnnotatedVideoWriter", "draw_overlay", "recording_segments"]
 
 _ZONE_COLOR = (0, 200, 255)  # BGR amber
 _ALERT_COLOR = (0, 0, 255)  # BGR red
@@ -86,56 +90,166 @@ def draw_overlay(
 
 
 class AnnotatedVideoWriter:
-    """MP4 files for one camera, in segments, keeping the first frame size (later frames are resized to it).
+    """The annotated recording of one camera: finished MP4 segments of ``segment_frames`` frames.
 
-    An MP4 muxer keeps an index entry per frame in memory until the file is closed, so a writer
-    that never closes grows without bound; segments of ``segment_frames`` frames keep it flat.
-    The first segment is ``path``, later ones ``<stem>.001.mp4``, ``<stem>.002.mp4``, ...
+    Each segment is written under a hidden temporary name and renamed when it is finished (the
+    MP4 index is written at the end), so the folder holds only complete, playable files: a crash
+    or a full disk loses at most the open segment. A segment is named by camera, the UTC wall
+    time of its first frame and a counter, ``<camera>_<YYYYmmddTHHMMSSZ>_<NNNN>.mp4``; a name
+    already taken (a restart within the same second) takes the next counter, so an earlier
+    recording is never overwritten. Frames keep the first frame's size (others are resized).
+
+    Media yield to events: while the volume has less than the `DiskHealth` reserve free (or the
+    room the next second of video needs), the writer asks for room (`DiskHealth.make_room`),
+    then finishes the open segment and leaves frames out (counted in ``frames_skipped``) until
+    there is room again; it never raises for lack of room or a file it cannot open.
 
     Args:
-        path: output ``.mp4`` file of the first segment (folder created).
+        folder: where the segments go (created).
+        camera_id: the camera, first part of every name.
         fps: frames per second of the output.
-        segment_frames: frames per file (None: one file).
+        segment_frames: frames per file (None: one file per run).
+        disk: where full volumes are reported (default: the process's `disk_health()`).
     """
 
-    def __init__(self, path: str | Path, fps: float, segment_frames: int | None = None) -> None:
-        self.path = Path(path)
+    def __init__(
+        self,
+        folder: str | Path,
+        camera_id: str,
+        fps: float,
+        segment_frames: int | None = None,
+        *,
+        disk: DiskHealth | None = None,
+    ) -> None:
+        self.folder = Path(folder)
+        self.camera_id = camera_id
         self.fps = float(fps)
         self.segment_frames = segment_frames
-        self.paths: list[Path] = []
+        self.disk = disk or disk_health()
+        self.paths: list[Path] = []  # finished segments of this writer
+        self.frames = 0  # frames written
+        self.frames_skipped = 0  # frames left out for lack of room
+        self.failed_segments = 0  # segments found unreadable when finished (removed)
+        self._check_every = max(1, round(self.fps))  # free space is looked at about once a second
         self._writer: cv2.VideoWriter | None = None
+        self._part: Path | None = None
+        self._final: Path | None = None
         self._size_wh: tuple[int, int] | None = None
         self._in_segment = 0
-        self.frames = 0
+        self._counter = 0
+        self._paused_until = -1  # frames (of all, written or not) before the next try after a pause
+        self._seen = 0
 
-    def _open(self, size_wh: tuple[int, int]) -> cv2.VideoWriter:
-        k = len(self.paths)
-        path = self.path if k == 0 else self.path.with_name(f"{self.path.stem}.{k:03d}{self.path.suffix}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), self.fps, size_wh)
+    def _names(self, wall_s: float) -> tuple[Path, Path]:
+        stamp = datetime.fromtimestamp(wall_s, UTC).strftime("%Y%m%dT%H%M%SZ")
+        while True:
+            self._counter += 1
+            name = f"{self.camera_id}_{stamp}_{self._counter:04d}"
+            final, part = self.folder / f"{name}.mp4", self.folder / f".{name}.part.mp4"
+            if not final.exists() and not part.exists():
+                return final, part
+
+    def _open(self, size_wh: tuple[int, int], wall_s: float) -> bool:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.disk.failed("recording", self.folder / "segment.mp4", exc)
+            return False
+        final, part = self._names(wall_s)
+        writer = cv2.VideoWriter(str(part), cv2.VideoWriter.fourcc(*"mp4v"), self.fps, size_wh)
         if not writer.isOpened():
-            raise SourceError(f"cannot write annotated video {path}")
-        self.paths.append(path)
-        self._in_segment = 0
-        return writer
+            writer.release()
+            part.unlink(missing_ok=True)
+            self.disk.failed("recording", final, "the video writer cannot open the file")
+            return False
+        self._writer, self._part, self._final, self._in_segment = writer, part, final, 0
+        return True
 
-    def write(self, image: np.ndarray) -> None:
-        """Append one ``(H, W, 3) uint8`` BGR frame."""
+    def _room_needed(self) -> int:
+        """Bytes the next second of the open segment needs, with its index and a margin."""
+        per_frame = 64 * 1024
+        if self._part is not None and self._in_segment:
+            with contextlib.suppress(OSError):
+                per_frame = max(1, self._part.stat().st_size // self._in_segment)
+        return 2 * per_frame * self._check_every + 16 * (self._in_segment + self._check_every) + 64 * 1024
+
+    def _has_room(self) -> bool:
+        need = self._room_needed()
+        return self.disk.has_room(self.folder, need) or self.disk.make_room(self.folder, need)
+
+    def write(self, image: np.ndarray, wall_s: float | None = None) -> bool:
+        """Append one ``(H, W, 3) uint8`` BGR frame read at ``wall_s`` (epoch seconds; default now);
+        False when it was left out for lack of room."""
+        self._seen += 1
         if self._size_wh is None:
             self._size_wh = (int(image.shape[1]), int(image.shape[0]))
         if self._writer is not None and self.segment_frames is not None and self._in_segment >= self.segment_frames:
-            self._writer.release()
-            self._writer = None
+            self._finish()
         if self._writer is None:
-            self._writer = self._open(self._size_wh)
+            if self._seen < self._paused_until:
+                self.frames_skipped += 1
+                return False
+            if not self._has_room() or not self._open(self._size_wh, time.time() if wall_s is None else wall_s):
+                self._pause()
+                return False
+        elif self._in_segment % self._check_every == 0 and not self._has_room():
+            self._pause()
+            return False
+        assert self._writer is not None
         if (image.shape[1], image.shape[0]) != self._size_wh:
             image = cv2.resize(image, self._size_wh, interpolation=cv2.INTER_AREA)
         self._writer.write(image)
         self._in_segment += 1
         self.frames += 1
+        return True
+
+    def _pause(self) -> None:
+        """No room: finish the open segment while it can still be finished, leave frames out for a second."""
+        if self._writer is not None:
+            self._finish()
+        if self._paused_until < self._seen:  # one report per pause, not one per frame
+            self.disk.skip("recording", self._final or self.folder / f"{self.camera_id}.mp4", self._room_needed())
+        self._paused_until = self._seen + self._check_every
+        self.frames_skipped += 1
+
+    def _finish(self) -> None:
+        """Close the open segment and give it its name; a segment that cannot be read back is removed."""
+        writer, part, final, frames = self._writer, self._part, self._final, self._in_segment
+        self._writer = self._part = None
+        if writer is None or part is None or final is None:
+            return
+        writer.release()
+        try:
+            if frames and _readable(part):
+                os.replace(part, final)
+                self.paths.append(final)
+                self.disk.ok(final)
+                return
+            reason = "no frame could be read back (the disk filled while it was written)"
+        except OSError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        part.unlink(missing_ok=True)
+        if frames:
+            self.failed_segments += 1
+            self.disk.failed("recording", final, reason)
 
     def close(self) -> None:
-        """Finish the current file (idempotent)."""
-        if self._writer is not None:
-            self._writer.release()
-            self._writer = None
+        """Finish the current segment (idempotent)."""
+        self._finish()
+
+
+def _readable(path: Path) -> bool:
+    """True when OpenCV opens ``path`` and decodes a frame of it (the MP4 index was written)."""
+    cap = cv2.VideoCapture(str(path))
+    try:
+        return bool(cap.isOpened() and cap.read()[0])
+    finally:
+        cap.release()
+
+
+def recording_segments(folder: str | Path, camera_id: str) -> list[Path]:
+    """The finished segments of a camera in ``folder``, oldest first (by start time, then counter)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(f"{camera_id}_*Z_*.mp4") if not p.name.startswith("."))
