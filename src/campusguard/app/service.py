@@ -308,7 +308,11 @@ class WatchService:
         # media yield to events: a media writer or the store that finds its volume full asks the
         # cleanup for room (oldest media first); it only wakes the cleaner, so no stage ever waits
         cleaner = self.retention
-        self.disk.on_full = lambda folder, nbytes: cleaner.make_room(nbytes)
+
+        def free_room(folder: Path, nbytes: int) -> None:
+            cleaner.make_room(nbytes)
+
+        self.disk.on_full = free_room
 
     def build_camera_parts(self, loaded: LoadedConfig, camera_id: str) -> CameraParts:
         """A running camera's zones, lines and rules built from ``loaded`` (not applied yet).
