@@ -147,6 +147,8 @@ def test_camera_tile_shows_a_frame(live_server, open_page, shots):
         size = tile.locator("img.frame").evaluate("img => [img.naturalWidth, img.naturalHeight]")
         assert size == [320, 180]  # the camera's frame, annotated
         assert "fps in" in tile.locator(".stats").inner_text()
+        page.wait_for_function("() => document.getElementById('disk-use').textContent.startsWith('Disk: ')")
+        assert " free of " in page.locator("#disk-use").inner_text()  # the data volume's disk line
         time.sleep(0.5)  # a few more MJPEG parts, so the screenshot shows a moving scene
         shots.take(page, f"wall{suffix}")
 

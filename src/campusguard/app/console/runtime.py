@@ -38,6 +38,7 @@ import yaml
 
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
 from campusguard.app.config import load_config, parse_config
+from campusguard.app.config.retention import parse_free
 from campusguard.app.console.cameras import (
     MEDIA_EVENT_ID,
     CameraBackend,
@@ -55,7 +56,7 @@ from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
 from campusguard.app.events.types import Event
-from campusguard.app.infra.diskspace import disk_health
+from campusguard.app.infra.diskspace import VolumeState, disk_health
 from campusguard.app.infra.durable import replace_durably
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
@@ -66,6 +67,18 @@ if TYPE_CHECKING:
     from campusguard.app.service import WatchService
 
 __all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "GroupUnavailableError"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageStatus:
+    """The data volume and the media on it (`ConsoleRuntime.storage_status`, ``GET /api/v1/storage``)."""
+
+    free_bytes: int
+    total_bytes: int
+    media_bytes: dict[str, int]
+    max_media_bytes: int | None
+    min_free_bytes: int
+    full_volumes: list[VolumeState]
 
 
 class _KeepOpenStore:
@@ -270,6 +283,24 @@ class ConsoleRuntime:
             f"disk full: {v} has {st.free_bytes} bytes free ({st.last_error})"
             for v, st in sorted(disk_health().full_volumes().items())
         ]
+
+    def storage_status(self) -> StorageStatus:
+        """Free and total bytes of the volume holding the media folder, media kept by kind (the
+        retention cleanup's last pass; none on Ray or before the first pass), the limits, full volumes."""
+        folder = self.media_dir if self.media_dir.exists() else self.config_path.parent
+        usage = shutil.disk_usage(folder)
+        retention = self.loaded.config.retention
+        service = self.service
+        cleaner = getattr(service, "retention", None)
+        kept = dict(cleaner.metrics.kept_bytes) if cleaner is not None else {}
+        return StorageStatus(
+            free_bytes=usage.free,
+            total_bytes=usage.total,
+            media_bytes=kept,
+            max_media_bytes=retention.max_media_bytes(),
+            min_free_bytes=parse_free(retention.min_free, usage.total),
+            full_volumes=list(disk_health().full_volumes().values()),
+        )
 
     def snapshot_jpeg(self, camera: str) -> bytes | None:
         """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown.

@@ -12,6 +12,8 @@ const wall = document.getElementById("wall");
 const errorBox = document.getElementById("wall-error");
 const summary = document.getElementById("wall-summary");
 const modeSelect = document.getElementById("view-mode");
+const diskUse = document.getElementById("disk-use");
+const DISK_EVERY_MS = 30000;
 const tiles = new Map(); // camera name -> {root, img, badge, stats, name, timer}
 
 modeSelect.value = localStorage.getItem("cg-wall-mode") || "auto";
@@ -135,6 +137,31 @@ async function poll() {
   }
 }
 
+function bytes(n) {
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) { n /= 1000; i += 1; }
+  return `${n < 10 && i ? n.toFixed(1) : Math.round(n)} ${units[i]}`;
+}
+
+// The disk line: free space of the data volume, media kept by kind, and a warning when a volume is
+// full or free space is under the retention floor (the cleanup deletes the oldest media then).
+async function pollDisk() {
+  try {
+    const s = await api("/api/v1/storage");
+    const kinds = Object.entries(s.media_bytes).map(([k, n]) => `${k} ${bytes(n)}`).join(", ");
+    const parts = [`Disk: ${bytes(s.free_bytes)} free of ${bytes(s.total_bytes)}`];
+    if (kinds) parts.push(`media ${kinds}` + (s.max_media_bytes ? ` (limit ${bytes(s.max_media_bytes)})` : ""));
+    const low = s.full_volumes.length > 0 || s.free_bytes < s.min_free_bytes;
+    if (s.full_volumes.length) parts.push(`FULL: ${s.full_volumes.map((v) => v.volume).join(", ")}`);
+    else if (low) parts.push("below the free-space floor");
+    diskUse.textContent = parts.join(" · ");
+    diskUse.className = low ? "error" : "muted";
+  } catch (err) {
+    diskUse.textContent = "";
+  }
+}
+
 modeSelect.addEventListener("change", () => {
   localStorage.setItem("cg-wall-mode", modeSelect.value);
   tiles.forEach(startView);
@@ -143,3 +170,5 @@ document.addEventListener("visibilitychange", () => tiles.forEach(document.hidde
 
 poll();
 setInterval(poll, STATUS_EVERY_MS);
+pollDisk();
+setInterval(pollDisk, DISK_EVERY_MS);

@@ -1,0 +1,36 @@
+"""`GET /api/v1/storage`: the data volume's free space, media kept by kind, the retention limits and full volumes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from campusguard.app.infra.diskspace import disk_health
+
+
+def test_storage_reports_the_data_volume_and_the_limits(console) -> None:
+    r = console.client().get("/api/v1/storage", headers=console.bearer("vera"))
+    assert r.status_code == 200
+    body = r.json()
+    usage = shutil.disk_usage(console.runtime.media_dir if console.runtime.media_dir.exists() else Path("."))
+    assert 0 < body["total_bytes"] == usage.total
+    assert 0 <= body["free_bytes"] <= body["total_bytes"]
+    assert body["max_media_bytes"] is None  # no retention.max_media in the console's config
+    assert body["min_free_bytes"] == 1_000_000_000  # the default floor, 1GB
+    assert body["media_bytes"] == {}  # no cleanup pass yet: the runtime was not started
+    assert body["full_volumes"] == []
+
+
+def test_a_full_volume_is_listed(console, tmp_path: Path) -> None:
+    health = disk_health()
+    health.failed("snapshot", tmp_path / "x.jpg", OSError(28, "No space left on device"))
+    try:
+        full = console.client().get("/api/v1/storage", headers=console.bearer("vera")).json()["full_volumes"]
+        assert len(full) == 1 and "No space left" in full[0]["last_error"]
+    finally:
+        health.ok(tmp_path / "x.jpg")  # a write that went through: the volume has room again
+    assert console.client().get("/api/v1/storage", headers=console.bearer("vera")).json()["full_volumes"] == []
+
+
+def test_storage_needs_credentials(console) -> None:
+    assert console.client().get("/api/v1/storage").status_code == 401
