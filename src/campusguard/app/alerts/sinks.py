@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol, TextIO, runtime_checkable
 
+from campusguard.app.alerts.ledger import DeliveryLedger
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 
 __all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event"]
@@ -72,15 +73,20 @@ class StdoutSink:
 
 
 class JsonlSink:
-    """Append one JSON object (`Event.to_dict`) per line; each line flushed and fsync'd.
+    """Append one JSON object (`Event.to_dict`, ``sequence`` included) per line; each line flushed and fsync'd.
 
     Args:
         path: the file; its folder is created. Appends to an existing file.
         phases: lifecycle phases written.
+        ledger: where the lines written are remembered (`DeliveryLedger`); an update already in
+            it is not written again (a restart, a re-read file). None: every update is written.
     """
 
-    def __init__(self, path: str | Path, *, phases: Collection[str] = EVENT_PHASES) -> None:
+    def __init__(
+        self, path: str | Path, *, phases: Collection[str] = EVENT_PHASES, ledger: DeliveryLedger | None = None
+    ) -> None:
         self.path = Path(path)
+        self.ledger = ledger
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.phases = PhaseFilter(phases)
         self._lock = threading.Lock()
@@ -89,6 +95,8 @@ class JsonlSink:
     def send(self, event: Event) -> None:
         if not self.phases.accepts(event):
             return
+        if self.ledger is not None and self.ledger.delivered(event):
+            return
         line = json.dumps(event.to_dict(), default=str) + "\n"
         with self._lock:
             if self._fh is None:
@@ -96,12 +104,16 @@ class JsonlSink:
             self._fh.write(line)
             self._fh.flush()
             os.fsync(self._fh.fileno())
+        if self.ledger is not None:
+            self.ledger.record(event)
 
     def close(self, timeout_s: float = 5.0) -> None:
         with self._lock:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+        if self.ledger is not None:
+            self.ledger.close()
 
 
 class MultiSink:
