@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 import yaml
 
@@ -52,7 +52,8 @@ from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
+from campusguard.app.events.records import EventRecord
+from campusguard.app.events.store import InterruptibleStore, RecordQuery, ReviewableEventStore
 from campusguard.app.events.types import Event
 from campusguard.app.infra.durable import replace_durably
 from campusguard.app.media.clips import ClipRecorder
@@ -80,6 +81,10 @@ class _KeepOpenStore:
     def stop_retrying(self) -> None:
         if isinstance(self._store, InterruptibleStore):
             self._store.stop_retrying()
+
+    def query_records(self, *args: Any, **kwargs: Any) -> tuple[list[EventRecord], int]:
+        """Reads pass through: the start's look for incidents a dead run left open."""
+        return cast(RecordQuery, self._store).query_records(*args, **kwargs)
 
     def close(self) -> None:
         pass
