@@ -239,3 +239,54 @@ def test_sigkill_twice_then_a_restart_gives_the_same_incidents_once_on_every_sin
         sub.close()
         broker.stop()
         receiver.stop()
+
+
+def test_a_kill_while_postgresql_is_down_loses_no_update_it_raised(tmp_path: Path) -> None:
+    """The server crashes mid-run and the watch is SIGKILLed while its writer still retries: the
+    updates raised since are already in the spool; the next start (the server back, a quiet file)
+    commits each, alerts each once, and ends what the dead run left open."""
+    pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+    sys.path.insert(0, str(HERE / "events"))
+    from test_events_postgres_restart import LocalPostgres, write_scene
+
+    server = LocalPostgres()
+    try:
+        server.start()
+        scene = write_walks(tmp_path / "walks.mp4")
+        run = tmp_path / "run"
+        run.mkdir()
+        storage = f"storage:\n  postgresql: {server.url}\n  retry: {{budget_s: 60, initial_s: 0.05, max_s: 0.5}}\n"
+        config = run / "watch.yaml"
+        config.write_text(scene_config(scene, run).replace("storage:\n", storage))
+        proc = _watch(config, 0.04)
+        sink = run / "events.jsonl"
+        _wait(lambda: sink.exists() and sink.read_text().strip(), 30, "the first alert")
+        server.stop("immediate")
+        spool = run / "events.spool.jsonl"
+        _wait(lambda: spool.exists() and spool.read_text().count("\n") >= 2, 30, "updates in the spool")
+        os.kill(proc.pid, signal.SIGKILL)  # no stop: nothing is written on the way out
+        proc.communicate(timeout=20)
+        spooled = [json.loads(x) for x in spool.read_text().splitlines()]
+        before = [json.loads(x) for x in sink.read_text().splitlines()]
+
+        server.start()
+        quiet = write_scene(tmp_path / "quiet.mp4", n=5)
+        config.write_text(scene_config(quiet, run).replace("storage:\n", storage))
+        last = _watch(config, 0.0)
+        _, err = last.communicate(timeout=120)
+        assert last.returncode == 0, err
+        assert not spool.exists() or not spool.read_text().strip()
+
+        import psycopg
+
+        with psycopg.connect(server.url) as conn:
+            rows = dict(conn.execute("SELECT event_id, status FROM events").fetchall())
+        assert {d["event_id"] for d in spooled} <= set(rows)  # every spooled update was committed
+        assert set(rows.values()) == {"closed"}  # and nothing is left open
+        lines = [json.loads(x) for x in sink.read_text().splitlines()]
+        keys = [(d["event_id"], d["phase"], d["sequence"]) for d in lines]
+        assert not [k for k, n in Counter(keys).items() if n > 1]  # each alerted once
+        assert {(d["event_id"], d["phase"], d["sequence"]) for d in spooled} <= set(keys)
+        assert len(lines) > len(before)
+    finally:
+        server.remove()

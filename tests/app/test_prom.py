@@ -36,3 +36,10 @@ def test_store_retries_and_spooled_updates_are_exported_without_labels() -> None
     text = prometheus_client.generate_latest(build_registry(lambda: sample)).decode()
     assert "campusguard_store_retries_total 7.0" in text
     assert "campusguard_events_spooled_total 3.0" in text
+
+
+def test_the_mqtt_connection_is_a_gauge_per_broker() -> None:
+    sample = PipelineSample(mqtt_connected={"127.0.0.1:1883": False, "broker:1883": True})
+    text = prometheus_client.generate_latest(build_registry(lambda: sample)).decode()
+    assert 'campusguard_mqtt_connected{broker="127.0.0.1:1883"} 0.0' in text
+    assert 'campusguard_mqtt_connected{broker="broker:1883"} 1.0' in text

@@ -45,6 +45,7 @@ class PipelineSample:
     events: dict[tuple[str, str, str], int] = field(default_factory=dict)
     store_retries: int = 0
     events_spooled: int = 0
+    mqtt_connected: dict[str, bool] = field(default_factory=dict)  # broker "host:port" -> connected
 
 
 class PipelineCollector:
@@ -119,6 +120,14 @@ class PipelineCollector:
             "Event updates written to the local spool because the store was unavailable at a stop.",
             value=float(s.events_spooled),
         )
+        mqtt = core.GaugeMetricFamily(
+            "campusguard_mqtt_connected",
+            "1 while the MQTT sink holds a connection to its broker, 0 while its messages wait in the outbox.",
+            labels=["broker"],
+        )
+        for broker, up in sorted(s.mqtt_connected.items()):
+            mqtt.add_metric([broker], 1.0 if up else 0.0)
+        yield mqtt
 
 
 def build_registry(sample: Callable[[], PipelineSample]) -> Any:

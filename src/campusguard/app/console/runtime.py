@@ -409,4 +409,12 @@ class ConsoleRuntime:
                     frames_regions=m.frames_regions,
                 )
             )
-        return PipelineSample(cams, events, store_retries, spooled)
+        return PipelineSample(cams, events, store_retries, spooled, self.mqtt_connected())
+
+    def mqtt_connected(self) -> dict[str, bool]:
+        """Each MQTT sink's broker (``host:port``) and whether it is connected now (``/readyz``, metrics)."""
+        from campusguard.app.alerts.mqtt import MqttSink
+
+        worker = None if self.service is None else self.service.event_worker
+        sinks = [] if worker is None else worker.sinks
+        return {f"{s.host}:{s.port}": s.connected for s in sinks if isinstance(s, MqttSink)}

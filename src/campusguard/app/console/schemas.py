@@ -177,3 +177,4 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     ready: bool
+    mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)

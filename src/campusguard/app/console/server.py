@@ -167,9 +167,10 @@ def _health_router() -> APIRouter:
     @router.get("/readyz", responses={503: {"model": Ready, "description": "Some camera produces no frames."}})
     def readyz(request: Request) -> Response:
         """Every camera produced a frame in the last few seconds (public): 200, else 503."""
-        ready = bool(console_state(request).runtime.ready())
+        runtime = console_state(request).runtime
+        ready = bool(runtime.ready())
         return JSONResponse(
-            Ready(ready=ready).model_dump(), status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+            Ready(ready=ready, mqtt_connected=runtime.mqtt_connected() or None).model_dump(exclude_none=True), status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
         )
 
     return router

@@ -175,6 +175,9 @@ class EventWorker:
                         self._more.wait(0.2)
                         self.heartbeat = time.monotonic()
                     event = self._pending.popleft()
+                    if event is None and self._pending:  # spooled after the intake ended (interrupted ends)
+                        self._pending.append(None)
+                        continue
                 if event is None:
                     break
                 if not self._given_up and self._commit(event):
