@@ -239,7 +239,11 @@ def main() -> int:
             proc.wait()
             found = incidents(work / "crash" / "events.db")
             kills.append(
-                {"at_s": round(frac * ref_wall, 1), "stored": len(found), "open": sum(e.end_s is None for e in found.values())}
+                {
+                    "at_s": round(frac * ref_wall, 1),
+                    "stored": len(found),
+                    "open": sum(e.end_s is None for e in found.values()),
+                }
             )
         t1 = time.monotonic()
         last = start_watch(cfg, truth_json, args.pythonpath)

@@ -187,7 +187,9 @@ def test_sigkill_twice_then_a_restart_gives_the_same_incidents_once_on_every_sin
     ref = tmp_path / "ref"
     ref.mkdir()
     assert WatchService(
-        parse_config(scene_config(scene, ref), "ref.yaml"), detector_factory=lambda *a: BlobDetector(), out=io.StringIO()
+        parse_config(scene_config(scene, ref), "ref.yaml"),
+        detector_factory=lambda *a: BlobDetector(),
+        out=io.StringIO(),
     ).run()
     expected = {e.event_id: e for e in read_events(ref / "events.db")}
     assert sum(e.rule_kind == "intrusion" for e in expected.values()) == 3

@@ -170,7 +170,8 @@ def _health_router() -> APIRouter:
         runtime = console_state(request).runtime
         ready = bool(runtime.ready())
         return JSONResponse(
-            Ready(ready=ready, mqtt_connected=runtime.mqtt_connected() or None).model_dump(exclude_none=True), status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+            Ready(ready=ready, mqtt_connected=runtime.mqtt_connected() or None).model_dump(exclude_none=True),
+            status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE,
         )
 
     return router
