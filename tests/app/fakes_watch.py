@@ -121,12 +121,26 @@ outputs:
 
 
 def main(argv: list[str]) -> int:
-    """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests)."""
+    """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests).
+
+    ``CG_FAKE_SECONDS_PER_IMAGE`` paces the detector (seconds per frame): a file run lasts long
+    enough to be killed mid-run, and no frame is dropped, so every run raises the same incidents.
+    """
+    import os
+    import time
+
     from campusguard.app.config import load_config
     from campusguard.app.service import WatchService
     from campusguard.app.signals import run_until_stopped
 
-    service = WatchService(load_config(argv[0]), detector_factory=lambda *a: BlobDetector())
+    pace = float(os.environ.get("CG_FAKE_SECONDS_PER_IMAGE", "0"))
+
+    class Paced(BlobDetector):
+        def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
+            time.sleep(pace * len(images))
+            return super().predict_batch(images)
+
+    service = WatchService(load_config(argv[0]), detector_factory=lambda *a: Paced())
     return 0 if run_until_stopped(service) else 1
 
 

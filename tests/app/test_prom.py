@@ -50,3 +50,31 @@ def test_retention_metrics_are_exported() -> None:
     assert 'campusguard_media_bytes{kind="clips"} 2000.0' in text
     assert 'campusguard_retention_files_pruned_total{kind="clips"} 3.0' in text
     assert "campusguard_retention_rows_pruned_total 4.0" in text and "campusguard_data_free_bytes 5000.0" in text
+
+
+def test_the_mqtt_connection_is_a_gauge_per_broker() -> None:
+    sample = PipelineSample(mqtt_connected={"127.0.0.1:1883": False, "broker:1883": True})
+    text = prometheus_client.generate_latest(build_registry(lambda: sample)).decode()
+    assert 'campusguard_mqtt_connected{broker="127.0.0.1:1883"} 0.0' in text
+    assert 'campusguard_mqtt_connected{broker="broker:1883"} 1.0' in text
+
+
+def test_the_runtime_names_each_mqtt_broker_and_its_connection(tmp_path) -> None:
+    """What ``/readyz`` and the gauge read: each MQTT sink of the running service, connected or not."""
+    import socket
+    import types
+
+    from campusguard.app.alerts.mqtt import MqttSink
+    from campusguard.app.console.runtime import ConsoleRuntime
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    sink = MqttSink("127.0.0.1", port, outbox_path=tmp_path / "o.db", connect_wait_s=0)
+    try:
+        runtime = ConsoleRuntime.__new__(ConsoleRuntime)
+        worker = types.SimpleNamespace(sinks=[sink])
+        runtime.cameras = types.SimpleNamespace(service=types.SimpleNamespace(event_worker=worker))
+        assert runtime.mqtt_connected() == {f"127.0.0.1:{port}": False}
+    finally:
+        sink.close(timeout_s=0.1)

@@ -44,6 +44,7 @@ from campusguard.app.engine.wiring import (
     probe_source,
     reader_for,
 )
+from campusguard.app.events.interrupted import InterruptedIncidents
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
@@ -279,6 +280,7 @@ class WatchService:
             self.on_event,
             stop=self.stop_event,
             spool=EventSpool(self.config.storage.spool_path()),
+            interrupted=InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras}),  # a dead run's open ones
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import logging
 import os
 import shutil
 import signal
@@ -328,3 +329,61 @@ def _outbox_rows(path: Path) -> int:
 
     with sqlite3.connect(path) as db:
         return int(db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+
+
+# issue 24: a state that returns to idle, an unreachable broker said at start, each update once -----
+def test_a_rule_without_an_end_phase_pulses_its_state_back_to_idle(broker, subscriber_factory, tmp_path, make_event):
+    """Line crossings (one instantaneous update each, no end): the retained state counts the
+    crossings of the last ``pulse_s`` and returns to 0, instead of counting up forever."""
+    sub = subscriber_factory(broker.port)
+    sink = _sink(broker.port, tmp_path, pulse_s=0.5)
+    try:
+        for k in range(3):
+            sink.send(
+                make_event(
+                    event_id=f"x{k}", rule_name="gate", rule_kind="line_crossing", start_s=float(k), end_s=float(k)
+                )
+            )
+        topic = "campusguard/cam0/gate"
+        assert _wait(lambda: sub.on(topic)[-1:] == [b"0"] and len(sub.on(topic)) >= 4, 10), sub.on(topic)
+        assert sub.on(topic)[:3] == [b"1", b"2", b"3"]
+        assert not sink._open  # nothing is kept per crossing
+    finally:
+        sink.close()
+
+
+def test_an_unreachable_broker_at_start_is_one_warning_and_the_outbox_keeps_the_messages(
+    tmp_path, unused_port, make_event, caplog
+):
+    with caplog.at_level(logging.WARNING, logger="campusguard.app.alerts.mqtt"):
+        sink = _sink(unused_port, tmp_path, connect_wait_s=0.5)
+    try:
+        (line,) = [r.getMessage() for r in caplog.records if "not reachable" in r.getMessage()]
+        assert f"127.0.0.1:{unused_port}" in line and "outbox" in line
+        assert not sink.connected
+        sink.send(make_event())
+    finally:
+        sink.close(timeout_s=0.2)
+    assert _outbox_rows(tmp_path / "outbox.db") == 2  # the event and the state, for the next start
+
+
+def test_an_update_already_in_the_outbox_is_not_published_again_by_the_next_sink(
+    broker, subscriber_factory, tmp_path, make_event
+):
+    """A restart (or a re-read file) raises the same updates again: the outbox's ledger publishes
+    each (event id, phase, sequence) once; the state topic is still kept right. Payloads carry the sequence."""
+    sub = subscriber_factory(broker.port)
+    updates = [
+        make_event(phase="start"),
+        make_event(phase="update", sequence=1, count=3),
+        make_event(phase="end", sequence=2, end_s=20.0),
+    ]
+    for _ in range(2):  # two runs of the same incident
+        sink = _sink(broker.port, tmp_path)
+        for ev in updates:
+            sink.send(ev)
+        sink.close()
+    assert _wait(lambda: len(sub.events()) >= 3)
+    time.sleep(0.5)
+    assert [(e["type"], e["after"]["sequence"]) for e in sub.events()] == [("new", 0), ("update", 1), ("end", 2)]
+    assert sub.on("campusguard/cam0/no entry")[-1] == b"0"

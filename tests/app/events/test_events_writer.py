@@ -223,3 +223,78 @@ def test_the_sql_stores_are_event_recorders(tmp_path: Path) -> None:
     store = SQLiteEventStore(tmp_path / "events.db")
     assert isinstance(store, EventRecorder)
     store.close()
+
+
+# issue 24: an update is spooled the moment it arrives; a dead run's open incidents are ended ------
+def test_an_update_the_store_does_not_take_is_in_the_spool_at_once_and_replayed_once(tmp_path: Path) -> None:
+    """PostgreSQL down, no stop: each update is on disk while the writer still retries, so a kill
+    then loses none; the next start replays them in order, each reported once."""
+    spool = EventSpool(tmp_path / "events.spool.jsonl")
+    store, inbox = FlakyStore(up_for=0), queue.Queue()
+    worker = EventWorker(inbox, store, [ListSink()], ["c"], threading.Event(), retry_s=0.05, spool=spool)
+    threading.Thread(target=worker.run, daemon=True).start()
+    updates = _incident("a")
+    for ev in updates:
+        inbox.put(EventMessage(ev))
+    deadline = time.monotonic() + 5
+    while spool.read() != updates and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert spool.read() == updates and store.attempts >= 1 and not store.committed  # spooled, not given up
+    # the process dies here (nothing more runs); the next start, with the store back:
+    store2, sink2 = FlakyStore(), ListSink()
+    EventWorker(_inbox([]), store2, [sink2], ["c"], threading.Event(), spool=spool).run()
+    assert store2.committed == sink2.sent == [(e.event_id, e.phase) for e in updates] and not spool.exists()
+    store.up_for = 10**6  # the old worker's thread would commit them too: idempotent upserts in a real store
+    inbox.put(EndOfStream("c"))
+
+
+def test_the_spool_empties_once_the_store_is_back_mid_run(tmp_path: Path) -> None:
+    spool = EventSpool(tmp_path / "events.spool.jsonl")
+    store, sink, inbox = FlakyStore(up_for=0), ListSink(), queue.Queue()
+    worker = EventWorker(inbox, store, [sink], ["c"], threading.Event(), retry_s=0.05, spool=spool)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    for ev in _incident("a"):
+        inbox.put(EventMessage(ev))
+    time.sleep(0.3)
+    store.up_for = 10**6
+    inbox.put(EndOfStream("c"))
+    thread.join(5)
+    assert sink.sent == [(e.event_id, e.phase) for e in _incident("a")] and not spool.exists()
+
+
+def test_open_incidents_of_a_dead_run_are_ended_as_interrupted_unless_the_file_is_re_read(tmp_path: Path) -> None:
+    from campusguard.app.events.interrupted import InterruptedIncidents
+
+    db = SQLiteEventStore(tmp_path / "e.db")
+    live = dataclasses.replace(make_event("update"), event_id="live1", camera_id="live", end_s=None, sequence=3)
+    resumed = dataclasses.replace(make_event("start"), event_id="f1", camera_id="c", end_s=None)
+    gone = dataclasses.replace(make_event("start"), event_id="f2", camera_id="c", end_s=None)
+    for ev in (live, resumed, gone):
+        db.record(ev)
+    db.record(dataclasses.replace(make_event("end"), event_id="done", camera_id="c"))
+    # the new run: the file camera raises f1 again and ends it itself; f2 is not raised again
+    inbox = _inbox([resumed, dataclasses.replace(resumed, phase="end", end_s=3.0, sequence=1)])
+    inbox.put(EndOfStream("live"))
+    sink = ListSink()
+    spool = EventSpool(tmp_path / "s.jsonl")
+    worker = EventWorker(
+        inbox,
+        db,
+        [sink],
+        ["c", "live"],
+        threading.Event(),
+        spool=spool,
+        interrupted=InterruptedIncidents({"c": False, "live": True}),
+    )
+    worker.run()
+    db = SQLiteEventStore(tmp_path / "e.db")
+    stored = {e.event_id: e for e in db.query()}
+    assert all(not e.is_open for e in stored.values())
+    assert stored["live1"].details.get("interrupted") and stored["f2"].details.get("interrupted")
+    assert stored["live1"].end_s == stored["live1"].start_s  # its last known time
+    assert not stored["f1"].details.get("interrupted") and stored["f1"].end_s == 3.0
+    assert sink.sent[0] == ("live1", "end")  # the live camera's at once, before the new run's updates
+    assert sorted(sink.sent) == sorted([("live1", "end"), ("f1", "start"), ("f1", "end"), ("f2", "end")])
+    assert worker.interrupted_ended == 2 and not spool.exists()
+    db.close()

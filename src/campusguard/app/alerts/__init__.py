@@ -12,6 +12,10 @@ Public API:
     `MultiSink(sinks)`: sends to several sinks, isolating a failing one.
     `format_event(event) -> str`: the one-line text form.
 
+`campusguard.app.alerts.ledger.DeliveryLedger`: what a sink delivered (event id, phase,
+sequence), on disk, so a restart repeats nothing; the JSONL and webhook sinks take one as
+``ledger``, the MQTT sink keeps its own in the outbox file.
+
 Every sink takes ``phases`` (default all of ``start``, ``update``, ``end``) to choose which
 lifecycle updates it reports.
 """

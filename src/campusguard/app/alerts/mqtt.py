@@ -8,7 +8,10 @@ Topic layout (``prefix`` defaults to ``campusguard``), modelled on Frigate's:
   ``{"type": "new"|"update"|"end", "before": <previous event JSON or null>, "after": <event JSON>}``
   where the event JSON is `Event.to_dict`.
 - ``<prefix>/<camera>/<rule>``: the number of open incidents of that rule on that camera as a
-  decimal string, retained (``"1"`` while an intrusion is open, ``"0"`` after it ends).
+  decimal string, retained (``"1"`` while an intrusion is open, ``"0"`` after it ends). A rule
+  without an end phase (``line_crossing``: each crossing is one instantaneous update) counts
+  its updates of the last ``pulse_s`` seconds instead, so its state returns to ``"0"`` once
+  ``pulse_s`` passes without one (a pulse; never a count that only goes up).
 
 Topic levels are the camera id and the rule name with ``/``, ``+``, ``#`` replaced by ``_``.
 
@@ -18,7 +21,14 @@ restart, a network outage and a restart of this process (the next `MqttSink` on 
 publishes what is left). The outbox is bounded: past ``max_outbox`` messages the oldest are
 dropped with an error in the log and counted in ``dropped``. ``send`` never waits for the network;
 paho's network thread reconnects with exponential back-off between ``reconnect_min_s`` and
-``reconnect_max_s``.
+``reconnect_max_s``. A broker not reachable within ``connect_wait_s`` of the start is one warning
+line (the messages wait in the outbox); `MqttSink.connected` tells the console (``/readyz``,
+``campusguard_mqtt_connected``).
+
+Each update is published once: the outbox file also holds the ledger of the updates put into it
+(``event_id``, ``phase``, ``sequence``, committed in the same transaction as their messages), so a
+restart or a re-read file that raises an update again does not publish it again. The event JSON
+carries ``sequence`` (`Event`), so a consumer drops the copy QoS 1 may deliver twice.
 """
 
 from __future__ import annotations
@@ -50,8 +60,16 @@ CREATE TABLE IF NOT EXISTS outbox (
     topic TEXT NOT NULL,
     payload BLOB NOT NULL,
     retain INTEGER NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS delivered (
+    event_id TEXT NOT NULL,
+    phase    TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    at       REAL NOT NULL,
+    PRIMARY KEY (event_id, phase, sequence)
+);
 """
+_LEDGER_KEEP_S = 90 * 86400.0
 
 
 def topic_level(name: str) -> str:
@@ -70,14 +88,31 @@ class _Outbox:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(_OUTBOX_SCHEMA)
+            self._db.executescript(_OUTBOX_SCHEMA)
+            self._db.execute("DELETE FROM delivered WHERE at < ?", (time.time() - _LEDGER_KEEP_S,))
         except sqlite3.Error as exc:
             raise InvalidInputError(f"mqtt outbox {path}: cannot open: {exc}") from None
 
-    def add(self, messages: list[tuple[str, bytes, bool]]) -> int:
-        """Commit ``(topic, payload, retain)`` messages together; return how many old ones were dropped."""
+    def published(self, event: Event) -> bool:
+        """True when this update (any end, for an ``end``) was put into the outbox before."""
+        sql = "SELECT 1 FROM delivered WHERE event_id = ? AND phase = ?"
+        args: tuple[object, ...] = (event.event_id, event.phase)
+        if event.phase != "end":
+            sql += " AND sequence = ?"
+            args += (int(event.sequence),)
+        with self._lock:
+            return self._db.execute(sql + " LIMIT 1", args).fetchone() is not None
+
+    def add(self, messages: list[tuple[str, bytes, bool]], event: Event | None = None) -> int:
+        """Commit ``(topic, payload, retain)`` messages together (with ``event``'s ledger row);
+        return how many old ones were dropped."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
+            if event is not None:
+                self._db.execute(
+                    "INSERT OR IGNORE INTO delivered (event_id, phase, sequence, at) VALUES (?, ?, ?, ?)",
+                    (event.event_id, event.phase, int(event.sequence), time.time()),
+                )
             self._db.executemany(
                 "INSERT INTO outbox (topic, payload, retain) VALUES (?, ?, ?)",
                 [(t, p, int(r)) for t, p, r in messages],
@@ -131,10 +166,15 @@ class MqttSink:
         max_outbox: most messages kept unacknowledged; the oldest beyond it are dropped and logged.
         max_inflight: most messages handed to the client library at once.
         phases: lifecycle phases published.
+        pulse_s: how long an update of a rule without an end phase counts in its state topic.
+        connect_wait_s: how long the start waits for the broker before warning that it is not
+            reachable (the sink then goes on: messages wait in the outbox).
 
     Attributes:
         published: messages acknowledged by the broker.
         dropped: messages dropped because the outbox was full.
+        skipped: updates not published again because the outbox ledger had them.
+        last_error: why the broker could not be reached last, or None.
     """
 
     def __init__(
@@ -154,6 +194,8 @@ class MqttSink:
         max_outbox: int = 100_000,
         max_inflight: int = 100,
         phases: Collection[str] = EVENT_PHASES,
+        pulse_s: float = 5.0,
+        connect_wait_s: float = 2.0,
     ) -> None:
         mqtt = require("paho.mqtt.client", "console")
         if qos not in (1, 2):
@@ -169,9 +211,13 @@ class MqttSink:
         self.phases = PhaseFilter(phases)
         self.published = 0
         self.dropped = 0
+        self.skipped = 0
+        self.pulse_s = float(pulse_s)
+        self.last_error: str | None = None
         self._outbox = _Outbox(Path(outbox_path), max_outbox)
         self._open: dict[str, dict[str, Any]] = {}  # event id -> last published event JSON
         self._active: dict[str, set[str]] = {}  # state topic -> open event ids
+        self._pulses: dict[str, list[float]] = {}  # state topic -> monotonic expiry of instantaneous updates
         self._state_lock = threading.Lock()
         self._acks: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._inflight: dict[int, int] = {}  # paho mid -> outbox seq (worker thread only)
@@ -191,11 +237,24 @@ class MqttSink:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
+        client.on_connect_fail = self._on_connect_fail
         self._client = client
         client.connect_async(host, self.port, keepalive=keepalive_s)
         client.loop_start()  # paho's network thread: connects, retries with back-off, resends unacked QoS>0
         self._thread = threading.Thread(target=self._run, name=f"mqtt-{host}:{port}", daemon=True)
         self._thread.start()
+        if connect_wait_s > 0 and not self._connected.wait(connect_wait_s):
+            log.warning(
+                "mqtt broker %s:%d is not reachable (%s); alerts wait in the outbox %s (%d pending) "
+                "and go out when it is, retrying every %d-%d s",
+                host,
+                self.port,
+                self.last_error or f"no connection within {connect_wait_s:g} s",
+                outbox_path,
+                self.pending,
+                reconnect_min_s,
+                reconnect_max_s,
+            )
 
     @classmethod
     def from_config(cls, cfg: MqttSinkConfig, *, default_outbox: str | Path) -> MqttSink:
@@ -247,24 +306,48 @@ class MqttSink:
             raise InvalidInputError("mqtt sink is closed")
         after = event.to_dict()
         topic = self.state_topic(event.camera_id, event.rule_name)
+        instant = event.phase != "end" and not event.is_open  # a rule without an end phase (a line crossing)
         with self._state_lock:
             before = self._open.pop(event.event_id, None)
             active = self._active.setdefault(topic, set())
-            if event.phase == "end":
+            if instant:
+                self._pulses.setdefault(topic, []).append(time.monotonic() + self.pulse_s)
+            elif event.phase == "end":
                 active.discard(event.event_id)
             else:
                 self._open[event.event_id] = after
                 active.add(event.event_id)
-            body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
-            messages = [
-                (self.events_topic, json.dumps(body, default=str).encode("utf-8"), False),
-                (topic, str(len(active)).encode("ascii"), True),
-            ]
-            dropped = self._outbox.add(messages)
+            state = (topic, str(self._state(topic)).encode("ascii"), True)
+            if self._outbox.published(event):  # put into the outbox by an earlier run: only the state
+                self.skipped += 1
+                dropped = self._outbox.add([state])
+            else:
+                body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
+                messages = [(self.events_topic, json.dumps(body, default=str).encode("utf-8"), False), state]
+                dropped = self._outbox.add(messages, event)
         if dropped:
             self.dropped += dropped
             log.error("mqtt outbox full: dropped the %d oldest unacknowledged message(s)", dropped)
         self._wake.set()
+
+    def _state(self, topic: str) -> int:
+        """Open incidents plus live pulses of a state topic (``_state_lock`` held)."""
+        return len(self._active.get(topic, ())) + len(self._pulses.get(topic, ()))
+
+    def _expire_pulses(self) -> None:
+        """Publish the state of every topic whose pulses ran out (publisher thread)."""
+        now = time.monotonic()
+        with self._state_lock:
+            changed = []
+            for topic, ends in self._pulses.items():
+                live = [t for t in ends if t > now]
+                if len(live) != len(ends):
+                    self._pulses[topic] = live
+                    changed.append(topic)
+            if changed:
+                self._outbox.add([(t, str(self._state(t)).encode("ascii"), True) for t in changed])
+        if changed:
+            self._wake.set()
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Wait up to ``timeout_s`` for the outbox to drain, mark the sink offline and disconnect.
@@ -293,15 +376,20 @@ class MqttSink:
     # paho callbacks (network thread: never block, never take the outbox lock) ---------------
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         if reason_code.is_failure:
+            self.last_error = f"refused: {reason_code}"
             log.warning("mqtt %s:%d refused the connection: %s", self.host, self.port, reason_code)
             return
         log.info("mqtt connected to %s:%d", self.host, self.port)
+        self.last_error = None
         self._connected.set()
         client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
         if self._ever_connected:
             self._reassert.set()
         self._ever_connected = True
         self._wake.set()
+
+    def _on_connect_fail(self, client: Any, userdata: Any) -> None:
+        self.last_error = "connection refused or timed out"
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         if self._connected.is_set():
@@ -318,6 +406,7 @@ class MqttSink:
             self._wake.wait(0.5)
             self._wake.clear()
             self._take_acks()
+            self._expire_pulses()
             self._hand_over()
             self._reassert_state()
         self._take_acks()
@@ -344,7 +433,8 @@ class MqttSink:
             return
         self._reassert.clear()
         with self._state_lock:
-            messages = [(topic, str(len(active)).encode("ascii"), True) for topic, active in self._active.items()]
+            topics = set(self._active) | set(self._pulses)
+            messages = [(topic, str(self._state(topic)).encode("ascii"), True) for topic in sorted(topics)]
             if messages:
                 self._outbox.add(messages)
         if messages:

@@ -8,6 +8,10 @@ It goes to the dead-letter file when every retry failed, when the bounded queue 
 ``send`` time, or when ``close`` runs out of time. After any successful delivery the sink
 re-drives up to ``redrive_batch`` dead letters (one attempt each; the ones that fail again
 stay in the file), so a receiver that comes back gets the backlog without operator action.
+
+The body is `Event.to_dict`, so it carries ``event_id``, ``phase`` and ``sequence``: a receiver
+drops an update it has seen. With a ``ledger`` (`DeliveryLedger`) every 2xx is remembered on
+disk and an update already delivered is not sent again (a restart, a re-read file).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from campusguard.app.alerts.ledger import DeliveryLedger
 from campusguard.app.config.alerts import WEBHOOK_BACKOFF_S, WEBHOOK_RETRIES, WEBHOOK_TIMEOUT_S
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.backoff import Backoff
@@ -54,6 +59,7 @@ class WebhookSink:
         redrive: re-drive dead letters after a successful delivery.
         redrive_batch: most dead letters re-driven per successful delivery.
         phases: lifecycle phases sent.
+        ledger: where deliveries are remembered; updates in it are skipped. None: send all.
 
     Attributes:
         delivered: alerts delivered (re-driven ones included).
@@ -78,6 +84,7 @@ class WebhookSink:
         redrive: bool = True,
         redrive_batch: int = 100,
         phases: Collection[str] = EVENT_PHASES,
+        ledger: DeliveryLedger | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise InvalidInputError(f"webhook url {url!r} must start with http:// or https://")
@@ -95,6 +102,7 @@ class WebhookSink:
         self.redrive = redrive
         self.redrive_batch = int(redrive_batch)
         self.phases = PhaseFilter(phases)
+        self.ledger = ledger
         self.delivered = 0
         self.dead_lettered = 0
         self.redriven = 0
@@ -114,6 +122,8 @@ class WebhookSink:
     def send(self, event: Event) -> None:
         """Queue one event for delivery; never blocks. A full queue dead-letters it at once."""
         if not self.phases.accepts(event):
+            return
+        if self.ledger is not None and self.ledger.delivered(event):
             return
         if self._closed:
             self._dead_letter(event.to_dict(), "sink closed")
@@ -143,6 +153,8 @@ class WebhookSink:
                 break
             if item is not _STOP:
                 self._dead_letter(item, "not delivered before close")
+        if self.ledger is not None:
+            self.ledger.close()
 
     # worker side ----------------------------------------------------------------------------
     def _post(self, payload: dict[str, Any]) -> None:
@@ -189,12 +201,19 @@ class WebhookSink:
                 continue
             error = self._deliver(item, 1 + self.retries)
             if error is None:
+                self._ledger(item)
                 self.delivered += 1
                 if self.redrive and not self._abort.is_set():
                     self._redrive()
             else:
                 log.warning("webhook %s failed for event %s: %s", self.url, item.get("event_id"), error)
                 self._dead_letter(item, error)
+
+    def _ledger(self, payload: dict[str, Any]) -> None:
+        if self.ledger is not None and isinstance(payload, dict) and payload.get("event_id"):
+            self.ledger.record_key(
+                str(payload["event_id"]), str(payload.get("phase")), int(payload.get("sequence") or 0)
+            )
 
     def _dead_letter(self, payload: dict[str, Any], error: str) -> None:
         """Append the alert to the dead letters (fsync'd). On a full disk the line waits in memory
@@ -246,6 +265,7 @@ class WebhookSink:
                     keep.append(line)  # not ours to judge: leave it for a human
                     continue
                 if self._deliver(payload, 1) is None:
+                    self._ledger(payload)
                     self.delivered += 1
                     self.redriven += 1
                 else:

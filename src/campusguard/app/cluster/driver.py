@@ -406,6 +406,7 @@ class ClusterWatch:
             end_frame=event.start_frame,
             ended_at=datetime.now(UTC),
             details={**event.details, "ended_by": f"cluster: {reason}"},
+            sequence=event.sequence + 1,  # the end is its incident's last update
         )
         self.orphans_ended += 1
         log.warning("ending incident %s of camera %s: %s", event_id, event.camera_id, reason)

@@ -51,6 +51,7 @@ class PipelineSample:
     rows_pruned: int = 0
     disk_full: dict[str, bool] = field(default_factory=dict)  # volume a write failed on -> full now
     disk_write_failures: dict[str, int] = field(default_factory=dict)  # kind of write -> failed for lack of room
+    mqtt_connected: dict[str, bool] = field(default_factory=dict)  # broker "host:port" -> connected
 
 
 class PipelineCollector:
@@ -141,6 +142,14 @@ class PipelineCollector:
         for kind, n in sorted(s.disk_write_failures.items()):
             failures.add_metric([kind], float(n))
         yield failures
+        mqtt = core.GaugeMetricFamily(
+            "campusguard_mqtt_connected",
+            "1 while the MQTT sink holds a connection to its broker, 0 while its messages wait in the outbox.",
+            labels=["broker"],
+        )
+        for broker, up in sorted(s.mqtt_connected.items()):
+            mqtt.add_metric([broker], 1.0 if up else 0.0)
+        yield mqtt
         yield from _retention_families(core, s)
 
 

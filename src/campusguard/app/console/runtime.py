@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 import yaml
 
@@ -54,7 +54,8 @@ from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.store import InterruptibleStore, ReviewableEventStore
+from campusguard.app.events.records import EventRecord
+from campusguard.app.events.store import InterruptibleStore, RecordQuery, ReviewableEventStore
 from campusguard.app.events.types import Event
 from campusguard.app.infra.diskspace import VolumeState, disk_health
 from campusguard.app.infra.durable import replace_durably
@@ -95,6 +96,10 @@ class _KeepOpenStore:
     def stop_retrying(self) -> None:
         if isinstance(self._store, InterruptibleStore):
             self._store.stop_retrying()
+
+    def query_records(self, *args: Any, **kwargs: Any) -> tuple[list[EventRecord], int]:
+        """Reads pass through: the start's look for incidents a dead run left open."""
+        return cast(RecordQuery, self._store).query_records(*args, **kwargs)
 
     def close(self) -> None:
         pass
@@ -452,6 +457,7 @@ class ConsoleRuntime:
             spooled,
             disk_full={v: st.full for v, st in disk.volumes().items()},
             disk_write_failures=dict(disk.failures),
+            mqtt_connected=self.mqtt_connected(),
         )
         retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
         if retention is None:
@@ -464,3 +470,11 @@ class ConsoleRuntime:
             files_pruned=dict(r.files_pruned),
             rows_pruned=r.rows_pruned,
         )
+
+    def mqtt_connected(self) -> dict[str, bool]:
+        """Each MQTT sink's broker (``host:port``) and whether it is connected now (``/readyz``, metrics)."""
+        from campusguard.app.alerts.mqtt import MqttSink
+
+        worker = None if self.service is None else self.service.event_worker
+        sinks = [] if worker is None else worker.sinks
+        return {f"{s.host}:{s.port}": s.connected for s in sinks if isinstance(s, MqttSink)}

@@ -186,3 +186,4 @@ class Health(BaseModel):
 class Ready(BaseModel):
     ready: bool
     problems: list[str] = Field(default_factory=list, description="Why not ready (e.g. a full disk, its path and free bytes).")
+    mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)

@@ -170,13 +170,16 @@ def _health_router() -> APIRouter:
     )
     def readyz(request: Request) -> Response:
         """Every camera produced a frame in the last few seconds and no volume written to is full
-        (public): 200, else 503 with the reasons (a full disk names its path and free bytes)."""
+        (public): 200, else 503 with the reasons (a full disk names its path and free bytes). Each
+        MQTT sink's broker and whether it is connected is a detail: alerts wait in its outbox."""
         runtime = console_state(request).runtime
         cameras_ok = bool(runtime.ready())
         problems = ([] if cameras_ok else ["some camera produced no frame recently"]) + runtime.disk_problems()
         ready = not problems
         return JSONResponse(
-            Ready(ready=ready, problems=problems).model_dump(exclude_defaults=True),
+            Ready(ready=ready, problems=problems, mqtt_connected=runtime.mqtt_connected() or None).model_dump(
+                exclude_defaults=True
+            ),
             status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE,
         )
 

@@ -323,9 +323,12 @@ def open_alert_sinks(loaded: LoadedConfig, out: TextIO | None = None) -> list[Al
 def build_alert_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
     """Alert sink ``index`` of the config; `ConfigError` naming it when it cannot be opened.
 
-    An MQTT sink's outbox and a webhook's default dead-letter file sit next to the SQLite file.
+    An MQTT sink's outbox and a webhook's default dead-letter file sit next to the SQLite file, and
+    so does the delivery ledger of the JSONL and webhook sinks (``<sqlite>.delivered.db``; the MQTT
+    outbox keeps its own), so a restart re-sends nothing they delivered.
     """
     from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
+    from campusguard.app.alerts.ledger import DeliveryLedger, ledger_path_for
 
     storage = loaded.config.storage
     try:
@@ -338,7 +341,8 @@ def build_alert_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAler
             return StdoutSink(out, phases=cfg.phases)
         if cfg.kind == "jsonl":
             assert cfg.path is not None
-            return JsonlSink(cfg.path, phases=cfg.phases)
+            ledger = DeliveryLedger(ledger_path_for(storage.sqlite), f"jsonl:{Path(cfg.path).resolve()}")
+            return JsonlSink(cfg.path, phases=cfg.phases, ledger=ledger)
         assert cfg.url is not None
         dead = cfg.dead_letter or str(Path(storage.sqlite).with_suffix(".dead-letter.jsonl"))
         return WebhookSink(
@@ -348,6 +352,7 @@ def build_alert_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAler
             backoff_s=cfg.backoff_s,
             timeout_s=cfg.timeout_s,
             phases=cfg.phases,
+            ledger=DeliveryLedger(ledger_path_for(storage.sqlite), f"webhook:{cfg.url}"),
         )
     except (CampusGuardError, OSError) as exc:
         raise loaded.error(("alerts", index), str(exc)) from None

@@ -39,6 +39,8 @@ class EventFilter:
     state: ReviewState | None = None
     since: datetime | None = None
     until: datetime | None = None
+    status: Literal["open", "closed"] | None = None
+    """``open``: incidents not ended yet (the pipeline's lifecycle, not the review ``state``)."""
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,8 @@ class EventSpool:
         self.path = Path(path)
 
     def exists(self) -> bool:
-        """True while a spool file is on disk."""
-        return self.path.is_file()
+        """True while a spool file with something in it is on disk."""
+        return self.path.is_file() and self.path.stat().st_size > 0
 
     def append(self, events: Sequence[Event]) -> None:
         """Append ``events`` in order, one line each; durable (fsync'd) when this returns.
@@ -101,6 +101,14 @@ class EventSpool:
             self.remove()
             return
         replace_durably(self.path, b"".join(_line(e) for e in events))
+
+    def truncate(self) -> None:
+        """Empty the spool (every line is committed) without removing it; durable when this returns."""
+        if self.path.exists():
+            with open(self.path, "r+b") as fh:
+                fh.truncate(0)
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def remove(self) -> None:
         """Delete the spool (every line is committed); durable when this returns."""

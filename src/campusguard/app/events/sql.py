@@ -226,6 +226,9 @@ class Dialect:
             if value is not None:
                 clauses.append(f"{column} = {self.param}")
                 args.append(value)
+        if where.status is not None:
+            clauses.append(f"status = {self.param}")
+            args.append(where.status)
         if where.since is not None:
             clauses.append(f"time_utc >= {self.param}")
             args.append(self.encode_time(where.since))

@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, cast, get_args
 
-__all__ = ["Event", "EventPhase", "EVENT_PHASES", "PhaseFilter", "RuleKind", "event_id_for"]
+__all__ = ["Event", "EventPhase", "EVENT_PHASES", "INTERRUPTED_SEQUENCE", "PhaseFilter", "RuleKind", "event_id_for"]
+
+INTERRUPTED_SEQUENCE = 1_000_000_000
+"""The ``sequence`` of the end given to an incident a dead run left open: the store keeps no
+sequence, so it is one above any update's, and still the last of its incident."""
 
 EventPhase = Literal["start", "update", "end"]
 EVENT_PHASES: tuple[EventPhase, ...] = get_args(EventPhase)
@@ -127,6 +131,11 @@ class Event:
         ended_at: wall-clock time at ``end_s`` when known.
         snapshot_path: path of a snapshot image, attached by the pipeline.
         details: small JSON-serialisable extras (e.g. dwell seconds).
+        sequence: the update's number within its incident: ``start`` 0, each later update one
+            more, the ``end`` last (`INTERRUPTED_SEQUENCE` for the end of an incident a dead run
+            left open). With ``event_id`` and ``phase`` it names one delivery: the alert sinks
+            ledger it and every payload carries it, so a restart repeats nothing and a consumer
+            can drop a duplicate.
     """
 
     event_id: str
@@ -149,6 +158,7 @@ class Event:
     ended_at: datetime | None = None
     snapshot_path: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    sequence: int = 0
 
     @property
     def is_open(self) -> bool:

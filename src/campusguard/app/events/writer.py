@@ -7,8 +7,13 @@
 
 The `watch` pipeline runs it on its own thread (`campusguard.app.service`); `campusguard scan`
 (`campusguard.app.scan.runner`) and the cluster driver (`campusguard.app.cluster.driver`) drive
-its `EventWorker.handle` directly with the updates their units and groups return. Updates the
-store does not take before a stop go to the `EventSpool`, replayed at the next start.
+its `EventWorker.handle` directly with the updates their units and groups return.
+
+With a spool, `EventWorker.run` writes every update ahead: an intake thread appends it to the
+`EventSpool` (fsync'd) the moment it leaves the queue, and the writer commits the spooled
+updates in order, reporting each once committed; the spool is emptied whenever all are. So an
+update the store does not take (PostgreSQL down, a kill while it retries) is on disk at once,
+not only at a graceful stop, and the next start replays it, in order, before any new update.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from campusguard.app.engine.sources import EndOfStream
+from campusguard.app.events.interrupted import InterruptedIncidents
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
@@ -68,7 +75,10 @@ class EventWorker:
         on_event: called with each stored event (after the sinks), e.g. for the demo's summary.
         retry_s: seconds between writes of an event the store could not commit.
         stop: the pipeline's stop event (the retry loop wakes up on it).
-        spool: where updates the store did not take before a stop are kept, or None.
+        spool: where updates the store did not take before a stop are kept, or None. `run`
+            writes every update there first (write-ahead, see the module doc).
+        interrupted: the open incidents an earlier run left, ended once the spool is replayed
+            (live cameras) or at the camera's end unless the new run raises them again (files).
 
     Attributes:
         store_retries: store writes that failed (`StoreUnavailableError`) and were retried or spooled.
@@ -88,6 +98,7 @@ class EventWorker:
         *,
         stop: threading.Event | None = None,
         spool: EventSpool | None = None,
+        interrupted: InterruptedIncidents | None = None,
     ) -> None:
         self.inbox = inbox
         self.store = store
@@ -105,10 +116,22 @@ class EventWorker:
         self._spooling = False  # an update went to the spool: every later one follows it there
         self._in_spool = 0  # lines this worker leaves in the spool (its own and an interrupted replay's)
         self.heartbeat = time.monotonic()
+        self.interrupted = interrupted
+        self.interrupted_ended = 0  # incidents of an earlier run ended as interrupted
+        self._lock = threading.Lock()
+        self._pending: deque[Event | None] = deque()  # spooled, not committed yet; None: no more
+        self._more = threading.Condition(self._lock)
+        self._journal = 0  # lines in the spool file
+        self._done = 0  # of them committed (a prefix)
+        self._given_up = False  # stopping with the store down: the rest stays in the spool
+        self._journal_broken = False  # an append failed: lines and updates no longer match
 
     def run(self) -> None:
         """Replay the spool, then store and dispatch until every camera has ended (or a worker
         failed and the queue is empty)."""
+        if self.spool is not None:
+            self._run_spooled()
+            return
         open_cams = set(self.cameras)
         try:
             self.replay_spool()
@@ -127,6 +150,125 @@ class EventWorker:
                 self.handle(item.event)
         finally:
             self.close()
+
+    # write-ahead path (a spool) ---------------------------------------------------------------
+    def _run_spooled(self) -> None:
+        """The spool's backlog, the interrupted incidents, then the intake thread's updates, each
+        committed in spool order and then reported."""
+        assert self.spool is not None
+        intake: threading.Thread | None = None
+        try:
+            backlog = self.spool.read() if self.spool.exists() else []
+            if backlog:
+                log.info("replaying %d spooled event update(s) from %s into the store", len(backlog), self.spool.path)
+            with self._lock:
+                self._journal = len(backlog)
+                self._pending.extend(backlog)
+            replaying = len(backlog)
+            if not backlog:
+                self._end_interrupted_at_start()
+            intake = threading.Thread(target=self._intake, name="events-intake", daemon=True)
+            intake.start()
+            while True:
+                with self._more:
+                    while not self._pending:
+                        self._more.wait(0.2)
+                        self.heartbeat = time.monotonic()
+                    event = self._pending.popleft()
+                    if event is None and self._pending:  # spooled after the intake ended (interrupted ends)
+                        self._pending.append(None)
+                        continue
+                if event is None:
+                    break
+                if not self._given_up and self._commit(event):
+                    self._committed()
+                    self._report(event)
+                    if replaying:
+                        self.replayed += 1
+                        replaying -= 1
+                        if not replaying:
+                            log.info("replayed %d spooled event update(s)", self.replayed)
+                            self._end_interrupted_at_start()
+                else:
+                    self._given_up = True
+                    self.spooled += 1
+        finally:
+            if intake is not None:
+                intake.join(5.0)
+            self.close()
+
+    def _end_interrupted_at_start(self) -> None:
+        """Read the incidents an earlier run left open (the store takes reads now) and end the live
+        cameras' ones: spooled first, like any update."""
+        if self.interrupted is None or self.interrupted.loaded:
+            return
+        ends = self.interrupted.load(self.store)
+        if ends:
+            self._spool_ahead(ends)
+
+    def _intake(self) -> None:
+        """Inbox to spool (fsync'd) to the writer, until every camera has ended or a worker failed."""
+        open_cams = set(self.cameras)
+        try:
+            while open_cams:
+                try:
+                    item = self.inbox.get(timeout=0.2)
+                except queue.Empty:
+                    self.heartbeat = time.monotonic()
+                    if self.failed.is_set():
+                        break
+                    continue
+                self.heartbeat = time.monotonic()
+                if isinstance(item, EndOfStream):
+                    open_cams.discard(item.camera_id)
+                    if self.interrupted is not None:
+                        self._spool_ahead(self.interrupted.at_end_of_stream(item.camera_id))
+                    continue
+                if self.interrupted is not None:
+                    self.interrupted.seen(item.event)
+                self._spool_ahead([item.event])
+        finally:
+            with self._more:
+                self._pending.append(None)
+                self._more.notify()
+
+    def _spool_ahead(self, events: list[Event]) -> None:
+        """Append ``events`` to the spool (durable), then hand them to the writer; an update the
+        spool cannot take (a full disk) still goes to the writer, with one error line."""
+        if not events:
+            return
+        assert self.spool is not None
+        for event in events:
+            if event.details.get("interrupted"):
+                self.interrupted_ended += 1
+        with self._more:
+            try:
+                self.spool.append(events)
+                self._journal += len(events)
+            except OSError as exc:
+                log.error(
+                    "event spool %s cannot be written (%s): %d update(s) kept in memory only",
+                    self.spool.path,
+                    exc,
+                    len(events),
+                )
+                self._journal_broken = True
+            self._pending.extend(events)
+            self._more.notify()
+
+    def _committed(self) -> None:
+        """One more spooled update is committed; an all-committed spool is emptied."""
+        assert self.spool is not None
+        with self._lock:
+            if self._journal_broken:
+                return  # the lines and the updates no longer match: the file is kept, replayed whole (idempotent)
+            self._done += 1
+            if self._done >= self._journal:
+                try:
+                    self.spool.truncate()
+                    self._journal = self._done = 0
+                except OSError as exc:
+                    log.error("event spool %s cannot be emptied (%s)", self.spool.path, exc)
 
     def replay_spool(self) -> None:
         """Commit and report, in order, the updates an earlier run spooled; remove the spool once all are committed.
@@ -208,17 +350,27 @@ class EventWorker:
             self.store.stop_retrying()
 
     def close(self) -> None:
+        if self.spool is not None and self._done and self._journal > self._done:
+            try:  # drop the committed lines, so none is replayed (or alerted) again
+                self.spool.rewrite(self.spool.read()[self._done :])
+                self._journal -= self._done
+                self._done = 0
+            except OSError as exc:
+                log.error("event spool %s cannot be rewritten (%s); its lines are replayed whole", self.spool.path, exc)
+        if self.spool is not None and self._journal == 0 and not self.spool.exists():
+            self.spool.remove()  # an emptied spool file
         for sink in self.sinks:
             try:
                 sink.close()
             except Exception:
                 log.exception("closing alert sink %s failed", type(sink).__name__)
         self.store.close()
-        if self._in_spool:
+        left = self._in_spool or self.spooled
+        if left:
             assert self.spool is not None
             log.warning(
                 "%d event update(s) the store did not take before the stop are spooled in %s; "
                 "the next start replays them into the store",
-                self._in_spool,
+                left,
                 self.spool.path,
             )

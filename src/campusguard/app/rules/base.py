@@ -270,7 +270,8 @@ class Episode:
     updates to emit. ``update`` events (new objects joined, a higher count) are emitted at most
     once per ``update_interval_s``, so a long busy incident does not flood the store and the
     sinks; events list at most ``max_ids`` tracker ids (the end event then gives the total
-    in ``details["n_objects"]``). ``stream_key`` goes into the event ids (`event_id_for`): the
+    in ``details["n_objects"]``). Each update's ``sequence`` is one more than the previous one's
+    (``start`` 0, ``end`` last), so a re-run of the same frames numbers them the same. ``stream_key`` goes into the event ids (`event_id_for`): the
     recording a scanned file's events come from; empty for a live camera.
     """
 
@@ -314,7 +315,7 @@ class Episode:
 
     def _emit(self, phase: EventPhase, **changes: object) -> Event:
         assert self.current is not None
-        fields = {**self.current.__dict__, **changes, "phase": phase}
+        fields = {**self.current.__dict__, **changes, "phase": phase, "sequence": self.current.sequence + 1}
         self.current = Event(**fields)
         return self.current
 

@@ -1,0 +1,53 @@
+"""The delivery ledger: a restarted JSONL or webhook sink sends nothing it delivered before (issue 24)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from campusguard.app.alerts import JsonlSink, WebhookSink
+from campusguard.app.alerts.ledger import DeliveryLedger
+
+
+def _incident(make_event):  # type: ignore[no-untyped-def]
+    return [
+        make_event(phase="start"),
+        make_event(phase="update", sequence=1, count=3),
+        make_event(phase="end", sequence=2, end_s=20.0),
+    ]
+
+
+def test_a_restarted_jsonl_sink_writes_each_update_once_with_its_sequence(tmp_path: Path, make_event) -> None:
+    for _ in range(2):
+        sink = JsonlSink(tmp_path / "a.jsonl", ledger=DeliveryLedger(tmp_path / "d.db", "jsonl:a"))
+        for ev in _incident(make_event):
+            sink.send(ev)
+        sink.close()
+    lines = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert [(x["phase"], x["sequence"]) for x in lines] == [("start", 0), ("update", 1), ("end", 2)]
+
+
+def test_an_incident_ends_once_whatever_the_sequence_of_its_end(tmp_path: Path, make_event) -> None:
+    ledger = DeliveryLedger(tmp_path / "d.db", "s")
+    ledger.record(make_event(phase="end", sequence=2, end_s=20.0))
+    assert ledger.delivered(make_event(phase="end", sequence=1_000_000_000, end_s=20.0))
+    assert not ledger.delivered(make_event(phase="update", sequence=2))
+    assert not DeliveryLedger(tmp_path / "d.db", "other").delivered(make_event(phase="end", end_s=1.0))
+
+
+def test_a_restarted_webhook_posts_each_update_once_and_the_body_carries_the_sequence(
+    tmp_path: Path, make_event, receiver_factory
+) -> None:
+    receiver = receiver_factory()
+    for _ in range(2):
+        sink = WebhookSink(
+            receiver.url,
+            dead_letter_path=tmp_path / "dead.jsonl",
+            ledger=DeliveryLedger(tmp_path / "d.db", f"webhook:{receiver.url}"),
+        )
+        for ev in _incident(make_event):
+            sink.send(ev)
+        sink.close()
+        time.sleep(0.1)
+    assert [(r["phase"], r["sequence"]) for r in receiver.received] == [("start", 0), ("update", 1), ("end", 2)]
