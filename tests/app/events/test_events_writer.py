@@ -162,6 +162,21 @@ def test_event_worker_without_a_spool_keeps_retrying_after_a_stop() -> None:
     assert done.wait(5) and store.committed == [(e.event_id, e.phase) for e in _incident("a")]
 
 
+def test_a_store_that_stays_down_is_logged_once_per_interval_not_once_per_retry(caplog) -> None:
+    """A full disk or a server down for hours: the retry line is rate-limited (issue 24)."""
+    store, stop, done = FlakyStore(up_for=0), threading.Event(), threading.Event()
+    stop.set()
+    worker = EventWorker(_inbox(_incident("a")), store, [ListSink()], ["c"], threading.Event(), retry_s=0.01, stop=stop)
+    with caplog.at_level(logging.ERROR, logger="campusguard.app.events.writer"):
+        thread = threading.Thread(target=lambda: (worker.run(), done.set()), daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        store.up_for = 100
+        assert done.wait(5)
+    retries = [r.getMessage() for r in caplog.records if "not stored yet" in r.getMessage()]
+    assert store.attempts > 10 and len(retries) == 1, retries
+
+
 # every store of the event path is an EventRecorder -------------------------------------------
 class _Interruptible:
     def __init__(self) -> None:

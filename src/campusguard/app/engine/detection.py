@@ -18,7 +18,6 @@ from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_regio
 from campusguard.ops.boxes import resize_boxes
 
 log = logging.getLogger(__name__)
-_debug = LogThrottle(log, interval_s=10.0)  # per camera and decision, or per batch shape: readable over hours
 
 
 class TrackedBoxes:
@@ -107,6 +106,8 @@ class DetectionWorker:
         self._last_boxes: dict[str, np.ndarray] = {}  # gated cameras' boxes of their last detected frame
         self.heartbeat = time.monotonic()
         self.batches = 0
+        # DEBUG lines per camera and gate decision, or per batch shape, every 10 s: readable over hours
+        self._debug = LogThrottle(log, interval_s=10.0)
         self._order = list(inputs)
         self._rr = 0
 
@@ -184,7 +185,7 @@ class DetectionWorker:
         if frame.camera_id in self.tracked:
             keep.append(self.tracked[frame.camera_id].boxes_for(wh))
         plan = gate.plan(frame.image, frame.timestamp_s, np.concatenate(keep))
-        _debug.debug(
+        self._debug.debug(
             ("gate", frame.camera_id, plan.kind, plan.reason),
             "camera %s frame %d: gate %s (%s), %d detector image(s)",
             frame.camera_id,
@@ -210,7 +211,7 @@ class DetectionWorker:
             ms_per_image = (time.perf_counter() - t0) * 1000 / max(1, len(images))
             if images:
                 self.batches += 1
-                _debug.debug(
+                self._debug.debug(
                     ("batch", len(group), len(images)),
                     "detector batch %d: %d image(s) from %d frame(s) of %s in %.1f ms",
                     self.batches,

@@ -33,6 +33,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
+from campusguard.app.infra.throttle import LogThrottle
 
 if TYPE_CHECKING:
     from campusguard.app.alerts.sinks import AlertSink
@@ -110,6 +111,9 @@ class EventWorker:
         self.stop = stop or threading.Event()
         self.spool = spool
         self.store_retries = 0
+        # a store that stays unavailable (server down, disk full) is retried every ``retry_s``: one
+        # line per 30 s with the count held back, not one per retry for hours
+        self._retry_log = LogThrottle(log, interval_s=30.0)
         self.stored = 0
         self.spooled = 0
         self.replayed = 0
@@ -324,7 +328,14 @@ class EventWorker:
                 self.heartbeat = time.monotonic()
                 if self.spool is not None and self._stopping():
                     return False
-                log.error("event %s is not stored yet (%s); retrying in %.1f s", event.event_id, exc, self.retry_s)
+                self._retry_log.log(
+                    logging.ERROR,
+                    "store-retry",
+                    "event %s is not stored yet (%s); retrying every %.1f s",
+                    event.event_id,
+                    exc,
+                    self.retry_s,
+                )
                 if self._stopping():
                     time.sleep(self.retry_s)
                 else:
