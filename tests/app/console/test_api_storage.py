@@ -16,7 +16,7 @@ def test_storage_reports_the_data_volume_and_the_limits(console) -> None:
     assert 0 < body["total_bytes"] == usage.total
     assert 0 <= body["free_bytes"] <= body["total_bytes"]
     assert body["max_media_bytes"] is None  # no retention.max_media in the console's config
-    assert body["min_free_bytes"] == 1_000_000_000  # the default floor, 1GB
+    assert body["min_free_bytes"] == min(1_000_000_000, int(0.05 * usage.total))  # the default floor, auto
     assert body["media_bytes"] == {}  # no cleanup pass yet: the runtime was not started
     assert body["full_volumes"] == []
 

@@ -62,7 +62,8 @@ def test_camera_override_and_defaults() -> None:
     policy = RetentionPolicy.from_config(cfg)
     assert policy.ttl("incidents", "a") == 86400 and policy.ttl("incidents", "b") == 90 * 86400
     assert policy.ttl("snapshots", "a") == 30 * 86400 and policy.max_media_bytes is None
-    assert policy.min_free_bytes(10**12) == 10**9
+    assert policy.min_free_bytes(10**12) == 10**9  # auto: 1 GB on a large volume
+    assert policy.min_free_bytes(3 * 2**20) == int(0.05 * 3 * 2**20)  # at most 5% of a small one
 
 
 # the pruner on both stores --------------------------------------------------------------------------

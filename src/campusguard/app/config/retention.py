@@ -82,8 +82,16 @@ def parse_size(text: str | int) -> int:
     return int(float(m.group(1)) * _SIZE_B[m.group(2).lower()])
 
 
+AUTO_FREE_BYTES = 10**9
+AUTO_FREE_FRACTION = 0.05
+
+
 def parse_free(text: str | int, total_bytes: int) -> int:
-    """Bytes of a free-space floor: a size (`parse_size`) or a percentage of ``total_bytes`` (``5%``)."""
+    """Bytes of a free-space floor: a size (`parse_size`), a percentage of ``total_bytes`` (``5%``),
+    or ``auto``: 1 GB, but at most 5% of the volume (a small volume is not emptied of media to keep
+    a floor it can never reach)."""
+    if str(text).strip().lower() == "auto":
+        return min(AUTO_FREE_BYTES, int(AUTO_FREE_FRACTION * total_bytes))
     m = _PERCENT.match(str(text))
     if m:
         return int(float(m.group(1)) / 100.0 * total_bytes)
@@ -149,10 +157,11 @@ class RetentionConfig(ConfigModel):
         ),
     )
     min_free: str = Field(
-        "1GB",
+        "auto",
         title="Free-space floor",
         description=(
-            "When the data volume has less free space than this (a size, or a percentage such as 5%), the oldest "
+            "When the data volume has less free space than this (a size, a percentage such as 5%, or auto: 1GB but "
+            "at most 5% of the volume), the oldest "
             "media are deleted at once until it has it again; event rows are never deleted for space."
         ),
     )
