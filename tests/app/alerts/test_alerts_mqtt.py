@@ -387,3 +387,23 @@ def test_an_update_already_in_the_outbox_is_not_published_again_by_the_next_sink
     time.sleep(0.5)
     assert [(e["type"], e["after"]["sequence"]) for e in sub.events()] == [("new", 0), ("update", 1), ("end", 2)]
     assert sub.on("campusguard/cam0/no entry")[-1] == b"0"
+
+
+def test_pulse_s_comes_from_the_config(tmp_path) -> None:
+    """`pulse_s:` in an `mqtt` alert section reaches the sink (validated: positive, at most an hour)."""
+    from campusguard.app.alerts.mqtt import MqttSink
+    from campusguard.app.config import MqttSinkConfig, parse_config
+    from campusguard.errors import ConfigError
+
+    def config(extra: str) -> str:
+        return f"cameras:\n  - {{id: a, source: x.mp4}}\nalerts:\n  - {{kind: mqtt, host: 127.0.0.1{extra}}}\n"
+
+    cfg = parse_config(config(", pulse_s: 2.5"), "c.yaml").config.alerts[0]
+    assert isinstance(cfg, MqttSinkConfig)
+    sink = MqttSink.from_config(cfg, default_outbox=tmp_path / "o.db")
+    try:
+        assert sink.pulse_s == 2.5
+    finally:
+        sink.close(timeout_s=0.1)
+    with pytest.raises(ConfigError, match=r"c\.yaml:4: alerts\[0\]\.pulse_s"):
+        parse_config(config(", pulse_s: 0"), "c.yaml")

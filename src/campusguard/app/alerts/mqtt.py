@@ -273,6 +273,7 @@ class MqttSink:
             reconnect_max_s=cfg.reconnect_max_s,
             max_outbox=cfg.max_outbox,
             phases=cfg.phases,
+            pulse_s=cfg.pulse_s,
         )
 
     # topics ---------------------------------------------------------------------------------

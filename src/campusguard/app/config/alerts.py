@@ -121,6 +121,16 @@ class MqttSinkConfig(ConfigModel):
         title="Outbox size",
         description="Most unacknowledged messages kept; beyond it the oldest are dropped (and logged).",
     )
+    pulse_s: float = Field(
+        5.0,
+        gt=0,
+        le=3600,
+        title="Pulse",
+        description=(
+            "Seconds an update of a rule without an end phase (a line crossing) counts in its retained state "
+            "topic; the state returns to 0 once this passes without one."
+        ),
+    )
     phases: list[AlertPhase] = Field(
         default_factory=_all_phases,
         title="Phases",
