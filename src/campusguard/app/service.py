@@ -72,6 +72,11 @@ class WatchService:
             console's live view and clip buffer); must return at once.
         stream_keys: camera id to the key of the recording it reads, put into its event ids
             (`campusguard scan`: the file's resolved path); cameras not named get none.
+        owns_storage: this service owns the config's storage (``watch``, ``serve``): it writes the
+            event spool ahead, ends the incidents a dead run left open, and runs the retention
+            stage. False for the services a cluster driver or a scan runner drives with an
+            in-memory store: their owner does all three, once, and two services in one process
+            must not share the config's spool file.
     """
 
     def __init__(
@@ -86,6 +91,7 @@ class WatchService:
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
         clips_dir: Path | None = None,
+        owns_storage: bool = True,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -96,6 +102,7 @@ class WatchService:
         self.store = store
         self.on_frame = on_frame
         self.stream_keys = stream_keys or {}
+        self.owns_storage = owns_storage
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -279,14 +286,16 @@ class WatchService:
             self.failed,
             self.on_event,
             stop=self.stop_event,
-            spool=EventSpool(self.config.storage.spool_path()),
-            interrupted=InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras}),  # a dead run's open ones
+            spool=EventSpool(self.config.storage.spool_path()) if self.owns_storage else None,
+            interrupted=(  # a dead run's open ones
+                InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras}) if self.owns_storage else None
+            ),
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
     def _start_retention(self, store: EventRecorder) -> None:
         retention = self.config.retention
-        if not retention.enabled:
+        if not retention.enabled or not self.owns_storage:
             return
         prunable: PrunableStore | None = store if isinstance(store, PrunableStore) else None
         if self.store is None:  # our own connection: the event worker closes its store before the last pass

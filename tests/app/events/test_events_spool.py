@@ -103,3 +103,12 @@ def test_a_damaged_line_is_skipped_not_raised(tmp_path: Path, make_event, text: 
         fh.write(text)
     spool.append([make_event(event_id="e2")])
     assert [e.event_id for e in spool.read()] == ["e1", "e2"]
+
+
+def test_removing_a_spool_that_is_already_gone_is_not_an_error(tmp_path) -> None:
+    """Another writer (or an operator) removed it first: the writer closing must not crash on it."""
+    from campusguard.app.events.spool import EventSpool
+
+    spool = EventSpool(tmp_path / "events.spool.jsonl")
+    spool.remove()
+    assert not spool.path.exists()

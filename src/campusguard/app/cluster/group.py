@@ -306,6 +306,7 @@ class CameraGroup:
             store=self.outbox,
             on_event=self._on_event,
             on_frame=self._on_frame,
+            owns_storage=False,  # the driver spools, ends orphans and keeps retention
         )
 
     def pull(self, ack: Ack | None = None, stop: bool = False, config: tuple[int, ConfigSpec] | None = None) -> Batch:

@@ -112,6 +112,8 @@ class EventSpool:
 
     def remove(self) -> None:
         """Delete the spool (every line is committed); durable when this returns."""
-        if self.path.exists():
+        try:
             self.path.unlink()
-            fsync_dir(self.path.parent)
+        except FileNotFoundError:
+            return
+        fsync_dir(self.path.parent)

@@ -240,6 +240,7 @@ def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResu
         store=store,
         on_frame=on_frame,
         stream_keys={job.camera_id: rec.key},
+        owns_storage=False,  # the runner is the one writer of the store
     )
     with _RUNNING_LOCK:
         _RUNNING.add(service)
