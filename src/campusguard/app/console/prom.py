@@ -8,7 +8,7 @@ taken from the config, so their number is bounded; the event store's counters ha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,47 +126,54 @@ class PipelineCollector:
             "Event updates written to the local spool because the store was unavailable at a stop.",
             value=float(s.events_spooled),
         )
-        full = core.GaugeMetricFamily(
+        yield _by_label(
+            core.GaugeMetricFamily,
             "campusguard_disk_full",
             "1 while a volume the app writes to is full (media left out), 0 once it has room again.",
-            labels=["volume"],
+            "volume",
+            s.disk_full,
         )
-        for volume, is_full in sorted(s.disk_full.items()):
-            full.add_metric([volume], 1.0 if is_full else 0.0)
-        yield full
-        failures = core.CounterMetricFamily(
+        yield _by_label(
+            core.CounterMetricFamily,
             "campusguard_disk_write_failures",
             "Writes that failed or were left out for lack of room, by kind (recording, snapshot, event row, ...).",
-            labels=["kind"],
+            "kind",
+            s.disk_write_failures,
         )
-        for kind, n in sorted(s.disk_write_failures.items()):
-            failures.add_metric([kind], float(n))
-        yield failures
-        mqtt = core.GaugeMetricFamily(
+        yield _by_label(
+            core.GaugeMetricFamily,
             "campusguard_mqtt_connected",
             "1 while the MQTT sink holds a connection to its broker, 0 while its messages wait in the outbox.",
-            labels=["broker"],
+            "broker",
+            s.mqtt_connected,
         )
-        for broker, up in sorted(s.mqtt_connected.items()):
-            mqtt.add_metric([broker], 1.0 if up else 0.0)
-        yield mqtt
         yield from _retention_families(core, s)
+
+
+def _by_label(family: Any, name: str, doc: str, label: str, values: Mapping[str, float]) -> Any:
+    """A metric family of one label, a sample per key in key order (booleans as 1 and 0)."""
+    fam = family(name, doc, labels=[label])
+    for key, value in sorted(values.items()):
+        fam.add_metric([key], float(value))
+    return fam
 
 
 def _retention_families(core: Any, s: PipelineSample) -> Iterator[Any]:
     """Retention (`campusguard.app.retention`): media kept and pruned by kind, incidents pruned, free space."""
-    kept = core.GaugeMetricFamily(
-        "campusguard_media_bytes", "Bytes of media kept on disk by kind (after the last cleanup pass).", labels=["kind"]
+    yield _by_label(
+        core.GaugeMetricFamily,
+        "campusguard_media_bytes",
+        "Bytes of media kept on disk by kind (after the last cleanup pass).",
+        "kind",
+        s.media_bytes,
     )
-    for kind, n in sorted(s.media_bytes.items()):
-        kept.add_metric([kind], float(n))
-    yield kept
-    pruned = core.CounterMetricFamily(
-        "campusguard_retention_files_pruned", "Files deleted by retention, by kind.", labels=["kind"]
+    yield _by_label(
+        core.CounterMetricFamily,
+        "campusguard_retention_files_pruned",
+        "Files deleted by retention, by kind.",
+        "kind",
+        s.files_pruned,
     )
-    for kind, n in sorted(s.files_pruned.items()):
-        pruned.add_metric([kind], float(n))
-    yield pruned
     yield core.CounterMetricFamily(
         "campusguard_retention_rows_pruned", "Incidents deleted by retention.", value=float(s.rows_pruned)
     )

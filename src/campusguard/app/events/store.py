@@ -37,7 +37,7 @@ import csv
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
@@ -291,21 +291,20 @@ class UpsertingEventStore:
 
     def delete_events(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
         """Delete incidents by id (kept ones are skipped), ``batch`` per statement; the number deleted."""
-        ids = list(event_ids)
-        deleted = 0
-        for i in range(0, len(ids), batch):
-            chunk = tuple(ids[i : i + batch])
-            deleted += self._execute_count("deleting events", self.dialect.delete_sql(len(chunk)), chunk)
-        return deleted
+        return self._by_id_batches("deleting events", self.dialect.delete_sql, event_ids, batch)
 
     def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
         """Forget the snapshot path of incidents by id (before their files are deleted); the number changed."""
+        return self._by_id_batches("clearing snapshots", self.dialect.clear_snapshot_sql, event_ids, batch)
+
+    def _by_id_batches(self, what: str, sql_for: Callable[[int], str], event_ids: Iterable[str], batch: int) -> int:
+        """Run ``sql_for(n)`` on the ids, ``batch`` at a time; the rows it touched in all."""
         ids = list(event_ids)
-        changed = 0
+        touched = 0
         for i in range(0, len(ids), batch):
             chunk = tuple(ids[i : i + batch])
-            changed += self._execute_count("clearing snapshots", self.dialect.clear_snapshot_sql(len(chunk)), chunk)
-        return changed
+            touched += self._execute_count(what, sql_for(len(chunk)), chunk)
+        return touched
 
     def media_rows(self) -> list[tuple[str, str, str, bool, bool, str]]:
         """Every incident naming a snapshot: ``(event_id, camera_id, snapshot_path, open, kept, ended_utc)``."""

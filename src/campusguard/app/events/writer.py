@@ -23,7 +23,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -136,24 +136,32 @@ class EventWorker:
         if self.spool is not None:
             self._run_spooled()
             return
-        open_cams = set(self.cameras)
         try:
             self.replay_spool()
-            while open_cams:
-                try:
-                    item = self.inbox.get(timeout=0.2)
-                except queue.Empty:
-                    self.heartbeat = time.monotonic()
-                    if self.failed.is_set():
-                        break
-                    continue
-                self.heartbeat = time.monotonic()
-                if isinstance(item, EndOfStream):
-                    open_cams.discard(item.camera_id)
-                    continue
-                self.handle(item.event)
+            for item in self._inbox_items():
+                if isinstance(item, Event):
+                    self.handle(item)
         finally:
             self.close()
+
+    def _inbox_items(self) -> Iterator[Event | EndOfStream]:
+        """The inbox's updates and camera ends until every camera has ended, or a worker failed and
+        the inbox is empty; the heartbeat is kept while waiting."""
+        open_cams = set(self.cameras)
+        while open_cams:
+            try:
+                item = self.inbox.get(timeout=0.2)
+            except queue.Empty:
+                self.heartbeat = time.monotonic()
+                if self.failed.is_set():
+                    return
+                continue
+            self.heartbeat = time.monotonic()
+            if isinstance(item, EndOfStream):
+                open_cams.discard(item.camera_id)
+                yield item
+            else:
+                yield item.event
 
     # write-ahead path (a spool) ---------------------------------------------------------------
     def _run_spooled(self) -> None:
@@ -212,25 +220,15 @@ class EventWorker:
 
     def _intake(self) -> None:
         """Inbox to spool (fsync'd) to the writer, until every camera has ended or a worker failed."""
-        open_cams = set(self.cameras)
         try:
-            while open_cams:
-                try:
-                    item = self.inbox.get(timeout=0.2)
-                except queue.Empty:
-                    self.heartbeat = time.monotonic()
-                    if self.failed.is_set():
-                        break
-                    continue
-                self.heartbeat = time.monotonic()
+            for item in self._inbox_items():
                 if isinstance(item, EndOfStream):
-                    open_cams.discard(item.camera_id)
                     if self.interrupted is not None:
                         self._spool_ahead(self.interrupted.at_end_of_stream(item.camera_id))
                     continue
                 if self.interrupted is not None:
-                    self.interrupted.seen(item.event)
-                self._spool_ahead([item.event])
+                    self.interrupted.seen(item)
+                self._spool_ahead([item])
         finally:
             with self._more:
                 self._pending.append(None)
