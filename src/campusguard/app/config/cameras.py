@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.motion import MotionConfig
+from campusguard.app.config.privacy import PrivacyConfig
 from campusguard.app.config.retention import CameraRetentionConfig
 from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
@@ -123,6 +124,11 @@ class CameraConfig(ConfigModel):
     )
     rules: list[RuleConfig] = Field(
         default_factory=list, title="Rules", description="Incident rules evaluated on this camera.", max_length=128
+    )
+    privacy: PrivacyConfig = Field(
+        default_factory=PrivacyConfig,
+        title="Privacy",
+        description="Masked areas (never analysed, stored or shown) and what viewers see blurred.",
     )
     retention: CameraRetentionConfig | None = Field(
         None,
