@@ -6,9 +6,12 @@ from pathlib import Path
 
 import typer
 
+from campusguard.app.infra.private import private_files
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
+    @private_files
     def prune(
         config: Path = typer.Argument(..., help="The watch/serve config file (its storage, outputs and retention)."),
         older_than: str = typer.Option(

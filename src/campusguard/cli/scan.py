@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from campusguard.app.infra.private import private_files
 from campusguard.cli.logs import apply_log_level, log_level_option
 
 
@@ -17,6 +18,7 @@ def _default_workers() -> int:
 
 def register(app: typer.Typer) -> None:
     @app.command()
+    @private_files
     def scan(
         sources: list[str] = typer.Argument(
             ..., help="Video files, folders or globs (quote globs: 'archive/**/*.mp4')."

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from campusguard.app.infra.private import private_files
 from campusguard.cli.logs import apply_log_level, log_level_option
 from campusguard.errors import InvalidInputError, require
 
@@ -25,7 +26,8 @@ USERS_DB_ENV = "CAMPUSGUARD_USERS_DB"
 TLS_HINT = (
     "the console speaks plain HTTP: put a TLS reverse proxy in front of it (see docs/console.md, e.g. Caddy:\n"
     "  caddy reverse-proxy --from console.example.edu --to 127.0.0.1:8080)\n"
-    "and serve it on 127.0.0.1, or pass --secure-cookies once TLS terminates in front of this port"
+    "and serve it on 127.0.0.1 with --trusted-proxy 127.0.0.1, or pass --secure-cookies once TLS terminates "
+    "in front of this port"
 )
 
 users_app = typer.Typer(name="users", help="Console users: add, list, remove, API tokens.", no_args_is_help=True)
@@ -81,6 +83,17 @@ def read_password(password_stdin: bool) -> str:
     return str(typer.prompt("Password", hide_input=True, confirmation_prompt=True))
 
 
+def uvicorn_options(log_level: str = "warning") -> dict[str, Any]:
+    """The options (besides app, host and port) the console is served with by uvicorn.
+
+    uvicorn's own proxy-header handling is off: it would believe ``X-Forwarded-For`` from
+    127.0.0.1, so any local process could pick its address. The app reads the header itself, only
+    from the proxies named by ``--trusted-proxy`` (`campusguard.app.console.auth.client_address`).
+    """
+    return {"log_level": log_level, "proxy_headers": False, "server_header": False}
+
+
+@private_files
 def serve_console(
     config: Path,
     *,
@@ -89,6 +102,7 @@ def serve_console(
     users_db: Path | None = None,
     allow_remote: bool = False,
     secure_cookies: bool = False,
+    trusted_proxies: list[str] | None = None,
     log_level: str = "warning",
     detector_factory: Any = None,
     banner: str | None = None,
@@ -96,12 +110,16 @@ def serve_console(
 ) -> None:
     """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped (Ctrl-C).
 
+    Files and folders it creates are private (``0600``/``0700``, `private_files`).
+    ``trusted_proxies``: reverse proxies whose ``X-Forwarded-For`` is believed (none by default).
     ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`)."""
     uvicorn = require("uvicorn", "console")
     require("fastapi", "console")
+    from campusguard.app.console.auth import parse_trusted_proxies
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
 
+    proxies = [str(net) for net in parse_trusted_proxies(trusted_proxies or [])]  # a bad one: before anything starts
     check_bind(host, port, allow_remote)
     if not is_loopback(host):
         print(f"warning: listening on {host}; {TLS_HINT}", file=sys.stderr)
@@ -115,7 +133,7 @@ def serve_console(
         runtime.stop()
         raise
     try:
-        app = create_app(runtime, users_db=users, secure_cookies=secure_cookies)
+        app = create_app(runtime, users_db=users, secure_cookies=secure_cookies, trusted_proxies=proxies)
         runtime.start()
         shown = f"[{host}]" if ":" in host else host
         print(f"CampusGuard console on http://{shown}:{port}/ (users: {users.path}; Ctrl-C stops)", flush=True)
@@ -126,15 +144,9 @@ def serve_console(
                 f"no users yet: add an admin with `campusguard users add NAME --role admin --users-db {users.path}`",
                 flush=True,
             )
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level=log_level,
-            proxy_headers=True,
-            forwarded_allow_ips="127.0.0.1",
-            server_header=False,
-        )
+        if proxies:
+            print(f"X-Forwarded-For is believed from {', '.join(proxies)} only", flush=True)
+        uvicorn.run(app, host=host, port=port, **uvicorn_options(log_level))
     finally:
         runtime.stop()
         users.close()
@@ -164,6 +176,13 @@ def register(app: typer.Typer) -> None:
         secure_cookies: bool = typer.Option(
             False, "--secure-cookies", help="Mark cookies Secure (when TLS terminates in front of the console)."
         ),
+        trusted_proxy: list[str] = typer.Option(
+            [],
+            "--trusted-proxy",
+            metavar="ADDR[,ADDR...]",
+            help="Reverse proxies (addresses or networks) whose X-Forwarded-For names the client; repeatable. "
+            "Default: none, not even 127.0.0.1 (the header is ignored).",
+        ),
         log_level: str | None = log_level_option(),
         ray: str | None = typer.Option(
             None,
@@ -182,6 +201,7 @@ def register(app: typer.Typer) -> None:
             users_db=users_db,
             allow_remote=allow_remote,
             secure_cookies=secure_cookies,
+            trusted_proxies=trusted_proxy,
             log_level=log_level or "warning",
             ray_address=ray,
         )
@@ -272,4 +292,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(users_app)
 
 
-__all__ = ["register", "serve_console", "check_bind", "is_loopback", "demo_admin"]
+__all__ = ["register", "serve_console", "uvicorn_options", "check_bind", "is_loopback", "demo_admin"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from campusguard.app.infra.private import private_files
 from campusguard.cli.logs import apply_log_level, log_level_option
 
 config_app = typer.Typer(name="config", help="The watch configuration: JSON Schema and checks.", no_args_is_help=True)
@@ -13,6 +14,7 @@ config_app = typer.Typer(name="config", help="The watch configuration: JSON Sche
 
 def register(app: typer.Typer) -> None:
     @app.command()
+    @private_files
     def watch(
         config: Path = typer.Argument(..., help="Watch configuration YAML (see `campusguard config schema`)."),
         seconds: float = typer.Option(

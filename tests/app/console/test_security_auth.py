@@ -58,6 +58,17 @@ def test_wrong_credentials_are_refused(seeded, name, password):
     response = login(seeded.client(), name, password)
     assert response.status_code in (401, 422)
     assert "set-cookie" not in response.headers
+    # a refused login is audited (name tried, address, reason), never with the password tried
+    entries = seeded.users.audit_entries()[0]
+    if response.status_code == 422:
+        assert entries == []
+        return
+    [entry] = entries
+    assert (entry.user, entry.action, entry.target) == (None, "login.failed", name)
+    assert entry.details == {
+        "address": "testclient",
+        "reason": "unknown user" if name == "nobody" else "wrong password",
+    }
     assert sqlite3.connect(seeded.users.path).execute("SELECT COUNT(*) FROM tokens").fetchone()[0] == 0
 
 

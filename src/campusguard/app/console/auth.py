@@ -6,19 +6,24 @@
   value in ``X-CSRF-Token`` (403 otherwise); the cookie is ``SameSite=Strict`` too.
 - `current_user` is the dependency of the protected API router (401 without valid credentials);
   `page_user` is the pages' (303 to ``/login``); `require_role` / `require_page_role` add the role check.
-- `LoginLimiter` counts failed logins per user name and per client address in a sliding window;
-  past the limit, logins answer 429 until the window has moved on.
+- `LoginLimiter` counts failed logins per (user name, address) and per address; past a few free
+  failures each further one doubles the wait (429 with ``Retry-After``). No user-wide lock: an
+  attacker elsewhere cannot lock anyone out.
+- `client_address` is the connection's peer; ``X-Forwarded-For`` counts only from a proxy named in
+  ``trusted_proxies`` (`resolve_client`: the right-most untrusted address of the chain).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -26,6 +31,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from campusguard.app.console.users import ROLES, Credential, User, UserStore, role_at_least
+from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from campusguard.app.console.runtime import ConsoleRuntime
@@ -38,6 +44,12 @@ __all__ = [
     "ConsoleState",
     "LoginLimiter",
     "LoginRequired",
+    "MEDIA_HEADERS",
+    "ProxyNetwork",
+    "address_key",
+    "client_address",
+    "parse_trusted_proxies",
+    "resolve_client",
     "console_state",
     "current_user",
     "page_user",
@@ -49,74 +61,197 @@ SESSION_COOKIE = "cg_session"
 CSRF_COOKIE = "cg_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# incident and camera images and clips: never kept by a browser or proxy cache (a shared
+# control-room browser would show them after logout); every media route sends these
+MEDIA_HEADERS: Mapping[str, str] = MappingProxyType({"Cache-Control": "no-store"})
 
 _bearer = HTTPBearer(auto_error=False, description="A session token (from login) or an API token.")
 _cookie = APIKeyCookie(name=SESSION_COOKIE, auto_error=False, description="The login session cookie.")
 
 
+@dataclass
+class _Failures:
+    """Failed logins of one key: how many, when the last was, and until when the key waits."""
+
+    count: int = 0
+    last: float = 0.0
+    blocked_until: float = 0.0
+
+
 class LoginLimiter:
-    """Failed-login counter per user name and per client address (sliding window, in memory).
+    """Failed logins per (user name, address) and per address, each answered by a growing delay.
+
+    A key's first ``free_*`` failures cost nothing; each one after that makes the key wait
+    ``base_delay_s``, then twice that, four times, ... up to ``max_delay_s``. There is no user-wide
+    lock: an attacker at one address slows down only that address (and that user name from it),
+    so the real user still logs in from elsewhere. IPv6 addresses count by their /64 (one host
+    usually holds a whole /64).
 
     Args:
-        max_per_user: failures of one user name within ``window_s`` after which it is blocked.
-        max_per_address: failures from one address within ``window_s`` after which it is blocked.
-        window_s: the window in seconds.
-        max_keys: names and addresses remembered (the oldest are forgotten first), so a flood of
-            made-up names cannot exhaust memory.
+        free_per_pair: failures of one user name from one address before the delays start.
+        free_per_address: failures from one address, all user names together, before the delays start.
+        base_delay_s: the first delay in seconds; each further failure doubles it.
+        max_delay_s: the longest delay.
+        forget_after_s: a key without a failure for this long is forgotten (at least ``max_delay_s``).
+        max_keys: keys remembered; the least recently failed are forgotten first, so a flood of
+            made-up names or addresses cannot exhaust memory.
         clock: monotonic seconds (a parameter for tests).
     """
 
     def __init__(
         self,
         *,
-        max_per_user: int = 5,
-        max_per_address: int = 20,
-        window_s: float = 300.0,
+        free_per_pair: int = 5,
+        free_per_address: int = 20,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 900.0,
+        forget_after_s: float = 3600.0,
         max_keys: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.max_per_user = max_per_user
-        self.max_per_address = max_per_address
-        self.window_s = window_s
+        if min(free_per_pair, free_per_address) < 1 or base_delay_s <= 0 or max_delay_s < base_delay_s:
+            raise ValueError("free_* must be >= 1 and 0 < base_delay_s <= max_delay_s")
+        if forget_after_s < max_delay_s or max_keys < 2:
+            raise ValueError("forget_after_s must be >= max_delay_s and max_keys >= 2")
+        self.free_per_pair = free_per_pair
+        self.free_per_address = free_per_address
+        self.base_delay_s = base_delay_s
+        self.max_delay_s = max_delay_s
+        self.forget_after_s = forget_after_s
         self._max_keys = max_keys
         self._clock = clock
-        self._failures: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
+        self._failures: OrderedDict[tuple[str, ...], _Failures] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        times = self._failures.get(key)
-        if times is None:
-            return deque()
-        while times and times[0] <= now - self.window_s:
-            times.popleft()
-        return times
+    def __len__(self) -> int:
+        """Keys remembered now."""
+        return len(self._failures)
+
+    @staticmethod
+    def _keys(user: str, address: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        where = address_key(address)
+        return ("pair", user[:64], where), ("address", where)
+
+    def _free(self, key: tuple[str, ...]) -> int:
+        return self.free_per_pair if key[0] == "pair" else self.free_per_address
 
     def retry_after(self, user: str, address: str) -> float | None:
-        """Seconds until this user name and address may try again, or ``None`` when they may now."""
+        """Seconds until this user name may try again from this address, or ``None`` when it may now."""
         now = self._clock()
-        waits = []
         with self._lock:
-            for key, limit in ((("user", user), self.max_per_user), (("address", address), self.max_per_address)):
-                times = self._recent(key, now)
-                if len(times) >= limit:
-                    waits.append(times[-limit] + self.window_s - now)
-        return max(waits) if waits else None
+            waits = [f.blocked_until - now for k in self._keys(user, address) if (f := self._failures.get(k))]
+        wait = max(waits, default=0.0)
+        return wait if wait > 0 else None
 
-    def failed(self, user: str, address: str) -> None:
-        """Count one failed login."""
+    def failed(self, user: str, address: str) -> float | None:
+        """Count one failed login; the delay it starts (seconds), or ``None`` while failures are free."""
         now = self._clock()
+        delays = []
         with self._lock:
-            for key in (("user", user), ("address", address)):
-                times = self._failures.setdefault(key, deque())
-                times.append(now)
+            self._forget_old(now)
+            for key in self._keys(user, address):
+                entry = self._failures.setdefault(key, _Failures())
                 self._failures.move_to_end(key)
+                entry.count += 1
+                entry.last = now
+                over = entry.count - self._free(key)
+                if over >= 0:
+                    delay = min(self.base_delay_s * 2.0 ** min(over, 62), self.max_delay_s)
+                    entry.blocked_until = max(entry.blocked_until, now + delay)
+                    delays.append(delay)
             while len(self._failures) > self._max_keys:
                 self._failures.popitem(last=False)
+        return max(delays) if delays else None
 
-    def succeeded(self, user: str) -> None:
-        """Forget the user name's failures (the address keeps its count)."""
+    def succeeded(self, user: str, address: str) -> None:
+        """Forget the failures of this user name from this address (the address keeps its own count)."""
         with self._lock:
-            self._failures.pop(("user", user), None)
+            self._failures.pop(self._keys(user, address)[0], None)
+
+    def _forget_old(self, now: float) -> None:
+        # least recently failed first: stop at the first key that is still recent
+        while self._failures:
+            key, entry = next(iter(self._failures.items()))
+            if now - entry.last < self.forget_after_s:
+                return
+            del self._failures[key]
+
+
+def address_key(address: str) -> str:
+    """What the limits count an address as: an IPv4 address, an IPv6 /64, or the text as given."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64]
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+ProxyNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_trusted_proxies(values: Iterable[str]) -> tuple[ProxyNetwork, ...]:
+    """Reverse-proxy addresses or networks (``10.0.0.1``, ``10.0.0.0/24``, ``::1``; comma-separated allowed).
+
+    Raises:
+        InvalidInputError: naming the value that is not an address or network.
+    """
+    networks: list[ProxyNetwork] = []
+    for value in [values] if isinstance(values, str) else values:
+        for part in value.split(","):
+            text = part.strip()
+            if not text:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(text, strict=False))
+            except ValueError:
+                raise InvalidInputError(
+                    f"--trusted-proxy {text!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/24, ::1)"
+                ) from None
+    return tuple(networks)
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def _trusted(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None, trusted: Sequence[ProxyNetwork]) -> bool:
+    return ip is not None and any(ip.version == net.version and ip in net for net in trusted)
+
+
+def resolve_client(peer: str, forwarded_for: Sequence[str], trusted: Sequence[ProxyNetwork]) -> str:
+    """The client's address: ``peer``, or, when ``peer`` is a trusted proxy, the right-most untrusted address
+    of ``X-Forwarded-For`` (every header line, in order).
+
+    Each trusted proxy appends the address it saw, so the chain is read from the right; the first
+    address not in ``trusted`` is the client, whatever the client itself wrote further left. An
+    entry that is not an address ends the walk at the last trusted hop. Pure; no proxy is trusted
+    unless named.
+    """
+    if not trusted or not _trusted(_ip(peer), trusted):
+        return peer
+    client = peer
+    hops = [hop for line in forwarded_for for hop in line.split(",")]
+    for hop in reversed(hops):
+        ip = _ip(hop)
+        if ip is None:
+            break
+        client = str(ip)
+        if not _trusted(ip, trusted):
+            break
+    return client
 
 
 @dataclass(frozen=True)
@@ -127,11 +262,13 @@ class ConsoleSettings:
         session_ttl: how long a login session lasts.
         secure_cookies: mark cookies ``Secure`` (set when serving behind TLS).
         max_body_bytes: larger request bodies get 413.
+        trusted_proxies: reverse proxies whose ``X-Forwarded-For`` is believed (none by default).
     """
 
     session_ttl: timedelta = timedelta(hours=12)
     secure_cookies: bool = False
     max_body_bytes: int = 1 << 20
+    trusted_proxies: tuple[ProxyNetwork, ...] = ()
 
 
 @dataclass
@@ -243,8 +380,19 @@ def require_page_role(role: str) -> Callable[..., User]:
 
 
 def client_address(request: Request) -> str:
-    """The client's address as the server sees it (behind a proxy: what uvicorn's proxy headers say)."""
-    return request.client.host if request.client else "unknown"
+    """The client's address: the connection's peer, or behind a trusted proxy the address it forwarded.
+
+    ``X-Forwarded-For`` counts only when the peer is one of ``ConsoleSettings.trusted_proxies``
+    (`resolve_client`); the login limits and the audit log use this address.
+    """
+    cached = getattr(request.state, "client_address", None)
+    if cached is not None:
+        return str(cached)
+    peer = request.client.host if request.client else "unknown"
+    trusted = console_state(request).settings.trusted_proxies
+    address = resolve_client(peer, request.headers.getlist("x-forwarded-for"), trusted)
+    request.state.client_address = address
+    return address
 
 
 def audit(request: Request, action: str, target: str | None = None, **details: Any) -> None:

@@ -14,7 +14,7 @@ errors a one-line 500 without a traceback.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from campusguard.app.console.auth import (
     console_state,
     current_user,
     page_user,
+    parse_trusted_proxies,
 )
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import UserStore
@@ -278,6 +279,7 @@ def create_app(
     max_body_bytes: int = 1 << 20,
     limiter: LoginLimiter | None = None,
     password_hasher: Any = None,
+    trusted_proxies: Sequence[str] = (),
 ) -> FastAPI:
     """The console app over a (started or not) runtime.
 
@@ -287,9 +289,16 @@ def create_app(
         session_ttl: login session lifetime.
         secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy).
         max_body_bytes: request body limit (413 above).
-        limiter: failed-login limits (default: 5 per user, 20 per address, per 5 minutes).
+        limiter: failed-login limits (default: 5 free failures per user name and address, 20 per
+            address, then a delay that doubles with each failure, from 1 s up to 15 minutes).
         password_hasher: an argon2 ``PasswordHasher`` for a new `UserStore` (tests use cheap parameters).
+        trusted_proxies: addresses or networks of reverse proxies whose ``X-Forwarded-For`` is believed
+            (``--trusted-proxy``); none by default, not even 127.0.0.1.
+
+    Raises:
+        InvalidInputError: a trusted proxy that is not an address or network.
     """
+    proxies = parse_trusted_proxies(trusted_proxies)
     users = users_db if isinstance(users_db, UserStore) else UserStore(users_db, password_hasher=password_hasher)
     app = FastAPI(
         title="CampusGuard console API",
@@ -305,7 +314,12 @@ def create_app(
         runtime=runtime,
         users=users,
         limiter=limiter or LoginLimiter(),
-        settings=ConsoleSettings(session_ttl=session_ttl, secure_cookies=secure_cookies, max_body_bytes=max_body_bytes),
+        settings=ConsoleSettings(
+            session_ttl=session_ttl,
+            secure_cookies=secure_cookies,
+            max_body_bytes=max_body_bytes,
+            trusted_proxies=proxies,
+        ),
     )
     _error_handlers(app)
 

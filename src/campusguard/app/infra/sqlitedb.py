@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Self
 
+from campusguard.app.infra.private import private_sqlite_file
+
 __all__ = [
     "SQLiteFile",
     "connect_durable",
@@ -50,6 +52,8 @@ def _set_wal(conn: sqlite3.Connection) -> None:
 def connect_durable(path: Path, *, read_only: bool = False, foreign_keys: bool = False) -> sqlite3.Connection:
     """Open ``path`` for sharing across threads: WAL and ``synchronous=FULL`` (read-write), or read-only.
 
+    Read-write, the file is private (``0600``, its new folder ``0700``; see `private_sqlite_file`).
+
     Raises:
         sqlite3.DatabaseError: the file cannot be opened (the caller names it in its own error).
     """
@@ -58,7 +62,7 @@ def connect_durable(path: Path, *, read_only: bool = False, foreign_keys: bool =
             f"file:{path.resolve()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
         )
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_sqlite_file(path)
         conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
         _set_wal(conn)
         conn.execute("PRAGMA synchronous=FULL")

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from campusguard.app.console.auth import audit, console_state, require_role
+from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
 from campusguard.app.console.runtime import GroupUnavailableError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
 from campusguard.errors import ConfigError
@@ -47,7 +47,7 @@ def snapshot(name: str, request: Request) -> Response:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"}) from exc
     if jpeg is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"camera {name!r} has no frame yet")
-    return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
+    return Response(jpeg, media_type="image/jpeg", headers=MEDIA_HEADERS)
 
 
 def mjpeg_part(jpeg: bytes) -> bytes:
@@ -85,7 +85,7 @@ async def live(name: str, request: Request) -> StreamingResponse:
     return StreamingResponse(
         parts(),
         media_type=f"multipart/x-mixed-replace; boundary={MJPEG_BOUNDARY}",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        headers={**MEDIA_HEADERS, "X-Accel-Buffering": "no"},
     )
 
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, sta
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
-from campusguard.app.console.auth import ConsoleState, audit, console_state, require_role
+from campusguard.app.console.auth import MEDIA_HEADERS, ConsoleState, audit, console_state, require_role
 from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, KeepRequest, NoteRequest, Responses
 from campusguard.app.events.store import (
     EventFilter,
@@ -142,7 +142,7 @@ def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -
     path = state.runtime.event_media(event_id, kind)  # resolved by the runtime under its media folder
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
-    return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers={"Cache-Control": "private, max-age=3600"})
+    return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers=MEDIA_HEADERS)
 
 
 @router.get(

@@ -1,4 +1,9 @@
-"""Login, logout and who am I."""
+"""Login, logout and who am I.
+
+Failed logins (and wrong present passwords) are counted by the app's `LoginLimiter` for the
+client's address (`client_address`: X-Forwarded-For only from a trusted proxy) and written to the
+audit log with the name tried, the address and the reason, never the password tried.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from campusguard.app.console.auth import (
     current_user,
 )
 from campusguard.app.console.schemas import LoginRequest, LoginResponse, PasswordChange, UserOut
-from campusguard.app.console.users import User
+from campusguard.app.console.users import User, check_user_name
+from campusguard.errors import InvalidInputError
 
 log = logging.getLogger("campusguard.app.console.auth")
 public_router = APIRouter(tags=["auth"])
@@ -35,10 +41,11 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
     _refuse_while_limited(state, body.username, address, "failed logins")
     user = state.users.verify_password(body.username, body.password)
     if user is None:
-        state.limiter.failed(body.username, address)
-        log.warning("failed login for %r from %s", body.username[:64], address)
+        delay = state.limiter.failed(body.username, address)
+        reason = "wrong password" if state.users.get_user(body.username) is not None else "unknown user"
+        _audit_failure(state, "login.failed", body.username, address, reason, delay)
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong user name or password")
-    state.limiter.succeeded(body.username)
+    state.limiter.succeeded(body.username, address)
     state.users.purge_expired()
     token, csrf = state.users.create_session(user.name, ttl=state.settings.session_ttl)
     request.state.user = user
@@ -52,6 +59,23 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
     return LoginResponse(token=token, csrf=csrf, user=UserOut(name=user.name, role=user.role))
 
 
+def _audit_failure(state: ConsoleState, action: str, name: str, address: str, reason: str, delay: float | None) -> None:
+    """Record a failed attempt (the name tried, the address, why; never the password) and log it."""
+    shown = name if _is_user_name(name) else "(not a user name)"
+    details: dict[str, object] = {"address": address, "reason": reason}
+    if delay is not None:
+        details["retry_after_s"] = math.ceil(delay)
+    state.users.audit(None, action, shown, **details)
+    log.warning("%s for %r from %s: %s", action, shown, address, reason)
+
+
+def _is_user_name(name: str) -> bool:
+    try:
+        check_user_name(name)
+    except InvalidInputError:
+        return False
+    return True
+
 
 def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: str) -> None:
     """429 with Retry-After while the limiter holds back ``name`` or ``address`` (``what`` names the failures)."""
@@ -62,6 +86,7 @@ def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: st
             f"too many {what}; try again in {math.ceil(wait)} s",
             headers={"Retry-After": str(math.ceil(wait))},
         )
+
 
 @router.post("/auth/logout", status_code=status.HTTP_204_NO_CONTENT)
 def logout(request: Request, response: Response, user: User = Depends(current_user)) -> None:
@@ -89,7 +114,8 @@ def change_password(body: PasswordChange, request: Request, user: User = Depends
     address = client_address(request)
     _refuse_while_limited(state, user.name, address, "failed attempts")
     if state.users.verify_password(user.name, body.current) is None:
-        state.limiter.failed(user.name, address)
+        delay = state.limiter.failed(user.name, address)
+        _audit_failure(state, "password.failed", user.name, address, "wrong present password", delay)
         raise HTTPException(status.HTTP_403_FORBIDDEN, "the present password is wrong")
     credential = request.state.credential
     state.users.set_password(user.name, body.new, keep_token_hash=credential.token_hash)
