@@ -81,15 +81,16 @@ class _Failures:
 class LoginLimiter:
     """Failed logins per (user name, address) and per address, each answered by a growing delay.
 
-    A key's first ``free_*`` failures cost nothing; each one after that makes the key wait
-    ``base_delay_s``, then twice that, four times, ... up to ``max_delay_s``. There is no user-wide
+    A key may fail ``free_*`` times without waiting; from that failure on, each failure makes
+    the key wait before its next try: ``base_delay_s``, then twice that, four times, ... up to
+    ``max_delay_s``. There is no user-wide
     lock: an attacker at one address slows down only that address (and that user name from it),
     so the real user still logs in from elsewhere. IPv6 addresses count by their /64 (one host
     usually holds a whole /64).
 
     Args:
-        free_per_pair: failures of one user name from one address before the delays start.
-        free_per_address: failures from one address, all user names together, before the delays start.
+        free_per_pair: failures of one user name from one address after which the delays start.
+        free_per_address: failures from one address, all user names together, after which the delays start.
         base_delay_s: the first delay in seconds; each further failure doubles it.
         max_delay_s: the longest delay.
         forget_after_s: a key without a failure for this long is forgotten (at least ``max_delay_s``).

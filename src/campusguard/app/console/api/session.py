@@ -83,7 +83,7 @@ def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: st
     if wait is not None:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
-            f"too many {what}; try again in {math.ceil(wait)} s",
+            f"too many {what} from this address; try again in {math.ceil(wait)} s",
             headers={"Retry-After": str(math.ceil(wait))},
         )
 
