@@ -370,6 +370,22 @@ class PostgresEventStore(UpsertingEventStore):
         changed, current = self._run(f"reviewing event {event_id}", op)
         return review_outcome(self, event_id, action, changed, current)
 
+    def _review_batch(
+        self, what: str, action: ReviewAction, items: list[tuple[str, tuple[Any, ...]]]
+    ) -> list[tuple[int, str | None]]:
+        review, state = _PG.review_sql(action), _PG.state_sql()
+
+        def op(conn: psycopg.Connection[Any]) -> list[tuple[int, str | None]]:
+            out: list[tuple[int, str | None]] = []
+            with conn.transaction():  # all or nothing; a retry after a lost connection redoes it all
+                for eid, args in items:
+                    changed = conn.execute(review, args).rowcount
+                    row = conn.execute(state, (eid,)).fetchone()
+                    out.append((int(changed), None if row is None else str(row[0])))
+            return out
+
+        return self._run(what, op)
+
     # reads ------------------------------------------------------------------------------------
     def get_record(self, event_id: str) -> EventRecord | None:
         """One incident with its review state, or ``None``."""

@@ -237,6 +237,11 @@ class Dialect:
             args.append(self.encode_time(where.until))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
+    def count_by_camera_sql(self, where: EventFilter) -> tuple[str, list[Any]]:
+        """``(SQL, parameters)``: ``camera_id, COUNT(*)`` of the incidents matching ``where``, per camera."""
+        clause, args = self.where(where)
+        return f"SELECT camera_id, COUNT(*) FROM events{clause} GROUP BY camera_id", args
+
     def page_sql(
         self, where: EventFilter, *, limit: int | None, offset: int, newest_first: bool
     ) -> tuple[str, list[Any], str, list[Any]]:

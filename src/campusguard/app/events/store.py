@@ -37,7 +37,8 @@ import csv
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
@@ -74,6 +75,8 @@ __all__ = [
     "EventFilter",
     "ReviewAction",
     "ReviewConflictError",
+    "BulkReview",
+    "MAX_BULK_REVIEW",
     "StoreUnavailableError",
     "check_can_end",
     "check_page",
@@ -201,6 +204,25 @@ class ReviewConflictError(InvalidInputError):
     """A review action does not apply to the incident's current state (e.g. acknowledging a resolved one)."""
 
 
+MAX_BULK_REVIEW = 500
+"""The most incidents one `UpsertingEventStore.review_many` call reviews (one transaction)."""
+
+
+@dataclass(frozen=True)
+class BulkReview:
+    """What `UpsertingEventStore.review_many` did, per incident.
+
+    Attributes:
+        updated: the incidents the action changed, as they are now (in the order asked).
+        missing: ids of no incident.
+        conflicts: id -> current state, for incidents the action does not apply to (already resolved...).
+    """
+
+    updated: list[EventRecord] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    conflicts: dict[str, str] = field(default_factory=dict)
+
+
 class RecordQuery(Protocol):
     """What `query_events` reads through: one page of matching incidents and their number."""
 
@@ -256,6 +278,53 @@ class UpsertingEventStore:
     def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """Run one read statement; its rows."""
         raise NotImplementedError
+
+    def _review_batch(
+        self, what: str, action: ReviewAction, items: list[tuple[str, tuple[Any, ...]]]
+    ) -> list[tuple[int, str | None]]:
+        """In one transaction, for each ``(event_id, review_args)``: run `Dialect.review_sql` and read
+        the state after it; ``(rows changed, state or None)`` per item, in order."""
+        raise NotImplementedError
+
+    # review of many incidents -------------------------------------------------------------------
+    def review_many(
+        self, event_ids: Sequence[str], action: ReviewAction, *, user: str, note: str | None = None
+    ) -> BulkReview:
+        """Acknowledge or resolve several incidents with one note, in one transaction (committed
+        when this returns). Each incident moves only if its state allows (as `review` does); the
+        others are reported, never raised: unknown ids in ``missing``, wrong states in ``conflicts``.
+        A repeated id counts once.
+
+        Raises:
+            InvalidInputError: an unknown action, or more than `MAX_BULK_REVIEW` ids.
+        """
+        check_review_action(action)
+        ids = list(dict.fromkeys(event_ids))
+        if len(ids) > MAX_BULK_REVIEW:
+            raise InvalidInputError(f"at most {MAX_BULK_REVIEW} incidents per bulk review, got {len(ids)}")
+        if not ids:
+            return BulkReview()
+        now = datetime.now(UTC)
+        items = [(eid, self.dialect.review_args(action, eid, user, note, now)) for eid in ids]
+        outcomes = self._review_batch(f"reviewing {len(ids)} events", action, items)
+        result = BulkReview()
+        for eid, (changed, current) in zip(ids, outcomes, strict=True):
+            if current is None:
+                result.missing.append(eid)
+            elif not changed:
+                result.conflicts[eid] = current
+            else:
+                record = self.get_record(eid)
+                if record is None:  # deleted by retention in between
+                    result.missing.append(eid)
+                else:
+                    result.updated.append(record)
+        return result
+
+    def count_by_camera(self, where: EventFilter = EventFilter()) -> dict[str, int]:  # noqa: B008 - frozen
+        """The number of incidents matching ``where`` per camera (cameras with none are absent)."""
+        sql, args = self.dialect.count_by_camera_sql(where)
+        return {str(r[0]): int(r[1]) for r in self._fetch("counting events by camera", sql, tuple(args))}
 
     # keep and retention -----------------------------------------------------------------------
     def keep(self, event_id: str, kept: bool, *, user: str) -> EventRecord:
@@ -454,6 +523,18 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
     def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._lock:
             return [tuple(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def _review_batch(
+        self, what: str, action: ReviewAction, items: list[tuple[str, tuple[Any, ...]]]
+    ) -> list[tuple[int, str | None]]:
+        review, state = SQLITE.review_sql(action), SQLITE.state_sql()
+        with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
+            out: list[tuple[int, str | None]] = []
+            for eid, args in items:
+                changed = conn.execute(review, args).rowcount
+                row = conn.execute(state, (eid,)).fetchone()
+                out.append((int(changed), None if row is None else str(row[0])))
+            return out
 
     def reclaim_space(self, *, force: bool = False) -> int:
         """VACUUM the file when a quarter of it (and at least 1 MiB) is free pages, or ``force``; then
