@@ -15,10 +15,13 @@ const errorBox = document.getElementById("audit-error");
 const FIELDS = ["user", "action", "since", "until"];
 let offset = 0;
 
-/** A value as short readable text: strings as they are, the rest as compact JSON. */
+/** A value as short readable text: strings as they are, points as (x, y), the rest as compact JSON. */
 function text(value) {
   if (value === null || value === undefined) return "–";
   if (typeof value === "string") return value;
+  if (Array.isArray(value) && value.length && value.every((p) => Array.isArray(p) && p.length === 2 && p.every(Number.isFinite))) {
+    return value.map(([x, y]) => `(${x}, ${y})`).join(" ");
+  }
   return JSON.stringify(value);
 }
 
@@ -27,8 +30,10 @@ function namedList(value) {
   return Array.isArray(value) && value.length > 0 && value.every((v) => v && typeof v === "object" && !Array.isArray(v) && "name" in v);
 }
 
-/** Flatten to {path: leaf}: objects by key, named lists by name; other lists (points) stay one leaf. */
+/** Flatten to {path: leaf}: objects by key, named lists by name; other lists (points) stay one leaf;
+ * an empty list or object is no field at all (so "no lines" before one was drawn shows only the new line). */
 export function flatten(value, path = "", out = {}) {
+  if (Array.isArray(value) && value.length === 0) return out;
   if (namedList(value)) {
     for (const item of value) {
       const { name, ...rest } = item;
@@ -38,7 +43,6 @@ export function flatten(value, path = "", out = {}) {
     }
   } else if (value && typeof value === "object" && !Array.isArray(value)) {
     const keys = Object.keys(value);
-    if (!keys.length && path) out[path] = value;
     for (const k of keys) flatten(value[k], path ? `${path}.${k}` : k, out);
   } else if (path) {
     out[path] = value;
