@@ -7,6 +7,7 @@ matching incidents per camera (the wall's open-incident markers).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -76,3 +77,25 @@ def test_count_by_camera(store: UpsertingEventStore, make_event: Callable[..., E
     assert store.count_by_camera(EventFilter(state="open")) == {"cam0": 1, "cam1": 2}
     assert store.count_by_camera(EventFilter(state="open", camera_id="cam1")) == {"cam1": 2}
     assert store.count_by_camera(EventFilter(kind="crowd")) == {}
+
+
+def test_concurrent_bulk_acknowledgements_change_each_incident_once(
+    store: UpsertingEventStore, make_event: Callable[..., Event]
+) -> None:
+    ids = [f"c{i}" for i in range(50)]
+    for i, eid in enumerate(ids):
+        store.add(make_event(event_id=eid, start_s=float(i)))
+    results: dict[str, list[str]] = {}
+
+    def ack(user: str, order: list[str]) -> None:
+        results[user] = [r.event.event_id for r in store.review_many(order, "acknowledge", user=user).updated]
+
+    threads = [threading.Thread(target=ack, args=(u, o)) for u, o in (("olga", ids), ("ivan", ids[::-1]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results["olga"] + results["ivan"]) == sorted(ids)  # each incident acknowledged by exactly one
+    for eid in ids:
+        record = store.get_record(eid)
+        assert record is not None and record.acknowledged_by == ("olga" if eid in results["olga"] else "ivan")

@@ -371,18 +371,12 @@ class PostgresEventStore(UpsertingEventStore):
         return review_outcome(self, event_id, action, changed, current)
 
     def _review_batch(
-        self, what: str, action: ReviewAction, items: list[tuple[str, tuple[Any, ...]]]
-    ) -> list[tuple[int, str | None]]:
-        review, state = _PG.review_sql(action), _PG.state_sql()
-
-        def op(conn: psycopg.Connection[Any]) -> list[tuple[int, str | None]]:
-            out: list[tuple[int, str | None]] = []
+        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
+    ) -> tuple[set[str], list[tuple[Any, ...]]]:
+        def op(conn: psycopg.Connection[Any]) -> tuple[set[str], list[tuple[Any, ...]]]:
             with conn.transaction():  # all or nothing; a retry after a lost connection redoes it all
-                for eid, args in items:
-                    changed = conn.execute(review, args).rowcount
-                    row = conn.execute(state, (eid,)).fetchone()
-                    out.append((int(changed), None if row is None else str(row[0])))
-            return out
+                changed = {str(r[0]) for r in conn.execute(*update).fetchall()}
+                return changed, [tuple(r) for r in conn.execute(*select).fetchall()]
 
         return self._run(what, op)
 

@@ -280,10 +280,10 @@ class UpsertingEventStore:
         raise NotImplementedError
 
     def _review_batch(
-        self, what: str, action: ReviewAction, items: list[tuple[str, tuple[Any, ...]]]
-    ) -> list[tuple[int, str | None]]:
-        """In one transaction, for each ``(event_id, review_args)``: run `Dialect.review_sql` and read
-        the state after it; ``(rows changed, state or None)`` per item, in order."""
+        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
+    ) -> tuple[set[str], list[tuple[Any, ...]]]:
+        """In one transaction: run ``update`` (`Dialect.review_many_sql`, returning the ids it changed)
+        then ``select`` (`Dialect.select_many_sql`); ``(ids changed, rows selected)``."""
         raise NotImplementedError
 
     # review of many incidents -------------------------------------------------------------------
@@ -304,21 +304,21 @@ class UpsertingEventStore:
             raise InvalidInputError(f"at most {MAX_BULK_REVIEW} incidents per bulk review, got {len(ids)}")
         if not ids:
             return BulkReview()
-        now = datetime.now(UTC)
-        items = [(eid, self.dialect.review_args(action, eid, user, note, now)) for eid in ids]
-        outcomes = self._review_batch(f"reviewing {len(ids)} events", action, items)
+        d = self.dialect
+        update = (d.review_many_sql(action, len(ids)), d.review_many_args(action, ids, user, note, datetime.now(UTC)))
+        changed, rows = self._review_batch(
+            f"reviewing {len(ids)} events", update, (d.select_many_sql(len(ids)), tuple(ids))
+        )
+        records = {r.event.event_id: r for r in map(d.record, rows)}
         result = BulkReview()
-        for eid, (changed, current) in zip(ids, outcomes, strict=True):
-            if current is None:
+        for eid in ids:
+            record = records.get(eid)
+            if record is None:
                 result.missing.append(eid)
-            elif not changed:
-                result.conflicts[eid] = current
+            elif eid in changed:
+                result.updated.append(record)
             else:
-                record = self.get_record(eid)
-                if record is None:  # deleted by retention in between
-                    result.missing.append(eid)
-                else:
-                    result.updated.append(record)
+                result.conflicts[eid] = record.state
         return result
 
     def count_by_camera(self, where: EventFilter = EventFilter()) -> dict[str, int]:  # noqa: B008 - frozen
@@ -525,16 +525,11 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
             return [tuple(r) for r in self._conn.execute(sql, args).fetchall()]
 
     def _review_batch(
-        self, what: str, action: ReviewAction, items: list[tuple[str, tuple[Any, ...]]]
-    ) -> list[tuple[int, str | None]]:
-        review, state = SQLITE.review_sql(action), SQLITE.state_sql()
-        with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
-            out: list[tuple[int, str | None]] = []
-            for eid, args in items:
-                changed = conn.execute(review, args).rowcount
-                row = conn.execute(state, (eid,)).fetchone()
-                out.append((int(changed), None if row is None else str(row[0])))
-            return out
+        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
+    ) -> tuple[set[str], list[tuple[Any, ...]]]:
+        with self._lock, write_transaction(self._conn) as conn:  # check, change and read in one transaction
+            changed = {str(r[0]) for r in conn.execute(*update).fetchall()}
+            return changed, [tuple(r) for r in conn.execute(*select).fetchall()]
 
     def reclaim_space(self, *, force: bool = False) -> int:
         """VACUUM the file when a quarter of it (and at least 1 MiB) is free pages, or ``force``; then

@@ -7,6 +7,7 @@ import {
 } from "./api.js";
 
 const PAGE = 50;
+const BULK_MAX = 500; // the API's limit per bulk review
 const form = document.getElementById("filters");
 const list = document.getElementById("timeline");
 const more = document.getElementById("more");
@@ -126,8 +127,10 @@ function updateBulk() {
     if (!box || box.disabled) selected.delete(id); // gone from the page, or resolved meanwhile
   }
   const boxes = [...list.querySelectorAll("input.pick:not(:disabled)")];
-  bulkCount.textContent = `${selected.size} selected`;
-  bulkAck.disabled = bulkResolve.disabled = selected.size === 0;
+  const tooMany = selected.size > BULK_MAX;
+  bulkCount.textContent = tooMany ? `${selected.size} selected (at most ${BULK_MAX} at once)` : `${selected.size} selected`;
+  bulkCount.className = tooMany ? "error" : "muted";
+  bulkAck.disabled = bulkResolve.disabled = selected.size === 0 || tooMany;
   selectAll.checked = boxes.length > 0 && boxes.every((b) => b.checked);
   selectAll.indeterminate = !selectAll.checked && boxes.some((b) => b.checked);
 }
