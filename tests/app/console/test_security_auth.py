@@ -148,6 +148,8 @@ def test_api_token_authenticates_but_is_not_a_session_cookie(seeded):
         ("vera", "DELETE", "/api/v1/users/ada", None),
         ("otto", "POST", "/api/v1/users/otto/tokens", {}),
         ("vera", "GET", "/api/v1/audit", None),
+        ("vera", "POST", "/api/v1/events/bulk", {"ids": ["e1"], "action": "acknowledge", "note": "x"}),
+        ("otto", "GET", "/api/v1/audit/facets", None),
     ],
 )
 def test_wrong_role_gets_403_and_changes_nothing(seeded, user, method, path, body):
@@ -177,6 +179,7 @@ def test_cookie_writes_need_the_csrf_header(seeded, csrf):
     headers = {} if csrf is None else {CSRF_HEADER: csrf}
     for method, path, payload in (
         ("POST", "/api/v1/events/e1/ack", {"note": "x"}),
+        ("POST", "/api/v1/events/bulk", {"ids": ["e1"], "action": "resolve"}),
         ("PUT", "/api/v1/cameras/cam1/zones", ZONES),
         ("POST", "/api/v1/users", {"name": "mallory", "role": "admin", "password": "mallory-pass"}),
         ("DELETE", "/api/v1/users/otto", None),

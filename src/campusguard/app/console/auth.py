@@ -50,6 +50,7 @@ __all__ = [
     "client_address",
     "parse_trusted_proxies",
     "resolve_client",
+    "PageForbidden",
     "console_state",
     "current_user",
     "page_user",
@@ -357,12 +358,23 @@ def page_user(
         raise
 
 
-def _role_check(role: str, who: Callable[..., User], name: str) -> Callable[..., User]:
+class PageForbidden(Exception):
+    """A page needs a higher role than the user's; the app answers with the HTML 403 page."""
+
+    def __init__(self, needed: str, role: str) -> None:
+        super().__init__(f"needs role {needed} or higher; you are {role}")
+        self.needed = needed
+        self.role = role
+
+
+def _role_check(role: str, who: Callable[..., User], name: str, *, page: bool = False) -> Callable[..., User]:
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
 
     def check(user: User = Depends(who)) -> User:
         if not role_at_least(user.role, role):
+            if page:
+                raise PageForbidden(role, user.role)
             raise HTTPException(status.HTTP_403_FORBIDDEN, f"needs role {role} or higher; you are {user.role}")
         return user
 
@@ -376,8 +388,8 @@ def require_role(role: str) -> Callable[..., User]:
 
 
 def require_page_role(role: str) -> Callable[..., User]:
-    """Like `require_role` for pages: a lower role gets 403, no login gets 303 to /login."""
-    return _role_check(role, page_user, f"require_page_{role}")
+    """Like `require_role` for pages: a lower role gets the 403 page (`PageForbidden`), no login 303 to /login."""
+    return _role_check(role, page_user, f"require_page_{role}", page=True)
 
 
 def client_address(request: Request) -> str:

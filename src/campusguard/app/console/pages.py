@@ -7,7 +7,8 @@ always set in its handlers. `login_router` holds the one public page, ``GET /log
 
 Pages: ``/`` (camera wall), ``/events`` (incident timeline, live through server-sent events),
 ``/events/{id}`` (one incident with its clip; acknowledge / resolve), ``/zones/{camera}`` (zone and
-line editor on the camera's snapshot; read-only below admin), ``/users`` (admin).
+line editor on the camera's snapshot; read-only below admin), ``/users`` and ``/audit`` (admin). A
+lower role opening an admin page gets the 403 page (`forbidden_page`), not the API's JSON.
 
 Every page is sent with a Content-Security-Policy that allows only this origin's scripts and
 styles (no inline script), ``X-Frame-Options: DENY`` and ``Cache-Control: no-store``.
@@ -27,7 +28,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from campusguard.app.console.auth import console_state, require_page_role
 from campusguard.app.console.users import role_at_least
 
-__all__ = ["STATIC_DIR", "router", "login_router", "render_page"]
+__all__ = ["STATIC_DIR", "router", "login_router", "render_page", "forbidden_page"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = STATIC_DIR / "templates"
@@ -46,6 +47,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("/", "Cameras", "viewer"),
     ("/events", "Incidents", "viewer"),
     ("/users", "Users", "admin"),
+    ("/audit", "Audit log", "admin"),
 )
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -102,6 +104,20 @@ def _not_found(request: Request, message: str) -> HTMLResponse:
     )
 
 
+def forbidden_page(request: Request, *, needed: str) -> HTMLResponse:
+    """The 403 page: the page needs role ``needed``; says which role the user has and whom to ask."""
+    user = getattr(request.state, "user", None)
+    role = user.role if user is not None else "none"
+    return render_page(
+        request,
+        "forbidden.html",
+        title="Not allowed",
+        script="nav.js",
+        status_code=status.HTTP_403_FORBIDDEN,
+        message=f"This page needs the {needed} role. You are logged in as {role}. Ask an admin if you need access.",
+    )
+
+
 @login_router.get("/login")
 def login_page(request: Request) -> HTMLResponse:
     """The login form (public)."""
@@ -145,5 +161,11 @@ def zones_page(camera: str, request: Request) -> HTMLResponse:
 
 @router.get("/users", dependencies=[Depends(require_page_role("admin"))])
 def users_page(request: Request) -> HTMLResponse:
-    """Users, their roles and API tokens, and the audit log (admin)."""
+    """Users, their roles and API tokens (admin)."""
     return render_page(request, "users.html", title="Users", script="users.js", active="/users")
+
+
+@router.get("/audit", dependencies=[Depends(require_page_role("admin"))])
+def audit_page(request: Request) -> HTMLResponse:
+    """The audit log (admin): filtered by user, action and time, paged, changes shown field by field."""
+    return render_page(request, "audit.html", title="Audit log", script="audit.js", active="/audit")

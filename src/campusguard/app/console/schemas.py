@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from campusguard.app.config import LineConfig, ZoneConfig
 from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
+from campusguard.app.events.store import MAX_BULK_REVIEW
 
 __all__ = [
     "EVENT_ID_PATTERN",
@@ -33,6 +34,10 @@ __all__ = [
     "CameraStatusOut",
     "ZonesBody",
     "AuditPage",
+    "AuditFacets",
+    "BulkReviewRequest",
+    "BulkReviewOut",
+    "OpenIncidents",
     "Health",
     "Ready",
     "Responses",
@@ -176,6 +181,38 @@ class ZonesBody(_Request):
 
 class AuditPage(BaseModel):
     items: list[AuditEntry]
+    total: int = Field(..., description="All entries matching the filters (not just this page).")
+
+
+class AuditFacets(BaseModel):
+    users: list[str] = Field(..., description="Users named in the audit log.")
+    actions: list[str] = Field(..., description="Actions recorded in the audit log.")
+
+
+# review at scale: bulk acknowledge / resolve and the wall's open-incident markers ------------------
+MAX_BULK_IDS = MAX_BULK_REVIEW  # the store reviews this many in one transaction
+
+
+class BulkReviewRequest(_Request):
+    """Acknowledge or resolve several incidents with one note."""
+
+    ids: Annotated[
+        list[Annotated[str, Field(pattern=EVENT_ID_PATTERN)]], Field(min_length=1, max_length=MAX_BULK_IDS)
+    ] = Field(..., description=f"Event ids (1 to {MAX_BULK_IDS}; a repeated id counts once).")
+    action: Literal["acknowledge", "resolve"] = Field(..., description="What to do with each incident.")
+    note: str = Field("", max_length=2000, description="One note for all of them (empty keeps each stored note).")
+
+
+class BulkReviewOut(BaseModel):
+    updated: list[EventOut] = Field(..., description="The incidents changed, as they are now.")
+    missing: list[str] = Field(..., description="Ids of no incident (nothing done).")
+    conflicts: dict[str, str] = Field(
+        ..., description="Id -> current state, for incidents the action does not apply to (nothing done)."
+    )
+
+
+class OpenIncidents(BaseModel):
+    cameras: dict[str, int] = Field(..., description="Camera -> open (not yet acknowledged) incidents; 0s left out.")
     total: int
 
 
@@ -185,5 +222,7 @@ class Health(BaseModel):
 
 class Ready(BaseModel):
     ready: bool
-    problems: list[str] = Field(default_factory=list, description="Why not ready (e.g. a full disk, its path and free bytes).")
+    problems: list[str] = Field(
+        default_factory=list, description="Why not ready (e.g. a full disk, its path and free bytes)."
+    )
     mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)

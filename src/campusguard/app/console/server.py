@@ -32,6 +32,7 @@ from campusguard.app.console.auth import (
     ConsoleState,
     LoginLimiter,
     LoginRequired,
+    PageForbidden,
     console_state,
     current_user,
     page_user,
@@ -245,6 +246,10 @@ def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:
         return RedirectResponse(exc.location, status.HTTP_303_SEE_OTHER)
+
+    @app.exception_handler(PageForbidden)
+    async def page_forbidden(request: Request, exc: PageForbidden) -> Response:
+        return pages.forbidden_page(request, needed=exc.needed)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:

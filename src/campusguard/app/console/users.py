@@ -380,14 +380,61 @@ class UserStore(SQLiteFile):
                 (_iso(_now()), user, action, target, json.dumps(details, default=str, sort_keys=True)),
             )
 
-    def audit_entries(self, *, limit: int = 100, offset: int = 0) -> tuple[list[AuditEntry], int]:
-        """A page of the audit log, newest first, and the number of entries."""
+    def audit_many(self, user: str | None, entries: list[tuple[str, str | None, dict[str, Any]]]) -> None:
+        """Record several state changes ``(action, target, details)`` at once (one commit)."""
+        now = _iso(_now())
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT INTO audit (time, user_name, action, target, details) VALUES (?, ?, ?, ?, ?)",
+                [(now, user, a, t, json.dumps(d, default=str, sort_keys=True)) for a, t, d in entries],
+            )
+
+    def audit_entries(
+        self,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        user: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> tuple[list[AuditEntry], int]:
+        """A page of the audit log, newest first, and the number of entries matching the filters.
+
+        Args:
+            user: only this user's entries.
+            action: only this action (``event.acknowledge``), or every action under a prefix ending
+                in a dot (``event.``).
+            since: at or after this time; until: before this time (naive = UTC).
+        """
+        clauses: list[str] = []
+        args: list[Any] = []
+        if user is not None:
+            clauses.append("user_name = ?")
+            args.append(user)
+        if action is not None and action.endswith("."):
+            clauses.append("substr(action, 1, ?) = ?")
+            args += [len(action), action]
+        elif action is not None:
+            clauses.append("action = ?")
+            args.append(action)
+        for bound, op in ((since, ">="), (until, "<")):
+            if bound is not None:
+                clauses.append(f"time {op} ?")
+                args.append(_iso(bound if bound.tzinfo else bound.replace(tzinfo=UTC)))
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self._read(
-            "SELECT id, time, user_name, action, target, details FROM audit ORDER BY id DESC LIMIT ? OFFSET ?",
-            (int(limit), int(offset)),
+            f"SELECT id, time, user_name, action, target, details FROM audit{where} ORDER BY id DESC LIMIT ? OFFSET ?",
+            (*args, int(limit), int(offset)),
         )
-        total = int(self._read("SELECT COUNT(*) FROM audit")[0][0])
+        total = int(self._read(f"SELECT COUNT(*) FROM audit{where}", tuple(args))[0][0])
         entries = [
             AuditEntry(id=r[0], time=r[1], user=r[2], action=r[3], target=r[4], details=json.loads(r[5])) for r in rows
         ]
         return entries, total
+
+    def audit_facets(self) -> tuple[list[str], list[str]]:
+        """The users and the actions the audit log names (sorted): the choices of its filters."""
+        users = [str(r[0]) for r in self._read("SELECT DISTINCT user_name FROM audit WHERE user_name IS NOT NULL")]
+        actions = [str(r[0]) for r in self._read("SELECT DISTINCT action FROM audit")]
+        return sorted(users), sorted(actions)

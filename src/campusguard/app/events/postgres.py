@@ -370,6 +370,16 @@ class PostgresEventStore(UpsertingEventStore):
         changed, current = self._run(f"reviewing event {event_id}", op)
         return review_outcome(self, event_id, action, changed, current)
 
+    def _review_batch(
+        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
+    ) -> tuple[set[str], list[tuple[Any, ...]]]:
+        def op(conn: psycopg.Connection[Any]) -> tuple[set[str], list[tuple[Any, ...]]]:
+            with conn.transaction():  # all or nothing; a retry after a lost connection redoes it all
+                changed = {str(r[0]) for r in conn.execute(*update).fetchall()}
+                return changed, [tuple(r) for r in conn.execute(*select).fetchall()]
+
+        return self._run(what, op)
+
     # reads ------------------------------------------------------------------------------------
     def get_record(self, event_id: str) -> EventRecord | None:
         """One incident with its review state, or ``None``."""

@@ -169,6 +169,24 @@ class Dialect:
         """The parameters of `review_sql`."""
         return (REVIEW_TO[action], user, self.encode_time(now), note, event_id, *REVIEW_FROM[action])
 
+    def review_many_sql(self, action: ReviewAction, n: int) -> str:
+        """`review_sql` for ``n`` incidents at once, answering the ids it changed (``RETURNING``);
+        parameters from `review_many_args`."""
+        by, at = _REVIEW_BY[action]
+        p = self.param
+        allowed = ", ".join([p] * len(REVIEW_FROM[action]))
+        return (
+            f"UPDATE events SET state = {p}, {by} = {p}, {at} = {p}, "
+            f"note = COALESCE(NULLIF(CAST({p} AS TEXT), ''), note) "
+            f"WHERE event_id IN ({', '.join([p] * n)}) AND state IN ({allowed}) RETURNING event_id"
+        )
+
+    def review_many_args(
+        self, action: ReviewAction, event_ids: list[str], user: str, note: str | None, now: datetime
+    ) -> tuple[Any, ...]:
+        """The parameters of `review_many_sql`."""
+        return (REVIEW_TO[action], user, self.encode_time(now), note, *event_ids, *REVIEW_FROM[action])
+
     def keep_sql(self) -> str:
         """Mark an incident kept (never pruned) or not; parameters ``(kept, user, now, event_id)``."""
         p = self.param
@@ -213,6 +231,10 @@ class Dialect:
         """One incident by ``event_id``."""
         return f"SELECT {', '.join(columns)} FROM events WHERE event_id = {self.param}"
 
+    def select_many_sql(self, n: int) -> str:
+        """``n`` incidents by ``event_id`` (`RECORD_COLUMNS`), in no particular order."""
+        return f"SELECT {', '.join(RECORD_COLUMNS)} FROM events WHERE event_id IN ({', '.join([self.param] * n)})"
+
     def where(self, where: EventFilter) -> tuple[str, list[Any]]:
         """The WHERE clause of a filter (``""`` for none) and its parameters."""
         clauses: list[str] = []
@@ -236,6 +258,11 @@ class Dialect:
             clauses.append(f"time_utc < {self.param}")
             args.append(self.encode_time(where.until))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def count_by_camera_sql(self, where: EventFilter) -> tuple[str, list[Any]]:
+        """``(SQL, parameters)``: ``camera_id, COUNT(*)`` of the incidents matching ``where``, per camera."""
+        clause, args = self.where(where)
+        return f"SELECT camera_id, COUNT(*) FROM events{clause} GROUP BY camera_id", args
 
     def page_sql(
         self, where: EventFilter, *, limit: int | None, offset: int, newest_first: bool

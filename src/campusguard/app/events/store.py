@@ -37,7 +37,8 @@ import csv
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
@@ -74,6 +75,8 @@ __all__ = [
     "EventFilter",
     "ReviewAction",
     "ReviewConflictError",
+    "BulkReview",
+    "MAX_BULK_REVIEW",
     "StoreUnavailableError",
     "check_can_end",
     "check_page",
@@ -201,6 +204,25 @@ class ReviewConflictError(InvalidInputError):
     """A review action does not apply to the incident's current state (e.g. acknowledging a resolved one)."""
 
 
+MAX_BULK_REVIEW = 500
+"""The most incidents one `UpsertingEventStore.review_many` call reviews (one transaction)."""
+
+
+@dataclass(frozen=True)
+class BulkReview:
+    """What `UpsertingEventStore.review_many` did, per incident.
+
+    Attributes:
+        updated: the incidents the action changed, as they are now (in the order asked).
+        missing: ids of no incident.
+        conflicts: id -> current state, for incidents the action does not apply to (already resolved...).
+    """
+
+    updated: list[EventRecord] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    conflicts: dict[str, str] = field(default_factory=dict)
+
+
 class RecordQuery(Protocol):
     """What `query_events` reads through: one page of matching incidents and their number."""
 
@@ -256,6 +278,53 @@ class UpsertingEventStore:
     def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """Run one read statement; its rows."""
         raise NotImplementedError
+
+    def _review_batch(
+        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
+    ) -> tuple[set[str], list[tuple[Any, ...]]]:
+        """In one transaction: run ``update`` (`Dialect.review_many_sql`, returning the ids it changed)
+        then ``select`` (`Dialect.select_many_sql`); ``(ids changed, rows selected)``."""
+        raise NotImplementedError
+
+    # review of many incidents -------------------------------------------------------------------
+    def review_many(
+        self, event_ids: Sequence[str], action: ReviewAction, *, user: str, note: str | None = None
+    ) -> BulkReview:
+        """Acknowledge or resolve several incidents with one note, in one transaction (committed
+        when this returns). Each incident moves only if its state allows (as `review` does); the
+        others are reported, never raised: unknown ids in ``missing``, wrong states in ``conflicts``.
+        A repeated id counts once.
+
+        Raises:
+            InvalidInputError: an unknown action, or more than `MAX_BULK_REVIEW` ids.
+        """
+        check_review_action(action)
+        ids = list(dict.fromkeys(event_ids))
+        if len(ids) > MAX_BULK_REVIEW:
+            raise InvalidInputError(f"at most {MAX_BULK_REVIEW} incidents per bulk review, got {len(ids)}")
+        if not ids:
+            return BulkReview()
+        d = self.dialect
+        update = (d.review_many_sql(action, len(ids)), d.review_many_args(action, ids, user, note, datetime.now(UTC)))
+        changed, rows = self._review_batch(
+            f"reviewing {len(ids)} events", update, (d.select_many_sql(len(ids)), tuple(ids))
+        )
+        records = {r.event.event_id: r for r in map(d.record, rows)}
+        result = BulkReview()
+        for eid in ids:
+            record = records.get(eid)
+            if record is None:
+                result.missing.append(eid)
+            elif eid in changed:
+                result.updated.append(record)
+            else:
+                result.conflicts[eid] = record.state
+        return result
+
+    def count_by_camera(self, where: EventFilter = EventFilter()) -> dict[str, int]:  # noqa: B008 - frozen
+        """The number of incidents matching ``where`` per camera (cameras with none are absent)."""
+        sql, args = self.dialect.count_by_camera_sql(where)
+        return {str(r[0]): int(r[1]) for r in self._fetch("counting events by camera", sql, tuple(args))}
 
     # keep and retention -----------------------------------------------------------------------
     def keep(self, event_id: str, kept: bool, *, user: str) -> EventRecord:
@@ -454,6 +523,13 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
     def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._lock:
             return [tuple(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def _review_batch(
+        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
+    ) -> tuple[set[str], list[tuple[Any, ...]]]:
+        with self._lock, write_transaction(self._conn) as conn:  # check, change and read in one transaction
+            changed = {str(r[0]) for r in conn.execute(*update).fetchall()}
+            return changed, [tuple(r) for r in conn.execute(*select).fetchall()]
 
     def reclaim_space(self, *, force: bool = False) -> int:
         """VACUUM the file when a quarter of it (and at least 1 MiB) is free pages, or ``force``; then

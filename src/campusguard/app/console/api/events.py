@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -12,7 +13,17 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
 from campusguard.app.console.auth import MEDIA_HEADERS, ConsoleState, audit, console_state, require_role
-from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, KeepRequest, NoteRequest, Responses
+from campusguard.app.console.schemas import (
+    EVENT_ID_PATTERN,
+    BulkReviewOut,
+    BulkReviewRequest,
+    EventOut,
+    EventPage,
+    KeepRequest,
+    NoteRequest,
+    OpenIncidents,
+    Responses,
+)
 from campusguard.app.events.store import (
     EventFilter,
     ReviewAction,
@@ -211,3 +222,50 @@ def keep(event_id: EventId, body: KeepRequest, request: Request) -> EventOut:
     data = event_json(state, record.to_dict())
     state.runtime.publish_event_update(data)
     return EventOut(**data)
+
+
+# review at scale: bulk acknowledge / resolve, open incidents per camera (the wall's markers) ------
+@router.post(
+    "/events/bulk",
+    dependencies=[Depends(require_role("operator"))],
+    responses={501: {"description": "This event store cannot review in bulk."}},
+)
+def bulk_review(body: BulkReviewRequest, request: Request) -> BulkReviewOut:
+    """Acknowledge or resolve up to 500 incidents with one note (operator or admin), in one transaction.
+
+    Incidents the action does not apply to (``conflicts``: id -> current state) and unknown ids
+    (``missing``) are reported and left alone; the others change. Each changed incident gets its own
+    audit entry (``event.acknowledge`` / ``event.resolve``, with the note and ``bulk``: how many were
+    asked) and is pushed to the live event stream like a single review.
+    """
+    state = console_state(request)
+    store = state.runtime.store
+    if not isinstance(store, UpsertingEventStore):
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store cannot review in bulk")
+    user = request.state.user.name
+    result = store.review_many(body.ids, body.action, user=user, note=body.note)
+    asked = len(set(body.ids))
+    state.users.audit_many(
+        user,
+        [(f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked}) for r in result.updated],
+    )
+    updated = []
+    for record in result.updated:
+        data = event_json(state, record.to_dict())
+        state.runtime.publish_event_update(data)
+        updated.append(EventOut(**data))
+    return BulkReviewOut(updated=updated, missing=result.missing, conflicts=result.conflicts)
+
+
+@router.get("/open-incidents")
+def open_incidents(request: Request) -> OpenIncidents:
+    """How many open (not yet acknowledged) incidents each camera has: the camera wall's markers."""
+    store = console_state(request).runtime.store
+    where = EventFilter(state="open")
+    if isinstance(store, UpsertingEventStore):
+        counts = store.count_by_camera(where)
+    else:  # one count per camera
+        names = console_state(request).runtime.camera_names()
+        counts = {n: store.query_records(replace(where, camera_id=n), limit=0)[1] for n in names}
+    counts = {name: n for name, n in sorted(counts.items()) if n}
+    return OpenIncidents(cameras=counts, total=sum(counts.values()))

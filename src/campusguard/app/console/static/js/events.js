@@ -1,11 +1,13 @@
-// The incident timeline: filters (kept in the URL), pages of 50, acknowledge, and live updates:
-// new and changed incidents arrive over server-sent events and appear without a reload.
+// The incident timeline: filters (kept in the URL), pages of 50, acknowledge, bulk acknowledge /
+// resolve of the selected incidents with one note (operators), and live updates: new and changed
+// incidents arrive over server-sent events and appear without a reload.
 import "./nav.js";
 import {
   ApiError, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds, showError, stateBadge,
 } from "./api.js";
 
 const PAGE = 50;
+const BULK_MAX = 500; // the API's limit per bulk review
 const form = document.getElementById("filters");
 const list = document.getElementById("timeline");
 const more = document.getElementById("more");
@@ -14,6 +16,15 @@ const errorBox = document.getElementById("events-error");
 const liveState = document.getElementById("live-state");
 const csvLink = document.getElementById("csv-link");
 const FIELDS = ["camera", "kind", "state", "rule", "since", "until"];
+const bulk = document.getElementById("bulk");
+const selectAll = document.getElementById("select-all");
+const bulkCount = document.getElementById("bulk-count");
+const bulkNote = document.getElementById("bulk-note");
+const bulkAck = document.getElementById("bulk-ack");
+const bulkResolve = document.getElementById("bulk-resolve");
+const bulkResult = document.getElementById("bulk-result");
+const canReview = hasRole("operator");
+const selected = new Set(); // ids of the checked incidents
 let offset = 0;
 let count = 0;
 
@@ -62,6 +73,21 @@ function renderItem(event) {
     : el("div", { class: "placeholder" }, "no snapshot");
   const duration = eventDuration(event);
   const actions = el("div", { class: "actions" });
+  let pick = null;
+  if (canReview) {
+    pick = el("input", {
+      type: "checkbox",
+      class: "pick",
+      "aria-label": `Select ${kindLabel(event.kind)} on ${event.camera}`,
+      disabled: event.state === "resolved",
+      checked: selected.has(event.id) && event.state !== "resolved",
+    });
+    pick.addEventListener("change", () => {
+      if (pick.checked) selected.add(event.id);
+      else selected.delete(event.id);
+      updateBulk();
+    });
+  }
   if (hasRole("operator") && event.state === "open") {
     const button = el("button", { type: "button", class: "ack primary" }, "Acknowledge");
     button.addEventListener("click", () => acknowledge(event, button));
@@ -74,6 +100,7 @@ function renderItem(event) {
   return el(
     "li",
     { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state, time: eventTime(event) } },
+    pick,
     el("a", { class: "thumb", href, tabindex: "-1" }, thumb),
     el(
       "div",
@@ -91,6 +118,46 @@ function renderItem(event) {
     ),
     actions,
   );
+}
+
+/** The bulk bar: how many are selected, and whether the buttons apply. */
+function updateBulk() {
+  for (const id of [...selected]) {
+    const box = list.querySelector(`li[data-id="${CSS.escape(id)}"] input.pick`);
+    if (!box || box.disabled) selected.delete(id); // gone from the page, or resolved meanwhile
+  }
+  const boxes = [...list.querySelectorAll("input.pick:not(:disabled)")];
+  const tooMany = selected.size > BULK_MAX;
+  bulkCount.textContent = tooMany ? `${selected.size} selected (at most ${BULK_MAX} at once)` : `${selected.size} selected`;
+  bulkCount.className = tooMany ? "error" : "muted";
+  bulkAck.disabled = bulkResolve.disabled = selected.size === 0 || tooMany;
+  selectAll.checked = boxes.length > 0 && boxes.every((b) => b.checked);
+  selectAll.indeterminate = !selectAll.checked && boxes.some((b) => b.checked);
+}
+
+/** Acknowledge or resolve every selected incident with the one note; report what was skipped. */
+async function bulkReview(action) {
+  const ids = [...selected];
+  if (!ids.length) return;
+  bulkAck.disabled = bulkResolve.disabled = true;
+  try {
+    const out = await api("/api/v1/events/bulk", { method: "POST", body: { ids, action, note: bulkNote.value.trim() } });
+    for (const event of out.updated) {
+      selected.delete(event.id);
+      upsert(event, false);
+    }
+    const done = `${out.updated.length} ${action === "acknowledge" ? "acknowledged" : "resolved"}`;
+    const skipped = Object.entries(out.conflicts).map(([id, st]) => `${id} is ${st}`);
+    skipped.push(...out.missing.map((id) => `${id} no longer exists`));
+    for (const id of [...Object.keys(out.conflicts), ...out.missing]) selected.delete(id);
+    bulkResult.textContent = skipped.length ? `${done}; skipped ${skipped.length}: ${skipped.join(", ")}.` : `${done}.`;
+    bulkResult.hidden = false;
+    if (out.updated.length) bulkNote.value = "";
+    showError(errorBox, "");
+  } catch (err) {
+    showError(errorBox, `Not done: ${err.message}`);
+  }
+  updateBulk();
 }
 
 function setTotal() {
@@ -124,12 +191,15 @@ function upsert(event, fromStream) {
     item.classList.add("fresh");
     setTimeout(() => item.classList.remove("fresh"), 4000);
   }
+  if (canReview) updateBulk();
 }
 
 async function load(reset) {
   if (reset) {
     offset = 0;
     list.replaceChildren();
+    selected.clear();
+    bulkResult.hidden = true;
   }
   const params = apiFilters();
   params.set("limit", String(PAGE));
@@ -145,6 +215,7 @@ async function load(reset) {
     setTotal();
     more.hidden = offset >= page.total;
     if (!page.total) list.append(el("li", { class: "empty muted" }, "No incidents match these filters."));
+    if (canReview) updateBulk();
   } catch (err) {
     showError(errorBox, `Could not load incidents: ${err.message}`);
   }
@@ -198,4 +269,20 @@ form.addEventListener("reset", () => setTimeout(() => {
   load(true);
 }));
 more.addEventListener("click", () => load(false));
+if (canReview) {
+  bulk.hidden = false;
+  list.classList.add("selectable");
+  selectAll.addEventListener("change", () => {
+    for (const box of list.querySelectorAll("input.pick:not(:disabled)")) {
+      box.checked = selectAll.checked;
+      const id = box.closest("li").dataset.id;
+      if (box.checked) selected.add(id);
+      else selected.delete(id);
+    }
+    updateBulk();
+  });
+  bulkAck.addEventListener("click", () => bulkReview("acknowledge"));
+  bulkResolve.addEventListener("click", () => bulkReview("resolve"));
+  bulk.addEventListener("submit", (e) => e.preventDefault());
+}
 init();

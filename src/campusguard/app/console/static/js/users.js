@@ -1,9 +1,8 @@
-// Users (admin): list, add, remove, create an API token; and the audit log of every state change.
+// Users (admin): list, add, remove, create an API token (the audit log has its own page, audit.js).
 import "./nav.js";
 import { api, currentUser, el, formatTime, showError } from "./api.js";
 
 const rows = document.getElementById("user-rows");
-const auditRows = document.getElementById("audit-rows");
 const errorBox = document.getElementById("users-error");
 const tokenOut = document.getElementById("token-out");
 const form = document.getElementById("add-user");
@@ -28,27 +27,9 @@ async function createToken(name) {
       el("code", {}, out.token),
     );
     tokenOut.hidden = false;
-    await refreshAudit();
   } catch (err) {
     showError(errorBox, err.message);
   }
-}
-
-async function refreshAudit() {
-  const page = await api("/api/v1/audit?limit=50");
-  auditRows.replaceChildren(
-    ...page.items.map((a) =>
-      el(
-        "tr",
-        {},
-        el("td", {}, formatTime(a.time)),
-        el("td", {}, a.user || "–"),
-        el("td", {}, a.action),
-        el("td", {}, a.target || ""),
-        el("td", { class: "muted" }, Object.keys(a.details || {}).length ? JSON.stringify(a.details) : ""),
-      ),
-    ),
-  );
 }
 
 async function refresh() {
@@ -76,7 +57,6 @@ async function refresh() {
         );
       }),
     );
-    await refreshAudit();
   } catch (err) {
     showError(errorBox, err.message);
   }

@@ -1,7 +1,9 @@
 // The camera wall: a tile per camera with its live view (MJPEG) or a still refreshed every second,
-// and its status (state, frame rates, drops, reconnects, age of the last frame), polled every 2 s.
+// and its status (state, frame rates, drops, reconnects, age of the last frame), polled every 2 s;
+// a red marker on a tile whose camera has open (unacknowledged) incidents, with their number and a
+// link to them, refreshed whenever the live event stream reports a change (and every 15 s).
 import "./nav.js";
-import { api, el, hasRole, showError } from "./api.js";
+import { api, el, eventStream, hasRole, showError } from "./api.js";
 
 const LIVE_LIMIT = 4; // browsers allow ~6 connections per site over HTTP/1.1: more cameras use stills
 const STATUS_EVERY_MS = 2000;
@@ -14,7 +16,9 @@ const summary = document.getElementById("wall-summary");
 const modeSelect = document.getElementById("view-mode");
 const diskUse = document.getElementById("disk-use");
 const DISK_EVERY_MS = 30000;
-const tiles = new Map(); // camera name -> {root, img, badge, stats, name, timer}
+const tiles = new Map(); // camera name -> {root, img, badge, marker, stats, name, timer}
+const INCIDENTS_EVERY_MS = 15000;
+let openCounts = {}; // camera name -> open incidents
 
 modeSelect.value = localStorage.getItem("cg-wall-mode") || "auto";
 
@@ -31,6 +35,11 @@ function makeTile(camera) {
   const img = el("img", { class: "frame", alt: `Camera ${camera.name}` });
   const placeholder = el("div", { class: "placeholder" }, "No picture yet");
   const badge = el("span", { class: "badge" });
+  const marker = el("a", {
+    class: "incident-marker",
+    href: `/events?camera=${encodeURIComponent(camera.name)}&state=open`,
+    hidden: true,
+  });
   const stats = el("p", { class: "stats muted" });
   const links = el(
     "p",
@@ -41,11 +50,12 @@ function makeTile(camera) {
   const root = el(
     "article",
     { class: "tile card", dataset: { camera: camera.name } },
-    el("div", { class: "view" }, img, placeholder, badge),
+    el("div", { class: "view" }, img, placeholder, badge, marker),
     el("header", {}, el("h2", {}, camera.name), links),
     stats,
   );
-  const tile = { root, img, placeholder, badge, stats, name: camera.name, timer: null, retry: null };
+  const tile = { root, img, placeholder, badge, marker, stats, name: camera.name, timer: null, retry: null };
+  showMarker(tile);
   img.addEventListener("load", () => {
     placeholder.hidden = true;
     root.classList.add("has-frame");
@@ -58,6 +68,30 @@ function makeTile(camera) {
     }
   });
   return tile;
+}
+
+/** The tile's open-incident marker: "3 open" linking to them, hidden at none. */
+function showMarker(tile) {
+  const n = openCounts[tile.name] || 0;
+  tile.marker.hidden = n === 0;
+  tile.marker.textContent = `${n} open`;
+  tile.marker.title = `${n} open incident${n === 1 ? "" : "s"} on ${tile.name}: show them`;
+  tile.root.classList.toggle("has-incident", n > 0);
+}
+
+async function pollIncidents() {
+  try {
+    openCounts = (await api("/api/v1/open-incidents")).cameras;
+    tiles.forEach(showMarker);
+  } catch (err) {
+    // the camera status line reports an unreachable server; keep the last markers
+  }
+}
+
+let incidentsTimer = null;
+function refreshIncidentsSoon() {
+  clearTimeout(incidentsTimer); // a burst of events costs one request
+  incidentsTimer = setTimeout(pollIncidents, 300);
 }
 
 function stopView(tile) {
@@ -172,3 +206,8 @@ poll();
 setInterval(poll, STATUS_EVERY_MS);
 pollDisk();
 setInterval(pollDisk, DISK_EVERY_MS);
+pollIncidents();
+setInterval(pollIncidents, INCIDENTS_EVERY_MS);
+eventStream(refreshIncidentsSoon, (state) => {
+  if (state === "live") refreshIncidentsSoon(); // catch up on what changed while disconnected
+});
