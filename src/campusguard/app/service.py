@@ -273,6 +273,7 @@ class WatchService:
                 disk=self.disk,
                 on_frame=self.on_frame,
                 tracked_out=self.tracked.get(cam.id),
+                blur=p.blur,
             )
             self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)
@@ -346,7 +347,15 @@ class WatchService:
         """Swap `build_camera_parts`' result in: the camera's analytics thread takes it before its
         next frame (open events of the old rules are ended); its tracker keeps its tracks."""
         self.analytics[camera_id].replace_rules(parts.rules, parts.geometry)
+        self.apply_privacy(camera_id, parts)
         self.loaded, self.config = loaded, loaded.config
+
+    def apply_privacy(self, camera_id: str, parts: CameraParts) -> None:
+        """Swap a camera's privacy masks (its reader, from the next frame read) and blur (its analytics)."""
+        for reader in self.readers:
+            if reader.camera_id == camera_id:
+                reader.mask = parts.mask
+        self.analytics[camera_id].blur = parts.blur
 
     def refresh_metrics(self) -> None:
         """Copy the readers' counters into the cameras' `CameraMetrics` (they are owned by the readers)."""

@@ -374,7 +374,7 @@ class CameraGroup:
         Raises:
             KeyError: not a camera of this group.
         """
-        got = self.hub.latest_jpeg(camera_id)
+        got = self.hub.latest_jpeg(camera_id, redacted=True)  # blur by role is not told apart on Ray: all get it
         if got is None:
             return None
         key = (self.incarnation, got[0])

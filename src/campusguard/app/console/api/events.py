@@ -13,6 +13,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 
 from campusguard.app.console.auth import ConsoleState, audit, console_state, require_role
 from campusguard.app.console.schemas import EVENT_ID_PATTERN, EventOut, EventPage, KeepRequest, NoteRequest, Responses
+from campusguard.app.console.users import role_at_least
 from campusguard.app.events.store import (
     EventFilter,
     ReviewAction,
@@ -137,11 +138,17 @@ def get_event(event_id: EventId, request: Request) -> EventOut:
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
+    """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
+    an operator's or admin's download of the sharp file of such a camera is audited."""
     state = console_state(request)
-    _record(state, event_id)
-    path = state.runtime.event_media(event_id, kind)  # resolved by the runtime under its media folder
+    camera = _record(state, event_id)["camera"]
+    sharp = role_at_least(request.state.user.role, "operator")
+    path = state.runtime.event_media(event_id, kind, redacted=not sharp)  # resolved under its media folder
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
+    blur = state.runtime.camera_blur(camera)
+    if sharp and blur != "none":
+        audit(request, f"media.{kind}.sharp", event_id, camera=camera, blur=blur)
     return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers={"Cache-Control": "private, max-age=3600"})
 
 
