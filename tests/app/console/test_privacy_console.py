@@ -120,13 +120,21 @@ def test_the_detector_only_ever_got_masked_frames(scene) -> None:
     assert detector.frames == truth["num_frames"] and detector.unmasked_frames == 0
 
 
-def test_the_live_camera_snapshot_is_masked_for_every_role(scene) -> None:
+def test_the_live_camera_snapshot_is_masked_for_every_role_and_blurred_for_viewers(scene) -> None:
     console, _, _ = scene
-    for user in ("ada", "vera"):
-        image = _image(_get(console, "/api/v1/cameras/cam0/snapshot.jpg", user))
+    images = {}
+    for user in ("ada", "otto", "vera"):
+        image = images[user] = _image(_get(console, "/api/v1/cameras/cam0/snapshot.jpg", user))
         assert image.shape[:2] == (H, W)
         assert _flat(image[OVERLAY_FREE]), user
         assert not _flat(image[BAND_PX + 8 :]), "the rest of the frame is shown"
+    latest = console.runtime.hub.latest("cam0")
+    assert latest is not None and latest.redact_xyxy is not None
+    persons = [b for b in latest.redact_xyxy.tolist() if b[3] - b[1] > 30]
+    assert persons, "no person in the last frame"
+    sharp_var, viewer_var = _person_variance(images["ada"], persons), _person_variance(images["vera"], persons)
+    assert viewer_var < 0.5 * sharp_var, (sharp_var, viewer_var)  # the overlay's box outlines stay sharp
+    assert _person_variance(images["otto"], persons) == sharp_var
 
 
 def _events(console: ConsoleUnderTest) -> list[dict[str, Any]]:
