@@ -11,6 +11,7 @@ import io
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -164,9 +165,9 @@ def _person_x(frame: LiveFrame) -> float:
     return float(boxes[:, 2].max()) if len(boxes) else -1.0
 
 
-def _wait(condition: object, message: str, timeout_s: float = 30.0) -> None:
+def _wait(condition: Callable[[], bool], message: str, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, message
         time.sleep(0.05)
 
@@ -224,3 +225,27 @@ def test_scan_masks_recordings_too(scene: Path, tmp_path: Path) -> None:
         kinds[name] = sorted(e.rule_kind for e in read_events(out / "events.db"))
     assert kinds["open"] == ["fire_lane", "intrusion"]
     assert kinds["masked"] == ["fire_lane"]  # the person is hidden before they have been in the east zone 1 s
+
+
+def test_the_live_hub_encodes_the_redacted_view_only_for_redacted_clients() -> None:
+    from campusguard.app.media.live import FrameHub
+
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    hub = FrameHub(["a", "b"], max_fps=100)
+    base = {"index": 1, "timestamp_s": 0.0, "image": image, "detections": Detections.empty(), "names": {0: "person"}}
+    hub.publish(LiveFrame(camera_id="a", resolution_wh=(160, 120), **base))
+    hub.publish(
+        LiveFrame(
+            camera_id="b", resolution_wh=(160, 120), redact_xyxy=np.array([[40, 20, 100, 110]], np.float32), **base
+        )
+    )
+    try:
+        assert hub.snapshot_jpeg("a", redacted=True) == hub.snapshot_jpeg("a") and hub.encoded_frames("a") == 1
+        sharp, redacted = hub.snapshot_jpeg("b"), hub.snapshot_jpeg("b", redacted=True)
+        assert sharp != redacted and hub.encoded_frames("b") == 2
+        with hub.open_viewer("b", redacted=True) as viewer, hub.open_viewer("b") as plain:
+            assert viewer.get(5.0) == redacted and plain.get(5.0) == sharp
+        assert hub.encoded_frames("b") == 2  # once per frame and variant, whatever the number of clients
+    finally:
+        hub.close()
