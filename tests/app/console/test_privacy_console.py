@@ -211,3 +211,43 @@ def test_recordings_and_clips_are_masked_and_viewers_get_the_blurred_clip(scene,
     entries, _ = console.users.audit_entries(limit=1)
     assert entries[0].action == "media.clip.sharp" and entries[0].user == "ada"
     assert json.dumps(entries[0].details) and entries[0].details["blur"] == "persons"
+
+
+def test_a_privacy_edit_applies_live_through_the_consoles_edit_path(console_video: Path, tmp_path: Path) -> None:
+    """What the zones PUT does after validation (`CameraBackend.prepare_zones`, then apply), with a new
+    privacy section: the running camera's frames are masked and blurred from then on, no restart."""
+    from fakes_console import console_yaml, make_console
+
+    from campusguard.app.config import parse_config
+
+    config = tmp_path / "watch.yaml"
+    text = console_yaml(console_video, tmp_path, live=True)
+    config.write_text(text)
+    c = make_console(config, tmp_path, start=True)
+    try:
+        runtime = c.runtime
+        _until(lambda: runtime.hub.latest("cam1") is not None)
+        assert runtime.camera_blur("cam1") == "none" and not runtime.hub.latest("cam1").blurred  # type: ignore[union-attr]
+        privacy = "    privacy:\n      blur: faces\n      fill_bgr: [0, 255, 0]\n      masks: [{polygon: [[0, 0], [320, 0], [320, 60], [0, 60]]}]\n"
+        edited = text.replace("    zones:\n", privacy + "    zones:\n", 1)
+        loaded = parse_config(edited, str(config))
+        apply = runtime.cameras.prepare_zones(loaded, edited, "cam1")
+        apply()
+        runtime.loaded = loaded  # as `ConsoleRuntime.put_zones` does once the file is saved
+        _until(lambda: np.all(runtime.hub.latest("cam1").image[:60] == (0, 255, 0)))  # type: ignore[union-attr]
+        _until(lambda: runtime.hub.latest("cam1").blurred)  # type: ignore[union-attr]
+        assert runtime.camera_blur("cam1") == "faces"
+        frame = runtime.hub.latest("cam1")
+        assert frame is not None and not np.any(
+            np.all(frame.image[61:] == (0, 255, 0), axis=2)
+        )  # boundary row 60 is masked
+    finally:
+        runtime.stop()
+        c.users.close()
+
+
+def _until(condition: Any, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
