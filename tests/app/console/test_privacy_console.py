@@ -208,8 +208,12 @@ def test_recordings_and_clips_are_masked_and_viewers_get_the_blurred_clip(scene,
         (tmp_path / f"{user}.mp4").write_bytes(body)
         clip_frames = _video_frames(tmp_path / f"{user}.mp4")
         assert clip_frames and all(_flat(f[:60, f.shape[1] // 2 :]) for f in clip_frames)
-    entries, _ = console.users.audit_entries(limit=1)
+    entries, total = console.users.audit_entries(limit=1)
     assert entries[0].action == "media.clip.sharp" and entries[0].user == "ada"
+    r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=1000-"})
+    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total  # the rest of one download
+    r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=-100000000"})
+    assert r.status_code in (200, 206) and console.users.audit_entries(limit=1)[1] == total + 1  # the whole file
     assert json.dumps(entries[0].details) and entries[0].details["blur"] == "persons"
 
 

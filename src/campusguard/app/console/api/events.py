@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -28,6 +29,7 @@ MAX_CSV_ROWS = 100_000
 SSE_KEEPALIVE_S = 15.0
 _NOT_FOUND: Responses = {404: {"description": "No such event (or it has no such file)."}}
 _MEDIA_TYPES = {"snapshot": "image/jpeg", "clip": "video/mp4"}
+_LATER_RANGE = re.compile(r"^bytes=[1-9][0-9]*-[0-9]*$")
 
 
 def event_json(state: ConsoleState, data: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +149,10 @@ def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
     blur = state.runtime.camera_blur(camera)
-    if sharp and blur != "none":
+    # once per download: a player's later range requests (one range after byte 0: the rest of a clip)
+    # are the same download; any request that can return byte 0 is audited
+    later_part = _LATER_RANGE.match(request.headers.get("range", "").replace(" ", "")) is not None
+    if sharp and blur != "none" and not later_part:
         audit(request, f"media.{kind}.sharp", event_id, camera=camera, blur=blur)
     return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers={"Cache-Control": "private, max-age=3600"})
 
