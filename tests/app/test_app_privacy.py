@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -249,3 +250,43 @@ def test_the_live_hub_encodes_the_redacted_view_only_for_redacted_clients() -> N
         assert hub.encoded_frames("b") == 2  # once per frame and variant, whatever the number of clients
     finally:
         hub.close()
+
+
+def test_a_camera_group_masks_and_keeps_redacted_media_for_the_console(tmp_path: Path) -> None:
+    """What `serve --ray` copies from a camera group: the redacted snapshot and clip next to the sharp ones."""
+    sys.path.insert(0, str(Path(__file__).parent / "cluster"))
+    from fakes_cluster import cameras_config, make_detector_factory, write_walks
+
+    from campusguard.app.cluster.group import CameraGroup, MediaOptions
+
+    video = write_walks(tmp_path / "v0.avi", 60)
+    privacy = "    privacy:\n      blur: persons\n      masks: [{polygon: [[0, 0], [320, 0], [320, 40], [0, 40]]}]\n"
+    text = cameras_config([video], tmp_path, cameras_per_actor=1).replace("    zones:\n", privacy + "    zones:\n", 1)
+    group = CameraGroup(
+        parse_config(text, "c.yaml"),
+        ["cam0"],
+        detector_factory=lambda loaded: make_detector_factory(loaded, 0.0),
+        media=MediaOptions(0.5, 0.5),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not group.pull().finished:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        starts = [e for _, e in group.outbox.pending(100)[0] if e.phase == "start"]
+        assert starts
+        eid = starts[0].event_id
+        sharp, redacted = group.media("snapshot", eid), group.media("snapshot_redacted", eid)
+        assert sharp is not None and redacted is not None and sharp != redacted
+        for jpeg in (sharp, redacted):
+            image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+            assert int(image[:36].max()) <= 6  # the mask, in both
+        while (clip := group.media("clip_redacted", eid)) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert clip[4:8] == b"ftyp" and clip != group.media("clip", eid)
+        got = group.frame_jpeg("cam0")
+        latest = group.hub.latest_jpeg("cam0", redacted=True)
+        assert got is not None and latest is not None and got[1] == latest[1]  # the console's one variant
+    finally:
+        group.discard_media()
