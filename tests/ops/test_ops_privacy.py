@@ -118,3 +118,12 @@ def test_shape_inside_a_concave_polygon(shape: list[list[float]], closed: bool, 
     # a U: the notch x 40..60, y 30..50 is outside
     u = np.array([[0, 0], [100, 0], [100, 50], [60, 50], [60, 30], [40, 30], [40, 50], [0, 50]], float)
     assert shape_inside_polygon(np.array(shape, float), u, closed=closed) is inside
+
+
+def test_pixel_masks_keep_covering_the_same_scene_part_at_another_resolution() -> None:
+    """A camera that comes back at half its resolution: a mask in pixels of the first frame is scaled."""
+    corner = [[120, 90], [160, 90], [160, 120], [120, 120]]  # bottom-right quarter-ish of 160x120
+    scaled = FrameMask([(corner, "pixels")], reference_wh=(160, 120)).apply(_noise(60, 80))
+    assert np.all(scaled[46:, 61:] == 0) and scaled[:44].any()
+    unscaled = FrameMask([(corner, "pixels")]).apply(_noise(60, 80))  # without a reference: off the frame
+    assert unscaled[46:, 61:].any()

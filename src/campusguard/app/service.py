@@ -215,7 +215,14 @@ class WatchService:
             q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
             queues[cam.id] = q
             self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
-            reader = reader_for(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
+            reader = reader_for(
+                cam,
+                q,
+                self.stop_event,
+                opener=self.opener,
+                opened=self._opened.pop(cam.id, None),
+                reference_wh=self.probes[cam.id].resolution_wh,
+            )
             self.readers.append(reader)
         for reader in self.readers:
             self._spawn(f"reader-{reader.camera_id}", reader.run)

@@ -51,15 +51,20 @@ class FrameMask:
         polygons: ``[(points, units)]``: each ``(K, 2)`` vertices in ``units`` (``pixels``,
             ``fraction`` of the frame, or ``auto``); already checked (`polygon_problem`).
         fill_bgr: the colour, ``(blue, green, red)`` 0..255.
+        reference_wh: the frame size (width, height) pixel coordinates are given for; a frame of
+            another size (a camera that came back at another resolution) gets them scaled, so a
+            mask keeps covering the same part of the scene. None: pixels are taken as they are.
     """
 
     def __init__(
         self,
         polygons: Sequence[tuple[Sequence[Sequence[float]] | np.ndarray, Units]],
         fill_bgr: Sequence[int] = (0, 0, 0),
+        reference_wh: tuple[int, int] | None = None,
     ) -> None:
         self.polygons = [(np.asarray(p, dtype=np.float64).reshape(-1, 2), units) for p, units in polygons]
         self.fill_bgr = tuple(int(c) for c in fill_bgr)
+        self.reference_wh = reference_wh
         self._cache: tuple[tuple[int, int], list[np.ndarray]] | None = None
 
     def __bool__(self) -> bool:
@@ -67,7 +72,11 @@ class FrameMask:
 
     def polygons_px(self, resolution_wh: tuple[int, int]) -> list[np.ndarray]:
         """``(K, 2) float64`` pixel polygons for frames of ``resolution_wh`` (width, height)."""
-        return [to_pixels(p, resolution_wh, units, "privacy mask") for p, units in self.polygons]
+        ref = self.reference_wh
+        if ref is None or ref == resolution_wh:
+            return [to_pixels(p, resolution_wh, units, "privacy mask") for p, units in self.polygons]
+        scale = np.asarray(resolution_wh, np.float64) / np.asarray(ref, np.float64)
+        return [to_pixels(p, ref, units, "privacy mask") * scale for p, units in self.polygons]
 
     def _fill_polygons(self, resolution_wh: tuple[int, int]) -> list[np.ndarray]:
         cache = self._cache

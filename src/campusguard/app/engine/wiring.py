@@ -81,11 +81,12 @@ class CameraParts:
     blur: BlurMode = "none"
 
 
-def frame_mask_for(privacy: PrivacyConfig) -> FrameMask | None:
-    """The `FrameMask` of a camera's privacy section, or None when it has no mask."""
+def frame_mask_for(privacy: PrivacyConfig, reference_wh: tuple[int, int] | None = None) -> FrameMask | None:
+    """The `FrameMask` of a camera's privacy section, or None when it has no mask; ``reference_wh``:
+    the frame size its pixel coordinates are for (the camera's first frame, as for its zones)."""
     if not privacy.masks:
         return None
-    return FrameMask([(m.polygon, m.units) for m in privacy.masks], fill_bgr=privacy.fill_bgr)
+    return FrameMask([(m.polygon, m.units) for m in privacy.masks], privacy.fill_bgr, reference_wh)
 
 
 def build_tracker(cfg: TrackerConfig, fps: float) -> ByteTrackTracker:
@@ -172,7 +173,7 @@ def build_camera(
         build_tracker(loaded.config.tracker, fps),
         RuleEngine(cam.id, rules),
         geometry,
-        mask=frame_mask_for(cam.privacy),
+        mask=frame_mask_for(cam.privacy, resolution_wh),
         blur=cam.privacy.blur,
     )
 
@@ -268,8 +269,10 @@ def reader_for(
     *,
     opener: Callable[[CameraConfig], FrameSource] = open_camera,
     opened: FrameSource | None = None,
+    reference_wh: tuple[int, int] | None = None,
 ) -> CameraReader:
-    """The `CameraReader` of a camera section."""
+    """The `CameraReader` of a camera section; ``reference_wh``: the frame size its privacy masks'
+    pixel coordinates are for (the probed first frame)."""
     return CameraReader(
         cam.id,
         queue,
@@ -285,7 +288,7 @@ def reader_for(
         reconnect_max_s=cam.reconnect.max_s,
         reconnect_factor=cam.reconnect.factor,
         opened=opened,
-        mask=frame_mask_for(cam.privacy),
+        mask=frame_mask_for(cam.privacy, reference_wh),
     )
 
 
