@@ -215,7 +215,14 @@ class WatchService:
             q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
             queues[cam.id] = q
             self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
-            reader = reader_for(cam, q, self.stop_event, opener=self.opener, opened=self._opened.pop(cam.id, None))
+            reader = reader_for(
+                cam,
+                q,
+                self.stop_event,
+                opener=self.opener,
+                opened=self._opened.pop(cam.id, None),
+                reference_wh=self.probes[cam.id].resolution_wh,
+            )
             self.readers.append(reader)
         for reader in self.readers:
             self._spawn(f"reader-{reader.camera_id}", reader.run)
@@ -273,6 +280,7 @@ class WatchService:
                 disk=self.disk,
                 on_frame=self.on_frame,
                 tracked_out=self.tracked.get(cam.id),
+                blur=p.blur,
             )
             self.analytics[cam.id] = worker
             self._spawn(f"analytics-{cam.id}", worker.run)
@@ -346,7 +354,15 @@ class WatchService:
         """Swap `build_camera_parts`' result in: the camera's analytics thread takes it before its
         next frame (open events of the old rules are ended); its tracker keeps its tracks."""
         self.analytics[camera_id].replace_rules(parts.rules, parts.geometry)
+        self.apply_privacy(camera_id, parts)
         self.loaded, self.config = loaded, loaded.config
+
+    def apply_privacy(self, camera_id: str, parts: CameraParts) -> None:
+        """Swap a camera's privacy masks (its reader, from the next frame read) and blur (its analytics)."""
+        for reader in self.readers:
+            if reader.camera_id == camera_id:
+                reader.mask = parts.mask
+        self.analytics[camera_id].blur = parts.blur
 
     def refresh_metrics(self) -> None:
         """Copy the readers' counters into the cameras' `CameraMetrics` (they are owned by the readers)."""

@@ -317,3 +317,25 @@ def test_watch_keeps_media_under_max_media_and_stores_every_incident(tmp_path: P
     assert results["capped"][0] <= 30_000
     assert results["capped"][1] == results["free"][1] and results["free"][1]  # every incident stored
     assert all(e.snapshot_path is None or Path(e.snapshot_path).exists() for e in results["capped"][2])
+
+
+def test_redacted_variants_go_with_their_sharp_media_and_are_no_orphans(
+    store: UpsertingEventStore, make_event: Callable[..., Event], tmp_path: Path
+) -> None:
+    """Blur by role writes ``<snapshot>.redacted.jpg`` and ``<event>.redacted.mp4`` beside the sharp files."""
+    from campusguard.app.media.redact import redacted_path
+
+    day = 86400.0
+    variants = {}
+    for event_id, ago in (("old", 100 * day), ("kept", 100 * day), ("young", 1 * day)):
+        snap = _incident(store, make_event, event_id, tmp_path, ended_ago_s=ago)
+        age = ago + 10
+        variants[event_id] = (
+            _file(snap.parent, redacted_path(snap).name, age_s=age),
+            _file(tmp_path / "clips", f"{event_id}.redacted.mp4", age_s=age),
+        )
+    store.keep("kept", True, user="ops")
+    report = Pruner(_policy(), _layout(tmp_path), store, ["cam0"]).run()
+    assert report.rows == 1 and report.files == {"snapshots": 2, "clips": 2}  # old's sharp and redacted files
+    assert not any(p.exists() for p in variants["old"])
+    assert all(p.exists() for p in variants["kept"] + variants["young"])  # not orphans: their sharp file is named

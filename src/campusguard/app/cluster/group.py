@@ -41,6 +41,7 @@ from campusguard.app.engine.wiring import DetectorFactory, default_detector_fact
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame
+from campusguard.app.media.redact import redacted_path
 from campusguard.app.service import WatchService
 from campusguard.errors import CampusGuardError
 
@@ -84,7 +85,8 @@ log = logging.getLogger("campusguard.app.cluster")
 FrameKey = tuple[str, int]
 """Which frame a `CameraGroup.frame_jpeg` answer is: the group's incarnation and the frame's number in it."""
 
-MediaKind = Literal["snapshot", "clip"]
+MediaKind = Literal["snapshot", "clip", "snapshot_redacted", "clip_redacted"]
+"""An incident's snapshot or clip, or (blur by role) the redacted variant written next to it."""
 
 
 class ClusterError(CampusGuardError):
@@ -374,7 +376,7 @@ class CameraGroup:
         Raises:
             KeyError: not a camera of this group.
         """
-        got = self.hub.latest_jpeg(camera_id)
+        got = self.hub.latest_jpeg(camera_id, redacted=True)  # blur by role is not told apart on Ray: all get it
         if got is None:
             return None
         key = (self.incarnation, got[0])
@@ -382,11 +384,13 @@ class CameraGroup:
 
     def media(self, kind: MediaKind, event_id: str) -> bytes | None:
         """The JPEG snapshot or MP4 clip this incarnation wrote for an incident, or ``None`` (none, or not yet)."""
-        if kind == "snapshot":
+        if kind in ("snapshot", "snapshot_redacted"):
             name = self._snapshots.get(event_id)
             path = None if name is None else Path(name)
         else:
             path = None if self.clips is None else self.clips.path_for(event_id)
+        if path is not None and kind.endswith("_redacted"):
+            path = redacted_path(path)
         if path is None or not path.is_file():
             return None
         return path.read_bytes()

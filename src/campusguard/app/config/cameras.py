@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
+import numpy as np
 from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
@@ -15,6 +16,8 @@ from campusguard.app.config.retention import CameraRetentionConfig
 from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
+from campusguard.ops.privacy import shape_inside_polygon
+from campusguard.zones import to_pixels
 
 __all__ = ["CameraConfig", "ReconnectConfig", "source_kind"]
 
@@ -173,6 +176,8 @@ class CameraConfig(ConfigModel):
                     errors.append(((key, i, "name"), f"name {name!r} is used twice in camera {self.id!r}"))
         if self.resolution_wh is not None:
             errors.extend(self.frame_errors(self.resolution_wh, "the declared resolution"))
+        else:
+            errors.extend(self.privacy_errors(None))
         rule_names = [r.display_name() for r in self.rules]
         for ri, rule in enumerate(self.rules):
             if rule_names[ri] in rule_names[:ri]:
@@ -209,6 +214,41 @@ class CameraConfig(ConfigModel):
         errors += [
             e for i, ln in enumerate(self.lines) for e in _misfit(ln.build, resolution_wh, ("lines", i, "points"), what)
         ]
+        return errors + [(loc, f"{msg} ({what})") for loc, msg in self.privacy_errors(resolution_wh)]
+
+    def privacy_errors(self, resolution_wh: tuple[int, int] | None) -> list[tuple[Loc, str]]:
+        """Zones and lines lying inside a privacy mask: they would never see anything.
+
+        Without a frame size (``None``) only shapes in the same units as the mask are compared.
+        """
+        errors: list[tuple[Loc, str]] = []
+        shapes = [
+            (("zones", i, "polygon"), f"zone {z.name!r}", z.polygon, z.units, True) for i, z in enumerate(self.zones)
+        ]
+        shapes += [
+            (("lines", i, "points"), f"line {ln.name!r}", ln.points, ln.units, False) for i, ln in enumerate(self.lines)
+        ]
+        for loc, what, points, units, closed in shapes:
+            for mask in self.privacy.masks:
+                if resolution_wh is None and units != mask.units:
+                    continue
+                wh = resolution_wh or (1, 1)  # same units: compared as they are
+                try:
+                    inside = shape_inside_polygon(
+                        to_pixels(np.asarray(points, float), wh, units, what),
+                        to_pixels(np.asarray(mask.polygon, float), wh, mask.units, "privacy mask"),
+                        closed=closed,
+                    )
+                except InvalidInputError:
+                    continue  # a shape that cannot be placed is reported by its own check
+                if inside:
+                    errors.append(
+                        (
+                            loc,
+                            f"{what} lies inside privacy mask {mask.name!r}, so it would never see anything; move it or the mask",
+                        )
+                    )
+                    break
         return errors
 
 

@@ -31,6 +31,7 @@ from campusguard.app.events.store import EventStore
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub
+from campusguard.app.media.redact import redacted_path
 from campusguard.app.service import WatchService
 
 if TYPE_CHECKING:
@@ -311,6 +312,7 @@ class ClusterCameras:
         self._hub = PulledFrameHub(cameras, self._pull_frame, max_fps=live_fps)
         self._cameras = list(cameras)
         self._service: ClusterWatch | None = None
+        self._blurred: set[str] = set()  # cameras with privacy.blur: their incidents' redacted media are copied too
 
     @property
     def hub(self) -> FrameHub:
@@ -331,6 +333,7 @@ class ClusterCameras:
             media=MediaOptions(self.clips.pre_s, self.clips.post_s),
         )
         service = ClusterWatch(loaded, self.executor, out=self.out, on_event=on_event, store=store)
+        self._note_blur(loaded)
         self.media.start()  # before the groups' first events
         try:
             service.start()
@@ -375,10 +378,20 @@ class ClusterCameras:
         """Copy the incident's snapshot and clip from the camera's actor, on the media thread."""
         if not MEDIA_EVENT_ID.match(event.event_id):
             return
+        blurred = event.camera_id in self._blurred  # the viewers' variants, written by the actor beside the sharp ones
         if event.snapshot_path:
-            self.media.request(event.camera_id, "snapshot", event.event_id, self._snapshot_copy(event.event_id), 30.0)
+            copy = self._snapshot_copy(event.event_id)
+            self.media.request(event.camera_id, "snapshot", event.event_id, copy, 30.0)
+            if blurred:
+                self.media.request(event.camera_id, "snapshot_redacted", event.event_id, redacted_path(copy), 30.0)
         within_s = self.clips.pre_s + self.clips.post_s + 60.0
-        self.media.request(event.camera_id, "clip", event.event_id, self.clips.path_for(event.event_id), within_s)
+        clip = self.clips.path_for(event.event_id)
+        self.media.request(event.camera_id, "clip", event.event_id, clip, within_s)
+        if blurred:
+            self.media.request(event.camera_id, "clip_redacted", event.event_id, redacted_path(clip), within_s)
+
+    def _note_blur(self, loaded: LoadedConfig) -> None:
+        self._blurred = {c.id for c in loaded.config.cameras if c.privacy.blur != "none"}
 
     def snapshot_file(self, event_id: str, store: EventStore) -> Path | None:
         """Only the copies count: the actors' snapshot paths are on their nodes."""
@@ -397,6 +410,7 @@ class ClusterCameras:
         executor.check_config(loaded, text, camera, self.timeout_s)
 
         def apply() -> None:
+            self._note_blur(loaded)
             try:
                 executor.set_config(loaded, text, camera, self.timeout_s)
             except GroupUnavailableError as exc:  # saved; the group gets it with its next pull

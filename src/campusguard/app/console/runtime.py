@@ -38,6 +38,7 @@ import yaml
 
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
 from campusguard.app.config import load_config, parse_config
+from campusguard.app.config.privacy import BlurMode
 from campusguard.app.config.retention import parse_free
 from campusguard.app.console.cameras import (
     MEDIA_EVENT_ID,
@@ -61,6 +62,7 @@ from campusguard.app.infra.diskspace import VolumeState, disk_health
 from campusguard.app.infra.durable import replace_durably
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
+from campusguard.app.media.redact import redacted_path
 from campusguard.errors import CampusGuardError, ConfigError
 
 if TYPE_CHECKING:
@@ -307,22 +309,31 @@ class ConsoleRuntime:
             full_volumes=list(disk_health().full_volumes().values()),
         )
 
-    def snapshot_jpeg(self, camera: str) -> bytes | None:
+    def snapshot_jpeg(self, camera: str, redacted: bool = False) -> bytes | None:
         """JPEG of the camera's latest annotated frame (``None`` before the first); ``KeyError`` if unknown.
+
+        ``redacted``: with the camera's blur applied (a viewer-role client); the same as sharp
+        for a camera without blur.
 
         Raises:
             GroupUnavailableError: on Ray, the camera's group did not answer in time (restarting).
         """
         self._check_camera(camera)
-        return self.hub.snapshot_jpeg(camera)
+        return self.hub.snapshot_jpeg(camera, redacted)
 
-    def open_viewer(self, camera: str, maxsize: int = 2) -> Viewer:
+    def open_viewer(self, camera: str, maxsize: int = 2, redacted: bool = False) -> Viewer:
         """A live viewer (``get(timeout) -> JPEG bytes | None``, ``close()``); ``KeyError`` if unknown.
 
-        On Ray a viewer gets no frames while the camera's group restarts.
+        ``redacted``: it gets the camera's blurred frames. On Ray a viewer gets no frames while
+        the camera's group restarts.
         """
         self._check_camera(camera)
-        return self.hub.open_viewer(camera, maxsize)
+        return self.hub.open_viewer(camera, maxsize, redacted)
+
+    def camera_blur(self, camera: str) -> BlurMode:
+        """The camera's ``privacy.blur`` as now configured (``none`` for a camera no longer in the config)."""
+        cam = next((c for c in self.loaded.config.cameras if c.id == camera), None)
+        return "none" if cam is None else cam.privacy.blur
 
     # events ---------------------------------------------------------------------------------
     def event_json(self, event_id: str) -> dict[str, Any] | None:
@@ -339,8 +350,23 @@ class ConsoleRuntime:
         """Push a change made outside the pipeline (acknowledge, resolve) to the subscribers."""
         self.bus.publish(event)
 
-    def event_media(self, event_id: str, kind: Literal["snapshot", "clip"]) -> Path | None:
-        """The event's snapshot JPEG or clip MP4, only if it is a file under the runtime's media folders."""
+    def event_media(self, event_id: str, kind: Literal["snapshot", "clip"], redacted: bool = False) -> Path | None:
+        """The event's snapshot JPEG or clip MP4, only if it is a file under the runtime's media folders.
+
+        ``redacted`` (a viewer-role client): where the event's camera has blur on, its redacted
+        variant only (`campusguard.app.media.redact.redacted_path`), never the sharp file:
+        ``None`` when there is none (media written before the blur was switched on).
+        """
+        sharp = self._sharp_media(event_id, kind)
+        if sharp is None or not redacted:
+            return sharp
+        event = self.store.get(event_id)
+        if event is None or self.camera_blur(event.camera_id) == "none":
+            return sharp
+        variant = redacted_path(sharp)
+        return variant if variant.is_file() else None
+
+    def _sharp_media(self, event_id: str, kind: Literal["snapshot", "clip"]) -> Path | None:
         if not isinstance(event_id, str) or not MEDIA_EVENT_ID.match(event_id):  # media names are built from ids
             return None
         if kind == "clip":

@@ -14,6 +14,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from campusguard.app.config.privacy import BlurMode
 from campusguard.app.engine.detection import TrackedBoxes
 from campusguard.app.engine.metrics import CameraMetrics
 from campusguard.app.engine.sources import EndOfStream, Frame
@@ -24,6 +25,7 @@ from campusguard.app.infra.diskspace import DiskHealth, disk_health
 from campusguard.app.infra.durable import write_whole
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame, render_live_frame
+from campusguard.app.media.redact import redact_image, redacted_path, redaction_areas
 from campusguard.app.rules import RuleEngine
 from campusguard.detections import Detections
 from campusguard.ops.boxes import resize_boxes
@@ -79,6 +81,10 @@ class AnalyticsWorker:
         tracked_out: where this camera's tracked boxes are published after every frame (for
             its motion gate), or None.
         disk: where full volumes are reported (default: the process's `disk_health()`).
+        blur: the camera's ``privacy.blur`` (``none``, ``persons``, ``faces``): with blur, each
+            frame carries the person areas viewers get blurred (from this frame's detections and
+            tracks), and each snapshot is written a second time redacted (`redacted_path`). The
+            attribute may be replaced while the worker runs (a config edit).
     """
 
     def __init__(
@@ -97,8 +103,10 @@ class AnalyticsWorker:
         on_frame: Callable[[LiveFrame], None] | None = None,
         tracked_out: TrackedBoxes | None = None,
         disk: DiskHealth | None = None,
+        blur: BlurMode = "none",
     ) -> None:
         self.camera_id = camera_id
+        self.blur = blur
         self.inbox = inbox
         self.events_out = events_out
         self.tracker = tracker
@@ -171,10 +179,12 @@ class AnalyticsWorker:
         events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
         self._last_ts = frame.timestamp_s
         self._last_frame = frame
+        blur = self.blur
+        redact = None if blur == "none" else redaction_areas(blur, self.names, dets, tracked)
         for ev in events:
-            self._emit(ev, frame)
+            self._emit(ev, frame, redact)
         if self.video is not None or self.on_frame is not None:
-            live = self._live_frame(frame, tracked)
+            live = self._live_frame(frame, tracked, redact)
             if self.video is not None:
                 self.video.write(render_live_frame(live), wall.timestamp())
             if self.on_frame is not None:
@@ -182,9 +192,9 @@ class AnalyticsWorker:
         self.metrics.frames_processed += 1
         return events
 
-    def _emit(self, ev: Event, frame: Frame | None) -> None:
+    def _emit(self, ev: Event, frame: Frame | None, redact: np.ndarray | None = None) -> None:
         if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
-            snapshot = self._snapshot(ev, frame)
+            snapshot = self._snapshot(ev, frame, redact)
             if snapshot is not None:
                 ev = ev.with_snapshot(str(snapshot))
         elif ev.event_id in self._open and self._open[ev.event_id].snapshot_path:
@@ -196,14 +206,26 @@ class AnalyticsWorker:
         self.metrics.events += 1
         put_until(self.events_out, EventMessage(ev), self.failed.is_set)
 
-    def _snapshot(self, ev: Event, frame: Frame) -> Path | None:
-        """Write the event's JPEG (complete, or not at all); None when it could not be written."""
+    def _snapshot(self, ev: Event, frame: Frame, redact: np.ndarray | None = None) -> Path | None:
+        """Write the event's JPEG (complete, or not at all); None when it could not be written.
+
+        With ``redact`` (areas in pixels of the geometry's frame size) its redacted variant is
+        written first, so a sharp snapshot never exists without the one viewers are given.
+        """
         assert self.snapshots_dir is not None
         path = (
             self.snapshots_dir
             / f"{self.camera_id}_{frame.index:07d}_{ev.rule_name.replace(':', '-')}_{ev.event_id[:8]}.jpg"
         )
-        ok, jpeg = cv2.imencode(".jpg", frame.image)
+        if redact is not None:
+            redacted = redact_image(frame.image, redact, self.geometry.resolution_wh)
+            if self._write_jpeg(ev, redacted, redacted_path(path)) is None:
+                return None
+        return self._write_jpeg(ev, frame.image, path)
+
+    def _write_jpeg(self, ev: Event, image: np.ndarray, path: Path) -> Path | None:
+        assert self.snapshots_dir is not None
+        ok, jpeg = cv2.imencode(".jpg", image)
         if not ok:
             self.snapshots_failed += 1
             log.error("snapshot of event %s could not be encoded", ev.event_id)
@@ -224,7 +246,7 @@ class AnalyticsWorker:
         self.disk.ok(path)
         return path
 
-    def _live_frame(self, frame: Frame, tracked: Detections) -> LiveFrame:
+    def _live_frame(self, frame: Frame, tracked: Detections, redact: np.ndarray | None = None) -> LiveFrame:
         """The frame with what the annotated view draws on it (nothing is drawn or copied here)."""
         open_events = list(self._open.values())
         return LiveFrame(
@@ -240,6 +262,7 @@ class AnalyticsWorker:
             alert_zones=[e.zone for e in open_events],
             incidents=[f"{e.rule_kind} in {e.zone} ({frame.timestamp_s - e.start_s:.0f} s)" for e in open_events],
             header=f"{self.camera_id}  t={frame.timestamp_s:7.1f} s  frame {frame.index}",
+            redact_xyxy=redact,
         )
 
     def _finish(self) -> None:

@@ -8,7 +8,10 @@ OpenCV's FFMPEG backend), reads frames, stamps them and puts them on a `FrameQue
 - file sources by default block instead, so every frame is processed in order and results
   are reproducible (timestamps come from the frame index and the file's frame rate);
 - a live source that fails or stalls is reopened with exponential back-off, and may come
-  back at another resolution (every frame carries its own size).
+  back at another resolution (every frame carries its own size);
+- a camera's privacy masks are filled on each frame here, as it is read: this is the one place
+  frames enter the pipeline, so detection, the motion gate, live view, snapshots, clips and
+  recordings never see the masked pixels (`CameraReader.mask`, swapped live by a config edit).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from campusguard.app.infra.queues import BoundedQueue
 from campusguard.errors import SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
 from campusguard.ops.preprocess import to_bgr_uint8 as _to_bgr
+from campusguard.ops.privacy import FrameMask
 
 __all__ = [
     "CameraReader",
@@ -283,6 +287,8 @@ class CameraReader:
         reconnect_factor: each failed attempt multiplies the delay by this.
         max_broken_frames: consecutive failed reads of a file tolerated (the decoder resumes at the next key frame) before it is treated as ended.
         opened: a source already opened (by the start-up probe) to read first instead of opening one.
+        mask: privacy masks filled on every frame before it is queued; the attribute ``mask`` may be
+            replaced while the reader runs (a reference swap, taken at the next frame).
     """
 
     def __init__(
@@ -303,8 +309,10 @@ class CameraReader:
         reconnect_factor: float = 2.0,
         max_broken_frames: int = 300,
         opened: FrameSource | None = None,
+        mask: FrameMask | None = None,
     ) -> None:
         self.camera_id = camera_id
+        self.mask = mask
         self.queue = queue
         self.stop = stop
         self.open_source = open_source
@@ -449,6 +457,9 @@ class CameraReader:
                 self.stats.frames_skipped_fps_cap += 1
                 continue
             self._last_emitted_ts = timestamp
+            mask = self.mask
+            if mask is not None:
+                image = mask.apply(image)
             if not self.queue.put(Frame(self.camera_id, index, timestamp, image, now), self.stop):
                 return False
         return False

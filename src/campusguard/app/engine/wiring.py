@@ -31,6 +31,7 @@ from campusguard.app.config import (
     TrackerConfig,
     WatchConfig,
 )
+from campusguard.app.config.privacy import BlurMode, PrivacyConfig
 from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
@@ -38,6 +39,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
 from campusguard.motion import MotionDetector, MotionGate
+from campusguard.ops.privacy import FrameMask
 from campusguard.tracking import ByteTrackTracker
 from campusguard.zones import LineZone, PolygonZone
 
@@ -50,6 +52,7 @@ __all__ = [
     "build_tracker",
     "default_detector_factory",
     "detector_key",
+    "frame_mask_for",
     "model_for_precision",
     "motion_gate_for",
     "open_alert_sinks",
@@ -64,11 +67,26 @@ log = logging.getLogger("campusguard.app.engine.wiring")
 
 @dataclass
 class CameraParts:
-    """What one camera's analytics worker needs."""
+    """What one camera's analytics worker needs, and its reader's privacy mask.
+
+    Attributes:
+        mask: filled on every frame by the camera's reader, before anything else sees it.
+        blur: what viewers see blurred (`campusguard.app.config.privacy.BlurMode`).
+    """
 
     tracker: ByteTrackTracker
     rules: RuleEngine
     geometry: CameraGeometry
+    mask: FrameMask | None = None
+    blur: BlurMode = "none"
+
+
+def frame_mask_for(privacy: PrivacyConfig, reference_wh: tuple[int, int] | None = None) -> FrameMask | None:
+    """The `FrameMask` of a camera's privacy section, or None when it has no mask; ``reference_wh``:
+    the frame size its pixel coordinates are for (the camera's first frame, as for its zones)."""
+    if not privacy.masks:
+        return None
+    return FrameMask([(m.polygon, m.units) for m in privacy.masks], privacy.fill_bgr, reference_wh)
 
 
 def build_tracker(cfg: TrackerConfig, fps: float) -> ByteTrackTracker:
@@ -151,7 +169,13 @@ def build_camera(
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
         lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
-    return CameraParts(build_tracker(loaded.config.tracker, fps), RuleEngine(cam.id, rules), geometry)
+    return CameraParts(
+        build_tracker(loaded.config.tracker, fps),
+        RuleEngine(cam.id, rules),
+        geometry,
+        mask=frame_mask_for(cam.privacy, resolution_wh),
+        blur=cam.privacy.blur,
+    )
 
 
 # factories: detectors, sources, store and sinks ------------------------------------------------
@@ -245,8 +269,10 @@ def reader_for(
     *,
     opener: Callable[[CameraConfig], FrameSource] = open_camera,
     opened: FrameSource | None = None,
+    reference_wh: tuple[int, int] | None = None,
 ) -> CameraReader:
-    """The `CameraReader` of a camera section."""
+    """The `CameraReader` of a camera section; ``reference_wh``: the frame size its privacy masks'
+    pixel coordinates are for (the probed first frame)."""
     return CameraReader(
         cam.id,
         queue,
@@ -262,6 +288,7 @@ def reader_for(
         reconnect_max_s=cam.reconnect.max_s,
         reconnect_factor=cam.reconnect.factor,
         opened=opened,
+        mask=frame_mask_for(cam.privacy, reference_wh),
     )
 
 

@@ -13,6 +13,11 @@ file that ended), or at `close`; a writer thread then encodes it as H.264 (Main 
 yuv420p, ``+faststart``) MP4, which browsers play, through PyAV's libx264 (OpenCV's wheels
 cannot encode H.264). Presentation times come from the frames' timestamps, so a clip keeps
 its real duration when frames were dropped.
+
+A frame of a camera with blur on (`LiveFrame.blurred`) is buffered twice, sharp and redacted,
+and its incidents get two clips: ``<event_id>.mp4`` and, for viewers,
+``<event_id>.redacted.mp4`` (`campusguard.app.media.redact.redacted_path`), the redacted one
+written first.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import numpy as np
 
 from campusguard.app.infra.queues import DropOldestQueue
 from campusguard.app.media.live import LiveFrame, encode_jpeg, render_live_frame
+from campusguard.app.media.redact import redacted_path
 from campusguard.errors import require
 
 __all__ = ["ClipRecorder", "FrameRing", "write_mp4"]
@@ -41,7 +47,8 @@ log = logging.getLogger("campusguard.app.media.clips")
 
 
 class FrameRing:
-    """Recent ``(timestamp_s, jpeg)`` frames of one camera, bounded by seconds and by bytes.
+    """Recent ``(timestamp_s, jpeg)`` frames of one camera (each with its redacted JPEG or None),
+    bounded by seconds and by bytes.
 
     Args:
         max_seconds: frames older than the newest minus this are dropped.
@@ -52,16 +59,21 @@ class FrameRing:
         self.max_seconds = max_seconds
         self.max_bytes = max_bytes
         self.nbytes = 0
-        self._frames: deque[tuple[float, bytes]] = deque()
+        self._frames: deque[tuple[float, bytes, bytes | None]] = deque()
 
-    def append(self, timestamp_s: float, jpeg: bytes) -> None:
-        self._frames.append((timestamp_s, jpeg))
-        self.nbytes += len(jpeg)
+    def append(self, timestamp_s: float, jpeg: bytes, redacted: bytes | None = None) -> None:
+        self._frames.append((timestamp_s, jpeg, redacted))
+        self.nbytes += len(jpeg) + len(redacted or b"")
         while self._frames and (timestamp_s - self._frames[0][0] > self.max_seconds or self.nbytes > self.max_bytes):
-            self.nbytes -= len(self._frames.popleft()[1])
+            _, old, old_redacted = self._frames.popleft()
+            self.nbytes -= len(old) + len(old_redacted or b"")
 
     def between(self, start_s: float, end_s: float) -> list[tuple[float, bytes]]:
         """Frames with ``start_s <= timestamp <= end_s``, oldest first."""
+        return [(t, j) for t, j, _ in self.between_both(start_s, end_s)]
+
+    def between_both(self, start_s: float, end_s: float) -> list[tuple[float, bytes, bytes | None]]:
+        """`between` with each frame's redacted JPEG (None for a frame of a camera without blur)."""
         return [f for f in self._frames if start_s <= f[0] <= end_s]
 
     @property
@@ -79,7 +91,7 @@ class _Job:
     event_id: str
     start_s: float
     end_s: float
-    frames: list[tuple[float, bytes]] = field(default_factory=list)
+    frames: list[tuple[float, bytes, bytes | None]] = field(default_factory=list)
 
 
 def _even(n: int) -> int:
@@ -232,16 +244,20 @@ class ClipRecorder:
         self._jobs.clear()
         self._to_write.put(None)
 
-    def _buffer(self, frame: LiveFrame) -> None:
-        image = render_live_frame(frame)
+    def _encode(self, frame: LiveFrame, redacted: bool) -> bytes:
+        image = render_live_frame(frame, redacted)
         h, w = image.shape[:2]
         if w > self.max_width:
             image = cv2.resize(image, (self.max_width, round(h * self.max_width / w)), interpolation=cv2.INTER_AREA)
-        jpeg = encode_jpeg(image, self.jpeg_quality)
+        return encode_jpeg(image, self.jpeg_quality)
+
+    def _buffer(self, frame: LiveFrame) -> None:
+        jpeg = self._encode(frame, False)
+        redacted = self._encode(frame, True) if frame.blurred else None
         ring = self.rings.get(frame.camera_id)
         if ring is None:
             ring = self.rings[frame.camera_id] = FrameRing(self.pre_s + self.post_s + 10.0, self.max_bytes_per_camera)
-        ring.append(frame.timestamp_s, jpeg)
+        ring.append(frame.timestamp_s, jpeg, redacted)
         self._last_frame_at[frame.camera_id] = time.monotonic()
         for job in list(self._jobs):
             if job.camera != frame.camera_id:
@@ -249,14 +265,14 @@ class ClipRecorder:
             if frame.timestamp_s > job.end_s:
                 self._done(job)
             elif frame.timestamp_s >= job.start_s and (not job.frames or frame.timestamp_s > job.frames[-1][0]):
-                job.frames.append((frame.timestamp_s, jpeg))
+                job.frames.append((frame.timestamp_s, jpeg, redacted))
 
     def _take_requests(self) -> None:
         with self._lock:
             new, self._requests = self._requests, []
         for job in new:
             ring = self.rings.get(job.camera)
-            job.frames = ring.between(job.start_s, job.end_s) if ring is not None else []
+            job.frames = ring.between_both(job.start_s, job.end_s) if ring is not None else []
             self._jobs.append(job)
             newest = None if ring is None else ring.newest_s
             if newest is not None and newest > job.end_s:
@@ -281,7 +297,11 @@ class ClipRecorder:
                 log.warning("clip of event %s: no buffered frames of camera %s", job.event_id, job.camera)
                 continue
             try:
-                n = write_mp4(self.path_for(job.event_id), job.frames)
+                path = self.path_for(job.event_id)
+                redacted = [(t, r) for t, _, r in job.frames if r is not None]  # sharp frames never go in
+                if redacted:  # blur on: the viewers' clip first
+                    write_mp4(redacted_path(path), redacted)
+                n = write_mp4(path, [(t, j) for t, j, _ in job.frames])
                 self.written[job.event_id] = n
                 log.info("clip of event %s: %d frames", job.event_id, n)
             except Exception:  # a clip that cannot be written must not stop the console

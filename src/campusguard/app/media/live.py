@@ -10,6 +10,11 @@ Drawing and JPEG encoding happen on the hub's own thread per watched camera (at 
 caller's thread for `FrameHub.snapshot_jpeg`. Every viewer has a bounded queue that drops
 its oldest frame, so a slow viewer only ever misses frames (Frigate's per-client buffers).
 
+Blur by role: a frame of a camera with ``privacy.blur`` carries the areas to hide
+(`LiveFrame.redact_xyxy`); a *redacted* JPEG (those areas blurred before the overlay is drawn) is
+encoded only when a redacted viewer or snapshot asks for it, once per frame like the sharp one.
+For a camera without blur the two are the same JPEG.
+
 `PulledFrameHub` serves the same viewers with JPEGs pulled from elsewhere (the camera groups
 of ``serve --ray``, which keep their own `FrameHub`): one pull in flight per watched camera, at
 most ``max_fps`` a second.
@@ -28,6 +33,7 @@ import numpy as np
 
 from campusguard.app.infra.queues import DropOldestQueue
 from campusguard.app.media.annotate import draw_overlay
+from campusguard.app.media.redact import redact_image
 from campusguard.detections import Detections
 from campusguard.errors import CampusGuardError
 
@@ -51,6 +57,8 @@ class LiveFrame:
         alert_zones: zones with an open incident (drawn red).
         incidents: one text line per open incident.
         header: first text line (camera, time, frame).
+        redact_xyxy: ``(N, 4)`` areas viewers get blurred, in pixels of ``resolution_wh``; ``None``
+            when the camera has no blur (the redacted view is then the sharp one).
     """
 
     camera_id: str
@@ -65,13 +73,24 @@ class LiveFrame:
     alert_zones: Sequence[str] = ()
     incidents: Sequence[str] = ()
     header: str | None = None
+    redact_xyxy: np.ndarray | None = None
+
+    @property
+    def blurred(self) -> bool:
+        """Whether viewers get this frame redacted (its camera has blur on)."""
+        return self.redact_xyxy is not None
 
 
-def render_live_frame(frame: LiveFrame) -> np.ndarray:
-    """A new ``(H, W, 3) uint8`` BGR image of ``frame.resolution_wh`` with the overlay drawn."""
+def render_live_frame(frame: LiveFrame, redacted: bool = False) -> np.ndarray:
+    """A new ``(H, W, 3) uint8`` BGR image of ``frame.resolution_wh`` with the overlay drawn.
+
+    ``redacted``: the frame's `LiveFrame.redact_xyxy` areas blurred first (what viewers see).
+    """
     canvas = frame.image.copy()
     if (canvas.shape[1], canvas.shape[0]) != frame.resolution_wh:
         canvas = cv2.resize(canvas, frame.resolution_wh, interpolation=cv2.INTER_AREA)
+    if redacted and frame.redact_xyxy is not None and len(frame.redact_xyxy):
+        canvas = redact_image(canvas, frame.redact_xyxy, frame.resolution_wh)
     return draw_overlay(
         canvas,
         frame.detections,
@@ -99,9 +118,10 @@ class Viewer(DropOldestQueue[bytes]):
     thread and `close` when done.
     """
 
-    def __init__(self, hub: FrameHub, camera_id: str, maxsize: int) -> None:
+    def __init__(self, hub: FrameHub, camera_id: str, maxsize: int, redacted: bool = False) -> None:
         super().__init__(maxsize)
         self.camera_id = camera_id
+        self.redacted = redacted  # gets the redacted frames (a viewer-role client)
         self.fresh = True  # has not been sent a frame yet
         self._hub = hub
 
@@ -124,6 +144,7 @@ class _Slot:
         self.latest: LiveFrame | None = None
         self.seq = 0  # written only by the camera's analytics thread
         self.jpeg: tuple[int, bytes] | None = None
+        self.jpeg_redacted: tuple[int, bytes] | None = None
         self.viewers: list[Viewer] = []
         self.wake = threading.Event()
         self.lock = threading.Lock()  # viewers and the encoder thread
@@ -174,46 +195,56 @@ class FrameHub:
     def viewer_count(self, camera_id: str) -> int:
         return len(self._slot(camera_id).viewers)
 
-    def snapshot_jpeg(self, camera_id: str) -> bytes | None:
+    def snapshot_jpeg(self, camera_id: str, redacted: bool = False) -> bytes | None:
         """JPEG of the camera's latest annotated frame, or ``None`` before its first frame.
 
+        ``redacted``: with the camera's blur areas blurred (what a viewer-role client gets).
+
         Raises:
             KeyError: unknown camera.
         """
-        return self._jpeg(self._slot(camera_id))
+        return self._jpeg(self._slot(camera_id), redacted)
 
-    def latest_jpeg(self, camera_id: str) -> tuple[int, bytes] | None:
+    def latest_jpeg(self, camera_id: str, redacted: bool = False) -> tuple[int, bytes] | None:
         """``(frame number, JPEG)`` of the camera's latest annotated frame (numbers count its
-        frames from 1), or ``None`` before its first frame; encoded once per frame.
+        frames from 1), or ``None`` before its first frame; encoded once per frame and variant.
 
         Raises:
             KeyError: unknown camera.
         """
-        return self._encoded(self._slot(camera_id))
+        return self._encoded(self._slot(camera_id), redacted)
 
-    def _jpeg(self, slot: _Slot) -> bytes | None:
-        got = self._encoded(slot)
+    def _jpeg(self, slot: _Slot, redacted: bool = False) -> bytes | None:
+        got = self._encoded(slot, redacted)
         return None if got is None else got[1]
 
-    def _encoded(self, slot: _Slot) -> tuple[int, bytes] | None:
+    def _encoded(self, slot: _Slot, redacted: bool = False) -> tuple[int, bytes] | None:
         with slot.encode_lock:
             seq, frame = slot.seq, slot.latest
             if frame is None:
                 return None
-            if slot.jpeg is not None and slot.jpeg[0] == seq:
-                return slot.jpeg
-            slot.jpeg = (seq, encode_jpeg(render_live_frame(frame), self.jpeg_quality))
+            redacted = redacted and frame.blurred  # no blur: the redacted view is the sharp one
+            cached = slot.jpeg_redacted if redacted else slot.jpeg
+            if cached is not None and cached[0] == seq:
+                return cached
+            cached = (seq, encode_jpeg(render_live_frame(frame, redacted), self.jpeg_quality))
+            if redacted:
+                slot.jpeg_redacted = cached
+            else:
+                slot.jpeg = cached
             slot.encoded += 1
-            return slot.jpeg
+            return cached
 
-    def open_viewer(self, camera_id: str, maxsize: int = 2) -> Viewer:
+    def open_viewer(self, camera_id: str, maxsize: int = 2, redacted: bool = False) -> Viewer:
         """A new live viewer of a camera; it gets the latest frame at once, then each new one.
+
+        ``redacted``: it gets the frames with the camera's blur areas blurred.
 
         Raises:
             KeyError: unknown camera.
         """
         slot = self._slot(camera_id)
-        viewer = Viewer(self, camera_id, maxsize)
+        viewer = Viewer(self, camera_id, maxsize, redacted)
         with slot.lock:
             slot.viewers.append(viewer)
             if slot.thread is None and not self._closed.is_set():
@@ -246,10 +277,11 @@ class FrameHub:
             seq = self._frame_seq(camera_id, slot)
             # every viewer on a new frame; otherwise only newcomers (e.g. of a camera whose stream ended)
             targets = viewers if seq != sent_seq else [v for v in viewers if v.fresh]
-            if targets:
-                jpeg = self._jpeg(slot)
+            for redacted in (False, True):
+                group = [v for v in targets if v.redacted == redacted]
+                jpeg = self._jpeg(slot, redacted) if group else None
                 if jpeg is not None:
-                    for v in targets:
+                    for v in group:
                         v.fresh = False
                         v.offer(jpeg)
                     sent_seq = seq
@@ -309,8 +341,10 @@ class PulledFrameHub(FrameHub):
     def publish(self, frame: LiveFrame) -> None:
         raise TypeError("a PulledFrameHub pulls its frames; nothing is published to it")
 
-    def snapshot_jpeg(self, camera_id: str) -> bytes | None:
+    def snapshot_jpeg(self, camera_id: str, redacted: bool = False) -> bytes | None:
         """The camera's latest JPEG, pulled now unless pulled within the last ``1 / max_fps`` s.
+
+        The groups send one variant, redacted when the camera has blur on, to every role.
 
         Raises:
             KeyError: unknown camera.
@@ -320,8 +354,8 @@ class PulledFrameHub(FrameHub):
         self._pull(camera_id, slot, 1.0 / self.max_fps if self.max_fps > 0 else 0.0)
         return self._jpeg(slot)
 
-    def _encoded(self, slot: _Slot) -> tuple[int, bytes] | None:
-        return slot.jpeg  # pulled ready-made
+    def _encoded(self, slot: _Slot, redacted: bool = False) -> tuple[int, bytes] | None:
+        return slot.jpeg  # pulled ready-made (redacted by the group where the camera has blur on)
 
     def _wait_for_frame(self, slot: _Slot) -> None:
         slot.wake.clear()  # frames are pulled, not rung for: the loop's own pace (max_fps) is the wait

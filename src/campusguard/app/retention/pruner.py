@@ -12,6 +12,9 @@ keeps every row pointing at a file that exists:
 4. dead-letter and JSONL log lines older than their retention are dropped in place;
 5. the SQLite file is vacuumed when much of it is free pages (`reclaim_space`).
 
+A redacted variant (blur by role, `campusguard.app.media.redact.redacted_path`) goes with its
+sharp file and counts as that file's incident's media.
+
 Media of incidents that are kept or still open are never deleted. Over `max_media` or under
 the free-space floor, the oldest media (by modification time, any kind) go first until both
 hold; event rows are never deleted for space.
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from campusguard.app.config.retention import MEDIA_KINDS
+from campusguard.app.media.redact import redacted_path, sharp_path
 from campusguard.app.retention.policy import MediaLayout, RetentionPolicy, camera_of
 
 __all__ = ["PlannedFile", "PrunableStore", "PrunePlan", "PruneReport", "Pruner", "trim_jsonl"]
@@ -298,6 +302,9 @@ class Pruner:
             if key not in planned:
                 planned.add(key)
                 plan.files.append(PlannedFile(kind, path, nbytes, reason))
+                variant = redacted_path(path)
+                if kind in ("snapshots", "clips") and sharp_path(path) == path and _resolved(variant) in sizes:
+                    add(kind, variant, sizes[_resolved(variant)], reason)  # the viewers' copy goes with it
 
         media = {kind: _files(folder) for kind, folder in self.layout.media_dirs().items()}
         writing: set[Path] = set()  # each camera's newest recording, if it was written to just now
@@ -343,11 +350,11 @@ class Pruner:
         for kind, files in media.items():
             for path, nbytes, mtime in files:
                 if kind == "snapshots":
-                    if _resolved(path) not in named and self.store is not None and mtime < grace:
+                    if _resolved(sharp_path(path)) not in named and self.store is not None and mtime < grace:
                         add("orphans", path, nbytes, "orphan")
                     continue
                 if kind == "clips":
-                    event_id = path.stem
+                    event_id = sharp_path(path).stem
                     if event_id in protected:
                         continue
                     if mtime < wall - policy.ttl("clips", camera_of(event_id, self.camera_ids)):
@@ -378,7 +385,7 @@ class Pruner:
             for kind, files in media.items():
                 for path, nbytes, mtime in files:
                     key = _resolved(path)
-                    if key in planned:
+                    if key in planned or sharp_path(path) != path:  # a redacted variant goes with its sharp file
                         continue
                     owner: str | None = None
                     if kind == "snapshots":
@@ -389,9 +396,7 @@ class Pruner:
                             owner = row[0]
                         elif mtime >= grace and self.store is not None:
                             continue  # perhaps not committed yet
-                    elif (kind == "clips" and path.stem in protected) or (
-                        kind == "recordings" and path in writing
-                    ):
+                    elif (kind == "clips" and path.stem in protected) or (kind == "recordings" and path in writing):
                         continue
                     candidates.append((mtime, kind, path, nbytes, owner))
             candidates.sort(key=lambda c: c[0])

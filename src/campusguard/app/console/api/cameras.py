@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
 from campusguard.app.console.runtime import GroupUnavailableError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
+from campusguard.app.console.users import role_at_least
 from campusguard.errors import ConfigError
 
 router = APIRouter(tags=["cameras"])
@@ -22,6 +23,11 @@ _JPEG: Responses = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG 
 _UNAVAILABLE: Responses = {
     503: {"description": "With the cameras on Ray actors (serve --ray): the camera's group did not answer in time."}
 }
+
+
+def _redacted(request: Request) -> bool:
+    """Blur by role: viewers get the redacted frames (the same as sharp where the camera has no blur)."""
+    return not role_at_least(request.state.user.role, "operator")
 
 
 def _check_camera(request: Request, name: str) -> None:
@@ -37,10 +43,10 @@ def list_cameras(request: Request) -> list[CameraStatusOut]:
 
 @router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_UNAVAILABLE})
 def snapshot(name: str, request: Request) -> Response:
-    """The latest annotated frame as JPEG (404 before the first frame)."""
+    """The latest annotated frame as JPEG (404 before the first frame); blurred for viewers where the camera has blur on."""
     _check_camera(request, name)
     try:
-        jpeg = console_state(request).runtime.snapshot_jpeg(name)
+        jpeg = console_state(request).runtime.snapshot_jpeg(name, _redacted(request))
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
     except GroupUnavailableError as exc:
@@ -66,11 +72,12 @@ def mjpeg_part(jpeg: bytes) -> bytes:
 )
 async def live(name: str, request: Request) -> StreamingResponse:
     """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames.
+    Blurred for viewers where the camera has blur on.
 
     With the cameras on Ray actors the frames are pulled from the camera's actor; while it restarts no frame is sent."""
     runtime = console_state(request).runtime
     await run_in_threadpool(_check_camera, request, name)
-    viewer = await run_in_threadpool(runtime.open_viewer, name)
+    viewer = await run_in_threadpool(runtime.open_viewer, name, 2, _redacted(request))
 
     async def parts() -> AsyncIterator[bytes]:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from campusguard.app.console.schemas import (
     OpenIncidents,
     Responses,
 )
+from campusguard.app.console.users import role_at_least
 from campusguard.app.events.store import (
     EventFilter,
     ReviewAction,
@@ -38,6 +40,7 @@ MAX_CSV_ROWS = 100_000
 SSE_KEEPALIVE_S = 15.0
 _NOT_FOUND: Responses = {404: {"description": "No such event (or it has no such file)."}}
 _MEDIA_TYPES = {"snapshot": "image/jpeg", "clip": "video/mp4"}
+_LATER_RANGE = re.compile(r"^bytes=[1-9][0-9]*-[0-9]*$")
 
 
 def event_json(state: ConsoleState, data: dict[str, Any]) -> dict[str, Any]:
@@ -148,11 +151,20 @@ def get_event(event_id: EventId, request: Request) -> EventOut:
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
+    """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
+    an operator's or admin's download of the sharp file of such a camera is audited."""
     state = console_state(request)
-    _record(state, event_id)
-    path = state.runtime.event_media(event_id, kind)  # resolved by the runtime under its media folder
+    camera = _record(state, event_id)["camera"]
+    sharp = role_at_least(request.state.user.role, "operator")
+    path = state.runtime.event_media(event_id, kind, redacted=not sharp)  # resolved under its media folder
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
+    blur = state.runtime.camera_blur(camera)
+    # once per download: a player's later range requests (one range after byte 0: the rest of a clip)
+    # are the same download; any request that can return byte 0 is audited
+    later_part = _LATER_RANGE.match(request.headers.get("range", "").replace(" ", "")) is not None
+    if sharp and blur != "none" and not later_part:
+        audit(request, f"media.{kind}.sharp", event_id, camera=camera, blur=blur)
     return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers=MEDIA_HEADERS)
 
 
