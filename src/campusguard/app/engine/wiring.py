@@ -36,6 +36,7 @@ from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
+from campusguard.app.rules.engine import rule_fingerprint
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
 from campusguard.motion import MotionDetector, MotionGate
 from campusguard.tracking import ByteTrackTracker
@@ -151,7 +152,11 @@ def build_camera(
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
         lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
-    return CameraParts(build_tracker(loaded.config.tracker, fps), RuleEngine(cam.id, rules), geometry)
+    keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
+        rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
+        for r in cam.rules
+    ]
+    return CameraParts(build_tracker(loaded.config.tracker, fps), RuleEngine(cam.id, rules, keys), geometry)
 
 
 # factories: detectors, sources, store and sinks ------------------------------------------------
