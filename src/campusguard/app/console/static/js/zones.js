@@ -88,9 +88,9 @@ function load(body) {
   shapes = [
     ...body.zones.map((z) => ({ type: "zone", data: { ...z }, pts: toPixels(z.polygon, z.units) })),
     ...body.lines.map((l) => ({ type: "line", data: { ...l }, pts: toPixels(l.points, l.units) })),
-    ...(body.privacy.masks || []).map((m) => ({ type: "mask", data: { ...m }, pts: toPixels(m.polygon, m.units) })),
+    ...(body.privacy?.masks || []).map((m) => ({ type: "mask", data: { ...m }, pts: toPixels(m.polygon, m.units) })),
   ];
-  const { masks, ...rest } = body.privacy;
+  const { masks: _masks, ...rest } = body.privacy || {}; // the masks are shapes now
   privacy = rest;
   blurSelect.value = privacy.blur || "none";
   rules = (body.rules || []).map((r) => {
