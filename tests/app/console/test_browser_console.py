@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -237,8 +238,9 @@ def _frame_to_page(page: Any, xy: tuple[float, float], frame_wh: tuple[int, int]
 
 
 def test_zone_drawn_in_the_editor_is_applied(live_server, open_page, shots):
-    """Move the intrusion rule's zone where nobody walks, then draw it again in the editor over the
-    person's path: after Save, an intrusion is raised in the drawn zone."""
+    """Move the intrusion rule's zone where nobody walks, then delete it (with its rule) in the editor,
+    draw it again over the person's path and attach an intrusion rule to it: after Save the rule is in
+    the YAML and an intrusion is raised in the drawn zone."""
     runtime = live_server.console.runtime
     runtime.put_zones(
         "cam1", {"zones": [{"name": "east", "polygon": TOP_STRIP}, runtime.get_zones("cam1")["zones"][1]]}
@@ -264,6 +266,13 @@ def test_zone_drawn_in_the_editor_is_applied(live_server, open_page, shots):
     page.mouse.move(start[0], start[1] - 5, steps=3)
     page.mouse.move(*_frame_to_page(page, (170, 50)), steps=3)
     page.mouse.up()
+    page.click("#done-drawing")
+    page.select_option("#rule-kind", "intrusion")
+    page.click("#add-rule-button")
+    rule = page.locator("#rule-list details.rule").first
+    rule.locator("input[name=classes]").fill("person")
+    rule.locator("input[name=min_seconds]").fill("1")
+    rule.locator("input[name=min_seconds]").press("Tab")  # change events
     shots.take(page, "zones")
 
     # the rule watched the top strip for at least one loop of the video (6 s): no intrusion there
@@ -276,6 +285,11 @@ def test_zone_drawn_in_the_editor_is_applied(live_server, open_page, shots):
     polygon = [[round(x), round(y)] for x, y in east["polygon"]]
     assert polygon == [[170, 50], [312, 60], [312, 170], [170, 170]]
     assert "east" in live_server.console.config.read_text() and Path(f"{live_server.console.config}.bak").exists()
+    rules = yaml.safe_load(live_server.console.config.read_text())["cameras"][0]["rules"]
+    assert {"kind": "intrusion", "zone": "east", "min_seconds": 1.0} in [
+        {k: r[k] for k in ("kind", "zone", "min_seconds") if k in r} for r in rules
+    ]
+    assert [r["zone"] for r in rules if r["kind"] == "intrusion"] == ["east"]  # the deleted zone's rule went with it
 
     new = wait_until(lambda: intrusion_ids(runtime.store) - saved_ids, 20)
     assert new, "no intrusion in the drawn zone within 20 s"

@@ -207,7 +207,7 @@ def test_zones_put_is_applied_live_and_written_atomically_with_a_backup(scene: P
         ({"zones": [{"name": "gate", "polygon": [[0, 0], [400, 0], [400, 100]]}]}, "outside the 320x180 frame"),
         ({"zones": [{"name": "gate", "polygon": GATE_ON_PATH, "colour": "red"}]}, "unknown key 'colour'"),
         ({"zones": "gate"}, "zones"),
-        ({"rules": []}, "unknown key 'rules'"),
+        ({"cameras": []}, "unknown key 'cameras'"),
     ],
 )
 def test_invalid_zones_are_refused_and_nothing_changes(

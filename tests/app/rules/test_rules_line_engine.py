@@ -124,3 +124,48 @@ def test_rule_state_stays_bounded_over_many_tracks(make_detections):
         assert len(rule.track_episodes) <= 40
     assert len(engine.rules[2]._still_last) <= 40
     assert len(line._tracks) <= 80
+
+
+def test_carry_over_keeps_unchanged_rules_and_their_state(scene):
+    """An engine rebuilt from an edited config takes over the running rules whose fingerprint is
+    the same (their open incident goes on, one id); changed or removed ones are handed back to close."""
+    from campusguard.app.config import IntrusionRuleConfig, ZoneConfig
+    from campusguard.app.rules.engine import rule_fingerprint
+
+    yard = ZoneConfig(name="yard", polygon=[(200, 100), (400, 100), (400, 300), (200, 300)])
+    gate = ZoneConfig(name="gate", polygon=[(0, 0), (50, 0), (50, 50)])
+    names = {0: "person"}
+
+    def build(sections, zones):
+        built = {z.name: z.build((640, 360)) for z in zones}
+        rules = [
+            IntrusionRule(name=s.display_name(), camera_id="c", zone=built[s.zone], min_seconds=s.min_seconds)
+            for s in sections
+        ]
+        keys = [rule_fingerprint(s, zones, [], names=names, resolution_wh=(640, 360)) for s in sections]
+        return RuleEngine("c", rules, keys)
+
+    watch = IntrusionRuleConfig(zone="yard", min_seconds=0.5)
+    at_gate = IntrusionRuleConfig(zone="gate")
+    running = build([watch, at_gate], [yard, gate])
+    walker = scene.Track(1, 0, [(0.0, 300.0, 200.0), (2.0, 300.0, 200.0)])
+    events = [e for t, f, d in scene.frames([walker], 2.0) for e in running.update(t, d, f)]
+    assert [(e.rule_name, e.phase) for e in events] == [("intrusion:yard", "start")]
+    # the gate zone renamed and a rule added elsewhere: the yard rule is the same
+    moved_gate = ZoneConfig(name="door", polygon=gate.polygon)
+    edited = build([watch, IntrusionRuleConfig(zone="door")], [yard, moved_gate])
+    retired = edited.carry_over(running)
+    assert edited.rules[0] is running.rules[0] and edited.rules[1] is not running.rules[1]
+    assert [r.name for r in retired.rules] == ["intrusion:gate"]
+    assert [e.event_id for e in edited.open_events()] == [events[0].event_id]
+    # the yard moved: its rule restarts (handed back to close)
+    moved_yard = ZoneConfig(name="yard", polygon=[(210, 100), (400, 100), (400, 300), (210, 300)])
+    again = build([watch], [moved_yard])
+    retired = again.carry_over(edited)
+    assert again.rules[0] is not edited.rules[0] and [r.name for r in retired.rules] == [
+        "intrusion:yard",
+        "intrusion:door",
+    ]
+    assert [e.phase for e in retired.close(2.0)] == ["end"]
+    # rules without keys are never carried over
+    assert RuleEngine("c", [running.rules[0]]).carry_over(running).rules == running.rules

@@ -414,7 +414,7 @@ class CameraGroup:
 
         Before the start the service is made anew with it; after, the cameras whose section
         changed get their new zones, lines and rules like `WatchService.apply_camera_parts`
-        (before their next frame; their open incidents are ended).
+        (before their next frame; rules the edit left as they were keep their open incidents).
         """
         if version <= self.config_version:
             return

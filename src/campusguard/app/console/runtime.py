@@ -9,8 +9,9 @@ the side of the pipeline, none of which can slow it down:
   each incident's start, written on its own thread);
 - `EventBus` (each event, read back from the store after its commit, to every subscriber);
 - a Prometheus registry (`campusguard.app.console.prom`), read at scrape time;
-- live zone and line edits (`put_zones`): validated by the config models, swapped into the
-  running rules between two frames, and written to the YAML file atomically with a backup.
+- live zone, line, rule and privacy-mask edits (`put_zones`): validated by the config models,
+  swapped into the running camera between two frames (unchanged rules keep their state), and
+  written to the YAML file atomically with a backup.
 
 Where the cameras run is one `campusguard.app.console.cameras.CameraBackend`: `LocalCameras`
 (this process), or with ``ray_address`` (``serve --ray``) `ClusterCameras`, groups on Ray actors
@@ -25,6 +26,7 @@ Everything here is thread-safe and synchronous; the web layer calls it from work
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import sys
 import threading
@@ -69,7 +71,24 @@ if TYPE_CHECKING:
     from campusguard.app.cluster.driver import ClusterWatch
     from campusguard.app.service import WatchService
 
-__all__ = ["CameraState", "CameraStatus", "ConsoleRuntime", "GroupUnavailableError"]
+__all__ = [
+    "EDITABLE_PARTS",
+    "CameraState",
+    "CameraStatus",
+    "ConfigSaveError",
+    "ConsoleRuntime",
+    "GroupUnavailableError",
+]
+
+EDITABLE_PARTS = ("zones", "lines", "rules", "privacy")
+"""The parts of a camera's section the console edits (`ConsoleRuntime.put_zones`)."""
+
+_SENT = "<edit>"  # where parse errors of an edit point: replaced by the body's own field names
+
+
+class ConfigSaveError(CampusGuardError):
+    """The config file could not be read back or rewritten (a server problem, not the request's);
+    the message names the file, for the server's log only."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -378,73 +397,103 @@ class ConsoleRuntime:
 
     # zones ----------------------------------------------------------------------------------
     def get_zones(self, camera: str) -> dict[str, Any]:
-        """``{"zones": [...], "lines": [...]}`` of a camera, as in the config file."""
+        """``{"zones", "lines", "rules", "privacy"}`` of a camera, as in the config file; ``KeyError`` if unknown."""
         self._check_camera(camera)
         cam = next(c for c in self.loaded.config.cameras if c.id == camera)
         return {
             "zones": [z.model_dump(mode="json") for z in cam.zones],
             "lines": [ln.model_dump(mode="json") for ln in cam.lines],
+            "rules": [r.model_dump(mode="json") for r in cam.rules],
+            "privacy": cam.privacy.model_dump(mode="json"),
         }
 
     def put_zones(self, camera: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Replace a camera's zones and lines: validate, apply live, rewrite the YAML (previous kept as ``.bak``).
+        """Replace a camera's zones, lines, rules and privacy masks: validate, apply live, rewrite the
+        YAML (previous kept as ``.bak``).
 
-        ``body`` is ``{"zones": [...], "lines": [...]}`` (a missing key keeps the current list).
-        Rules naming a zone or line that no longer exists make it invalid.
+        ``body`` has any of `EDITABLE_PARTS` (a missing key keeps what the camera has). Rules naming a
+        zone or line that no longer exists make it invalid. Rules the edit leaves as they were (and
+        whose zone or line is unchanged) keep running: their ongoing incidents go on.
 
         Raises:
             KeyError: unknown camera.
-            ConfigError: the body is invalid (names the field), a zone leaves the camera's frame,
-                or the config file cannot be rewritten.
+            ConfigError: the body is invalid, a zone leaves the camera's frame, or a rule names an
+                unknown class; the message names the field of the body (``rules[0].zone: ...``) and
+                never the server's config path.
+            ConfigSaveError: the config file could not be read or rewritten; nothing changed.
             GroupUnavailableError: on Ray, the camera's group did not answer the check in time
                 (restarting); nothing changed. (When only the sending goes unanswered, the file is
                 saved and the group gets the edit with its next pull.)
         """
         self._check_camera(camera)
         if not isinstance(body, dict):
-            raise ConfigError("zones body must be an object with 'zones' and 'lines'")
-        unknown = sorted(set(body) - {"zones", "lines"})
+            raise ConfigError(f"the body must be an object with {', '.join(map(repr, EDITABLE_PARTS))}")
+        unknown = sorted(set(body) - set(EDITABLE_PARTS))
         if unknown:
-            raise ConfigError(f"zones body: unknown key {unknown[0]!r}; expected 'zones' and 'lines'")
+            raise ConfigError(f"unknown key {unknown[0]!r}; expected {', '.join(map(repr, EDITABLE_PARTS))}")
         with self._zones_lock:
             data = self._config_data()
             index = next(i for i, c in enumerate(self.loaded.config.cameras) if c.id == camera)
             cam_data = data["cameras"][index]
-            for key in ("zones", "lines"):
+            for key in EDITABLE_PARTS:
                 if key in body:
                     cam_data[key] = body[key]
-            where = f"{self.config_path} (zones of camera {camera!r} as sent)"
-            loaded = parse_config(yaml.safe_dump(data, sort_keys=False), where)
-            new_cam = loaded.config.cameras[index]
-            cam_data["zones"] = [z.model_dump(mode="json", exclude_defaults=True) for z in new_cam.zones]
-            cam_data["lines"] = [ln.model_dump(mode="json", exclude_defaults=True) for ln in new_cam.lines]
-            text = yaml.safe_dump(data, sort_keys=False)
-            loaded = parse_config(text, str(self.config_path))
-            loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
-            apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
+            try:
+                loaded = parse_config(yaml.safe_dump(data, sort_keys=False), _SENT)
+                new_cam = loaded.config.cameras[index]
+                cam_data["zones"] = [z.model_dump(mode="json", exclude_defaults=True) for z in new_cam.zones]
+                cam_data["lines"] = [ln.model_dump(mode="json", exclude_defaults=True) for ln in new_cam.lines]
+                cam_data["rules"] = [
+                    {"kind": r.kind, **r.model_dump(mode="json", exclude_defaults=True)} for r in new_cam.rules
+                ]
+                privacy = new_cam.privacy.model_dump(mode="json", exclude_defaults=True)
+                if privacy:
+                    cam_data["privacy"] = privacy
+                else:
+                    cam_data.pop("privacy", None)
+                text = yaml.safe_dump(data, sort_keys=False)
+                loaded = parse_config(text, str(self.config_path))
+                loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
+                apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
+            except ConfigError as exc:
+                raise ConfigError(self._as_sent(str(exc), index)) from None
             self._write_config(text)
             apply()
             self.loaded = loaded
         return self.get_zones(camera)
 
+    def _as_sent(self, message: str, index: int) -> str:
+        """A config error as the editor shows it: the field of the sent body (``rules[0].zone: ...``),
+        without the server's config path, its line numbers or the camera's place in the file."""
+        for where in (_SENT, str(self.config_path)):
+            if message.startswith(where):
+                message = re.sub(r"^:\d+", "", message[len(where) :]).removeprefix(": ")
+                break
+        message = message.removeprefix(f"cameras[{index}].")
+        for path in {str(self.config_path), str(self.config_path.resolve()), str(self.config_path.parent)}:
+            message = message.replace(path, "the config file")
+        return message
+
     def _config_data(self) -> dict[str, Any]:
         try:
             data = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{self.config_path}: cannot read the config file: {exc.__class__.__name__}") from None
+            raise ConfigSaveError(
+                f"{self.config_path}: cannot read the config file: {exc.__class__.__name__}"
+            ) from None
         if not isinstance(data, dict) or not isinstance(data.get("cameras"), list):
-            raise ConfigError(f"{self.config_path}: the config file no longer has a cameras list")
+            raise ConfigSaveError(f"{self.config_path}: the config file no longer has a cameras list")
         return data
 
     def _write_config(self, text: str) -> None:
         """Write the config durably (`campusguard.app.infra.durable.replace_durably`); keep the old one as ``.bak``."""
         path = self.config_path
-        header = f"# rewritten by the CampusGuard console (zones/lines edit); previous version in {path.name}.bak\n"
+        header = f"# rewritten by the CampusGuard console (zones/rules edit); previous version in {path.name}.bak\n"
         try:
             shutil.copy2(path, path.with_name(path.name + ".bak"))
             replace_durably(path, (header + text).encode("utf-8"))
         except OSError as exc:
-            raise ConfigError(f"{path}: cannot rewrite the config file: {exc}") from None
+            raise ConfigSaveError(f"{path}: cannot rewrite the config file: {exc}") from None
 
     # metrics --------------------------------------------------------------------------------
     def _prom_sample(self) -> PipelineSample:

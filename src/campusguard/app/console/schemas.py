@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from campusguard.app.config import LineConfig, ZoneConfig
+from campusguard.app.config.privacy import PrivacyConfig
+from campusguard.app.config.rules import RuleConfig
 from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
 from campusguard.app.events.store import MAX_BULK_REVIEW
 
@@ -167,14 +169,21 @@ def _finite(points: list[tuple[float, float]]) -> bool:
 
 
 class ZonesBody(_Request):
-    """A camera's zones and lines, in the config file's form."""
+    """A camera's zones, lines, rules and privacy section, in the config file's form (the same models).
+
+    In a request, ``zones`` and ``lines`` default to none; without ``rules`` or ``privacy`` the
+    camera keeps the ones it has."""
 
     zones: Annotated[list[ZoneConfig], Field(max_length=64)] = Field(default_factory=list)
     lines: Annotated[list[LineConfig], Field(max_length=64)] = Field(default_factory=list)
+    rules: Annotated[list[RuleConfig], Field(max_length=128)] = Field(default_factory=list)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @model_validator(mode="after")
     def _finite_coordinates(self) -> ZonesBody:
-        if not all(_finite(z.polygon) for z in self.zones) or not all(_finite(ln.points) for ln in self.lines):
+        shapes = [z.polygon for z in self.zones] + [ln.points for ln in self.lines]
+        shapes += [m.polygon for m in self.privacy.masks]
+        if not all(_finite(points) for points in shapes):
             raise ValueError("coordinates must be finite numbers")
         return self
 

@@ -131,7 +131,9 @@ class AnalyticsWorker:
     def replace_rules(self, rules: RuleEngine, geometry: CameraGeometry) -> None:
         """Swap in new rules and zones before the next frame (thread-safe; the tracker is kept).
 
-        The old rules' open events are ended at the last processed frame's time.
+        A running rule that ``rules`` builds again unchanged (`RuleEngine.carry_over`: same
+        section, same watched zone or line) goes on with its state, so its ongoing incident is
+        not split; the other old rules' open events are ended at the last processed frame's time.
         """
         with self._pending_lock:
             self._pending = (rules, geometry)
@@ -141,8 +143,9 @@ class AnalyticsWorker:
             pending, self._pending = self._pending, None
         if pending is None:
             return
-        self._finish()
-        self.rules, self.geometry = pending
+        rules, geometry = pending
+        self._finish(rules.carry_over(self.rules))
+        self.rules, self.geometry = rules, geometry
 
     def run(self) -> None:
         """Process frames until the camera's `EndOfStream`; then end open events and close the video."""
@@ -265,8 +268,8 @@ class AnalyticsWorker:
             redact_xyxy=redact,
         )
 
-    def _finish(self) -> None:
-        """End every open event at the last frame's time."""
+    def _finish(self, rules: RuleEngine | None = None) -> None:
+        """End every open event of ``rules`` (default: all of this camera's) at the last frame's time."""
         wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
-        for ev in self.rules.close(self._last_ts, wall):
+        for ev in (self.rules if rules is None else rules).close(self._last_ts, wall):
             self._emit(ev, None)

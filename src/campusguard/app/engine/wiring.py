@@ -37,6 +37,7 @@ from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
+from campusguard.app.rules.engine import rule_fingerprint
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
 from campusguard.motion import MotionDetector, MotionGate
 from campusguard.ops.privacy import FrameMask
@@ -169,9 +170,13 @@ def build_camera(
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
         lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
+    keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
+        rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
+        for r in cam.rules
+    ]
     return CameraParts(
         build_tracker(loaded.config.tracker, fps),
-        RuleEngine(cam.id, rules),
+        RuleEngine(cam.id, rules, keys),
         geometry,
         mask=frame_mask_for(cam.privacy, resolution_wh),
         blur=cam.privacy.blur,

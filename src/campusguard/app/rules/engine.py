@@ -1,17 +1,21 @@
-"""`RuleEngine`: all rules of one camera, run together on each frame."""
+"""`RuleEngine`: all rules of one camera, run together on each frame; `rule_fingerprint`: what a
+rule's state depends on, so that a live edit keeps the state of the rules it did not change."""
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from campusguard.app.config.rules import RuleConfigBase, ZoneRuleConfigBase
+from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.app.events.types import Event
 from campusguard.app.rules.base import Rule
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 
-__all__ = ["RuleEngine"]
+__all__ = ["RuleEngine", "rule_fingerprint"]
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +38,49 @@ def _log_changes(events: list[Event]) -> list[Event]:
     return events
 
 
+def rule_fingerprint(
+    rule: RuleConfigBase,
+    zones: Sequence[ZoneConfig],
+    lines: Sequence[LineConfig],
+    *,
+    names: Mapping[int, str],
+    resolution_wh: tuple[int, int],
+    stream_key: str = "",
+) -> str:
+    """Everything a rule built from ``rule`` depends on, as one string: its section, the zone or line
+    it watches (not the camera's other shapes), the model's class names, the frame size and the
+    stream. Two equal fingerprints build the same rule, so a live edit may keep the running one.
+    """
+    target = rule.target()
+    shapes: Sequence[ZoneConfig | LineConfig] = zones if isinstance(rule, ZoneRuleConfigBase) else lines
+    watched = [s.model_dump(mode="json") for s in shapes if target is not None and s.name == target]
+    return json.dumps(
+        {
+            "rule": rule.model_dump(mode="json"),
+            "watches": watched,
+            "names": {str(k): v for k, v in sorted(names.items())},
+            "resolution_wh": list(resolution_wh),
+            "stream_key": stream_key,
+        },
+        sort_keys=True,
+    )
+
+
 class RuleEngine:
     """The rules of one camera.
 
     Args:
         camera_id: the camera; every rule must belong to it.
         rules: rule objects (names unique within the camera).
+        keys: one `rule_fingerprint` per rule (same order), or ``None``: what `carry_over`
+            matches on; rules without keys are never carried over.
 
     Raises:
-        InvalidInputError: a rule of another camera, or two rules with one name.
+        InvalidInputError: a rule of another camera, two rules with one name, or ``keys`` not
+            one per rule.
     """
 
-    def __init__(self, camera_id: str, rules: Sequence[Rule]) -> None:
+    def __init__(self, camera_id: str, rules: Sequence[Rule], keys: Sequence[str] | None = None) -> None:
         names = [r.name for r in rules]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -53,8 +88,30 @@ class RuleEngine:
         for r in rules:
             if r.camera_id != camera_id:
                 raise InvalidInputError(f"rule {r.name!r} belongs to camera {r.camera_id!r}, not {camera_id!r}")
+        if keys is not None and len(keys) != len(rules):
+            raise InvalidInputError(f"camera {camera_id!r}: {len(keys)} rule keys for {len(rules)} rules")
         self.camera_id = camera_id
         self.rules = list(rules)
+        self.keys: list[str | None] = list(keys) if keys is not None else [None] * len(self.rules)
+
+    def carry_over(self, previous: RuleEngine) -> RuleEngine:
+        """Take over ``previous``'s running rules whose key equals one of this engine's (same name,
+        section, watched shape, classes, frame size): their state (timers, open incidents, tracks in
+        their zone) goes on, so an edit elsewhere does not split an ongoing incident.
+
+        Returns:
+            The rules of ``previous`` that were not taken over (changed or removed), for the
+            caller to `close` (their open incidents end).
+        """
+        running = {key: rule for key, rule in zip(previous.keys, previous.rules, strict=True) if key is not None}
+        kept: set[int] = set()
+        for i, key in enumerate(self.keys):
+            old = running.get(key) if key is not None else None
+            if old is not None and old.name == self.rules[i].name:
+                self.rules[i] = old
+                kept.add(id(old))
+        retired = [r for r in previous.rules if id(r) not in kept]
+        return RuleEngine(previous.camera_id, retired)
 
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None

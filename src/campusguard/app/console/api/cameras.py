@@ -1,8 +1,9 @@
-"""Cameras: status, latest snapshot, live MJPEG view, and their zones and lines."""
+"""Cameras: status, latest snapshot, live MJPEG view, and their zones, lines, rules and privacy masks."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,12 +12,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
-from campusguard.app.console.runtime import GroupUnavailableError
+from campusguard.app.console.runtime import ConfigSaveError, GroupUnavailableError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
 from campusguard.app.console.users import role_at_least
 from campusguard.errors import ConfigError
 
 router = APIRouter(tags=["cameras"])
+log = logging.getLogger("campusguard.app.console")
 MJPEG_BOUNDARY = "frame"
 _NOT_FOUND: Responses = {404: {"description": "No such camera."}}
 _JPEG: Responses = {200: {"content": {"image/jpeg": {}}, "description": "A JPEG image."}}
@@ -98,7 +100,7 @@ async def live(name: str, request: Request) -> StreamingResponse:
 
 @router.get("/cameras/{name}/zones", responses=_NOT_FOUND)
 def get_zones(name: str, request: Request) -> ZonesBody:
-    """The camera's zones and lines, as in the config file."""
+    """The camera's zones, lines, rules and privacy section, as in the config file."""
     _check_camera(request, name)
     try:
         return ZonesBody.model_validate(console_state(request).runtime.get_zones(name))
@@ -112,11 +114,16 @@ def get_zones(name: str, request: Request) -> ZonesBody:
     responses={
         **_NOT_FOUND,
         **_UNAVAILABLE,
-        422: {"description": "Invalid zones or lines (the message names the field)."},
+        422: {"description": "Invalid zones, lines, rules or masks (the message names the field of the body)."},
+        500: {"description": "The config file could not be saved; nothing changed."},
     },
 )
 def put_zones(name: str, body: ZonesBody, request: Request) -> ZonesBody:
-    """Replace the camera's zones and lines: validated like the config file, applied live, saved (with a backup)."""
+    """Replace the camera's zones, lines, rules (and, when sent, its privacy masks and blur): validated
+    like the config file, applied live (unchanged rules keep their ongoing incidents), saved with a backup.
+
+    Without ``rules`` or ``privacy`` in the body the camera keeps its own. Privacy changes are
+    audited on their own as well (``privacy.update``)."""
     _check_camera(request, name)
     runtime = console_state(request).runtime
     new: dict[str, Any] = body.model_dump(mode="json", exclude_unset=True)
@@ -129,7 +136,12 @@ def put_zones(name: str, body: ZonesBody, request: Request) -> ZonesBody:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
     except GroupUnavailableError as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"}) from exc
-    except ConfigError as exc:
+    except ConfigSaveError as exc:
+        log.error("zones of camera %s not saved: %s", name, exc)
+        raise HTTPException(500, "the config file could not be saved; nothing changed (see the server log)") from exc
+    except ConfigError as exc:  # the runtime names the body's field, never the server's path
         raise HTTPException(422, str(exc)) from exc
     audit(request, "zones.update", name, before=before, after=saved)
+    if saved["privacy"] != before["privacy"]:
+        audit(request, "privacy.update", name, before=before["privacy"], after=saved["privacy"])
     return ZonesBody.model_validate(saved)

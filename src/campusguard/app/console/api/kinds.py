@@ -1,7 +1,7 @@
 """The words of the event filters: rule kinds with their labels, and event phases.
 
-The console's pages build their kind filter and labels from this route, so a rule kind added to
-the registry (`campusguard.app.rules.registry.RULES`) shows up without editing a page.
+The console's pages build their kind filter and labels, and the zone editor its rule forms, from
+this route, so a rule kind added to the registry (`campusguard.app.rules.registry.RULES`) shows up without editing a page.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import get_args
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from campusguard.app.console.rule_form import RuleFormOut, rule_form
 from campusguard.app.events.types import EventPhase
 from campusguard.app.rules import registry
 
@@ -19,8 +20,8 @@ __all__ = ["RuleKindOut", "RuleKindsOut", "router"]
 router = APIRouter(tags=["events"])
 
 
-class RuleKindOut(BaseModel):
-    """One rule kind of the registry."""
+class RuleKindOut(RuleFormOut):
+    """One rule kind of the registry, with the zone editor's form of its section (`rule_form`)."""
 
     kind: str = Field(description="The kind as events and the config spell it (`fire_lane`).")
     label: str = Field(description="The kind for people (`Fire lane`).")
@@ -38,8 +39,12 @@ class RuleKindsOut(BaseModel):
 
 @router.get("/rule-kinds")
 def rule_kinds() -> RuleKindsOut:
-    """The rule kinds (kind, label, whether an incident has an end) and the event phases."""
+    """The rule kinds (kind, label, whether an incident has an end, what it watches and the fields of its
+    section, from its config model) and the event phases."""
     return RuleKindsOut(
-        kinds=[RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end) for e in registry.RULES],
+        kinds=[
+            RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end, **dict(rule_form(e.config)))
+            for e in registry.RULES
+        ],
         phases=list(get_args(EventPhase)),
     )

@@ -1,15 +1,20 @@
-// The zone and line editor, drawn over the camera's snapshot in an SVG whose coordinates are frame
-// pixels. Click to add points to the selected zone or line, drag a point to move it, double-click it
-// (or Delete) to remove it; Save sends PUT /api/v1/cameras/{name}/zones, which validates with the
-// config models, applies the zones to the running camera and rewrites the config file. Each shape
-// keeps the units it has in the config (pixels or fractions of the frame).
+// The zone editor: zones, lines and privacy masks drawn over the camera's snapshot in an SVG whose
+// coordinates are frame pixels, and the rules attached to them. Save sends PUT
+// /api/v1/cameras/{name}/zones with zones, lines, rules and privacy; the server validates with the
+// config models, applies it to the running camera (rules left as they were keep their incidents)
+// and rewrites the config file. Each shape keeps the units it has in the config (pixels or fractions).
+//
+// Rule forms come from GET /api/v1/rule-kinds: each kind's target (zone or line) and the fields of
+// its config model (type, bounds, default, choices), so no list of fields is written here.
 import "./nav.js";
-import { ApiError, api, el, hasRole, showError } from "./api.js";
+import { ApiError, api, el, hasRole, loadKinds, showError } from "./api.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const camera = document.body.dataset.camera;
 const zonesPath = `/api/v1/cameras/${encodeURIComponent(camera)}/zones`;
 const canEdit = hasRole("admin");
+const LAYERS = { mask: 0, zone: 1, line: 2 }; // drawing order: masks below zones below lines
+const TYPE_WORD = { zone: "zone", line: "line", mask: "privacy mask" };
 
 const image = document.getElementById("zone-image");
 const svg = document.getElementById("overlay");
@@ -21,11 +26,23 @@ const inSide = document.getElementById("shape-in-side");
 const info = document.getElementById("shape-info");
 const statusLine = document.getElementById("zones-status");
 const errorBox = document.getElementById("zones-error");
+const doneButton = document.getElementById("done-drawing");
+const addPointsButton = document.getElementById("add-points");
+const ruleList = document.getElementById("rule-list");
+const rulesTitle = document.getElementById("rules-title");
+const rulesNote = document.getElementById("rules-note");
+const addRule = document.getElementById("add-rule");
+const ruleKind = document.getElementById("rule-kind");
+const blurSelect = document.getElementById("privacy-blur");
 
 let frame = { w: 0, h: 0 }; // frame size in pixels (the config's pixel units)
-let shapes = []; // {type: "zone"|"line", data: {...config fields}, pts: [[x, y] in pixels]}
+let shapes = []; // {type: "zone"|"line"|"mask", data: {...config fields}, pts: [[x, y] in pixels]}
+let rules = []; // {data: {...config fields}, shape: the shape it watches, or null (the whole frame)}
+let privacy = { masks: [], blur: "none" }; // the privacy section but its masks (those are shapes)
+let kinds = []; // GET /api/v1/rule-kinds' kinds: {kind, label, target, target_optional, fields}
 let selected = -1;
 let selectedPoint = -1;
+let drawing = false; // clicks add points to the selected shape, wherever they land
 let dragging = null;
 let dirty = false;
 let lastDown = null; // the last pointer-down on a point, to tell a double click
@@ -35,7 +52,16 @@ document.getElementById("zones-title").textContent = `Zones of ${camera}`;
 if (!canEdit) {
   document.getElementById("readonly-note").hidden = false;
   document.getElementById("edit-tools").hidden = true;
+  addRule.hidden = true;
+  blurSelect.disabled = true;
 }
+
+// the toolbar sticks under the navigation bar, whatever height that has
+function placeToolbar() {
+  const nav = document.querySelector("nav.top");
+  document.documentElement.style.setProperty("--nav-h", `${nav ? nav.offsetHeight : 0}px`);
+}
+placeToolbar();
 
 function toPixels(points, units) {
   return units === "fraction" ? points.map(([x, y]) => [x * frame.w, y * frame.h]) : points.map(([x, y]) => [x, y]);
@@ -48,14 +74,33 @@ function fromPixels(points, units) {
     : points.map(([x, y]) => [round(x, 1), round(y, 1)]);
 }
 
+function kindOf(kind) {
+  return kinds.find((k) => k.kind === kind);
+}
+
+function targetKey(kind) {
+  const k = kindOf(kind);
+  return k && k.target ? k.target : null;
+}
+
 function load(body) {
   saved = body;
   shapes = [
     ...body.zones.map((z) => ({ type: "zone", data: { ...z }, pts: toPixels(z.polygon, z.units) })),
     ...body.lines.map((l) => ({ type: "line", data: { ...l }, pts: toPixels(l.points, l.units) })),
+    ...(body.privacy?.masks || []).map((m) => ({ type: "mask", data: { ...m }, pts: toPixels(m.polygon, m.units) })),
   ];
+  const { masks: _masks, ...rest } = body.privacy || {}; // the masks are shapes now
+  privacy = rest;
+  blurSelect.value = privacy.blur || "none";
+  rules = (body.rules || []).map((r) => {
+    const key = targetKey(r.kind) || (r.line !== undefined ? "line" : "zone");
+    const shape = r[key] ? shapes.find((s) => s.type === key && s.data.name === r[key]) || null : null;
+    return { data: { ...r }, shape };
+  });
   if (selected >= shapes.length) selected = -1;
   selectedPoint = -1;
+  setDrawing(false);
   dirty = false;
   render();
 }
@@ -63,22 +108,34 @@ function load(body) {
 function body() {
   const zones = [];
   const lines = [];
+  const masks = [];
   for (const s of shapes) {
     if (s.type === "zone") zones.push({ ...s.data, polygon: fromPixels(s.pts, s.data.units) });
+    else if (s.type === "mask") masks.push({ ...s.data, polygon: fromPixels(s.pts, s.data.units) });
     else lines.push({ ...s.data, points: fromPixels(s.pts, s.data.units) });
   }
-  return { zones, lines };
+  const ruleBodies = rules.map((r) => {
+    const data = { ...r.data };
+    const key = targetKey(data.kind);
+    if (key) data[key] = r.shape ? r.shape.data.name : data[key] ?? null;
+    return data;
+  });
+  return { zones, lines, rules: ruleBodies, privacy: { ...privacy, masks } };
 }
 
 function problems() {
   const seen = new Set();
   for (const s of shapes) {
+    const word = TYPE_WORD[s.type];
     const key = `${s.type}:${s.data.name}`;
-    if (!s.data.name) return `every ${s.type} needs a name`;
-    if (seen.has(key)) return `the name ${s.data.name} is used by two ${s.type}s`;
+    if (!s.data.name) return `every ${word} needs a name`;
+    if (seen.has(key)) return `the name ${s.data.name} is used by two ${word}s`;
     seen.add(key);
-    if (s.type === "zone" && s.pts.length < 3) return `zone ${s.data.name} needs at least 3 points (it has ${s.pts.length})`;
+    if (s.type !== "line" && s.pts.length < 3) return `${word} ${s.data.name} needs at least 3 points (it has ${s.pts.length})`;
     if (s.type === "line" && s.pts.length !== 2) return `line ${s.data.name} needs 2 points (it has ${s.pts.length})`;
+  }
+  for (const r of rules) {
+    if (Array.isArray(r.data.classes) && !r.data.classes.length) return `rule ${ruleTitle(r)} needs at least one class`;
   }
   return "";
 }
@@ -86,6 +143,19 @@ function problems() {
 function markDirty() {
   dirty = true;
   statusLine.textContent = "Unsaved changes.";
+}
+
+function setDrawing(on) {
+  drawing = on && canEdit && !!shapes[selected];
+  doneButton.hidden = !drawing;
+  svg.classList.toggle("drawing", drawing);
+  if (drawing) {
+    const s = shapes[selected];
+    statusLine.textContent =
+      s.type === "line"
+        ? `Drawing line ${s.data.name}: click its two ends.`
+        : `Drawing ${TYPE_WORD[s.type]} ${s.data.name}: click to add corners, Enter when done.`;
+  }
 }
 
 function svgEl(tag, attrs) {
@@ -99,18 +169,27 @@ function handleRadius() {
   return (7 * frame.w) / shown; // about 7 screen pixels whatever the zoom
 }
 
+/** Shape indexes in drawing order: masks, zones, lines, and the selected shape on top. */
+function drawOrder() {
+  const order = shapes.map((_, i) => i).sort((a, b) => LAYERS[shapes[a].type] - LAYERS[shapes[b].type] || a - b);
+  if (selected >= 0) order.push(...order.splice(order.indexOf(selected), 1));
+  return order;
+}
+
 function render() {
   svg.replaceChildren();
   renderList();
+  renderRules();
   if (!frame.w) return;
   svg.setAttribute("viewBox", `0 0 ${frame.w} ${frame.h}`);
   svg.setAttribute("preserveAspectRatio", "none");
   const r = handleRadius();
-  shapes.forEach((s, i) => {
+  for (const i of drawOrder()) {
+    const s = shapes[i];
     const cls = `${s.type}${i === selected ? " selected" : ""}`;
     const pts = s.pts.map((p) => p.join(",")).join(" ");
     const g = svgEl("g", { class: cls, "data-index": i });
-    if (s.type === "zone") {
+    if (s.type !== "line") {
       g.append(svgEl(s.pts.length >= 3 ? "polygon" : "polyline", { points: pts, class: "shape" }));
     } else {
       g.append(svgEl("polyline", { points: pts, class: "shape" }));
@@ -135,49 +214,185 @@ function render() {
         x: nearRight ? lx - r * 1.5 : lx + r * 1.5, y: Math.max(ly - r * 1.5, size * 1.1), class: "label",
         "font-size": size, "text-anchor": nearRight ? "end" : "start",
       });
-      label.textContent = s.data.name;
+      label.textContent = s.type === "mask" ? `${s.data.name} (mask)` : s.data.name;
       g.append(label);
     }
     s.pts.forEach(([x, y], k) => {
-      const handle = svgEl("circle", {
+      g.append(svgEl("circle", {
         cx: x, cy: y, r, class: `handle${i === selected && k === selectedPoint ? " active" : ""}`,
         "data-index": i, "data-point": k,
-      });
-      g.append(handle);
+      }));
     });
     svg.append(g);
-  });
+  }
+}
+
+function shapeRules(s) {
+  return rules.filter((r) => r.shape === s);
 }
 
 function renderList() {
+  const byLayer = shapes.map((s, i) => [s, i]).sort(([a, i], [b, j]) => LAYERS[a.type] - LAYERS[b.type] || i - j);
   list.replaceChildren(
-    ...shapes.map((s, i) => {
-      const count = s.type === "zone" ? `${s.pts.length} points` : `${s.pts.length}/2 points`;
+    ...byLayer.map(([s, i]) => {
+      const count = s.type === "line" ? `${s.pts.length}/2 points` : `${s.pts.length} points`;
+      const n = shapeRules(s).length;
+      const ruleCount = s.type === "mask" ? "" : ` · ${n} rule${n === 1 ? "" : "s"}`;
       const button = el(
         "button",
-        { type: "button", class: `shape-button${i === selected ? " selected" : ""}`, dataset: { index: i } },
+        { type: "button", class: `shape-button${i === selected ? " selected" : ""}`, dataset: { index: i, type: s.type } },
         el("span", { class: `swatch ${s.type}` }),
         `${s.data.name}`,
-        el("small", { class: "muted" }, ` ${s.type} · ${count} · ${s.data.units}`),
+        el("small", { class: "muted" }, ` ${TYPE_WORD[s.type]} · ${count}${ruleCount}`),
       );
       button.addEventListener("click", () => select(i));
       return el("li", {}, button);
     }),
   );
-  if (!shapes.length) list.append(el("li", { class: "muted" }, "No zones or lines yet."));
+  if (!shapes.length) list.append(el("li", { class: "muted" }, "No zones, lines or masks yet."));
   const s = shapes[selected];
   props.disabled = !s || !canEdit;
   nameInput.value = s ? s.data.name : "";
   inSideLabel.hidden = !s || s.type !== "line";
+  addPointsButton.hidden = !s || drawing || (s.type === "line" && s.pts.length >= 2);
   if (s && s.type === "line") inSide.value = s.data.in_side || "right";
-  info.textContent = s
-    ? s.type === "zone"
-      ? "Click the picture to add a corner."
-      : s.pts.length < 2 ? "Click the picture to place the line's ends." : "Drag the ends to move the line."
-    : "";
+  info.textContent = !s
+    ? ""
+    : drawing
+      ? s.type === "line" ? "Click the picture to place the line's ends." : "Click the picture to add corners; Enter when done."
+      : s.type === "line" && s.pts.length >= 2 ? "Drag the ends to move the line." : "Drag a corner to move it; Add points to add more.";
 }
 
+// rules ------------------------------------------------------------------------------------------
+function ruleTitle(r) {
+  const k = kindOf(r.data.kind);
+  return r.data.name || `${k ? k.label : r.data.kind}`;
+}
+
+function ruleSummary(r) {
+  const k = kindOf(r.data.kind);
+  const parts = r.data.name ? [k ? k.label : r.data.kind] : []; // the title is the kind's label otherwise
+  if (Array.isArray(r.data.classes)) parts.push(r.data.classes.join(", "));
+  for (const f of k ? k.fields : []) {
+    if (!f.advanced && (f.type === "number" || f.type === "integer") && r.data[f.name] !== null && r.data[f.name] !== undefined) {
+      parts.push(`${f.title.toLowerCase()} ${r.data[f.name]}`);
+      break;
+    }
+  }
+  return parts.join(" · ");
+}
+
+/** Kinds a rule on the selected shape (or on the whole frame when none is) can be. */
+function applicableKinds(s) {
+  if (!s) return kinds.filter((k) => !k.target || k.target_optional);
+  return kinds.filter((k) => k.target === s.type);
+}
+
+function renderRules() {
+  const s = shapes[selected];
+  ruleList.replaceChildren();
+  if (s && s.type === "mask") {
+    rulesTitle.textContent = "Rules";
+    rulesNote.textContent = "A privacy mask has no rules: nothing under it is analysed.";
+    addRule.hidden = true;
+    return;
+  }
+  const mine = rules.filter((r) => r.shape === (s || null));
+  rulesTitle.textContent = s ? `Rules on ${TYPE_WORD[s.type]} ${s.data.name}` : "Rules on the whole frame";
+  rulesNote.textContent = mine.length
+    ? ""
+    : s ? `No rules on this ${TYPE_WORD[s.type]} yet.` : "Select a zone or line to see its rules.";
+  for (const r of mine) ruleList.append(ruleForm(r));
+  const options = applicableKinds(s);
+  ruleKind.replaceChildren(...options.map((k) => el("option", { value: k.kind }, k.label)));
+  addRule.hidden = !canEdit || !options.length;
+}
+
+function fieldInput(r, f) {
+  const value = r.data[f.name];
+  const id = `rule-${rules.indexOf(r)}-${f.name}`;
+  const attrs = { id, name: f.name, title: f.description, disabled: !canEdit, dataset: { field: f.name } };
+  let input;
+  if (f.type === "boolean") {
+    input = el("input", { ...attrs, type: "checkbox", checked: value === undefined ? !!f.default : !!value });
+    return el("label", { class: "inline check", for: id }, input, f.title);
+  }
+  if (f.type === "choice") {
+    input = el("select", attrs, ...f.choices.map((c) => el("option", { value: c, selected: (value ?? f.default) === c }, c)));
+  } else if (f.type === "number" || f.type === "integer") {
+    input = el("input", {
+      ...attrs, type: "number", inputmode: "decimal", step: f.type === "integer" ? "1" : "any",
+      min: f.minimum ?? null, max: f.maximum ?? null, value: value ?? "",
+      placeholder: f.nullable ? "none" : f.default ?? "",
+    });
+  } else {
+    const shown = Array.isArray(value) ? value.join(", ") : value ?? "";
+    const placeholder = f.name === "name" ? `${r.data.kind}:${r.shape ? r.shape.data.name : "frame"}` : f.type === "list" ? "none" : "";
+    input = el("input", { ...attrs, type: "text", value: shown, placeholder, maxlength: 512 });
+  }
+  return el("label", { for: id }, f.title, input);
+}
+
+function readField(f, input) {
+  if (f.type === "boolean") return input.checked;
+  const text = input.value.trim();
+  if (f.type === "number" || f.type === "integer") {
+    if (text === "") return f.nullable ? null : undefined; // undefined: the config's default
+    const n = Number(text);
+    return Number.isFinite(n) ? n : text; // the server names a bad number
+  }
+  if (f.type === "classes" || f.type === "list") {
+    const items = text.split(",").map((t) => t.trim()).filter(Boolean);
+    return f.type === "classes" ? items.map((t) => (/^\d+$/.test(t) ? Number(t) : t)) : items;
+  }
+  if (f.type === "text") return text === "" && f.nullable ? null : text;
+  return input.value;
+}
+
+function ruleForm(r) {
+  const k = kindOf(r.data.kind);
+  const summary = el("summary", {}, el("strong", {}, ruleTitle(r)), el("small", { class: "muted" }, ruleSummary(r)));
+  const main = el("div", { class: "rule-fields" });
+  const more = el("div", { class: "rule-fields" });
+  for (const f of k ? k.fields : []) (f.advanced ? more : main).append(fieldInput(r, f));
+  const node = el("details", { class: "rule", open: r.open || false, dataset: { kind: r.data.kind } }, summary, main);
+  if (more.childElementCount) node.append(el("details", { class: "more" }, el("summary", {}, "More settings"), more));
+  if (!k) node.append(el("p", { class: "muted" }, `Unknown rule kind ${r.data.kind}: kept as it is.`));
+  if (canEdit) {
+    const remove = el("button", { type: "button", class: "danger remove-rule" }, "Remove rule");
+    remove.addEventListener("click", () => {
+      rules.splice(rules.indexOf(r), 1);
+      markDirty();
+      render();
+    });
+    node.append(el("div", { class: "actions" }, remove));
+  }
+  node.addEventListener("toggle", () => (r.open = node.open));
+  node.addEventListener("change", (event) => {
+    const input = event.target;
+    const f = k && k.fields.find((x) => x.name === input.dataset.field);
+    if (!f) return;
+    const value = readField(f, input);
+    if (value === undefined) delete r.data[f.name];
+    else r.data[f.name] = value;
+    summary.replaceChildren(el("strong", {}, ruleTitle(r)), el("small", { class: "muted" }, ruleSummary(r)));
+    markDirty();
+    renderList();
+  });
+  return node;
+}
+
+function newRule(kind, shape) {
+  const k = kindOf(kind);
+  const data = { kind };
+  for (const f of k.fields) if (f.default !== null && f.default !== undefined && f.name !== "name") data[f.name] = f.default;
+  if (k.target) data[k.target] = shape ? shape.data.name : null;
+  return { data, shape, open: true };
+}
+
+// selection and drawing --------------------------------------------------------------------------
 function select(i) {
+  if (i !== selected) setDrawing(false);
   selected = i;
   selectedPoint = -1;
   render();
@@ -188,6 +403,18 @@ function framePoint(event) {
   if (!ctm) return null;
   const p = new DOMPoint(event.clientX, event.clientY).matrixTransform(ctm.inverse());
   return [Math.min(frame.w, Math.max(0, p.x)), Math.min(frame.h, Math.max(0, p.y))];
+}
+
+/** The point under ``p``: the selected shape's first (a vertex it shares with others moves only it),
+ * then the others from the top of the drawing down. */
+function pointAt(p) {
+  const r = handleRadius() * 1.2;
+  const order = drawOrder().reverse();
+  for (const i of order) {
+    const k = shapes[i].pts.findIndex(([x, y]) => Math.hypot(x - p[0], y - p[1]) <= r);
+    if (k >= 0) return { index: i, point: k };
+  }
+  return null;
 }
 
 function uniqueName(prefix) {
@@ -206,12 +433,41 @@ function deletePoint() {
   render();
 }
 
+function addShape(type, data) {
+  shapes.push({ type, data: { name: uniqueName(type === "mask" ? "mask" : type), units: "pixels", ...data }, pts: [] });
+  select(shapes.length - 1);
+  markDirty();
+  setDrawing(true);
+  render();
+}
+
+function addPoint(s, p) {
+  s.pts.push(p);
+  selectedPoint = s.pts.length - 1;
+  markDirty();
+  if (s.type === "line" && s.pts.length >= 2) {
+    setDrawing(false);
+    statusLine.textContent = "Unsaved changes.";
+  }
+  render();
+}
+
 if (canEdit) {
   svg.addEventListener("pointerdown", (event) => {
-    const target = event.target;
-    if (target.classList.contains("handle")) {
-      selected = Number(target.dataset.index);
-      selectedPoint = Number(target.dataset.point);
+    const p = framePoint(event);
+    if (!p) return;
+    const s = shapes[selected];
+    const hit = pointAt(p);
+    if (drawing && s && !(hit && hit.index === selected)) {
+      // drawing wins over selecting: a click over another shape adds a point here (on its vertex, if on one)
+      if (s.type === "line" && s.pts.length >= 2) return;
+      addPoint(s, hit ? [...shapes[hit.index].pts[hit.point]] : p);
+      event.preventDefault();
+      return;
+    }
+    if (hit) {
+      selected = hit.index;
+      selectedPoint = hit.point;
       // a double click (detected here: every render replaces the handles, so no dblclick event) deletes
       const now = performance.now();
       const again = lastDown && lastDown.index === selected && lastDown.point === selectedPoint && now - lastDown.time < 450;
@@ -227,27 +483,21 @@ if (canEdit) {
       event.preventDefault();
       return;
     }
-    const group = target.closest("g");
+    const group = event.target.closest("g");
     const index = group ? Number(group.dataset.index) : -1;
     if (index >= 0 && index !== selected) {
-      select(index); // clicking another shape selects it
+      select(index); // not drawing: clicking another shape selects it
       return;
     }
-    const s = shapes[selected];
     if (!s) {
-      statusLine.textContent = "Select a zone or line first, or add one.";
+      statusLine.textContent = "Select a zone, line or mask first, or add one.";
       return;
     }
     if (s.type === "line" && s.pts.length >= 2) {
       statusLine.textContent = "A line has two ends: drag them to move it.";
       return;
     }
-    const p = framePoint(event);
-    if (!p) return;
-    s.pts.push(p);
-    selectedPoint = s.pts.length - 1;
-    markDirty();
-    render();
+    addPoint(s, p);
   });
   svg.addEventListener("pointermove", (event) => {
     if (!dragging) return;
@@ -258,40 +508,56 @@ if (canEdit) {
     render();
   });
   const stopDrag = () => {
-    if (dragging && dragging.moved) markDirty();
+    if (dragging && dragging.moved) {
+      markDirty();
+      lastDown = null; // a drag is no first click of a double click
+    }
     dragging = null;
   };
   svg.addEventListener("pointerup", stopDrag);
   svg.addEventListener("pointercancel", stopDrag);
   document.addEventListener("keydown", (event) => {
-    if ((event.key === "Delete" || event.key === "Backspace") && !event.target.closest("input, textarea, select")) {
+    const inField = event.target.closest("input, textarea, select");
+    if ((event.key === "Enter" || event.key === "Escape") && drawing && (!inField || event.target === nameInput)) {
+      setDrawing(false);
+      statusLine.textContent = dirty ? "Unsaved changes." : "";
+      render();
+      event.preventDefault();
+    } else if ((event.key === "Delete" || event.key === "Backspace") && !inField) {
       deletePoint();
       event.preventDefault();
     }
   });
-  document.getElementById("add-zone").addEventListener("click", () => {
-    shapes.push({ type: "zone", data: { name: uniqueName("zone"), units: "pixels" }, pts: [] });
-    select(shapes.length - 1);
-    markDirty();
+  document.getElementById("add-zone").addEventListener("click", () => addShape("zone", {}));
+  document.getElementById("add-line").addEventListener("click", () => addShape("line", { in_side: "right" }));
+  document.getElementById("add-mask").addEventListener("click", () => addShape("mask", {}));
+  doneButton.addEventListener("click", () => {
+    setDrawing(false);
+    statusLine.textContent = dirty ? "Unsaved changes." : "";
+    render();
   });
-  document.getElementById("add-line").addEventListener("click", () => {
-    shapes.push({ type: "line", data: { name: uniqueName("line"), units: "pixels", in_side: "right" }, pts: [] });
-    select(shapes.length - 1);
-    markDirty();
+  addPointsButton.addEventListener("click", () => {
+    setDrawing(true);
+    render();
   });
   document.getElementById("delete-point").addEventListener("click", deletePoint);
   document.getElementById("delete-shape").addEventListener("click", () => {
-    if (selected < 0) return;
+    const s = shapes[selected];
+    if (!s) return;
+    const gone = shapeRules(s).length;
+    rules = rules.filter((r) => r.shape !== s);
     shapes.splice(selected, 1);
     selected = -1;
     selectedPoint = -1;
+    setDrawing(false);
     markDirty();
+    if (gone) statusLine.textContent = `Unsaved changes: ${TYPE_WORD[s.type]} ${s.data.name} deleted with its ${gone} rule${gone === 1 ? "" : "s"}.`;
     render();
   });
   nameInput.addEventListener("input", () => {
     const s = shapes[selected];
     if (!s) return;
-    s.data.name = nameInput.value.trim();
+    s.data.name = nameInput.value.trim(); // its rules follow: they hold the shape, not its name
     markDirty();
     render();
     nameInput.focus();
@@ -303,25 +569,49 @@ if (canEdit) {
     markDirty();
     render();
   });
+  document.getElementById("add-rule-button").addEventListener("click", () => {
+    const kind = ruleKind.value;
+    if (!kind || !kindOf(kind)) return;
+    const s = shapes[selected] || null;
+    rules.push(newRule(kind, s && s.type !== "mask" ? s : null));
+    markDirty();
+    render();
+  });
+  blurSelect.addEventListener("change", () => {
+    privacy.blur = blurSelect.value;
+    markDirty();
+  });
   document.getElementById("save").addEventListener("click", async () => {
     showError(errorBox, "");
+    setDrawing(false);
     const problem = problems();
     if (problem) {
       showError(errorBox, `Not saved: ${problem}.`);
+      statusLine.textContent = "Not saved.";
       return;
     }
+    statusLine.textContent = "Saving…";
     try {
+      const names = new Map(shapes.map((s, i) => [i, `${s.type}:${s.data.name}`]));
+      const was = selected >= 0 ? names.get(selected) : null;
       load(await api(zonesPath, { method: "PUT", body: body() }));
+      selected = was ? shapes.findIndex((s) => `${s.type}:${s.data.name}` === was) : -1;
+      render();
       statusLine.textContent = `Saved at ${new Date().toLocaleTimeString()}: applied to the running camera.`;
     } catch (err) {
       const status = err instanceof ApiError ? err.status : 0;
-      showError(errorBox, status === 403 ? "Only an admin can change zones." : `Not saved: ${err.message}`);
+      statusLine.textContent = "Not saved.";
+      showError(errorBox, status === 403 ? "Only an admin can change zones, rules and masks." : `Not saved: ${err.message}`);
     }
   });
   document.getElementById("revert").addEventListener("click", async () => {
     showError(errorBox, "");
-    load(await api(zonesPath));
-    statusLine.textContent = "Reverted to the saved zones.";
+    try {
+      load(await api(zonesPath));
+      statusLine.textContent = "Reverted to the saved zones.";
+    } catch (err) {
+      showError(errorBox, err.message);
+    }
   });
   window.addEventListener("beforeunload", (event) => {
     if (dirty) event.preventDefault();
@@ -346,16 +636,20 @@ image.addEventListener("error", () => {
   snapshotRetry = setTimeout(refreshSnapshot, 2000);
 });
 document.getElementById("refresh-snapshot").addEventListener("click", refreshSnapshot);
-window.addEventListener("resize", render);
+window.addEventListener("resize", () => {
+  placeToolbar();
+  render();
+});
 
 async function init() {
   try {
     const cameras = await api("/api/v1/cameras");
-    const select = document.getElementById("camera-select");
-    for (const c of cameras) select.append(el("option", { value: c.name, selected: c.name === camera }, c.name));
-    select.addEventListener("change", () => location.assign(`/zones/${encodeURIComponent(select.value)}`));
+    const cameraSelect = document.getElementById("camera-select");
+    for (const c of cameras) cameraSelect.append(el("option", { value: c.name, selected: c.name === camera }, c.name));
+    cameraSelect.addEventListener("change", () => location.assign(`/zones/${encodeURIComponent(cameraSelect.value)}`));
     const me = cameras.find((c) => c.name === camera);
     if (me && me.width && me.height) frame = { w: me.width, h: me.height };
+    kinds = (await loadKinds()).kinds;
     load(await api(zonesPath));
   } catch (err) {
     showError(errorBox, err.message);
