@@ -138,3 +138,21 @@ def test_a_model_with_one_variant_keeps_fp32_and_says_so() -> None:
     result = run_trial({"fp32": DEFAULT_MODEL}, CountingBuilds((160, 160)), trial_frames((360, 640), 2), budget_s=0.2)
     assert result.chosen == "fp32" and "no other variant" in result.reason
     assert [v.precision for v in result.variants] == ["fp32"] and result.variants[0].runs >= 3
+
+
+def test_the_export_bar_passes_fails_and_says_when_too_few_boxes_to_tell() -> None:
+    from campusguard.models.parity import PARITY_THRESHOLDS, ParityReport
+
+    bar = PARITY_THRESHOLDS["int8"]
+
+    def report(ref: int, matched: int, iou: float) -> ParityReport:
+        return ParityReport(
+            images=4, reference_boxes=ref, candidate_boxes=matched, matched=matched, mean_iou=iou,
+            kept_share=matched / ref if ref else 1.0, max_conf_diff=0.1,
+        )  # fmt: skip
+
+    assert bar.failure(report(50, 45, 0.95)) is None
+    assert "keeps 70.0%" in str(bar.failure(report(50, 35, 0.95)))
+    assert "mean matched IoU 0.850" in str(bar.failure(report(50, 45, 0.85)))
+    assert not bar.conclusive(report(10, 10, 1.0)) and "fewer than the 20" in str(bar.failure(report(10, 10, 1.0)))
+    assert PARITY_THRESHOLDS["fp16"].min_kept > bar.min_kept

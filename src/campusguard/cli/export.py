@@ -117,6 +117,11 @@ def _report(path: Path, reference: Path | None, images: list[Path], hw: tuple[in
     ref = Detector(reference, device="cpu", imgsz=hw)
     report = compare_detections(ref.predict_batch(frames), cand.predict_batch(frames))
     bar = PARITY_THRESHOLDS.get(cand.info.precision)
-    failure = None if bar is None else bar.failure(report)
-    verdict = "" if bar is None else ("; check passed" if failure is None else f"; CHECK FAILED: {failure}")
+    if bar is None:
+        verdict = ""
+    elif not bar.conclusive(report):
+        verdict = f"; too few boxes to check ({report.reference_boxes} < {bar.min_reference_boxes}): pass more --data"
+    else:
+        failure = bar.failure(report)
+        verdict = "; check passed" if failure is None else f"; CHECK FAILED: {failure}"
     typer.echo(f"{path} ({size_mb:.1f} MB, {head}); vs FP32 {report.line()}{verdict}")

@@ -57,9 +57,13 @@ class ParityThresholds:
     min_mean_iou: float
     min_reference_boxes: int = 20
 
+    def conclusive(self, report: ParityReport) -> bool:
+        """Whether the reference found enough boxes for ``report`` to pass or fail anything."""
+        return report.reference_boxes >= self.min_reference_boxes
+
     def failure(self, report: ParityReport) -> str | None:
         """Why ``report`` misses these thresholds (one line), or ``None`` when it meets them."""
-        if report.reference_boxes < self.min_reference_boxes:
+        if not self.conclusive(report):
             return f"FP32 found {report.reference_boxes} boxes, fewer than the {self.min_reference_boxes} a check needs"
         if report.kept_share < self.min_kept:
             return f"keeps {report.kept_share:.1%} of FP32's boxes, under {self.min_kept:.0%}"
