@@ -156,3 +156,14 @@ def test_the_export_bar_passes_fails_and_says_when_too_few_boxes_to_tell() -> No
     assert "mean matched IoU 0.850" in str(bar.failure(report(50, 45, 0.85)))
     assert not bar.conclusive(report(10, 10, 1.0)) and "fewer than the 20" in str(bar.failure(report(10, 10, 1.0)))
     assert PARITY_THRESHOLDS["fp16"].min_kept > bar.min_kept
+
+
+def test_a_variant_file_that_does_not_load_is_refused_and_fp32_runs(tmp_path: Path) -> None:
+    broken = tmp_path / "m.int8.onnx"
+    broken.write_bytes(b"not an onnx model")
+    builds = CountingBuilds((160, 160))
+    result = run_trial({"fp32": DEFAULT_MODEL, "int8": broken}, builds, trial_frames((360, 640), 2), budget_s=0.2)
+    int8 = result.variants[1]
+    assert result.chosen == "fp32" and not int8.accepted and int8.runs == 0
+    assert int8.note.startswith("cannot load:") and "INT8 refused: cannot load" in result.reason
+    assert "int8 not run (refused)" in result.line()

@@ -28,7 +28,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from campusguard.detections import Detections
-from campusguard.errors import InvalidInputError, ModelLoadError
+from campusguard.errors import CampusGuardError, InvalidInputError, ModelLoadError
 
 __all__ = [
     "INT8_CPU_FLAGS",
@@ -139,8 +139,8 @@ class VariantTiming:
         precision: ``fp32``, ``int8`` or ``fp16``.
         model: its file.
         ms: median milliseconds per frame (`Detector.predict_batch` of one frame: pre-processing,
-            network and post-processing) over the timed rounds.
-        runs: timed rounds.
+            network and post-processing) over the timed rounds; NaN when it did not run.
+        runs: timed rounds (0: it could not be loaded).
         parity: the accuracy check against FP32 on the trial frames (one line; empty for FP32).
         accepted: whether it passed that check (FP32 always).
         note: why it was refused, empty when accepted.
@@ -178,7 +178,8 @@ class TrialResult:
     def line(self) -> str:
         """The figures in one line, e.g. for the start-up log."""
         figures = ", ".join(
-            f"{v.precision} {v.ms:.1f} ms" + ("" if v.accepted else " (refused)") for v in self.variants
+            f"{v.precision} " + (f"{v.ms:.1f} ms" if v.runs else "not run") + ("" if v.accepted else " (refused)")
+            for v in self.variants
         )
         h, w = self.input_hw
         return f"{self.chosen.upper()} ({Path(self.model).name}) at {h}x{w}: {figures} per frame; {self.reason}"
@@ -230,10 +231,15 @@ def run_trial(
             f"(got {len(frames)} frames, rounds {min_rounds}..{max_rounds}, budget {budget_s} s)"
         )
     start = clock()
-    names = ["fp32", *(p for p in variants if p != "fp32")]
-    detectors = {p: make(variants[p]) for p in names}
-    boxes = {p: [detectors[p].predict_batch([f])[0] for f in frames] for p in names}
     refusals: dict[str, str] = {}
+    detectors = {"fp32": make(variants["fp32"])}
+    for p in (p for p in variants if p != "fp32"):
+        try:
+            detectors[p] = make(variants[p])
+        except CampusGuardError as exc:  # a broken variant file is refused; FP32 still runs
+            refusals[p] = f"cannot load: {exc}"
+    names = list(detectors)
+    boxes = {p: [detectors[p].predict_batch([f])[0] for f in frames] for p in names}
     checks: dict[str, str] = {}
     for p in names[1:]:
         report = compare_detections(boxes["fp32"], boxes[p])
@@ -257,13 +263,13 @@ def run_trial(
         VariantTiming(
             precision=p,
             model=str(variants[p]),
-            ms=medians[p],
-            runs=rounds,
+            ms=medians.get(p, float("nan")),
+            runs=rounds if p in medians else 0,
             parity=checks.get(p, ""),
             accepted=p not in refusals,
             note=refusals.get(p, ""),
         )
-        for p in names
+        for p in ["fp32", *(p for p in variants if p != "fp32")]
     )
     chosen, reason = _decide(medians, refusals, min_gain)
     frame_hw = (int(frames[0].shape[0]), int(frames[0].shape[1]))
@@ -281,7 +287,7 @@ def _decide(medians: Mapping[str, float], refusals: Mapping[str, str], min_gain:
     """The chosen precision and why, from the medians (ms) and the variants the accuracy check refused."""
     fp32 = medians["fp32"]
     others = sorted((ms, p) for p, ms in medians.items() if p != "fp32")
-    if not others:
+    if not others and not refusals:
         return "fp32", "the model has no other variant for this device"
     good = [(ms, p) for ms, p in others if p not in refusals]
     refused = "; ".join(f"{p.upper()} refused: {why}" for p, why in refusals.items())

@@ -82,7 +82,7 @@ class Calibration:
             "chosen": r.chosen,
             "chosen_model": r.model,
             "reason": r.reason,
-            "ms": {v.precision: round(v.ms, 2) for v in r.variants},
+            "ms": {v.precision: round(v.ms, 2) if v.runs else None for v in r.variants},
             "refused": {v.precision: v.note for v in r.variants if not v.accepted},
             "runs": max((v.runs for v in r.variants), default=0),
             "measured_at": self.measured_at,

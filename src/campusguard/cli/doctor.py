@@ -104,7 +104,8 @@ def _calibrate(model: str | None, imgsz: str | None, budget_s: float, as_json: b
     for v in r.variants:
         verdict = "" if v.accepted else f"  REFUSED: {v.note}"
         check = f"  [{v.parity}]" if v.parity else ""
-        typer.echo(f"  {v.precision:5} {v.ms:7.1f} ms per frame (median of {v.runs}){verdict}{check}")
+        figure = f"{v.ms:7.1f} ms per frame (median of {v.runs})" if v.runs else "    not run"
+        typer.echo(f"  {v.precision:5} {figure}{verdict}{check}")
     typer.echo(f"chosen: {r.chosen.upper()} ({Path(r.model).name}): {r.reason}")
     typer.echo(f"measured in {r.seconds:.1f} s; stored in {calibration_file(calibration.key)}")
 
@@ -143,7 +144,8 @@ def _print(env: dict, skipped_torch: bool = False) -> None:
     for c in advice["calibrations"]:
         h, w = c["input_hw"]
         figures = ", ".join(
-            f"{p} {ms:.1f} ms" + (" (refused)" if p in c["refused"] else "") for p, ms in c["ms"].items()
+            f"{p} " + ("not run" if ms is None else f"{ms:.1f} ms") + (" (refused)" if p in c["refused"] else "")
+            for p, ms in c["ms"].items()
         )
         t.add_row(
             "Precision",
