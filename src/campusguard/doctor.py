@@ -17,7 +17,14 @@ import psutil
 
 from campusguard.backends.devices import list_gpus, visible_devices_env
 
-__all__ = ["Verdict", "collect_environment", "backend_verdicts", "check_visible_devices", "cpu_flags"]
+__all__ = [
+    "Verdict",
+    "backend_verdicts",
+    "check_visible_devices",
+    "collect_environment",
+    "cpu_flags",
+    "cpu_name",
+]
 
 PACKAGES = (
     "campusguard",
@@ -232,9 +239,10 @@ def collect_environment(include_torch: bool = True) -> dict[str, Any]:
 
 
 def _precision_advice(flags: list[str]) -> dict[str, Any]:
-    """Which variant of the bundled model ``precision: auto`` loads on this CPU, and why."""
+    """The instruction-set rule's verdict on the bundled model: information only, since ``precision:
+    auto`` measures (`campusguard.precision_cache`; ``campusguard doctor`` adds the stored trials)."""
     from campusguard.models.resolve import DEFAULT_MODEL
     from campusguard.precision import choose_precision
 
-    choice = choose_precision(DEFAULT_MODEL, "auto", flags)
-    return {"recommended": choice.precision, "model": choice.model.name, "reason": choice.reason}
+    rule = choose_precision(DEFAULT_MODEL, "auto", flags)
+    return {"instruction_sets": {"int8_instructions": rule.precision == "int8", "reason": rule.reason}}

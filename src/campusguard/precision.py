@@ -1,24 +1,56 @@
-"""Which precision a CPU should run: INT8 where it has VNNI or AMX integer kernels, else FP32.
+"""Which precision of a model to run: measured on this machine, not guessed from its instruction sets.
 
-Without VNNI the u8s8 INT8 kernels of ONNX Runtime are emulated with wider AVX2 instructions and
-often lose to FP32; with VNNI (``avx512_vnni`` or ``avx_vnni``) or AMX (``amx_int8``) they win.
-An INT8 *variant* of an ONNX model is a file next to it: ``NAME-int8.onnx`` (how the bundled
-model ships) or ``NAME.int8.onnx`` (what ``campusguard export --int8`` writes).
+A *variant* of an ONNX model is a file next to it: ``NAME-int8.onnx`` (how the bundled model
+ships) or ``NAME.int8.onnx`` (what ``campusguard export --int8`` writes), likewise ``fp16``.
+Which variants a device may try comes from `campusguard.models.export.FORMATS` (INT8 on the CPU,
+FP16 on GPUs); nothing is exported or quantised here (INT8 needs calibration images and minutes:
+``campusguard export MODEL --int8 --data DIR`` makes one).
+
+`run_trial` times each variant on the same frames, interleaved, and keeps the fastest whose boxes
+pass the export accuracy check against FP32 (`campusguard.models.parity.PARITY_THRESHOLDS`). It is
+a pure function of a detector factory and frames: no threads, no files; `campusguard.precision_cache`
+stores its result per CPU, model files, shape, provider and ONNX Runtime version.
+
+The instruction-set rule (INT8 where the CPU has VNNI or AMX) is kept as information only
+(`choose_precision` with ``auto``, shown by ``campusguard doctor``): on a 2-vCPU AMD EPYC without
+VNNI the bundled INT8 model ran 1.5x FP32's frames per second.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from campusguard.errors import ModelLoadError
+import numpy as np
 
-__all__ = ["INT8_CPU_FLAGS", "PrecisionChoice", "choose_precision", "cpu_prefers_int8", "int8_variant"]
+from campusguard.detections import Detections
+from campusguard.errors import CampusGuardError, InvalidInputError, ModelLoadError
+
+__all__ = [
+    "INT8_CPU_FLAGS",
+    "TRIAL_FRAME_HW",
+    "PrecisionChoice",
+    "TrialDetector",
+    "TrialResult",
+    "VariantTiming",
+    "choose_precision",
+    "cpu_prefers_int8",
+    "int8_variant",
+    "run_trial",
+    "shipped_variants",
+    "trial_frames",
+    "variant_file",
+]
 
 INT8_CPU_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 Precision = Literal["auto", "fp32", "int8"]
+TRIAL_FRAME_HW = (720, 1280)
+"""The frame size the start-up trial renders (16:9, what campus cameras send); the input shape
+follows from it and ``imgsz`` as it does for a camera of that size."""
 
 
 def cpu_prefers_int8(flags: Iterable[str]) -> bool:
@@ -26,15 +58,34 @@ def cpu_prefers_int8(flags: Iterable[str]) -> bool:
     return any(f in INT8_CPU_FLAGS for f in flags)
 
 
-def int8_variant(model: Path) -> Path | None:
-    """The INT8 file shipped next to ONNX ``model`` (``NAME-int8.onnx`` or ``NAME.int8.onnx``), if any."""
+def variant_file(model: Path, precision: str) -> Path | None:
+    """The ``precision`` file shipped next to ONNX ``model`` (``NAME-P.onnx`` or ``NAME.P.onnx``), if any."""
     if model.suffix != ".onnx":
         return None
-    for name in (f"{model.stem}-int8.onnx", f"{model.stem}.int8.onnx"):
+    for name in (f"{model.stem}-{precision}.onnx", f"{model.stem}.{precision}.onnx"):
         candidate = model.with_name(name)
         if candidate.is_file():
             return candidate
     return None
+
+
+def int8_variant(model: Path) -> Path | None:
+    """The INT8 file shipped next to ONNX ``model`` (``NAME-int8.onnx`` or ``NAME.int8.onnx``), if any."""
+    return variant_file(model, "int8")
+
+
+def shipped_variants(model: Path, device_kind: str = "cpu") -> dict[str, Path]:
+    """The variants of ``model`` a trial on ``device_kind`` (``cpu``, ``cuda``, ``rocm``) compares: FP32
+    (the model itself) first, then each shipped file whose precision `FORMATS` lists for that device."""
+    from campusguard.models.export import FORMATS
+
+    out = {"fp32": model}
+    for precision, spec in FORMATS.items():
+        if precision != "fp32" and device_kind in spec["devices"].split(","):
+            path = variant_file(model, precision)
+            if path is not None:
+                out[precision] = path
+    return out
 
 
 @dataclass(frozen=True)
@@ -47,10 +98,11 @@ class PrecisionChoice:
 
 
 def choose_precision(model: Path, requested: Precision, cpu_flags: Iterable[str]) -> PrecisionChoice:
-    """Pick FP32 ``model`` or its INT8 variant.
+    """Pick FP32 ``model`` or its INT8 variant as requested; ``auto`` here is the instruction-set rule.
 
-    ``auto``: INT8 when the CPU has VNNI/AMX and the variant exists, else FP32. ``int8``: the
-    variant, a `ModelLoadError` when there is none. ``fp32``: ``model`` itself.
+    ``int8``: the variant, a `ModelLoadError` when there is none. ``fp32``: ``model`` itself.
+    ``auto``: INT8 when the CPU has VNNI/AMX and the variant exists, else FP32 -- information
+    (``campusguard doctor``); the app's ``precision: auto`` measures instead (`run_trial`).
     """
     variant = int8_variant(model)
     if requested == "fp32":
@@ -68,3 +120,182 @@ def choose_precision(model: Path, requested: Precision, cpu_flags: Iterable[str]
     if variant is None:
         return PrecisionChoice(model, "fp32", f"the CPU has VNNI/AMX but {model.name} has no INT8 variant")
     return PrecisionChoice(variant, "int8", "the CPU has VNNI/AMX and the model an INT8 variant")
+
+
+# the measured choice ---------------------------------------------------------------------------
+class TrialDetector(Protocol):
+    """What the trial needs of a `campusguard.Detector`."""
+
+    def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
+
+    def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]: ...
+
+
+@dataclass(frozen=True)
+class VariantTiming:
+    """One variant's figures in a trial.
+
+    Attributes:
+        precision: ``fp32``, ``int8`` or ``fp16``.
+        model: its file.
+        ms: median milliseconds per frame (`Detector.predict_batch` of one frame: pre-processing,
+            network and post-processing) over the timed rounds; NaN when it did not run.
+        runs: timed rounds (0: it could not be loaded).
+        parity: the accuracy check against FP32 on the trial frames (one line; empty for FP32).
+        accepted: whether it passed that check (FP32 always).
+        note: why it was refused, empty when accepted.
+    """
+
+    precision: str
+    model: str
+    ms: float
+    runs: int
+    parity: str = ""
+    accepted: bool = True
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """What a trial measured and chose.
+
+    Attributes:
+        chosen: the precision to run.
+        model: the file to load for it.
+        reason: one line: why that one.
+        input_hw: the network input shape the variants ran at.
+        variants: each variant's figures, FP32 first.
+        seconds: the trial's wall time, loading included.
+    """
+
+    chosen: str
+    model: str
+    reason: str
+    input_hw: tuple[int, int]
+    variants: tuple[VariantTiming, ...] = field(default_factory=tuple)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """The figures in one line, e.g. for the start-up log."""
+        figures = ", ".join(
+            f"{v.precision} " + (f"{v.ms:.1f} ms" if v.runs else "not run") + ("" if v.accepted else " (refused)")
+            for v in self.variants
+        )
+        h, w = self.input_hw
+        return f"{self.chosen.upper()} ({Path(self.model).name}) at {h}x{w}: {figures} per frame; {self.reason}"
+
+
+def trial_frames(frame_hw: tuple[int, int] = TRIAL_FRAME_HW, count: int = 6, seed: int = 0) -> list[np.ndarray]:
+    """``count`` frames of a synthetic campus scene (people, bicycles, vehicles) of ``frame_hw`` pixels:
+    the same frames on every machine, with enough objects for the accuracy check to mean something."""
+    from campusguard.data.synth.video import SynthVideo
+
+    if count < 1 or min(frame_hw) < 32:
+        raise InvalidInputError(f"trial frames: need at least one frame of 32 px or more, got {count} of {frame_hw}")
+    fps, seconds = 10, 20.0
+    video = SynthVideo(seed, (frame_hw[1], frame_hw[0]), seconds, fps)
+    step = int(seconds * fps) // count
+    return [video.frame(i * step)[0] for i in range(count)]
+
+
+def run_trial(
+    variants: Mapping[str, Path],
+    make: Callable[[Path], TrialDetector],
+    frames: Sequence[np.ndarray],
+    *,
+    budget_s: float = 3.0,
+    min_rounds: int = 3,
+    max_rounds: int = 60,
+    min_gain: float = 0.05,
+    clock: Callable[[], float] = time.perf_counter,
+) -> TrialResult:
+    """Time each variant on ``frames`` and choose the fastest that keeps FP32's boxes.
+
+    Each variant is built once with ``make`` and first detects every frame (its warm-up, and the
+    boxes the accuracy check compares with FP32's, `PARITY_THRESHOLDS`). Then timed rounds: one
+    frame per variant per round, the order rotated each round, until ``budget_s`` (loading and
+    warm-up included) is spent, at least ``min_rounds`` and at most ``max_rounds``. A variant other
+    than FP32 is chosen when it passed the check and its median is at least ``min_gain`` faster
+    than FP32's (a tie keeps FP32, the reference).
+
+    Raises:
+        InvalidInputError: no ``fp32`` variant, no frames, or bad round limits.
+    """
+    from campusguard.models.parity import PARITY_THRESHOLDS, compare_detections
+
+    if "fp32" not in variants:
+        raise InvalidInputError("a precision trial needs the FP32 model as its reference")
+    if not frames or min_rounds < 1 or max_rounds < min_rounds or budget_s <= 0:
+        raise InvalidInputError(
+            f"a precision trial needs frames, 1 <= min_rounds <= max_rounds and a positive budget "
+            f"(got {len(frames)} frames, rounds {min_rounds}..{max_rounds}, budget {budget_s} s)"
+        )
+    start = clock()
+    refusals: dict[str, str] = {}
+    detectors = {"fp32": make(variants["fp32"])}
+    for p in (p for p in variants if p != "fp32"):
+        try:
+            detectors[p] = make(variants[p])
+        except CampusGuardError as exc:  # a broken variant file is refused; FP32 still runs
+            refusals[p] = f"cannot load: {exc}"
+    names = list(detectors)
+    boxes = {p: [detectors[p].predict_batch([f])[0] for f in frames] for p in names}
+    checks: dict[str, str] = {}
+    for p in names[1:]:
+        report = compare_detections(boxes["fp32"], boxes[p])
+        checks[p] = report.line()
+        bar = PARITY_THRESHOLDS.get(p)
+        failure = "no accuracy bar for this precision" if bar is None else bar.failure(report)
+        if failure is not None:
+            refusals[p] = failure
+    times: dict[str, list[float]] = {p: [] for p in names}
+    rounds = 0
+    while rounds < max_rounds and (rounds < min_rounds or clock() - start < budget_s):
+        frame = frames[rounds % len(frames)]
+        shift = rounds % len(names)
+        for p in names[shift:] + names[:shift]:
+            t0 = clock()
+            detectors[p].predict_batch([frame])
+            times[p].append((clock() - t0) * 1000)
+        rounds += 1
+    medians = {p: statistics.median(times[p]) for p in names}
+    timings = tuple(
+        VariantTiming(
+            precision=p,
+            model=str(variants[p]),
+            ms=medians.get(p, float("nan")),
+            runs=rounds if p in medians else 0,
+            parity=checks.get(p, ""),
+            accepted=p not in refusals,
+            note=refusals.get(p, ""),
+        )
+        for p in ["fp32", *(p for p in variants if p != "fp32")]
+    )
+    chosen, reason = _decide(medians, refusals, min_gain)
+    frame_hw = (int(frames[0].shape[0]), int(frames[0].shape[1]))
+    return TrialResult(
+        chosen=chosen,
+        model=str(variants[chosen]),
+        reason=reason,
+        input_hw=detectors["fp32"].input_hw(frame_hw),
+        variants=timings,
+        seconds=clock() - start,
+    )
+
+
+def _decide(medians: Mapping[str, float], refusals: Mapping[str, str], min_gain: float) -> tuple[str, str]:
+    """The chosen precision and why, from the medians (ms) and the variants the accuracy check refused."""
+    fp32 = medians["fp32"]
+    others = sorted((ms, p) for p, ms in medians.items() if p != "fp32")
+    if not others and not refusals:
+        return "fp32", "the model has no other variant for this device"
+    good = [(ms, p) for ms, p in others if p not in refusals]
+    refused = "; ".join(f"{p.upper()} refused: {why}" for p, why in refusals.items())
+    if not good:
+        return "fp32", refused
+    ms, best = good[0]
+    if ms <= fp32 * (1 - min_gain):
+        why = f"{fp32 / ms:.2f}x FP32's speed, boxes within the export accuracy check"
+        return best, why + (f"; {refused}" if refused else "")
+    why = f"{best.upper()} is not {min_gain:.0%} faster than FP32 here ({ms:.1f} vs {fp32:.1f} ms)"
+    return "fp32", why + (f"; {refused}" if refused else "")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,25 +43,118 @@ def test_int8_loads_the_bundled_variant_and_fp32_the_model(tmp_path: Path) -> No
         model_for_precision("yolov8n", "cpu", "int8")
 
 
-@pytest.mark.parametrize(("flags", "expected"), [(["avx2", "avx512_vnni"], str(INT8)), (["avx2"], None)])
-def test_auto_follows_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, flags: list[str], expected: str | None) -> None:
-    monkeypatch.setattr(campusguard.doctor, "cpu_flags", lambda: flags)
-    assert model_for_precision(None, "cpu", "auto") == expected
-    assert model_for_precision(None, "cuda:0", "auto") is None  # INT8 is a CPU choice
+def test_auto_loads_what_the_trial_chose_and_measures_only_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from campusguard.detector import Detector
+    from campusguard.precision_cache import cached_calibrations
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path))
+    monkeypatch.setattr(campusguard.doctor, "cpu_flags", lambda: ["avx2"])  # no VNNI: the flags decide nothing
+    built: list[Path] = []
+
+    def build(path: Path) -> Detector:
+        built.append(path)
+        return Detector(path, device="cpu", imgsz=224, threads=1)
+
+    with caplog.at_level("INFO", logger="campusguard.app.engine.wiring"):
+        first = model_for_precision(None, "cpu", "auto", imgsz=224, build=build)
+    (calibration,) = cached_calibrations()
+    chosen = calibration.result
+    assert first == (None if chosen.chosen == "fp32" else str(INT8)) and len(built) == 2
+    (line,) = [r.getMessage() for r in caplog.records if "precision auto" in r.getMessage()]
+    assert f"{chosen.chosen.upper()} (" in line and "fp32 " in line and " ms" in line and "measured now" in line
+    caplog.clear()
+    with caplog.at_level("INFO", logger="campusguard.app.engine.wiring"):
+        assert model_for_precision(None, "cpu", "auto", imgsz=224, build=build) == first
+    assert len(built) == 2 and any("cached" in r.getMessage() for r in caplog.records)  # no second trial
+    assert model_for_precision(None, "cuda:0", "auto", imgsz=224, build=build) is None  # INT8 is a CPU choice
+    assert len(built) == 2
 
 
-def test_doctor_says_which_precision_this_cpu_should_use() -> None:
+def test_auto_on_a_model_without_variants_loads_it_without_a_trial(tmp_path: Path) -> None:
+    lone = tmp_path / "lone.onnx"
+    lone.write_bytes(DEFAULT_MODEL.read_bytes())
+
+    from campusguard.detector import Detector
+
+    def build(path: Path) -> Detector:
+        raise AssertionError("no trial for a model with nothing to compare")
+
+    assert model_for_precision(str(lone), "cpu", "auto", build=build) == str(lone)
+
+
+def test_doctor_shows_the_instruction_sets_as_information_and_no_trial_when_none_is_cached(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "campusguard.cli.main", "doctor", "--json", "--no-torch"],
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "CAMPUSGUARD_CACHE": str(tmp_path)},
     )
     assert proc.returncode == 0, proc.stderr
     advice = json.loads(proc.stdout)["precision"]
     vnni = campusguard.doctor.cpu_flags()
-    assert advice["recommended"] == ("int8" if {"avx512_vnni", "avx_vnni", "amx_int8"} & set(vnni) else "fp32")
-    assert advice["model"] in (DEFAULT_MODEL.name, INT8.name) and advice["reason"]
+    fast = bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(vnni))
+    assert advice["instruction_sets"]["int8_instructions"] is fast and advice["instruction_sets"]["reason"]
+    assert advice["calibrations"] == []
+
+
+def test_doctor_calibrate_measures_stores_and_doctor_then_shows_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from campusguard.cli.main import main as cli_main
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path))
+    assert cli_main(["doctor", "--calibrate", "--imgsz", "224", "--budget", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "precision trial: campusguard-default.onnx at 128x224" in out
+    fp32_ms = re.search(r"fp32\s+([\d.]+) ms per frame \(median of (\d+)\)", out)
+    int8_ms = re.search(r"int8\s+([\d.]+) ms per frame \(median of (\d+)\)", out)
+    assert fp32_ms and int8_ms and int(fp32_ms.group(2)) >= 3, out
+    assert "[parity on 6 image(s)" in out
+    chosen = re.search(r"chosen: (FP32|INT8) \((\S+)\)", out)
+    assert chosen and chosen.group(2) == (DEFAULT_MODEL.name if chosen.group(1) == "FP32" else INT8.name), out
+    assert f"stored in {tmp_path}" in out
+
+    assert cli_main(["doctor", "--json", "--no-torch"]) == 0
+    (shown,) = json.loads(capsys.readouterr().out)["precision"]["calibrations"]
+    assert shown["chosen"] == chosen.group(1).lower() and shown["input_hw"] == [128, 224]
+    assert shown["ms"]["fp32"] == pytest.approx(float(fp32_ms.group(1)), abs=0.06)
+    assert shown["ms"]["int8"] == pytest.approx(float(int8_ms.group(1)), abs=0.06)
+    assert shown["measured_at"].startswith("20")
+    assert cli_main(["doctor", "--no-torch"]) == 0
+    table = capsys.readouterr().out
+    assert "information only" in table and f"{shown['chosen'].upper()} for campusguard-default.onnx" in table
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--calibrate", "--model", "yolov8n.pt"], "not an ONNX file"),
+        (["--model", "m.onnx"], "go with --calibrate"),
+        (["--calibrate", "--imgsz", "33"], "--imgsz"),
+    ],
+)
+def test_doctor_calibrate_refuses_bad_input_in_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from campusguard.cli.main import main as cli_main
+
+    assert cli_main(["doctor", *args]) != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_doctor_calibrate_says_when_a_model_has_nothing_to_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from campusguard.cli.main import main as cli_main
+
+    lone = tmp_path / "lone.onnx"
+    lone.write_bytes(DEFAULT_MODEL.read_bytes())
+    assert cli_main(["doctor", "--calibrate", "--model", str(lone)]) != 0
+    assert "has no INT8 variant next to it" in capsys.readouterr().err
 
 
 def test_the_bundled_int8_variant_runs_aspect_matched_and_keeps_fp32_boxes() -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from campusguard.errors import CampusGuardError, DeviceError
+from campusguard.errors import CampusGuardError, DeviceError, InvalidInputError
 
 
 def _gib(n: int | None) -> str:
@@ -24,11 +26,29 @@ def register(app: typer.Typer) -> None:
             None, "--device", help="Also check that this device (cuda:N, rocm:N, cpu) works end to end."
         ),
         no_torch: bool = typer.Option(False, "--no-torch", help="Skip importing PyTorch (faster)."),
+        calibrate: bool = typer.Option(
+            False,
+            "--calibrate",
+            help="Time each variant of --model (FP32, INT8) now on the CPU and store the choice `precision: auto` uses.",
+        ),
+        model: str = typer.Option(None, "--model", help="With --calibrate: an ONNX model (default: the bundled one)."),
+        imgsz: str = typer.Option(
+            None, "--imgsz", help="With --calibrate: the detector's imgsz (N or H,W; default: the model's own)."
+        ),
+        budget_s: float = typer.Option(
+            3.0, "--budget", min=0.5, max=120.0, help="With --calibrate: seconds the trial may take."
+        ),
     ) -> None:
         """Report OS, CPU, RAM, package versions, GPUs, visible-device variables, ONNX Runtime providers and per-backend verdicts."""
         from campusguard.doctor import collect_environment
 
+        if calibrate:
+            _calibrate(model, imgsz, budget_s, as_json)
+            return
+        if model is not None or imgsz is not None:
+            raise InvalidInputError("--model and --imgsz go with --calibrate")
         env = collect_environment(include_torch=not no_torch)
+        env["precision"]["calibrations"] = _stored_trials(env["cpu"]["name"])
         check = None
         if device is not None:
             check = _check_device(device)
@@ -39,6 +59,55 @@ def register(app: typer.Typer) -> None:
             _print(env, skipped_torch=no_torch)
         if check and check["status"] != "ok":
             raise DeviceError(check["error"])
+
+
+def _stored_trials(cpu: str) -> list[dict[str, Any]]:
+    """The stored precision trials of this CPU (what ``precision: auto`` loads), newest first."""
+    from campusguard.precision_cache import cached_calibrations
+
+    return [c.summary() for c in cached_calibrations() if c.key.cpu == cpu]
+
+
+def _calibrate(model: str | None, imgsz: str | None, budget_s: float, as_json: bool) -> None:
+    """Run the precision trial now (ignoring what is stored), store it and print its figures."""
+    from campusguard.app.config import DetectorConfig
+    from campusguard.detector import Detector
+    from campusguard.doctor import cpu_name
+    from campusguard.models.info import check_imgsz
+    from campusguard.models.resolve import default_model_path
+    from campusguard.precision import shipped_variants
+    from campusguard.precision_cache import calibrate, calibration_file
+
+    path = default_model_path() if model is None else Path(model)
+    if path.suffix != ".onnx" or not path.is_file():
+        raise InvalidInputError(f"--model {model}: not an ONNX file; the trial compares an ONNX model's variants")
+    hw = None if imgsz is None else check_imgsz(imgsz, name="--imgsz")
+    variants = shipped_variants(path, "cpu")
+    if len(variants) < 2:
+        raise InvalidInputError(
+            f"{path.name} has no INT8 variant next to it ({path.stem}-int8.onnx or {path.stem}.int8.onnx): nothing to "
+            "compare; make one with `campusguard export MODEL --int8 --data IMAGES`"
+        )
+    app = DetectorConfig()  # the app's defaults, so `watch` measures the same detector
+
+    def build(p: Path) -> Detector:
+        return Detector(p, device="cpu", imgsz=hw, threads=app.threads, spinning=app.spinning)
+
+    calibration, _ = calibrate(variants, build, imgsz=hw, budget_s=budget_s, fresh=True)
+    summary = calibration.summary()
+    if as_json:
+        typer.echo(json.dumps({**summary, "cache_file": str(calibration_file(calibration.key))}, indent=2))
+        return
+    r = calibration.result
+    h, w = r.input_hw
+    typer.echo(f"precision trial: {path.name} at {h}x{w} on {cpu_name()} ({calibration.key.provider})")
+    for v in r.variants:
+        verdict = "" if v.accepted else f"  REFUSED: {v.note}"
+        check = f"  [{v.parity}]" if v.parity else ""
+        figure = f"{v.ms:7.1f} ms per frame (median of {v.runs})" if v.runs else "    not run"
+        typer.echo(f"  {v.precision:5} {figure}{verdict}{check}")
+    typer.echo(f"chosen: {r.chosen.upper()} ({Path(r.model).name}): {r.reason}")
+    typer.echo(f"measured in {r.seconds:.1f} s; stored in {calibration_file(calibration.key)}")
 
 
 def _check_device(device: str) -> dict[str, str]:
@@ -70,7 +139,23 @@ def _print(env: dict, skipped_torch: bool = False) -> None:
         f"{cpu['name']}, {cpu['physical_cores']} cores / {cpu['logical_cores']} threads, {' '.join(cpu['flags'])}",
     )
     advice = env["precision"]
-    t.add_row("Precision", f"{advice['recommended'].upper()} ({advice['model']}): {advice['reason']}")
+    rule = advice["instruction_sets"]
+    t.add_row("INT8 instructions", escape(f"{rule['reason']} (information only: `precision: auto` measures)"))
+    for c in advice["calibrations"]:
+        h, w = c["input_hw"]
+        figures = ", ".join(
+            f"{p} " + ("not run" if ms is None else f"{ms:.1f} ms") + (" (refused)" if p in c["refused"] else "")
+            for p, ms in c["ms"].items()
+        )
+        t.add_row(
+            "Precision",
+            escape(
+                f"{c['chosen'].upper()} for {Path(c['model']).name} at {h}x{w}: {figures} per frame; "
+                f"measured {c['measured_at']}"
+            ),
+        )
+    if not advice["calibrations"]:
+        t.add_row("Precision", escape("no trial cached for this CPU; `campusguard doctor --calibrate` measures now"))
     t.add_row("RAM", _gib(env["ram_bytes"]))
     t.add_row("Python", env["python"])
     t.add_row("Packages", ", ".join(f"{k} {v}" for k, v in env["packages"].items()))

@@ -105,7 +105,7 @@ def _sample_images() -> list[Path]:
 def _report(path: Path, reference: Path | None, images: list[Path], hw: tuple[int, int]) -> None:
     from campusguard.detector import Detector
     from campusguard.io.images import read_image
-    from campusguard.models.parity import compare_detections
+    from campusguard.models.parity import PARITY_THRESHOLDS, compare_detections
 
     size_mb = path.stat().st_size / 1e6
     cand = Detector(path, device="cpu", imgsz=hw)
@@ -116,4 +116,12 @@ def _report(path: Path, reference: Path | None, images: list[Path], hw: tuple[in
     frames = [read_image(p) for p in images]
     ref = Detector(reference, device="cpu", imgsz=hw)
     report = compare_detections(ref.predict_batch(frames), cand.predict_batch(frames))
-    typer.echo(f"{path} ({size_mb:.1f} MB, {head}); vs FP32 {report.line()}")
+    bar = PARITY_THRESHOLDS.get(cand.info.precision)
+    if bar is None:
+        verdict = ""
+    elif not bar.conclusive(report):
+        verdict = f"; too few boxes to check ({report.reference_boxes} < {bar.min_reference_boxes}): pass more --data"
+    else:
+        failure = bar.failure(report)
+        verdict = "; check passed" if failure is None else f"; CHECK FAILED: {failure}"
+    typer.echo(f"{path} ({size_mb:.1f} MB, {head}); vs FP32 {report.line()}{verdict}")

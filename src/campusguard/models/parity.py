@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment
 from campusguard.detections import Detections
 from campusguard.ops.boxes import box_iou
 
-__all__ = ["ParityReport", "match_detections", "compare_detections"]
+__all__ = ["PARITY_THRESHOLDS", "ParityReport", "ParityThresholds", "match_detections", "compare_detections"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,44 @@ class ParityReport:
             f"({self.kept_share:.1%}), mean matched IoU {self.mean_iou:.4f}, max confidence diff {self.max_conf_diff:.4f}, "
             f"{self.candidate_boxes} candidate boxes"
         )
+
+
+@dataclass(frozen=True)
+class ParityThresholds:
+    """How close a variant's boxes must stay to FP32's to count as the same detector.
+
+    Attributes:
+        min_kept: least share of the reference's boxes the candidate must match.
+        min_mean_iou: least mean IoU of the matched pairs.
+        min_reference_boxes: fewest reference boxes for the comparison to mean anything.
+    """
+
+    min_kept: float
+    min_mean_iou: float
+    min_reference_boxes: int = 20
+
+    def conclusive(self, report: ParityReport) -> bool:
+        """Whether the reference found enough boxes for ``report`` to pass or fail anything."""
+        return report.reference_boxes >= self.min_reference_boxes
+
+    def failure(self, report: ParityReport) -> str | None:
+        """Why ``report`` misses these thresholds (one line), or ``None`` when it meets them."""
+        if not self.conclusive(report):
+            return f"FP32 found {report.reference_boxes} boxes, fewer than the {self.min_reference_boxes} a check needs"
+        if report.kept_share < self.min_kept:
+            return f"keeps {report.kept_share:.1%} of FP32's boxes, under {self.min_kept:.0%}"
+        if report.mean_iou < self.min_mean_iou:
+            return f"mean matched IoU {report.mean_iou:.3f}, under {self.min_mean_iou}"
+        return None
+
+
+PARITY_THRESHOLDS: dict[str, ParityThresholds] = {
+    "fp16": ParityThresholds(min_kept=0.95, min_mean_iou=0.98),
+    "int8": ParityThresholds(min_kept=0.8, min_mean_iou=0.9),
+}
+"""The export accuracy check's bar per precision, against FP32 on the same images (what
+`campusguard export` reports as pass/fail, and what ``precision: auto`` requires before it picks a
+variant). INT8's is lower: its confidences move and boxes near the threshold come and go."""
 
 
 def match_detections(

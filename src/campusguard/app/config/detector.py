@@ -38,8 +38,10 @@ class DetectorConfig(ConfigModel):
         "auto",
         title="Precision",
         description="ONNX models on the CPU: `int8` loads the model's INT8 variant (NAME-int8.onnx or NAME.int8.onnx "
-        "next to it; the bundled model has one), `fp32` the model itself, `auto` INT8 where the CPU has VNNI or AMX "
-        "and the variant exists (`campusguard doctor` says which), else FP32.",
+        "next to it; the bundled model has one), `fp32` the model itself, `auto` whichever a short timed trial at "
+        "start-up found faster (about 3 s, once: the result is cached per CPU, model files, input shape and ONNX "
+        "Runtime version; `campusguard doctor` shows it, `campusguard doctor --calibrate` measures again), INT8 only "
+        "when its boxes pass the export accuracy check against FP32. On a GPU `auto` loads the model as given.",
     )
     imgsz: int | tuple[int, int] | None = Field(
         None,

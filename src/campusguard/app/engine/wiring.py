@@ -189,41 +189,55 @@ DetectorFactory = Callable[[str | None, str, "int | tuple[int, int] | None"], De
 
 
 def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
-    """Build `campusguard.Detector` objects with the config's thresholds."""
+    """Build `campusguard.Detector` objects with the config's thresholds (and its precision: `model_for_precision`)."""
     det = loaded.config.detector
 
     def make(model: str | None, device: str, imgsz: int | tuple[int, int] | None) -> DetectorLike:
         from campusguard.detector import Detector
 
-        return Detector(
-            model=model_for_precision(model, device, det.precision),
-            device=device,
-            imgsz=imgsz,
-            conf=det.conf,
-            iou=det.iou,
-            max_det=det.max_det,
-            threads=det.threads,
-            spinning=det.spinning,
-            backend=det.backend,
-            pipeline=det.pipeline,
-            half=det.half,
-        )
+        def build(path: str | Path | None) -> Detector:
+            return Detector(
+                model=path,
+                device=device,
+                imgsz=imgsz,
+                conf=det.conf,
+                iou=det.iou,
+                max_det=det.max_det,
+                threads=det.threads,
+                spinning=det.spinning,
+                backend=det.backend,
+                pipeline=det.pipeline,
+                half=det.half,
+            )
+
+        return build(model_for_precision(model, device, det.precision, imgsz=imgsz, build=build))
 
     return make
 
 
-def model_for_precision(model: str | None, device: str, precision: Literal["auto", "fp32", "int8"]) -> str | None:
+def model_for_precision(
+    model: str | None,
+    device: str,
+    precision: Literal["auto", "fp32", "int8"],
+    imgsz: int | tuple[int, int] | None = None,
+    build: Callable[[Path], DetectorLike] | None = None,
+) -> str | None:
     """The model file the detector section's ``precision`` asks for (see `campusguard.precision`).
 
     ``auto`` considers INT8 only on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
-    provider) and only for ONNX files; ``int8`` for a model without an INT8 variant is an error.
+    provider) and only for ONNX files with an INT8 variant: it loads the variant a short timed trial
+    chose (`campusguard.precision_cache.calibrate`: cached per CPU, model files, shape, provider and
+    ONNX Runtime version; measured once, ~3 s, where nothing is cached), the trial's detectors
+    made by ``build`` (default: `campusguard.Detector` on ``device`` at ``imgsz``). ``int8`` for a
+    model without an INT8 variant is an error.
     """
     import onnxruntime as ort
 
-    from campusguard.doctor import cpu_flags
     from campusguard.errors import ModelLoadError
+    from campusguard.models.info import check_imgsz
     from campusguard.models.resolve import DEFAULT_MODEL
-    from campusguard.precision import choose_precision
+    from campusguard.precision import choose_precision, shipped_variants
+    from campusguard.precision_cache import calibrate
 
     if precision == "fp32":
         return model
@@ -232,12 +246,29 @@ def model_for_precision(model: str | None, device: str, precision: Literal["auto
         if precision == "int8":
             raise ModelLoadError(f"precision int8 needs an ONNX model with an INT8 variant; got {model}")
         return model
+    if precision == "int8":
+        choice = choose_precision(path, precision, ())
+        log.info("detector precision int8: %s (requested)", choice.model.name)
+        return str(choice.model)
     gpu = any(p in ort.get_available_providers() for p in ("CUDAExecutionProvider", "ROCMExecutionProvider"))
-    if precision == "auto" and (device not in ("cpu", "auto") or (device == "auto" and gpu)):
+    variants = shipped_variants(path, "cpu")
+    if device not in ("cpu", "auto") or (device == "auto" and gpu) or len(variants) < 2:
         return model
-    choice = choose_precision(path, precision, cpu_flags())
-    log.info("detector precision %s: %s (%s)", choice.precision, choice.model.name, choice.reason)
-    return str(choice.model) if choice.model != path or model is not None else None
+    if build is None:
+        from campusguard.detector import Detector
+
+        def build(p: Path) -> DetectorLike:
+            return Detector(p, device=device, imgsz=imgsz)
+
+    calibration, cached = calibrate(variants, build, imgsz=None if imgsz is None else check_imgsz(imgsz))
+    result = calibration.result
+    log.info(
+        "detector precision auto: %s (%s)",
+        result.line(),
+        f"measured {calibration.measured_at}, cached" if cached else f"measured now in {result.seconds:.1f} s",
+    )
+    chosen = Path(result.model)
+    return str(chosen) if chosen != path or model is not None else None
 
 
 def detector_key(config: WatchConfig, cam: CameraConfig) -> tuple[str | None, str, int | tuple[int, int] | None]:
