@@ -40,7 +40,9 @@ def _host(deployment: Deployment, path: Path | None, ms: float | None, cores: fl
         return host_work(deployment, path, ms, cores)
     section = doc.get("host_cost")
     if not isinstance(section, dict):
-        raise InvalidInputError(f"{path}: a cost file without a host_cost section (run benchmarks/cost.py with the app)")
+        raise InvalidInputError(
+            f"{path}: a cost file without a host_cost section (run benchmarks/cost.py with the app)"
+        )
     cost = HostCost.from_document(section, f"{path} (host_cost)")
     total, parts = cost.ms_per_frame(deployment.resolution_wh, gated=deployment.active_fraction < 1)
     notes = f"; {cost.notes}" if cost.notes else ""
