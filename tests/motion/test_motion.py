@@ -163,6 +163,19 @@ def test_a_busy_scene_goes_whole_without_the_gates_work_then_the_gate_looks_agai
     assert motion.calls == analysed + 3
 
 
+def test_a_busy_stretch_ends_at_once_when_nothing_is_detected_or_tracked_any_more():
+    gate = MotionGate(keyframe_s=5.0, min_side=800, busy_after=2, busy_hold_s=5.0)
+    tracked = np.array([[600, 400, 660, 520]], np.float32)
+    for i in range(3):
+        gate.plan(scene(600), i / 10, tracked_xyxy=tracked)
+    assert gate.bypass_frames == 50
+    assert gate.plan(scene(600), 0.3, tracked_xyxy=tracked).reason == "busy"
+    # the person left: no boxes from the last frame, none tracked: skipped without waiting out the 5 s
+    empty = np.zeros((0, 4), np.float32)
+    assert [gate.plan(scene(None), (4 + i) / 10, tracked_xyxy=empty).kind for i in range(3)] == ["skip"] * 3
+    assert gate.bypass_frames == 0
+
+
 def test_a_gate_that_never_stops_looking():
     gate = MotionGate(keyframe_s=5.0, min_side=800, busy_after=0)
     tracked = np.array([[600, 400, 660, 520]], np.float32)

@@ -132,7 +132,8 @@ class MotionGate:
         busy_after: after this many frames in a row that needed the whole frame anyway (large
             motion, costly crops, or objects tracked where no crop fits), the gate stops its own
             work (motion analysis, planning) and sends whole frames for ``busy_hold_s``; then it
-            restarts its background and plans again. 0: never.
+            restarts its background and plans again (at once when nothing is detected or tracked
+            any more: a scene that empties is skipped without waiting). 0: never.
         busy_hold_s: see ``busy_after`` (seconds of frame time). A busy scene then costs the gate
             nothing, and its frames batch like an ungated camera's (`bypass_frames`).
     """
@@ -194,6 +195,9 @@ class MotionGate:
     def plan(self, frame_bgr: np.ndarray, timestamp_s: float, tracked_xyxy: np.ndarray | None = None) -> RegionPlan:
         """Plan one frame; ``tracked_xyxy`` are the boxes of objects the tracker still follows."""
         self._tick(timestamp_s)
+        if self._bypass_left > 0 and tracked_xyxy is not None and len(tracked_xyxy) == 0:
+            self._bypass_left = 0  # the scene emptied (nothing detected or tracked): look again now
+            self.motion.reset()
         if self._bypass_left > 0:  # busy: the whole frame, no motion analysis
             self._bypass_left -= 1
             self._last_keyframe = timestamp_s
