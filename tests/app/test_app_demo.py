@@ -105,3 +105,22 @@ def test_demo_with_falls_adds_the_fall_rule_and_finds_every_fall(tmp_path: Path)
     assert result.scores.overall.f1 == pytest.approx(1.0)
     falls = [e for e in result.events if e.rule_kind == "fall"]
     assert falls and all(e.details["signal"] == "track-shape" for e in falls)
+
+
+def test_demo_with_an_idle_fraction_is_quiet_outside_its_busy_span_and_scored(tmp_path: Path) -> None:
+    seed = 2
+    out = io.StringIO()
+    result = run_demo(
+        seed=seed,
+        out_dir=tmp_path,
+        seconds=60,
+        out=out,
+        detector_factory=lambda *a: TruthDetector(tmp_path / f"campus-seed{seed}-idle50.json", NAMES),
+        idle_fraction=0.5,
+    )
+    truth = json.loads(result.truth.read_text())
+    assert result.video.name == f"campus-seed{seed}-idle50.mp4"
+    assert truth["idle_fraction"] == 0.5 and truth["active_windows_s"] == [[15.0, 45.0]]
+    assert all(not f["objects"] for f in truth["frames"] if not 15.0 <= f["t"] <= 45.0)
+    assert truth["incidents"] and result.scores.overall.f1 == pytest.approx(1.0)
+    assert "active spans 15-45 s; nobody in view and nothing moving outside them" in out.getvalue()

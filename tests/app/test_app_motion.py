@@ -57,7 +57,7 @@ def test_gating_finds_the_same_incidents_and_keeps_a_parked_car_detected(scene: 
     assert sorted(got) == sorted(key) and {k[0] for k in key} == {"intrusion", "fire_lane"}
     m = service.metrics["cam1"]
     assert m.frames_regions > 40  # most frames went as crops, not whole
-    assert f"motion: skipped 0, crops {m.frames_regions}, detector images {m.detector_images}" in printed
+    assert f"motion: skipped 0, crops {m.frames_regions}, busy 0, detector images {m.detector_images}, gate " in printed
     # the car never moves, so motion alone would lose it after the first keyframe; its track keeps it
     # (frame 0 starts the tracks; the tracker reports from the second sighting on, gated or not)
     assert len(frames) == 60 and all(f.detections.class_id.tolist().count(2) == 1 for f in frames[1:])
@@ -95,6 +95,23 @@ def test_a_still_stretch_is_skipped_without_detector_calls(tmp_path: Path) -> No
     assert all(0 in f.detections.class_id.tolist() for f in frames[1:37])
 
 
+def test_a_busy_stretch_goes_whole_and_batched_without_the_gates_work_then_the_still_one_is_skipped(
+    tmp_path: Path,
+) -> None:
+    video = write_walk_then_still(tmp_path / "walk.avi")
+    busy = "    motion: {enabled: true, min_region: 200, keyframe_s: 5, busy_hold_s: 1}\n    zones:\n"  # no crop fits
+    detector = BlobDetector()
+    service, frames, printed = run(scene_config(video, tmp_path).replace("    zones:\n", busy, 1), detector)
+    m = service.metrics["cam1"]
+    assert m.frames_processed == 100
+    assert m.frames_gate_busy >= 20  # while the person walks the gate stops looking ...
+    assert max(detector.batch_sizes) > 1  # ... and those frames batch like an ungated camera's
+    assert m.frames_skipped >= 40  # the still stretch costs no detector call
+    assert all(0 in f.detections.class_id.tolist() for f in frames[1:37])
+    assert m.gate_seconds.count == 100 and m.gate_ms_total > 0
+    assert f"busy {m.frames_gate_busy}," in printed and " ms/frame" in printed
+
+
 def test_motion_defaults_on_for_live_sources_off_for_files_and_bad_values_name_the_field() -> None:
     def cam(extra: str, source: str = "clip.mp4") -> object:
         return parse_config(f"cameras:\n  - id: c\n    source: {source}\n{extra}", "w.yaml").config.cameras[0]
@@ -124,8 +141,8 @@ def test_demo_with_the_bundled_model_finds_the_same_incidents_gated_or_not(tmp_p
     # a 640x360 demo frame at imgsz 320 (at the example's 480 a crop's side would exceed the frame's
     # height, so the gate sends whole frames): crops of the network's 320 px side may cover the whole
     # frame between them, and cost more than whole frames: allowed here, so that the crop path is
-    # what is checked
-    gating = {"enabled": True, "margin": 0.25, "full_frame_fraction": 1.0, "max_region_cost": 100}
+    # what is checked (and the gate never stops looking on a busy stretch)
+    gating = {"enabled": True, "margin": 0.25, "full_frame_fraction": 1.0, "max_region_cost": 100, "busy_hold_s": 0}
     results, printed = {}, {}
     for name, motion in (("off", False), ("on", gating)):
         out = io.StringIO()
@@ -133,7 +150,7 @@ def test_demo_with_the_bundled_model_finds_the_same_incidents_gated_or_not(tmp_p
         printed[name] = out.getvalue()
     off, on = results["off"], results["on"]
     assert off.clean and on.clean
-    crops = re.search(r"motion: skipped (\d+), crops (\d+), detector images (\d+)", printed["on"])
+    crops = re.search(r"motion: skipped (\d+), crops (\d+), busy (\d+), detector images (\d+)", printed["on"])
     assert crops is not None and int(crops.group(2)) > 100  # the gate really sent crops
     assert "motion:" not in printed["off"]
     assert off.scores.overall.f1 >= 0.9

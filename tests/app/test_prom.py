@@ -31,6 +31,25 @@ def test_motion_gating_counters_are_exported_per_camera() -> None:
     assert 'campusguard_frames_regions_total{camera="gate"} 12.0' in text
 
 
+def test_the_motion_gates_own_work_is_a_histogram_per_gated_camera() -> None:
+    from campusguard.app.engine.metrics import CameraMetrics
+
+    m = CameraMetrics("gate")
+    for seconds, busy in ((0.0003, False), (0.0004, False), (0.00002, True)):
+        m.observe_gate(seconds, busy)
+    common = {"frames_read": 3, "frames_processed": 3, "frames_dropped": 0, "reconnects": 0, "input_fps": 1.0}
+    common |= {"processed_fps": 1.0, "queue_depth": 0, "inference_seconds": LatencyHistogram()}
+    gated = CameraSample(camera="gate", frames_gate_busy=m.frames_gate_busy, gate_seconds=m.gate_seconds, **common)
+    plain = CameraSample(camera="plain", **common)  # not gated: no gate series
+    text = prometheus_client.generate_latest(build_registry(lambda: PipelineSample([gated, plain]))).decode()
+    assert 'campusguard_frames_gate_busy_total{camera="gate"} 1.0' in text
+    assert 'campusguard_motion_gate_seconds_bucket{camera="gate",le="5e-05"} 1.0' in text
+    assert 'campusguard_motion_gate_seconds_bucket{camera="gate",le="0.0005"} 3.0' in text
+    assert 'campusguard_motion_gate_seconds_count{camera="gate"} 3.0' in text
+    assert 'campusguard_motion_gate_seconds_count{camera="plain"}' not in text
+    assert m.gate_ms_total == pytest.approx(0.72)
+
+
 def test_store_retries_and_spooled_updates_are_exported_without_labels() -> None:
     sample = PipelineSample(store_retries=7, events_spooled=3)
     text = prometheus_client.generate_latest(build_registry(lambda: sample)).decode()

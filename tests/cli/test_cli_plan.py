@@ -149,3 +149,27 @@ def test_host_cost_and_host_ms_are_not_both_taken(capsys: pytest.CaptureFixture[
             "--host-cost", str(HOST_COST), "--host-ms-per-frame", "4"]  # fmt: skip
     assert main(argv) != 0
     assert capsys.readouterr().err.strip() == "error: give --host-cost FILE or --host-ms-per-frame X, not both"
+
+
+def test_plan_reads_host_work_from_a_cost_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    section = json.loads(HOST_COST.read_text())
+    cost = tmp_path / "cost.json"
+    cost.write_text(json.dumps({"schema_version": 1, "kind": "campusguard-cost", "results": {}, "host_cost": section}))
+    argv = ["plan", "--cameras", "10", "--fps", "10", "--resolution", "1280x720", "--results", str(RESULTS),
+            "--precision", "int8", "--host-cost", str(cost), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    stages = section["stages_ms"]
+    # ungated (active fraction 1): motion analysis does not count
+    assert out["host"]["ms_per_frame"] == pytest.approx(sum(v for k, v in stages.items() if k != "motion"))
+    assert out["host"]["source"].startswith(f"measured: {cost} (host_cost) (")
+
+
+def test_a_cost_file_without_host_work_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cost = tmp_path / "cost.json"
+    cost.write_text(json.dumps({"schema_version": 1, "kind": "campusguard-cost", "results": {}}))
+    argv = ["plan", "--cameras", "10", "--fps", "10", "--resolution", "1280x720", "--results", str(RESULTS),
+            "--host-cost", str(cost)]  # fmt: skip
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a cost file without a host_cost section" in err[0]

@@ -132,3 +132,54 @@ def test_crops_and_merging_map_boxes_back_and_drop_duplicates():
     assert len(merge_region_detections(RegionPlan("skip", "still"), [], 0.7)) == 0
     with pytest.raises(InvalidInputError):
         merge_region_detections(plan, [first], 0.7)
+
+
+class CountingMotion(MotionDetector):
+    """The real motion detector, counting the frames it analyses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __call__(self, frame_bgr: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return super().__call__(frame_bgr)
+
+
+def test_a_busy_scene_goes_whole_without_the_gates_work_then_the_gate_looks_again():
+    motion = CountingMotion()
+    # crops of 800 px never fit a 720p frame: tracked objects always need the whole frame
+    gate = MotionGate(motion, keyframe_s=5.0, min_side=800, busy_after=2, busy_hold_s=1.0)
+    tracked = np.array([[600, 400, 660, 520]], np.float32)
+    reasons = [gate.plan(scene(600), i / 10, tracked_xyxy=tracked).reason for i in range(3)]
+    assert reasons == ["keyframe", "large-motion", "large-motion"]
+    assert gate.bypass_frames == 10  # 1 s at the 10 fps of the timestamps
+    analysed = motion.calls
+    busy = [gate.plan(scene(600), (3 + i) / 10, tracked_xyxy=tracked) for i in range(10)]
+    assert {(p.kind, p.reason) for p in busy} == {("full", "busy")}
+    assert motion.calls == analysed and gate.bypass_frames == 0  # no motion analysis while busy
+    # the scene went quiet: the gate restarts its background and skips again
+    assert [gate.plan(scene(None), (13 + i) / 10).kind for i in range(3)] == ["skip", "skip", "skip"]
+    assert motion.calls == analysed + 3
+
+
+def test_a_busy_stretch_ends_at_once_when_nothing_is_detected_or_tracked_any_more():
+    gate = MotionGate(keyframe_s=5.0, min_side=800, busy_after=2, busy_hold_s=5.0)
+    tracked = np.array([[600, 400, 660, 520]], np.float32)
+    for i in range(3):
+        gate.plan(scene(600), i / 10, tracked_xyxy=tracked)
+    assert gate.bypass_frames == 50
+    assert gate.plan(scene(600), 0.3, tracked_xyxy=tracked).reason == "busy"
+    # the person left: no boxes from the last frame, none tracked: skipped without waiting out the 5 s
+    empty = np.zeros((0, 4), np.float32)
+    assert [gate.plan(scene(None), (4 + i) / 10, tracked_xyxy=empty).kind for i in range(3)] == ["skip"] * 3
+    assert gate.bypass_frames == 0
+
+
+def test_a_gate_that_never_stops_looking():
+    gate = MotionGate(keyframe_s=5.0, min_side=800, busy_after=0)
+    tracked = np.array([[600, 400, 660, 520]], np.float32)
+    reasons = {gate.plan(scene(600), i / 10, tracked_xyxy=tracked).reason for i in range(1, 30)}
+    assert reasons == {"keyframe", "large-motion"} and gate.bypass_frames == 0
+    with pytest.raises(InvalidInputError, match="busy_after"):
+        MotionGate(busy_after=-1)

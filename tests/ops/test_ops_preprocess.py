@@ -31,6 +31,28 @@ def test_letterbox_matches_ultralytics():
         np.testing.assert_array_equal(ours_r, theirs_r)
 
 
+def test_letterbox_of_a_crop_view_and_of_an_unresized_frame_matches_resize_then_pad():
+    rng = np.random.default_rng(1)
+    frame = rng.integers(0, 255, (360, 640, 3), dtype=np.uint8)
+
+    def reference(img: np.ndarray, hw: tuple[int, int], size_wh: tuple[int, int], tblr: tuple[int, ...]) -> np.ndarray:
+        import cv2
+
+        resized = cv2.resize(np.ascontiguousarray(img), size_wh, interpolation=cv2.INTER_LINEAR)
+        return cv2.copyMakeBorder(resized, *tblr, cv2.BORDER_CONSTANT, value=(114, 114, 114))
+
+    crop = frame[40:340, 100:400]  # a motion-gate crop: a strided view
+    out, meta = letterbox(crop, (320, 320))
+    np.testing.assert_array_equal(out, reference(crop, (320, 320), (320, 320), (0, 0, 0, 0)))
+    out, meta = letterbox(frame[:, :600], (480, 480))  # 360x600 -> 288x480 inside 480x480
+    np.testing.assert_array_equal(out, reference(frame[:, :600], (480, 480), (480, 288), (96, 96, 0, 0)))
+    small = frame[:64, :96]  # no scale-up: padded only
+    out, meta = letterbox(small, (96, 128), scaleup=False)
+    assert meta.ratio == 1.0 and out.shape == (96, 128, 3)
+    np.testing.assert_array_equal(out[16:80, 16:112], small)
+    assert (out[:16] == 114).all() and (out[:, :16] == 114).all()
+
+
 def test_fit_shape_for_16_9_is_384x640():
     assert fit_shape((720, 1280), (640, 640)) == (384, 640)
     assert fit_shape((1080, 810), (640, 640)) == (640, 480)

@@ -208,32 +208,46 @@ def run_demo(
     motion: bool | dict[str, Any] | None = None,
     precision: Literal["auto", "fp32", "int8"] | None = None,
     imgsz: int | None = None,
+    idle_fraction: float = 0.0,
 ) -> DemoResult:
     """Generate, watch, score and summarise one synthetic scenario (see the module docstring).
 
     ``falls``: the video also scripts people who fall, and the config gets a fall rule.
     ``motion``: motion gating on or off for the camera, or its ``motion`` section (none: the
     example config's setting). ``precision``: the detector's (none: the example's ``auto``).
-    ``imgsz``: the detector's input size (none: the example's)."""
+    ``imgsz``: the detector's input size (none: the example's). ``idle_fraction``: share of the video,
+    in [0, 1), in which nobody is in view and nothing moves (quiet stretches of a campus day and
+    night, before and after the busy spans; the truth scores them as any other time)."""
     from campusguard.data.synth.video import generate_video
 
     out = out or sys.stdout
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     _fresh(out_dir)
+    idle = f", idle {idle_fraction:.0%} of the time" if idle_fraction > 0 else ""
     print(
-        f"[demo] generating a {seconds:.0f} s synthetic campus video, seed {seed}, {size_wh[0]}x{size_wh[1]} at {fps} fps ...",
+        f"[demo] generating a {seconds:.0f} s synthetic campus video, seed {seed}, {size_wh[0]}x{size_wh[1]} at {fps} fps{idle} ...",
         file=out,
         flush=True,
     )
     truth = generate_video(
-        seed, out_dir, size_wh=size_wh, seconds=seconds, fps=fps, name=f"campus-seed{seed}", falls=falls
+        seed,
+        out_dir,
+        size_wh=size_wh,
+        seconds=seconds,
+        fps=fps,
+        name=f"campus-seed{seed}" + (f"-idle{round(idle_fraction * 100)}" if idle_fraction > 0 else ""),
+        falls=falls,
+        idle_fraction=idle_fraction,
     )
     video = out_dir / truth.video
     truth_path = video.with_suffix(".json")
     truth_dict = truth.to_dict()
     scripted = ", ".join(f"{i['kind']}@{i['start_s']:.1f}s" for i in truth_dict["incidents"]) or "none"
     print(f"[demo] scripted incidents: {scripted}", file=out)
+    if truth.active_windows:
+        spans = ", ".join(f"{a:.0f}-{b:.0f} s" for a, b in truth.active_windows)
+        print(f"[demo] active spans {spans}; nobody in view and nothing moving outside them", file=out)
     config_path = out_dir / "watch.yaml"
     config_path.write_text(
         "# written by `campusguard demo` from the bundled example config\n"

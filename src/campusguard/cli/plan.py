@@ -10,20 +10,43 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from campusguard.bench.host_cost import HostCost
 from campusguard.bench.plan import (
     DEFAULT_EFFICIENCY,
     DEFAULT_HEADROOM,
     CapacityPlan,
     Deployment,
+    HostWork,
     MachinePlan,
     PlanSettings,
     host_work,
     parse_resolution,
     plan_from_results,
 )
+from campusguard.bench.results import read_json
 from campusguard.errors import InvalidInputError
 
 _PRECISIONS = ("fp32", "fp16", "int8")
+COST_KIND = "campusguard-cost"
+"""The ``kind`` of a `benchmarks/cost.py` file, whose ``host_cost`` section `--host-cost` also reads."""
+
+
+def _host(deployment: Deployment, path: Path | None, ms: float | None, cores: float | None) -> HostWork:
+    """Host work from a host-cost file, a cost file's ``host_cost`` section, a given figure, or none."""
+    if path is None or ms is not None:
+        return host_work(deployment, path, ms, cores)
+    doc = read_json(path, "host-cost file")
+    if not (isinstance(doc, dict) and doc.get("kind") == COST_KIND):
+        return host_work(deployment, path, ms, cores)
+    section = doc.get("host_cost")
+    if not isinstance(section, dict):
+        raise InvalidInputError(
+            f"{path}: a cost file without a host_cost section (run benchmarks/cost.py with the app)"
+        )
+    cost = HostCost.from_document(section, f"{path} (host_cost)")
+    total, parts = cost.ms_per_frame(deployment.resolution_wh, gated=deployment.active_fraction < 1)
+    notes = f"; {cost.notes}" if cost.notes else ""
+    return HostWork(total, f"measured: {cost.source} ({cost.cpu}{notes})", cores, parts)
 
 
 def _watch_batch_size() -> int:
@@ -63,7 +86,7 @@ def plan(
         None,
         "--host-cost",
         help="Measured host work per frame (decode, motion, tracking and rules, events): a JSON file of "
-        "benchmarks/host_cost.py.",
+        "benchmarks/host_cost.py, or of benchmarks/cost.py (its host_cost section).",
     ),
     host_ms_per_frame: float = typer.Option(
         None, "--host-ms-per-frame", help="Host work per frame in core-milliseconds, instead of --host-cost."
@@ -88,7 +111,7 @@ def plan(
         if (src := ctx.get_parameter_source(name)) is not None and src.name == "COMMANDLINE"
     ]
     deployment = Deployment(cameras, fps, parse_resolution(resolution), active_fraction)
-    host = host_work(deployment, host_cost, host_ms_per_frame, host_cores)
+    host = _host(deployment, host_cost, host_ms_per_frame, host_cores)
     settings = PlanSettings(
         model=model,
         backend=backend,

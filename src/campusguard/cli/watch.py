@@ -66,6 +66,14 @@ def register(app: typer.Typer) -> None:
         falls: bool = typer.Option(
             False, "--falls", help="Also script people who fall, and watch them with a fall rule."
         ),
+        idle_fraction: float = typer.Option(
+            0.0,
+            "--idle-fraction",
+            min=0.0,
+            max=0.95,
+            help="Share of the video in which nobody is in view and nothing moves (quiet stretches of a campus "
+            "day and night), e.g. 0.75; 0 keeps the busy scene.",
+        ),
         log_level: str | None = log_level_option(),
         serve: bool = typer.Option(
             False, "--serve", help="Open the operators' console on the video (looped in real time) instead of scoring."
@@ -89,7 +97,9 @@ def register(app: typer.Typer) -> None:
             users_db = out / "users.db"
             serve_console(config_path, host=host, port=port, users_db=users_db, banner=demo_admin(users_db))
             return
-        result = run_demo(seed=seed, out_dir=out, seconds=seconds, model=model, falls=falls)
+        result = run_demo(
+            seed=seed, out_dir=out, seconds=seconds, model=model, falls=falls, idle_fraction=idle_fraction
+        )
         if not result.clean:
             raise typer.Exit(1)
 

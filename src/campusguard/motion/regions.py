@@ -32,7 +32,9 @@ class RegionPlan:
         kind: ``"full"`` (the whole frame), ``"regions"`` (the crops in ``regions``) or ``"skip"``
             (nothing moves and nothing is tracked: no detector call).
         reason: why: ``"keyframe"``, ``"motion"``, ``"large-motion"``, ``"costly-regions"`` (the crops
-            would cost the network more than ``max_region_cost`` whole frames), ``"still"`` or ``"disabled"``.
+            would cost the network more than ``max_region_cost`` whole frames), ``"busy"`` (the gate
+            found the whole frame needed on its last frames and sends it for a while without
+            looking, see `MotionGate`), ``"still"`` or ``"disabled"``.
         regions: ``(R, 4) int64`` xyxy crops in frame pixels (empty unless ``kind == "regions"``).
     """
 
@@ -126,7 +128,14 @@ class MotionGate:
             whose network input pixels add up to more than ``max_region_cost`` times the whole
             frame's become a whole-frame call (a 320x320 crop costs 1.67 whole 16:9 frames at 192x320).
         max_region_cost: see ``input_hw``; crops buy small-object recall (native resolution), and
-            this caps what they may cost.
+            this caps what they may cost (1.0: never more than one whole frame).
+        busy_after: after this many frames in a row that needed the whole frame anyway (large
+            motion, costly crops, or objects tracked where no crop fits), the gate stops its own
+            work (motion analysis, planning) and sends whole frames for ``busy_hold_s``; then it
+            restarts its background and plans again (at once when nothing is detected or tracked
+            any more: a scene that empties is skipped without waiting). 0: never.
+        busy_hold_s: see ``busy_after`` (seconds of frame time). A busy scene then costs the gate
+            nothing, and its frames batch like an ungated camera's (`bypass_frames`).
     """
 
     def __init__(
@@ -138,25 +147,63 @@ class MotionGate:
         margin: float = 0.25,
         full_frame_fraction: float = 0.5,
         input_hw: Callable[[tuple[int, int]], tuple[int, int]] | None = None,
-        max_region_cost: float = 2.0,
+        max_region_cost: float = 1.0,
+        busy_after: int = 2,
+        busy_hold_s: float = 5.0,
     ) -> None:
         if keyframe_s <= 0:
             raise InvalidInputError(f"keyframe_s must be positive, got {keyframe_s}")
         if max_region_cost <= 0:
             raise InvalidInputError(f"max_region_cost must be positive, got {max_region_cost}")
+        if busy_after < 0 or busy_hold_s < 0:
+            raise InvalidInputError(f"busy_after and busy_hold_s must not be negative, got {busy_after}, {busy_hold_s}")
+        self.busy_after, self.busy_hold_s = busy_after, busy_hold_s
         self.input_hw, self.max_region_cost = input_hw, max_region_cost
         self.motion = motion or MotionDetector()
         self.keyframe_s, self.min_side = keyframe_s, min_side
         self.margin, self.full_frame_fraction = margin, full_frame_fraction
         self._last_keyframe: float | None = None
+        self._last_ts: float | None = None
+        self._frame_s = 0.1  # frame interval, from the timestamps seen
+        self._whole_run = 0  # frames in a row that needed the whole frame
+        self._bypass_left = 0
+
+    @property
+    def bypass_frames(self) -> int:
+        """The next frames that go whole without the gate's work (they need no earlier frame's boxes)."""
+        return self._bypass_left
 
     def reset(self) -> None:
         """Start over (a reconnect or resolution change): the next frame is a keyframe."""
         self.motion.reset()
         self._last_keyframe = None
+        self._last_ts, self._whole_run, self._bypass_left = None, 0, 0
+
+    def _tick(self, timestamp_s: float) -> None:
+        if self._last_ts is not None and timestamp_s > self._last_ts:
+            self._frame_s = timestamp_s - self._last_ts
+        self._last_ts = timestamp_s
+
+    def _whole(self, reason: str) -> RegionPlan:
+        """A whole-frame plan the gate had to work out; enough of them in a row start a busy stretch."""
+        self._whole_run += 1
+        if self.busy_after and self._whole_run >= self.busy_after:
+            self._whole_run = 0
+            self._bypass_left = max(1, int(round(self.busy_hold_s / max(self._frame_s, 1e-3))))
+        return RegionPlan("full", reason)
 
     def plan(self, frame_bgr: np.ndarray, timestamp_s: float, tracked_xyxy: np.ndarray | None = None) -> RegionPlan:
         """Plan one frame; ``tracked_xyxy`` are the boxes of objects the tracker still follows."""
+        self._tick(timestamp_s)
+        if self._bypass_left > 0 and tracked_xyxy is not None and len(tracked_xyxy) == 0:
+            self._bypass_left = 0  # the scene emptied (nothing detected or tracked): look again now
+            self.motion.reset()
+        if self._bypass_left > 0:  # busy: the whole frame, no motion analysis
+            self._bypass_left -= 1
+            self._last_keyframe = timestamp_s
+            if self._bypass_left == 0:
+                self.motion.reset()  # its background is stale: the next frame starts a new one
+            return RegionPlan("full", "busy")
         moving = self.motion(frame_bgr)
         if (
             self._last_keyframe is None
@@ -168,13 +215,15 @@ class MotionGate:
         tracked = np.zeros((0, 4), np.float32) if tracked_xyxy is None else np.asarray(tracked_xyxy, np.float32)
         boxes = np.concatenate([moving, tracked.reshape(-1, 4)]) if len(tracked) else moving
         if len(boxes) == 0:
+            self._whole_run = 0
             return RegionPlan("skip", "still")
         h, w = frame_bgr.shape[:2]
         regions = plan_regions(boxes, (w, h), self.min_side, self.margin, self.full_frame_fraction)
         if regions is None:
-            return RegionPlan("full", "large-motion")
+            return self._whole("large-motion")
         if self.input_hw is not None and self.region_cost(regions, (h, w)) > self.max_region_cost:
-            return RegionPlan("full", "costly-regions")
+            return self._whole("costly-regions")
+        self._whole_run = 0
         return RegionPlan("regions", "motion", regions)
 
     def region_cost(self, regions: np.ndarray, frame_hw: tuple[int, int]) -> float:

@@ -145,12 +145,22 @@ def letterbox(
     """
     h, w = image.shape[:2]
     plan = letterbox_plan((h, w), input_hw, scaleup)
-    if (w, h) != plan.resized_wh:
-        image = cv2.resize(image, plan.resized_wh, interpolation=cv2.INTER_LINEAR)
     top, bottom, left, right = plan.pad_tblr
-    if top or bottom or left or right:
-        image = cv2.copyMakeBorder(image, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(pad_value,) * 3)
-    return image, plan.meta
+    if not (top or bottom or left or right):
+        if (w, h) != plan.resized_wh:
+            image = cv2.resize(image, plan.resized_wh, interpolation=cv2.INTER_LINEAR)
+        return image, plan.meta
+    # resize straight into the padded input (one pass, no second full-size copy by copyMakeBorder)
+    out = np.full((input_hw[0], input_hw[1], image.shape[2]), pad_value, np.uint8)
+    new_w, new_h = plan.resized_wh
+    inner = out[top : top + new_h, left : left + new_w]
+    if (w, h) != plan.resized_wh:
+        resized = cv2.resize(image, plan.resized_wh, dst=inner, interpolation=cv2.INTER_LINEAR)
+        if not np.shares_memory(resized, out):  # an OpenCV that did not write into the view
+            inner[...] = resized
+    else:
+        inner[...] = image
+    return out, plan.meta
 
 
 def make_batch(images: list[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:

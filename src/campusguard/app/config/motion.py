@@ -77,11 +77,20 @@ class MotionConfig(ConfigModel):
         description="When the crops would cover more than this share of the frame, the whole frame is detected instead.",
     )
     max_region_cost: float = Field(
-        2.0,
+        1.0,
         gt=0,
         le=100,
         title="Largest crop cost",
         description="When the crops would cost the network more than this many whole frames (input pixels: a 320x320 "
         "crop is 1.67 whole 16:9 frames at 192x320), the whole frame is detected instead. Crops buy recall of small, far "
-        "objects at native resolution; 1.0 or less never pays more than a whole frame (most cameras per box).",
+        "objects at native resolution; 1.0 (the default) never pays more than a whole frame.",
+    )
+    busy_hold_s: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        title="Busy hold",
+        description="When the gate finds the whole frame needed on two frames in a row (large motion, costly crops, or "
+        "tracked objects where no crop fits), it sends whole frames for this long without its own work (motion "
+        "analysis), batched like an ungated camera's, then looks again; 0 never stops looking.",
     )

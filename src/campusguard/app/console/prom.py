@@ -34,6 +34,8 @@ class CameraSample:
     detector_images: int = 0
     frames_skipped: int = 0
     frames_regions: int = 0
+    frames_gate_busy: int = 0
+    gate_seconds: LatencyHistogram | None = None  # motion-gated cameras only
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,21 @@ class PipelineCollector:
             buckets = [("+Inf" if b == float("inf") else repr(b), float(n)) for b, n in h.cumulative()]
             hist.add_metric([c.camera], buckets, h.sum_s)
         yield hist
+        yield counter(
+            "frames_gate_busy",
+            "Gated frames sent whole without the motion gate's work (busy scene).",
+            "frames_gate_busy",
+        )
+        gate = core.HistogramMetricFamily(
+            "campusguard_motion_gate_seconds",
+            "The motion gate's own work per gated frame (motion analysis, planning, crops, merge).",
+            labels=cams,
+        )
+        for c in s.cameras:
+            if (g := c.gate_seconds) is not None and g.count:
+                buckets = [("+Inf" if b == float("inf") else repr(b), float(n)) for b, n in g.cumulative()]
+                gate.add_metric([c.camera], buckets, g.sum_s)
+        yield gate
         events = core.CounterMetricFamily(
             "campusguard_events", "Incidents raised (event starts).", labels=["camera", "rule", "kind"]
         )

@@ -522,6 +522,8 @@ class ConsoleRuntime:
                     detector_images=m.detector_images,
                     frames_skipped=m.frames_skipped,
                     frames_regions=m.frames_regions,
+                    frames_gate_busy=m.frames_gate_busy,
+                    gate_seconds=m.gate_seconds,
                 )
             )
         disk = disk_health()

@@ -46,7 +46,6 @@ class TrackedBoxes:
 _WHOLE_FRAME = RegionPlan("full", "disabled")
 
 
-
 # detection ---------------------------------------------------------------------------------
 class DetectionWorker:
     """Runs detection for all cameras, batching frames across cameras.
@@ -119,7 +118,7 @@ class DetectionWorker:
         for cam in cams[start:] + cams[:start]:
             if sum(isinstance(i, Frame) for i in items) >= self.batch_size:
                 break
-            if cam in self.gates and any(isinstance(i, Frame) and i.camera_id == cam for i in items):
+            if cam in self.gates and not self._room(cam, items):
                 continue  # a gated camera's next frame is planned with this one's detections
             item = self.inputs[cam].get_nowait()
             if item is not None:
@@ -130,6 +129,12 @@ class DetectionWorker:
         self._rr += 1
         return took
 
+    def _room(self, cam: str, items: list[Frame | EndOfStream]) -> bool:
+        """Whether a gated camera may add a frame to the batch: one planned frame at a time, or as
+        many as its gate sends whole without planning (a busy stretch batches like an ungated camera)."""
+        taken = sum(isinstance(i, Frame) and i.camera_id == cam for i in items)
+        return taken < max(1, self.gates[cam].bypass_frames)
+
     def _collect(self, open_cams: set[str]) -> list[Frame | EndOfStream]:
         items: list[Frame | EndOfStream] = []
         deadline: float | None = None
@@ -138,12 +143,12 @@ class DetectionWorker:
             while self._take_round(items, open_cams):
                 pass
             n_frames = sum(isinstance(i, Frame) for i in items)
-            gated_in = {i.camera_id for i in items if isinstance(i, Frame) and i.camera_id in self.gates}
+            gated_in = {c for c in self.gates if c in open_cams and not self._room(c, items)}
             if (
                 n_frames >= self.batch_size
                 or not open_cams
                 or any(isinstance(i, EndOfStream) for i in items)
-                or open_cams <= gated_in  # every open camera is gated and has its one frame in the batch
+                or open_cams <= gated_in  # every open camera is gated and has all the frames it may add
             ):
                 return items
             now = time.monotonic()
@@ -203,8 +208,14 @@ class DetectionWorker:
         out: list[DetectedFrame] = []
         for group in by_detector.values():
             detector = self.detectors[group[0].camera_id]
-            plans = [self._plan(f) for f in group]
-            crops = [crop_regions(f.image, plan) for f, plan in zip(group, plans, strict=True)]
+            gate_s = [0.0] * len(group)  # each frame's gate work: plan, crops, merge
+            plans: list[RegionPlan] = []
+            crops: list[list[np.ndarray]] = []
+            for j, f in enumerate(group):
+                t0 = time.perf_counter()
+                plans.append(self._plan(f))
+                crops.append(crop_regions(f.image, plans[-1]))
+                gate_s[j] = time.perf_counter() - t0
             images = [im for c in crops for im in c]
             t0 = time.perf_counter()
             dets = detector.predict_batch(images) if images else []
@@ -221,14 +232,17 @@ class DetectionWorker:
                     ms_per_image * len(images),
                 )
             start = 0
-            for f, plan, c in zip(group, plans, crops, strict=True):
+            for f, plan, c, spent_s in zip(group, plans, crops, gate_s, strict=True):
                 own = dets[start : start + len(c)]
                 start += len(c)
                 share_ms = ms_per_image * len(c)
-                self._count(self.metrics[f.camera_id], plan, share_ms)
+                m = self.metrics[f.camera_id]
+                self._count(m, plan, share_ms)
+                t0 = time.perf_counter()
                 merged = merge_region_detections(plan, own, self.merge_iou, f.resolution_wh)
                 if f.camera_id in self.gates:
                     self._last_boxes[f.camera_id] = merged.xyxy
+                    m.observe_gate(spent_s + time.perf_counter() - t0, busy=plan.reason == "busy")
                 out.append(DetectedFrame(f, merged, share_ms))
         out.sort(key=lambda m: (m.frame.camera_id, m.frame.index))  # per-camera order kept
         return out

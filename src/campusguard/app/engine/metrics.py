@@ -53,6 +53,10 @@ LATENCY_BUCKETS_S: tuple[float, ...] = (
 )
 
 
+# the motion gate's own work per frame: 50 us .. 50 ms
+GATE_BUCKETS_S: tuple[float, ...] = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05)
+
+
 @dataclass
 class LatencyHistogram:
     """Counts of durations per bucket (cumulative view in `cumulative`); one writer thread.
@@ -105,6 +109,9 @@ class CameraMetrics:
         events: event updates emitted (start, update, end).
         reconnects: times the source was reopened.
         inference_seconds: histogram of this camera's per-frame share of inference time.
+        frames_gate_busy: gated frames sent whole without the gate's work (a busy stretch).
+        gate_ms_total: the motion gate's own work (motion analysis, planning, crops, merge), milliseconds.
+        gate_seconds: histogram of the motion gate's own work per gated frame.
         queue_depth: callable returning the current depth of the camera's frame queue.
     """
 
@@ -120,7 +127,16 @@ class CameraMetrics:
     events: int = 0
     reconnects: int = 0
     inference_seconds: LatencyHistogram = field(default_factory=LatencyHistogram, repr=False)
+    frames_gate_busy: int = 0
+    gate_ms_total: float = 0.0
+    gate_seconds: LatencyHistogram = field(default_factory=lambda: LatencyHistogram(GATE_BUCKETS_S), repr=False)
     queue_depth: Callable[[], int] = field(default=lambda: 0, repr=False)
+
+    def observe_gate(self, seconds: float, busy: bool) -> None:
+        """Count one gated frame's gate work (``busy``: sent whole without it)."""
+        self.gate_ms_total += seconds * 1000
+        self.gate_seconds.observe(seconds)
+        self.frames_gate_busy += busy
 
 
 @dataclass(frozen=True)
@@ -189,6 +205,8 @@ class MetricsSnapshot:
     detector_images: int = 0
     frames_skipped: int = 0
     frames_regions: int = 0
+    frames_gate_busy: int = 0
+    gate_ms: float = 0.0  # the motion gate's own work per gated frame over the interval
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -197,6 +215,8 @@ class MetricsSnapshot:
 def _snapshot(m: CameraMetrics, prev: dict[str, float], interval_s: float) -> MetricsSnapshot:
     det = m.frames_detected - prev.get("frames_detected", 0)
     inf = m.inference_ms_total - prev.get("inference_ms_total", 0.0)
+    gated = m.gate_seconds.count - prev.get("gated_frames", 0)
+    gate_ms = m.gate_ms_total - prev.get("gate_ms_total", 0.0)
     input_fps, processed_fps = frame_rates(
         CounterSample(0.0, int(prev.get("frames_in", 0)), int(prev.get("frames_processed", 0))),
         CounterSample(interval_s, m.frames_in, m.frames_processed),
@@ -215,6 +235,8 @@ def _snapshot(m: CameraMetrics, prev: dict[str, float], interval_s: float) -> Me
         detector_images=m.detector_images,
         frames_skipped=m.frames_skipped,
         frames_regions=m.frames_regions,
+        frames_gate_busy=m.frames_gate_busy,
+        gate_ms=round(gate_ms / gated, 3) if gated else 0.0,
     )
 
 
@@ -225,8 +247,9 @@ def format_snapshot(s: MetricsSnapshot) -> str:
         f"inference {s.inference_ms:.1f} ms/frame, queue {s.queue_depth}, dropped {s.dropped}, "
         f"frames {s.frames_processed}, events {s.events}, reconnects {s.reconnects}"
         + (
-            f", motion: skipped {s.frames_skipped}, crops {s.frames_regions}, detector images {s.detector_images}"
-            if s.frames_skipped or s.frames_regions
+            f", motion: skipped {s.frames_skipped}, crops {s.frames_regions}, busy {s.frames_gate_busy}, "
+            f"detector images {s.detector_images}, gate {s.gate_ms:.2f} ms/frame"
+            if s.frames_skipped or s.frames_regions or s.frames_gate_busy
             else ""
         )
     )
@@ -264,7 +287,8 @@ class MetricsReporter:
         self._prev: dict[str, dict[str, float]] = {m.camera_id: {} for m in metrics}
 
     def _counters(self, m: CameraMetrics) -> dict[str, float]:
-        return {k: getattr(m, k) for k in ("frames_in", "frames_processed", "frames_detected", "inference_ms_total")}
+        counters = ("frames_in", "frames_processed", "frames_detected", "inference_ms_total", "gate_ms_total")
+        return {k: getattr(m, k) for k in counters} | {"gated_frames": m.gate_seconds.count}
 
     def report(self, since_start: bool = False) -> list[MetricsSnapshot]:
         """Print one line per camera with rates since the last report (or since start)."""

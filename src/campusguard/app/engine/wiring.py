@@ -290,6 +290,8 @@ def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[i
         full_frame_fraction=m.full_frame_fraction,
         input_hw=detector.input_hw,
         max_region_cost=m.max_region_cost,
+        busy_after=2 if m.busy_hold_s > 0 else 0,
+        busy_hold_s=m.busy_hold_s,
     )
 
 

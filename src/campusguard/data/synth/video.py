@@ -308,8 +308,13 @@ def _schedule(
     fence: tuple[np.ndarray, np.ndarray, str],
     rules: RuleParams,
     falls: bool = False,
+    windows: list[tuple[float, float]] | None = None,
 ) -> list[_Script]:
-    """Scripted incidents, shifted in time so their incident windows are at least `_GAP_S` apart."""
+    """Scripted incidents, shifted in time so their incident windows are at least `_GAP_S` apart.
+
+    ``windows``: active spans ``[(start_s, end_s)]``; every actor of a script then lies wholly
+    inside one of them (idle stretches between them stay empty). None: the whole video, actors
+    may already be on their way at t=0."""
     kinds = list(_SCRIPTS)
     rng.shuffle(kinds)
     if falls:
@@ -317,7 +322,27 @@ def _schedule(
     if seed % 2 == 1:
         kinds = kinds[: int(rng.integers(2, 4))]
     scripts: list[_Script] = []
-    prev_end = -_GAP_S
+    for w0, w1 in windows or [(0.0, seconds)]:
+        _fill_window(rng, cam, fps, ids, zones, fence, rules, kinds, scripts, (w0, w1), contain=windows is not None)
+    return scripts
+
+
+def _fill_window(
+    rng: np.random.Generator,
+    cam: Camera,
+    fps: int,
+    ids: _Ids,
+    zones: dict[str, np.ndarray],
+    fence: tuple[np.ndarray, np.ndarray, str],
+    rules: RuleParams,
+    kinds: list[str],
+    scripts: list[_Script],
+    window_s: tuple[float, float],
+    contain: bool,
+) -> None:
+    """Append scripts to ``scripts`` inside ``window_s`` (with ``contain``, their actors' whole lives too)."""
+    w0, w1 = window_s
+    prev_end = w0 - _GAP_S
     added = True
     while added:  # cycle through the kinds until the video is full (long videos repeat them)
         added = False
@@ -329,9 +354,10 @@ def _schedule(
                 ids.next = saved
                 continue
             # actors may already be on their way at t=0, as long as the incident itself is unchanged
-            shifted: _Script | None = _shift(
-                _Script(kind, script.actors, window), max(_FIRST_INCIDENT_S, prev_end + _GAP_S) - window[0]
-            )
+            dt = max(w0 + _FIRST_INCIDENT_S, prev_end + _GAP_S) - window[0]
+            if contain:
+                dt = max(dt, w0 - min(a.t_start for a in script.actors))
+            shifted: _Script | None = _shift(_Script(kind, script.actors, window), dt)
             for _ in range(40):
                 assert shifted is not None
                 seen = _simulated_window(shifted, cam, zones, fence, fps, rules)
@@ -344,13 +370,16 @@ def _schedule(
                 shifted = _shift(shifted, 0.5)
             else:
                 shifted = None
-            if shifted is None or shifted.window[1] + 1.0 > seconds:
+            if (
+                shifted is None
+                or shifted.window[1] + 1.0 > w1
+                or (contain and max(a.t_end for a in shifted.actors) > w1)
+            ):
                 ids.next = saved
                 continue
             scripts.append(shifted)
             prev_end = shifted.window[1]
             added = True
-    return scripts
 
 
 def _busy(scripts: list[_Script], kind: str, pad: float) -> list[tuple[float, float]]:
@@ -361,9 +390,33 @@ def _busy(scripts: list[_Script], kind: str, pad: float) -> list[tuple[float, fl
     ]
 
 
+def _active_windows(seconds: float, idle_fraction: float, block_s: float = 30.0) -> list[tuple[float, float]]:
+    """Active spans of a video idle for ``idle_fraction`` of ``seconds``: blocks of about ``block_s``
+    seconds, each with half of its share of the idle time before and half after (quiet night, busy
+    day, quiet night)."""
+    active = seconds * (1.0 - idle_fraction)
+    n = max(1, int(round(active / block_s)))
+    cycle, a = seconds / n, active / n
+    return [(round(k * cycle + (cycle - a) / 2, 3), round(k * cycle + (cycle + a) / 2, 3)) for k in range(n)]
+
+
+def _inside(actor: Actor, windows: list[tuple[float, float]] | None) -> bool:
+    """Whether the actor's whole life lies in one of ``windows`` (always, without windows)."""
+    if windows is None:
+        return True
+    return any(w0 <= actor.t_start and actor.t_end <= w1 for w0, w1 in windows)
+
+
 def _background(
-    rng: np.random.Generator, cam: Camera, seconds: float, scripts: list[_Script], ids: _Ids
+    rng: np.random.Generator,
+    cam: Camera,
+    seconds: float,
+    scripts: list[_Script],
+    ids: _Ids,
+    windows: list[tuple[float, float]] | None = None,
 ) -> list[Actor]:
+    """Walkers, traffic and parked bicycles; with ``windows``, only actors living wholly inside them
+    and nothing parked (idle stretches stay empty)."""
     actors: list[Actor] = []
     fire_busy = _busy(scripts, "fire_lane", 4.0)
     for z_range, gap in ((NEAR_WALK_Z, (3.0, 7.0)), (FAR_WALK_Z, (3.0, 8.0))):
@@ -375,7 +428,8 @@ def _background(
             blocked = z_range == NEAR_WALK_Z and any(a - 15 < t < b for a, b in fire_busy)
             if not blocked:
                 a = _person(rng, ids).start(t, -d * hw, z).to(d * hw, z, float(rng.uniform(1.1, 1.6)))
-                actors.append(a)
+                if _inside(a, windows):
+                    actors.append(a)
             t += float(rng.uniform(*gap))
     for lane_z, direction, gap in ((NEAR_LANE_Z, 1, (5.0, 10.0)), (FAR_LANE_Z, -1, (4.0, 9.0))):
         t = float(rng.uniform(-6, 2))
@@ -387,8 +441,12 @@ def _background(
                 actor = Actor(ids(), cls, random_look(rng, cls))
                 if cls in (BICYCLE, MOTORCYCLE):
                     actor.rider = (ids(), random_look(rng, PERSON))
-                actors.append(actor.start(t, -direction * hw, lane_z).to(direction * hw, lane_z, speed))
+                actor.start(t, -direction * hw, lane_z).to(direction * hw, lane_z, speed)
+                if _inside(actor, windows):
+                    actors.append(actor)
             t += float(rng.uniform(*gap)) + 12.0 / speed
+    if windows is not None:
+        return actors
     for x in rng.uniform(-9.0, -5.5, int(rng.integers(0, 3))):  # parked bicycles at the near curb, left of the path
         cls = BICYCLE if rng.random() < 0.75 else MOTORCYCLE
         actors.append(Actor(ids(), cls, random_look(rng, cls)).start(-1.0, float(x), 14.0).wait(seconds + 2.0))
@@ -411,6 +469,8 @@ class VideoTruth:
     incidents: list[dict]
     lighting: str
     camera_id: str = "cam0"
+    idle_fraction: float = 0.0
+    active_windows: list[tuple[float, float]] | None = None
 
     @property
     def num_frames(self) -> int:
@@ -431,7 +491,11 @@ class VideoTruth:
             "params": self.params,
             "frames": self.frames,
             "incidents": self.incidents,
-        }
+        } | (
+            {"idle_fraction": self.idle_fraction, "active_windows_s": [list(w) for w in self.active_windows or []]}
+            if self.idle_fraction > 0
+            else {}
+        )
 
     def save(self, path: str | Path) -> Path:
         p = Path(path)
@@ -460,6 +524,8 @@ def load_video_truth(path: str | Path) -> VideoTruth:
         d["incidents"],
         d.get("lighting", ""),
         d.get("camera_id", "cam0"),
+        float(d.get("idle_fraction", 0.0)),
+        [(float(a), float(b)) for a, b in d["active_windows_s"]] if "active_windows_s" in d else None,
     )
 
 
@@ -475,6 +541,10 @@ class SynthVideo:
         falls: also script people who fall, lie still and get up (incident kind ``fall``; their
             truth objects carry ``"fallen": true`` while down). Off by default, so the videos
             of every seed stay what they were.
+        idle_fraction: share of the video, in [0, 1), during which nobody is in view and nothing
+            moves (quiet stretches of a campus day and night, `_active_windows`): scripts and
+            traffic live wholly inside the active spans and nothing is parked. 0 (the default)
+            keeps the videos of every seed what they were.
     """
 
     def __init__(
@@ -485,7 +555,10 @@ class SynthVideo:
         fps: int = 10,
         rules: RuleParams | None = None,
         falls: bool = False,
+        idle_fraction: float = 0.0,
     ) -> None:
+        if not 0.0 <= idle_fraction < 1.0:
+            raise InvalidInputError(f"idle fraction must be within [0, 1), got {idle_fraction}")
         if seed < 0 or fps < 1 or seconds <= 0 or min(size_wh) < 16:
             raise InvalidInputError(f"bad video arguments: seed {seed}, size {size_wh}, seconds {seconds}, fps {fps}")
         self.seed, self.size_wh, self.seconds, self.fps = (
@@ -512,11 +585,23 @@ class SynthVideo:
         self.fence_in_side = "right" if side_of_line(inner, *self.fence_points) > 0 else "left"
         ids = _Ids()
         fence = (*self.fence_points, self.fence_in_side)
+        self.idle_fraction = float(idle_fraction)
+        self.active_windows = _active_windows(self.seconds, self.idle_fraction) if self.idle_fraction > 0 else None
         self.scripts = _schedule(
-            rng, self.camera, seed, self.seconds, self.fps, ids, self.zones, fence, self.rules, self.falls
+            rng,
+            self.camera,
+            seed,
+            self.seconds,
+            self.fps,
+            ids,
+            self.zones,
+            fence,
+            self.rules,
+            self.falls,
+            self.active_windows,
         )
         self.actors = [a for s in self.scripts for a in s.actors] + _background(
-            rng, self.camera, self.seconds, self.scripts, ids
+            rng, self.camera, self.seconds, self.scripts, ids, self.active_windows
         )
 
     def frame(self, index: int) -> tuple[np.ndarray, list[dict]]:
@@ -596,6 +681,8 @@ class SynthVideo:
             frames,
             [i.to_dict() for i in incidents],
             self.lighting.name,
+            idle_fraction=self.idle_fraction,
+            active_windows=self.active_windows,
         )
 
 
@@ -630,13 +717,14 @@ def generate_video(
     fps: int = 10,
     name: str = "video_000",
     falls: bool = False,
+    idle_fraction: float = 0.0,
 ) -> VideoTruth:
     """Write ``out_dir/<name>.mp4`` (mp4v) and ``out_dir/<name>.json`` (ground truth); return the truth.
 
-    ``falls``: also script people who fall (see `SynthVideo`)."""
+    ``falls``: also script people who fall; ``idle_fraction``: quiet share of the video (see `SynthVideo`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    video = SynthVideo(seed, size_wh, seconds, fps, falls=falls)
+    video = SynthVideo(seed, size_wh, seconds, fps, falls=falls, idle_fraction=idle_fraction)
     path = out / f"{name}.mp4"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
     if not writer.isOpened():
