@@ -13,11 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 @dataclass
 class Behaviour:
     """What the server does. ``files``: URL path -> bytes. ``cut_after``: close the connection after
-    that many body bytes, for the first ``cuts`` GETs of a file. ``requests``: (path, Range header) seen."""
+    that many body bytes, for the first ``cuts`` GETs of a file. ``ignore_range``: answer every GET with
+    the whole file (200), as some servers do. ``requests``: (path, Range header) seen."""
 
     files: dict[str, bytes] = field(default_factory=dict)
     cut_after: int | None = None
     cuts: int = 0
+    ignore_range: bool = False
     requests: list[tuple[str, str | None]] = field(default_factory=list)
 
 
@@ -36,7 +38,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         start = 0
         rng = self.headers.get("Range")
-        if rng and rng.startswith("bytes=") and rng.endswith("-"):
+        if rng and rng.startswith("bytes=") and rng.endswith("-") and not b.ignore_range:
             start = int(rng[len("bytes=") : -1])
             if start >= len(body):
                 self.send_error(416)

@@ -46,6 +46,7 @@ def test_pull_list_rm(capsys: pytest.CaptureFixture[str]):
     assert rows["campus"]["cached"] == "yes, verified by --sha256"
     assert rows["yolov8n"]["cached"] == "no" and rows["yolov8n"]["licence"] == "AGPL-3.0"
     assert rows["yolov8n"]["weights"] == "trained" and rows["yolov8n"]["classes"] == "80 (COCO)"
+    assert rows["yolov8n"]["sha256"] == "pinned" and rows["yolov8s"]["sha256"].startswith("not pinned")
     assert rows["(default)"]["kind"] == "bundled" and "synthetic" in rows["(default)"]["trained_on"]
     assert rows["yolov8n.yaml ... yolo26x.yaml"]["weights"] == "random"
     assert main(["models", "rm", "campus"]) == 0
@@ -105,9 +106,14 @@ def test_pull_exports_the_onnx_where_load_backend_finds_it(tmp_path: Path, capsy
     folder = tmp_path / "copies"
     folder.mkdir()
     (folder / "campus.pt").write_bytes(CHECKPOINT.read_bytes())
-    rc = main(["models", "pull", "campus", "--from", str(folder), "--imgsz", "320", "--no-int8", "-q"])
+    rc = main(["models", "pull", "campus", "--from", str(folder), "--imgsz", "320", "-q"])
     out = capsys.readouterr()
     assert rc == 0, out.err
+    from campusguard.doctor import cpu_flags
+    from campusguard.precision import cpu_prefers_int8
+
+    why = "give --data IMAGES" if cpu_prefers_int8(cpu_flags()) else "this CPU has no VNNI/AMX"
+    assert f"INT8 skipped: {why}" in out.out
     pt = hub.weights_dir() / "campus.pt"
     onnx = exported_onnx_path(ModelRef("pt", pt), (320, 320), 1, False, "fp32")
     assert onnx.parent == hub.weights_dir() and onnx.is_file()
@@ -119,3 +125,21 @@ def test_pull_exports_the_onnx_where_load_backend_finds_it(tmp_path: Path, capsy
     detector = Detector(pt, imgsz=320)  # ONNX Runtime on the pulled export, no second export
     assert detector.info.imgsz_hw == (320, 320)
     assert sorted(p.name for p in hub.weights_dir().glob("*.onnx")) == [onnx.name]
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_pull_with_int8_writes_the_variant_the_precision_choice_finds(
+    tmp_path: Path, assets_dir: Path, capsys: pytest.CaptureFixture[str]
+):
+    from campusguard.precision import int8_variant
+
+    rc = main(
+        ["models", "pull", "campus", "--from", str(CHECKPOINT), "--imgsz", "320", "--int8", "--data", str(assets_dir)]
+    )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    [entry] = hub.cached_weights()
+    [fp32] = [p for p in entry.exports if not p.name.endswith(".int8.onnx")]
+    variant = int8_variant(fp32)
+    assert variant is not None and variant in entry.exports and f"{variant} (" in out.out

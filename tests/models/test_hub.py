@@ -131,6 +131,25 @@ def test_a_download_cut_every_time_keeps_the_part_and_the_next_pull_resumes(chec
     assert path.read_bytes() == checkpoint and weights_files() == ["campus.pt", "campus.pt.json"]
 
 
+def test_a_server_that_ignores_range_sends_the_whole_file_again(checkpoint: bytes, digest: str):
+    behaviour = Behaviour(files={"/campus.pt": checkpoint}, cut_after=500_000, cuts=1, ignore_range=True)
+    with serve(behaviour) as base:
+        path = hub.ensure_weights("campus", source=f"{base}/campus.pt", sha256=digest)
+    assert [r[1] for r in behaviour.requests] == [None, "bytes=500000-"]  # asked to resume, got 200 and all of it
+    assert path.read_bytes() == checkpoint
+
+
+def test_a_cache_hit_is_checked_against_a_given_digest(tmp_path: Path, checkpoint: bytes, digest: str):
+    src = tmp_path / "best.pt"
+    src.write_bytes(checkpoint)
+    hub.ensure_weights("campus", source=str(src))
+    assert hub.ensure_weights("campus", sha256=digest) == hub.weights_dir() / "campus.pt"
+    with pytest.raises(
+        WeightsUnavailableError, match=r"cached with another SHA-256 .* \(campusguard models rm campus\)"
+    ):
+        hub.ensure_weights("campus", sha256="3" * 64)
+
+
 def test_a_mirror_folder_with_sha256sums_verifies_the_official_name(
     tmp_path: Path, checkpoint: bytes, digest: str, monkeypatch: pytest.MonkeyPatch
 ):
@@ -218,12 +237,15 @@ def test_a_missing_file_on_the_mirror_falls_back_to_the_next_source(tmp_path: Pa
 def test_unknown_names_and_bad_input_are_one_line():
     with pytest.raises(WeightsUnavailableError, match="not one of Ultralytics' weights"):
         hub.ensure_weights("mymodel")
+    with pytest.raises(InvalidInputError, match="'yolov8n.yaml' is not a checkpoint name"):
+        hub.ensure_weights("yolov8n.yaml")
     with pytest.raises(InvalidInputError, match="letters, digits"):
         hub.ensure_weights("../etc/passwd", source="/tmp")
     with pytest.raises(InvalidInputError, match="64 hexadecimal"):
         hub.ensure_weights("campus", source="/tmp", sha256="abc")
     with pytest.raises(WeightsUnavailableError, match="--from /no/such/dir: no such file or folder"):
         hub.ensure_weights("campus", source="/no/such/dir")
+    assert list(hub.weights_dir().iterdir()) == []  # no lock or partial file left by a refused name
 
 
 def test_remove_deletes_checkpoint_record_part_and_exports(tmp_path: Path, checkpoint: bytes):

@@ -108,6 +108,7 @@ class _Row:
     weights: str  # trained or random
     cached: str
     size_bytes: int | None
+    sha256: str = "-"  # official weights: whether a digest is pinned
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -151,6 +152,7 @@ def _rows() -> list[_Row]:
                 "trained",
                 _cache_state(entry),
                 entry.size_bytes if entry is not None else None,
+                "pinned" if weights.sha256 else "not pinned: --sha256 or a mirror's SHA256SUMS verifies it",
             )
         )
     for entry in cached.values():
@@ -214,12 +216,12 @@ def list_models(
     from campusguard.models.hub import weights_dir
 
     table = Table(title=f"Models (cache: {weights_dir()})", show_lines=False)
-    for column in ("name", "kind", "classes", "trained on", "licence", "weights", "cached", "size"):
+    for column in ("name", "kind", "classes", "trained on", "licence", "weights", "cached", "size", "sha256"):
         table.add_column(column)
     for r in rows:
         size = f"{r.size_bytes / 1e6:.1f} MB" if r.size_bytes is not None else "-"
-        table.add_row(r.name, r.kind, r.classes, r.trained_on, r.licence, r.weights, r.cached, size)
-    Console(width=200).print(table)
+        table.add_row(r.name, r.kind, r.classes, r.trained_on, r.licence, r.weights, r.cached, size, r.sha256)
+    Console(width=None if sys.stdout.isatty() else 220).print(table)  # piped: wide rows, not 80-column wraps
 
 
 @models_app.command("rm")

@@ -181,6 +181,11 @@ def _key(name: str) -> str:
     if official is not None:
         return official.name
     text = name.strip()
+    if text.lower().endswith((".yaml", ".yml", ".onnx")):
+        raise InvalidInputError(
+            f"{name!r} is not a checkpoint name ({text.rsplit('.', 1)[-1]} files are not pulled); "
+            f"Ultralytics' trained weights are: {', '.join(OFFICIAL)}"
+        )
     if not _NAME_RE.match(text) or ".." in text:
         raise InvalidInputError(
             f"model name {name!r}: use letters, digits, '.', '_' and '-' only (it names a file in the weights cache)"
@@ -309,16 +314,14 @@ def ensure_weights(
     key = _key(name)
     expected_arg = _check_hex(sha256) if sha256 is not None else None
     target = weights_dir() / f"{key}.pt"
+    if target.is_file() and not force:  # renamed into place only once checked: complete when there
+        return _cache_hit(target, key, expected_arg)
+    sources = _sources(key, target.name, source)
     with _locked(target):
-        if target.is_file() and not force:
-            if expected_arg is not None and _file_sha256(target) != expected_arg:
-                raise WeightsUnavailableError(
-                    f"{target} is cached with another SHA-256 than --sha256 {expected_arg[:12]}...; "
-                    f"remove it (campusguard models rm {key}) and pull again"
-                )
-            return target
+        if target.is_file() and not force:  # another process pulled it while this one waited
+            return _cache_hit(target, key, expected_arg)
         problems: list[str] = []
-        for src in _sources(key, target.name, source):
+        for src in sources:
             if src.remote and _offline(offline):
                 problems.append(f"{src.location} not tried: downloads are off ({OFFLINE_ENV}=1 or offline)")
                 continue
@@ -332,6 +335,16 @@ def ensure_weights(
             f"{key} is not in the cache ({weights_dir()}) and could not be fetched: {tried}; "
             f"where there is a network (or a copy), run: {pull_command(key)}"
         )
+
+
+def _cache_hit(target: Path, key: str, expected: str | None) -> Path:
+    """The cached checkpoint; checked against ``expected`` when one is given (not on every use: hashing takes time)."""
+    if expected is not None and _file_sha256(target) != expected:
+        raise WeightsUnavailableError(
+            f"{target} is cached with another SHA-256 than --sha256 {expected[:12]}...; "
+            f"remove it (campusguard models rm {key}) and pull again"
+        )
+    return target
 
 
 class _NotThere(Exception):
@@ -435,6 +448,10 @@ def _download(url: str, part: Path, progress: bool, timeout_s: float) -> None:
             raise _NotThere(f"{url}: {reason}") from exc
         with response:
             resumed = response.status == 206
+            if resumed and not response.headers.get("Content-Range", "").startswith(f"bytes {start}-"):
+                raise _NotThere(
+                    f"{url}: the server resumed at another offset ({response.headers.get('Content-Range')})"
+                )
             if start > 0 and not resumed:
                 start = 0  # the server ignored Range: the whole file comes again
             length = response.headers.get("Content-Length")
