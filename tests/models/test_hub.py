@@ -261,3 +261,14 @@ def test_remove_deletes_checkpoint_record_part_and_exports(tmp_path: Path, check
     assert hub.remove_weights("campus") is True
     assert list(hub.weights_dir().iterdir()) == []
     assert hub.remove_weights("campus") is False
+
+
+def test_two_pulls_of_one_name_at_once_download_it_once(checkpoint: bytes, digest: str):
+    from concurrent.futures import ThreadPoolExecutor
+
+    behaviour = Behaviour(files={"/campus.pt": checkpoint})
+    with serve(behaviour) as base, ThreadPoolExecutor(2) as pool:
+        pulls = [pool.submit(hub.ensure_weights, "campus", source=f"{base}/campus.pt", sha256=digest) for _ in range(2)]
+        paths = [p.result(timeout=60) for p in pulls]
+    assert paths[0] == paths[1] and paths[0].read_bytes() == checkpoint
+    assert [r for r in behaviour.requests if r[0] == "/campus.pt"] == [("/campus.pt", None)]
