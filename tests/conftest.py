@@ -10,6 +10,7 @@ import pytest
 
 os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_AUTOINSTALL", "false")
+os.environ.setdefault("CAMPUSGUARD_OFFLINE", "1")  # the weights store never reaches the network from the tests
 # Ray's nodes (private local instances and test clusters) on 127.0.0.1 only: without it Ray picks the
 # machine's outbound interface address; tests send traffic to loopback only
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")

@@ -27,6 +27,12 @@ class ModelLoadError(CampusGuardError):
     """A model file cannot be loaded or is not a YOLO detector."""
 
 
+class WeightsUnavailableError(ModelLoadError):
+    """Named weights cannot be had: not cached and not downloadable (offline, no network), or the
+    download is refused (wrong SHA-256, truncated or corrupt file). The message names the URL tried
+    and the ``campusguard models pull`` command that fixes it."""
+
+
 class DeviceError(CampusGuardError):
     """A requested device does not exist or cannot be used."""
 

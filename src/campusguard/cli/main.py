@@ -49,6 +49,7 @@ _FEATURES = [
     "prune",
     "serve",
     "plan",
+    "models",
 ]
 for _name in _FEATURES:
     try:
