@@ -317,6 +317,7 @@ def _measure(
         "input_hw": list(det.input_hw(frames[0].shape[:2])),
         "random_weights": bool(info.random_weights),
         "nms": info.nms,
+        "head": info.head,
         "prepare_s": prepare_s,
         "first_inference_ms": first_inference,
         **timing,

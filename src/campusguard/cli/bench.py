@@ -48,8 +48,16 @@ def _command(ctx: typer.Context) -> str:
 
 def bench(
     ctx: typer.Context,
-    models: str = typer.Option("yolov8n", "--models", help="Comma-separated: architecture names (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx files."),
-    backends: str = typer.Option("onnxruntime", "--backends", help="Comma-separated: onnxruntime, torch (host pre/post-processing), onnxruntime-device (letterbox and NMS in the ONNX Runtime session, I/O bound on the device), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs)."),
+    models: str = typer.Option(
+        "yolov8n.yaml",
+        "--models",
+        help="Comma-separated: architectures with random weights (yolov8n.yaml, yolo11n.yaml, yolo26n.yaml ... x: speed only), official weights (yolov8n, yolo26n.pt ...), .pt or .onnx files.",
+    ),
+    backends: str = typer.Option(
+        "onnxruntime",
+        "--backends",
+        help="Comma-separated: onnxruntime, torch (host pre/post-processing), onnxruntime-device (letterbox and NMS in the ONNX Runtime session, I/O bound on the device), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs).",
+    ),
     precisions: str = typer.Option("fp32", "--precisions", help="Comma-separated: fp32, fp16, int8."),
     batch: str = typer.Option("1", "--batch", help="Comma-separated batch sizes."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),
@@ -228,7 +236,10 @@ def compare(
 
 
 def profile(
-    model: str = typer.Argument(..., help="Architecture name (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx file."),
+    model: str = typer.Argument(
+        ...,
+        help="Architecture with random weights (yolov8n.yaml ... yolo26x.yaml), official weights (yolov8n ...), .pt or .onnx file.",
+    ),
     backend: str = typer.Option("onnxruntime", "--backend", help="onnxruntime or torch."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda:N, rocm:N."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),
@@ -288,6 +299,7 @@ def _print_summary(console: Console, result: dict) -> None:
         "first ms",
         "RSS MiB",
         "mAP50-95",
+        "head",
     ):
         table.add_column(col)
     for r in result["results"]:
@@ -301,6 +313,7 @@ def _print_summary(console: Console, result: dict) -> None:
             f"{r['throughput_ips']:.1f}", f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p99']:.1f}",
             f"{r['first_inference_ms']['total_ms']:.0f}", f"{r['memory']['host_rss_peak_mb']:.0f}",
             f"{acc['map50_95'] * 100:.1f}" if acc.get("map50_95") is not None else "n/a",
+            str(r.get("head", "")),
         )  # fmt: skip
     console.print(table)
     for r in result["results"]:

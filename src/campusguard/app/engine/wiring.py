@@ -178,6 +178,7 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
             backend=det.backend,
             pipeline=det.pipeline,
             half=det.half,
+            head=det.head,
         )
 
     return make
