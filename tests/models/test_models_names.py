@@ -173,3 +173,13 @@ def test_predict_says_which_head_runs(tmp_path: Path, assets_dir: Path) -> None:
     bad = predict("--head", "both")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert bad.stderr.strip() == "error: head 'both' must be one of end2end, classic"
+
+
+def test_export_refuses_an_unknown_head_in_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "campusguard.cli.main", "export", "yolo26n.yaml", "--head", "x", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0 and proc.stderr.strip() == "error: head 'x' must be one of end2end, classic"
