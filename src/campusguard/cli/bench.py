@@ -95,6 +95,12 @@ def bench(
     int8_per_channel: bool = typer.Option(False, "--int8-per-channel/--int8-per-tensor", help="INT8 weight scales."),
     int8_reduce_range: bool = typer.Option(True, "--int8-reduce-range/--int8-full-range", help="INT8 7-bit weights."),
     conf: float = typer.Option(0.25, "--conf", help="Confidence threshold while timing."),
+    head: str = typer.Option(
+        None,
+        "--head",
+        help="end2end or classic: the head of .pt and architecture models (YOLO26: end2end by default); "
+        "every result records the head that ran.",
+    ),
     machine: str = typer.Option(None, "--machine", help="Machine name in results (default: from GPU or CPU name)."),
     notes: str = typer.Option(None, "--notes", help="Free text stored in the result (run conditions)."),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Output folder for the JSON and CSV."),
@@ -107,8 +113,10 @@ def bench(
     from campusguard.bench.environment import default_machine_name, environment_fingerprint
     from campusguard.bench.harness import BenchSettings, build_result, plan_matrix
     from campusguard.bench.timing import measure_timer_overhead
+    from campusguard.models.families import head_end_to_end
     from campusguard.models.info import check_imgsz
 
+    head_end_to_end(head)  # an unknown head is one error before anything runs
     _check_bench_numbers(warmup, iters, repeat, calib_count, min_seconds, price_per_hour)
     started = dt.datetime.now(dt.UTC)
     model_list, backend_list, precision_list = _split(models), _split(backends), _split(precisions)
@@ -122,7 +130,7 @@ def bench(
         imgsz_hw=imgsz_hw, device=device, warmup=warmup, iters=iters, min_seconds=min_seconds, repeat=repeat,
         repeat_tolerance=repeat_tolerance, price_per_hour=price_per_hour, conf=conf, accuracy_images=accuracy_images,
         dynamic=dynamic, int8_per_channel=int8_per_channel, int8_reduce_range=int8_reduce_range,
-        torch_threads=torch_threads, ort_threads=ort_threads, ort_spinning=ort_spinning,
+        torch_threads=torch_threads, ort_threads=ort_threads, ort_spinning=ort_spinning, head=head,
     )  # fmt: skip
     logging.getLogger("campusguard.detector").setLevel(logging.ERROR)  # the RANDOM-weights warning is per load
     env = environment_fingerprint()
