@@ -5,7 +5,7 @@ in ABBA order puts A and B under the same drift, so their ratio is steadier than
 Each variant is ``backend:precision:batch:export`` (export ``static`` or ``dynamic``).
 
 Example (the INT8 and static-vs-dynamic checks in docs/results/cpu-<date>/):
-    python benchmarks/ab_alternate.py --model yolov8n --a onnxruntime:fp32:8:static \
+    python benchmarks/ab_alternate.py --model yolov8n.yaml --a onnxruntime:fp32:8:static \
         --b onnxruntime:int8:8:static --rounds 3 --min-seconds 6 --out ab-int8-b8.json
 """
 
@@ -38,7 +38,7 @@ def parse_variant(text: str) -> tuple[str, str, int, bool]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="yolov8n")
+    ap.add_argument("--model", default="yolov8n.yaml")
     ap.add_argument("--a", required=True, help="backend:precision:batch:export")
     ap.add_argument("--b", required=True, help="backend:precision:batch:export")
     ap.add_argument("--rounds", type=int, default=3)

@@ -9,7 +9,7 @@ DATE=${DATE:-$(date -u +%Y-%m-%d)}
 OUT=docs/results/cpu-$DATE
 export YOLO_OFFLINE=1
 campusguard bench \
-  --models yolov8n,yolov8s --backends onnxruntime,torch --precisions fp32,int8 --batch 1,8 --imgsz 640 \
+  --models yolov8n.yaml,yolov8s.yaml --backends onnxruntime,torch --precisions fp32,int8 --batch 1,8 --imgsz 640 \
   --device cpu --scenarios single-stream,offline,multi-stream --streams 4 \
   --warmup 2 --iters 10 --min-seconds 8 --repeat 2 --price-per-hour 0.10 --torch-threads 1 \
   --machine cpu-amd-epyc-2vcpu \

@@ -16,7 +16,7 @@ MACHINE=${2:-nvidia-h200}
 export YOLO_OFFLINE=1
 PY=${PYTHON:-python3}
 "$PY" -m campusguard.cli.main bench \
-  --models yolov8n,yolov8s,yolov8m --backends torch,onnxruntime --precisions fp32,fp16 --batch 1,8,32 --imgsz 640 \
+  --models yolov8n.yaml,yolov8s.yaml,yolov8m.yaml --backends torch,onnxruntime --precisions fp32,fp16 --batch 1,8,32 --imgsz 640 \
   --device cuda:0 --scenarios single-stream,offline,multi-stream --streams 4 \
   --warmup 3 --iters 20 --min-seconds 1.5 --repeat 2 --price-per-hour 4.0 \
   --machine "$MACHINE" --notes "one GPU of the machine; pre- and post-processing on its CPU; torch backend (onnxruntime-gpu not installed)" \

@@ -31,13 +31,13 @@ print('train+export seconds', round(time.time() - t, 1)); print(r)
 " 2>&1 | grep -vE 'it/s|s/it' | tail -40
   cp /tmp/run/weights/best.onnx "$OUT/default-gpu-e25.onnx" && cat /tmp/run/results.csv
   echo "== doctor --device cuda:7 (an ordinal that does not exist)"; cg doctor --no-torch --device cuda:7 >/dev/null; echo "exit code $?"
-  echo "== predict on cuda:0 with ONNX Runtime (no onnxruntime-gpu here)"; cg predict yolov8n /tmp/syn/images/val/$(ls /tmp/syn/images/val | head -1) --device cuda:0 --out /tmp/p; echo "exit code $?"
+  echo "== predict on cuda:0 with ONNX Runtime (no onnxruntime-gpu here)"; cg predict yolov8n.yaml /tmp/syn/images/val/$(ls /tmp/syn/images/val | head -1) --device cuda:0 --out /tmp/p; echo "exit code $?"
   echo "== GPU tests ($(left) s left)"
   timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/backends/test_backends_gpu.py tests/models/test_models_parity_ultralytics.py 2>&1 | tail -15
 } > "$S" 2>&1
 cg doctor --json > "$OUT/doctor.json" 2>>"$S"
 echo "== bench ($(left) s left)" >> "$S"
-timeout $(( $(left) - 5 )) python3 -m campusguard.cli.main bench --models yolov8n,yolov8s,yolov8m --backends torch,onnxruntime \
+timeout $(( $(left) - 5 )) python3 -m campusguard.cli.main bench --models yolov8n.yaml,yolov8s.yaml,yolov8m.yaml --backends torch,onnxruntime \
   --precisions fp32,fp16 --batch 1,8,32 --device cuda:0 --warmup 5 --iters 20 --min-seconds 1 \
   --price-per-hour 4.0 --machine nvidia-h200 --out "$OUT/bench" >> "$S" 2>&1
 echo "bench exit $? after $((SECONDS - START)) s" >> "$S"

@@ -39,7 +39,7 @@ if [ "$MODE" != ort ]; then
   } >> "$S" 2>&1
   if [ "$MODE" = all ]; then TORCH_LEFT=$(( $(left) * 3 / 5 )); else TORCH_LEFT=$(( $(left) - 10 )); fi
   echo "== bench ($(left) s left, $TORCH_LEFT s for it)" >> "$S"
-  timeout "$TORCH_LEFT" python3 -m campusguard.cli.main bench --models yolov8n,yolov8s,yolov8m \
+  timeout "$TORCH_LEFT" python3 -m campusguard.cli.main bench --models yolov8n.yaml,yolov8s.yaml,yolov8m.yaml \
     --backends torch,torch-device,torch-graphs --precisions fp32,fp16 --batch 1,8,32 --device cuda:0 \
     --warmup 10 --iters 50 --min-seconds 2 --machine "$MACHINE" --out "$OUT/bench" >> "$S" 2>&1
   echo "bench exit $? after $((SECONDS - START)) s" >> "$S"
@@ -54,7 +54,7 @@ if [ "$MODE" != torch ]; then
         tests/backends/test_backends_onnxruntime_device_gpu.py tests/backends/test_backends_onnxruntime_device.py 2>&1 | tail -15
     } >> "$S" 2>&1
     echo "== bench onnxruntime vs onnxruntime-device ($(left) s left)" >> "$S"
-    timeout $(( $(left) - 10 )) python3 -m campusguard.cli.main bench --models yolov8n,yolov8s,yolov8m \
+    timeout $(( $(left) - 10 )) python3 -m campusguard.cli.main bench --models yolov8n.yaml,yolov8s.yaml,yolov8m.yaml \
       --backends onnxruntime,onnxruntime-device --precisions fp32,fp16 --batch 1,8,32 --device cuda:0 \
       --warmup 10 --iters 50 --min-seconds 2 --machine "$MACHINE" --out "$OUT/bench-ort" >> "$S" 2>&1
     echo "bench-ort exit $? after $((SECONDS - START)) s" >> "$S"

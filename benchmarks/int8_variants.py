@@ -126,7 +126,7 @@ def accuracy(path: Path, data: Path, imgsz: int, limit: int | None) -> dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="yolov8n")
+    ap.add_argument("--model", default="yolov8n.yaml")
     ap.add_argument("--imgsz", type=int, default=640)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--calib", type=Path, default=None, help="calibration image folder (default: built-in)")

@@ -57,7 +57,7 @@ def wide_photo() -> np.ndarray:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="yolov8n")
+    ap.add_argument("--model", default="yolov8n.yaml")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--out", type=Path, default=None, help="also write the table as Markdown here")
@@ -81,7 +81,7 @@ def main() -> int:
     onnx_wide = exported_onnx_path(ref, (384, 640), 1, False)
     if not onnx_wide.is_file():
         export_onnx(ref, onnx_wide, imgsz_hw=(384, 640))
-    pt = cache_dir() / f"{args.model}-random.pt"
+    pt = cache_dir() / f"{ref.name}-random.pt"
     if ref.kind == "arch" and not pt.is_file():
         torch.save({"model": build_architecture(args.model), "train_args": {}}, pt)
     elif ref.kind == "pt":

@@ -94,7 +94,7 @@ def worker(name: str, onnx_path: str, frame_side: int, conn: Connection) -> None
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="yolov8n")
+    ap.add_argument("--model", default="yolov8n.yaml")
     ap.add_argument("--frame", type=int, default=960, help="side of the square frame")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--iters", type=int, default=10)

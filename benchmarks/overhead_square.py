@@ -31,7 +31,7 @@ from overhead import report, round_ratio, square_photo, timed  # the sibling scr
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="yolov8n")
+    ap.add_argument("--model", default="yolov8n.yaml")
     ap.add_argument("--frame", type=int, default=960, help="side of the square frame")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--iters", type=int, default=10)

@@ -40,7 +40,7 @@ def write_video(path: Path, frames: int, size_wh: tuple[int, int] = (640, 360), 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=2000)
-    ap.add_argument("--model", default=None, help="default: the bundled model, else yolov8n")
+    ap.add_argument("--model", default=None, help="default: the bundled model, else yolov8n.yaml")
     ap.add_argument("--imgsz", default="320")
     ap.add_argument("--warmup", type=int, default=200, help="frames before the baseline RSS is taken")
     ap.add_argument("--out", type=Path, default=None)
@@ -54,7 +54,7 @@ def main() -> int:
     if model is None:
         from campusguard.models.resolve import DEFAULT_MODEL
 
-        model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n"
+        model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n.yaml"
     det = Detector(model, device="cpu", imgsz=args.imgsz)
     proc = psutil.Process()
     samples: list[tuple[int, float]] = []

@@ -89,7 +89,7 @@ def main() -> int:
     ap.add_argument("--frames", type=int, default=20000)
     ap.add_argument("--warmup", type=int, default=2000, help="frames before the baseline sample")
     ap.add_argument("--every", type=int, default=1000, help="sample RSS every this many frames")
-    ap.add_argument("--model", default=None, help="model (default: the bundled one, else yolov8n with random weights)")
+    ap.add_argument("--model", default=None, help="model (default: the bundled one, else yolov8n.yaml: random weights)")
     ap.add_argument("--imgsz", type=int, default=160)
     ap.add_argument("--out", type=Path, default=None, help="write <out>.md and <out>.json")
     args = ap.parse_args()
@@ -98,7 +98,7 @@ def main() -> int:
     from campusguard.app.service import WatchService
     from campusguard.models.resolve import DEFAULT_MODEL
 
-    model = args.model or (None if DEFAULT_MODEL.is_file() else "yolov8n")
+    model = args.model or (None if DEFAULT_MODEL.is_file() else "yolov8n.yaml")
     tmp = Path(tempfile.mkdtemp(prefix="watch-mem-"))
     video, _ = make_video(tmp, seconds=10, size_wh=(320, 180), fps=10)
     text = config_text(video, tmp, args.imgsz, model)

@@ -129,7 +129,7 @@ def time_pipeline(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None, help="model (default: the bundled one, else yolov8n with random weights)")
+    ap.add_argument("--model", default=None, help="model (default: the bundled one, else yolov8n.yaml: random weights)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--frames", type=int, default=100, help="frames of the 1280x720 test video")
     ap.add_argument("--out", type=Path, default=None, help="write <out>.md and <out>.json")
@@ -145,7 +145,7 @@ def main() -> int:
     from campusguard.models.resolve import DEFAULT_MODEL
 
     if args.model is None:
-        args.model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n"
+        args.model = str(DEFAULT_MODEL) if DEFAULT_MODEL.is_file() else "yolov8n.yaml"
     tmp = Path(tempfile.mkdtemp(prefix="watch-bench-"))
     video = make_video(tmp / "bench720.mp4", args.frames)
     cap = cv2.VideoCapture(str(video))

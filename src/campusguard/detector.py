@@ -21,6 +21,7 @@ from campusguard.backends.torch_device import DevicePipeline
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.models.aliases import alias_of
+from campusguard.models.families import head_end_to_end
 from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
 from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
@@ -76,10 +77,12 @@ class Detector:
     """YOLOv8 detector with Ultralytics-identical pre- and post-processing.
 
     Args:
-        model: ``None`` (bundled default), a ``.onnx`` or ``.pt`` path, an alias such as
+        model: ``None`` (bundled default), a ``.onnx`` or ``.pt`` path, official weights by name
+            as in Ultralytics (``yolov8n``, ``yolo11s.pt``, ``yolo26m``: a local file of that name,
+            else the weights cache, downloaded on first use unless offline), an alias such as
             ``fall-yolov8s`` (`campusguard.models.aliases`: its classes come out as COCO ids, with
-            extra flags such as ``data["fallen"]``), or ``yolov8n``..``yolov8x`` (random weights:
-            speed and memory work only).
+            extra flags such as ``data["fallen"]``), or an architecture config such as
+            ``yolov8n.yaml`` (random weights: speed and memory work only).
         device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
         imgsz: network input as an int (square) or ``(height, width)``; ``None`` (default): the
             size the model was trained or exported at (`ModelInfo.imgsz_hw`, read before a ``.pt``
@@ -107,9 +110,11 @@ class Detector:
             model fused with a letterbox and an NMS graph, I/O bound on the device)), or ``auto``:
             ``device`` for the torch backend on a GPU, else ``host``.
         cuda_graphs: with the device pipeline on a GPU, replay each static shape from a CUDA graph.
-        end_to_end: the head of ``.pt`` and architecture models: ``None`` their own (YOLO26:
-            end-to-end, no NMS outside the model; ``info.nms`` says which ran), ``False`` the
-            classic head with CampusGuard's NMS.
+        head: the head of ``.pt`` and architecture models (`campusguard.models.families.HEADS`):
+            ``None`` their own (YOLO26: ``end2end``, NMS-free), ``"classic"`` the one-to-many head
+            with CampusGuard's NMS (the boxes of Ultralytics 8.4's default ``predict``),
+            ``"end2end"`` the one-to-one head (an error for a model without one). ``info.head``
+            says which runs.
     """
 
     def __init__(
@@ -133,7 +138,7 @@ class Detector:
         spinning: bool = True,
         pipeline: str = "host",
         cuda_graphs: bool = False,
-        end_to_end: bool | None = None,
+        head: str | None = None,
     ) -> None:
         self.conf = _check_unit("conf", conf)
         self.iou = _check_unit("iou", iou)
@@ -157,9 +162,13 @@ class Detector:
             tensorrt=tensorrt,
             intra_op_threads=threads,
             allow_spinning=spinning,
-            end_to_end=end_to_end,
+            end_to_end=head_end_to_end(head),
         )
         info = self.backend.info
+        if head is not None and info.head != head:  # an ONNX file has one head, chosen at export
+            raise InvalidInputError(
+                f"{info.source} runs the {info.head} head, fixed at export; export it again with --head {head}"
+            )
         self.class_map = alias.class_map if (alias := alias_of(model, info)) is not None else None
         if self.class_map is not None:  # filters and NMS see the model's own classes
             self.classes = None if self.classes is None else self.class_map.model_ids(self.classes)
@@ -189,7 +198,7 @@ class Detector:
             if pipeline == "device":
                 raise InvalidInputError(
                     "pipeline='device' runs NMS on the classic head; this model is end-to-end: "
-                    "use pipeline='host' or end_to_end=False"
+                    "use pipeline='host' or head='classic'"
                 )
             return None
         if pipeline == "device" and name not in ("torch", "onnxruntime"):

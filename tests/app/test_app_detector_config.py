@@ -1,4 +1,4 @@
-"""The detector section reaches the `Detector`: backend, pre/post-processing path, FP16."""
+"""The detector section reaches the `Detector`: backend, pre/post-processing path, FP16, head."""
 
 from __future__ import annotations
 
@@ -26,3 +26,17 @@ def test_defaults_keep_onnx_runtime_on_the_host_path():
 def test_unknown_pipeline_is_a_config_error():
     with pytest.raises(ConfigError, match="pipeline"):
         parse_config("detector: {pipeline: gpu}\n")
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("head", ["classic", "end2end"])
+def test_the_head_reaches_the_detector(head):
+    loaded = parse_config(f"detector: {{model: yolo26n.yaml, backend: torch, head: {head}}}\n")
+    det = default_detector_factory(loaded)("yolo26n.yaml", "cpu", 64)
+    assert det.info.head == head  # type: ignore[attr-defined]
+
+
+def test_an_unknown_head_is_a_config_error():
+    assert parse_config("detector: {}\n").config.detector.head is None  # the model's own head
+    with pytest.raises(ConfigError, match="head"):
+        parse_config("detector: {head: one2many}\n")

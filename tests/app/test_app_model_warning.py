@@ -30,3 +30,5 @@ def test_watch_config_warns_per_camera_model(synth_video):
     real_weights = "detector:\n  model: fall-yolov8s\ncameras:\n  - id: b\n    source: 0\n"
     assert not warn_for_config(cfg(real_weights), out)
     assert out.getvalue().count("\n") == 1
+    # the line names the fix in the config's terms
+    assert "`campusguard models pull yolov8n`, then `detector: {model: yolov8n}` in the config" in out.getvalue()

@@ -40,7 +40,7 @@ def test_int8_loads_the_bundled_variant_and_fp32_the_model(tmp_path: Path) -> No
     with pytest.raises(ModelLoadError, match="no INT8 variant"):
         model_for_precision(str(lone), "cpu", "int8")
     with pytest.raises(ModelLoadError, match="needs an ONNX model"):
-        model_for_precision("yolov8n", "cpu", "int8")
+        model_for_precision("yolov8n.yaml", "cpu", "int8")
 
 
 def test_auto_loads_what_the_trial_chose_and_measures_only_once(

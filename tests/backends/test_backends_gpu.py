@@ -29,7 +29,7 @@ def test_doctor_sees_the_gpu():
 def test_invalid_ordinal_names_the_devices_that_exist():
     n = len(list_gpus())
     with pytest.raises(DeviceError) as info:
-        Detector("yolov8n", backend="torch", device=f"{gpu_kind()}:{n + 5}")
+        Detector("yolov8n.yaml", backend="torch", device=f"{gpu_kind()}:{n + 5}")
     msg = str(info.value)
     assert "invalid device ordinal" in msg and f"{gpu_kind()}:0 (" in msg
 

@@ -62,6 +62,7 @@ def test_bench_then_compare_then_profile(tiny: str, tmp_path: Path, capsys: pyte
         (["--iters", "0"], "--iters 0 must be at least 1"),
         (["--data", "missing.yaml"], "missing.yaml"),
         (["--imgsz", "65"], "multiple of 32"),
+        (["--head", "both"], "head 'both' must be one of end2end, classic"),
     ],
 )
 def test_bench_bad_input_is_one_line(
@@ -94,22 +95,40 @@ def test_compare_refuses_newer_schema_and_unknown_baseline(tmp_path: Path, capsy
 @pytest.mark.torch
 @pytest.mark.slow
 def test_bench_runs_the_families_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """yolov8n, yolo11n and yolo26n (random weights) in one run; the report puts them in one table and one plot."""
+    """yolov8n.yaml, yolo11n.yaml and yolo26n.yaml (random weights) in one run; the report puts them in one
+    table and one plot, and each record says which head ran."""
     monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
-    args = ["bench", "--models", "yolov8n,yolo11n,yolo26n", "--imgsz", "128", "--device", "cpu", "--warmup", "0",
-            "--iters", "2", "--min-seconds", "0", "--scenarios", "single-stream", "--out", str(tmp_path / "res")]  # fmt: skip
+    args = ["bench", "--models", "yolov8n.yaml,yolo11n.yaml,yolo26n.yaml", "--imgsz", "128", "--device", "cpu",
+            "--warmup", "0", "--iters", "2", "--min-seconds", "0", "--scenarios", "single-stream",
+            "--out", str(tmp_path / "res")]  # fmt: skip
     assert main(args) == 0
     res = load_result(next((tmp_path / "res").glob("*.json")))
-    got = {r["model"]: (r["status"], r["nms"], r["random_weights"]) for r in res["results"]}
+    got = {r["model"]: (r["status"], r["nms"], r["head"], r["random_weights"]) for r in res["results"]}
     assert got == {
-        "yolov8n": ("ok", "campusguard", True),
-        "yolo11n": ("ok", "campusguard", True),
-        "yolo26n": ("ok", "in-model", True),
+        "yolov8n.yaml": ("ok", "campusguard", "classic", True),
+        "yolo11n.yaml": ("ok", "campusguard", "classic", True),
+        "yolo26n.yaml": ("ok", "in-model", "end2end", True),
     }
     assert main(["compare", str(tmp_path / "res"), "--out", str(tmp_path / "rep")]) == 0
     table = [line for line in (tmp_path / "rep" / "report.md").read_text().splitlines() if line.startswith("| ")]
     assert "| NMS |" in table[0]
     assert sorted(line.split(" | ")[1:3] for line in table[1:]) == [
-        ["yolo11n", "campusguard"], ["yolo26n", "in-model"], ["yolov8n", "campusguard"]
+        ["yolo11n.yaml", "campusguard"], ["yolo26n.yaml", "in-model"], ["yolov8n.yaml", "campusguard"]
     ]  # fmt: skip
     assert (tmp_path / "rep" / "plots" / "throughput.png").is_file()
+
+
+@pytest.mark.torch
+def test_bench_runs_and_records_the_head_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--head classic`` on YOLO26 (random weights): the torch backend and the classic-head ONNX export both
+    run it, every record says so, and the classic export is cached apart."""
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
+    args = ["bench", "--models", "yolo26n.yaml", "--backends", "onnxruntime,torch", "--imgsz", "64",
+            "--device", "cpu", "--warmup", "0", "--iters", "2", "--min-seconds", "0", "--scenarios", "single-stream",
+            "--head", "classic", "--out", str(tmp_path / "res")]  # fmt: skip
+    assert main(args) == 0
+    res = load_result(next((tmp_path / "res").glob("*.json")))
+    assert res["config"]["head"] == "classic"
+    got = {r["backend"]: (r["status"], r["head"], r["nms"]) for r in res["results"]}
+    assert got == {"onnxruntime": ("ok", "classic", "campusguard"), "torch": ("ok", "classic", "campusguard")}
+    assert list((tmp_path / "cache").glob("yolo26n-random.64x64-*-classic.onnx"))  # cached apart from the end2end one

@@ -170,7 +170,7 @@ def test_random_weight_models_skip_accuracy_with_the_reason(
     ],
 )
 def test_skip_rules(backend: str, precision: str, device: str, expected: str | None) -> None:
-    reason = skip_reason(parse_model_ref("yolov8n"), backend, precision, device)
+    reason = skip_reason(parse_model_ref("yolov8n.yaml"), backend, precision, device)
     assert reason is None if expected is None else expected in (reason or "")
 
 
@@ -178,8 +178,8 @@ def test_int8_on_a_gpu_provider_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> No
     import onnxruntime as ort
 
     monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
-    assert "QOperator" in (skip_reason(parse_model_ref("yolov8n"), "onnxruntime", "int8", "cuda") or "")
-    assert skip_reason(parse_model_ref("yolov8n"), "onnxruntime", "fp16", "cuda") is None
+    assert "QOperator" in (skip_reason(parse_model_ref("yolov8n.yaml"), "onnxruntime", "int8", "cuda") or "")
+    assert skip_reason(parse_model_ref("yolov8n.yaml"), "onnxruntime", "fp16", "cuda") is None
 
 
 def test_torch_missing_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,7 +187,7 @@ def test_torch_missing_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
-    assert "PyTorch is not installed" in (skip_reason(parse_model_ref("yolov8n"), "torch", "fp32", "cpu") or "")
+    assert "PyTorch is not installed" in (skip_reason(parse_model_ref("yolov8n.yaml"), "torch", "fp32", "cpu") or "")
 
 
 @pytest.mark.parametrize(
@@ -205,7 +205,7 @@ def test_torch_missing_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_plan_matrix_rejects_bad_input(kwargs: dict, message: str) -> None:
     args = {
-        "models": ["yolov8n"],
+        "models": ["yolov8n.yaml"],
         "backends": ["onnxruntime"],
         "precisions": ["fp32"],
         "batches": [1],
@@ -219,7 +219,7 @@ def test_plan_matrix_rejects_bad_input(kwargs: dict, message: str) -> None:
 
 def test_plan_matrix_adds_batch_1_for_single_stream_and_multi_stream_runs() -> None:
     combos = plan_matrix(
-        ["yolov8n"], ["onnxruntime"], ["fp32"], [8, 8], ["single-stream", "offline", "multi-stream"], 4
+        ["yolov8n.yaml"], ["onnxruntime"], ["fp32"], [8, 8], ["single-stream", "offline", "multi-stream"], 4
     )
     assert [(c.batch, c.scenario) for c in combos] == [(1, "batch"), (8, "batch"), (4, "multi-stream")]
 
@@ -256,12 +256,12 @@ def test_fix_input_shape_makes_a_dynamic_model_static(
 
 @pytest.mark.torch
 def test_torch_host_and_device_paths_are_bench_variants(frames: list) -> None:
-    combos = plan_matrix(["yolov8n"], ["torch", "torch-device", "torch-graphs"], ["fp32"], [2], ["offline"])
+    combos = plan_matrix(["yolov8n.yaml"], ["torch", "torch-device", "torch-graphs"], ["fp32"], [2], ["offline"])
     records = run_matrix(combos, SETTINGS, frames, calibration=None)
     by = {r["backend"]: r for r in records}
     assert by["torch"]["status"] == by["torch-device"]["status"] == "ok"
     assert by["torch"]["provider"] == "torch:cpu" and by["torch-device"]["provider"] == "torch-device:cpu"
     assert by["torch-device"]["throughput_ips"] > 0 and by["torch-device"]["export"] is None
     assert by["torch-graphs"]["status"] == "skipped" and "CUDA graphs" in by["torch-graphs"]["reason"]
-    settings = {"models": ["yolov8n"], "backends": list(by), "precisions": ["fp32"], "batch": [2]}
+    settings = {"models": ["yolov8n.yaml"], "backends": list(by), "precisions": ["fp32"], "batch": [2]}
     validate_result(build_result(records, SETTINGS, settings, "cpu-test", "cmd", {}, 0.001))

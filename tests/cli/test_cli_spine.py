@@ -86,6 +86,6 @@ def test_export_fp16_and_int8_with_parity(tmp_path, fall_onnx_static, assets_dir
 
 
 def test_export_int8_without_data_is_one_line(tmp_path):
-    proc = run_cli("export", "yolov8n", "--int8", "--out", str(tmp_path))
+    proc = run_cli("export", "yolov8n.yaml", "--int8", "--out", str(tmp_path))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "error: --int8 needs --data with calibration images"

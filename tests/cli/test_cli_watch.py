@@ -67,7 +67,7 @@ def test_watch_command_runs_a_file_to_the_end(tmp_path: Path) -> None:
     video = write_scene(tmp_path / "scene.mp4", n=30)
     config = tmp_path / "w.yaml"
     config.write_text(
-        f"detector:\n  model: yolov8n\n  imgsz: 160\ncameras:\n  - id: cam1\n    source: {video}\n"
+        f"detector:\n  model: yolov8n.yaml\n  imgsz: 160\ncameras:\n  - id: cam1\n    source: {video}\n"
         f"alerts: []\nstorage:\n  sqlite: {tmp_path / 'e.db'}\noutputs:\n  metrics_interval_s: 0\n"
     )
     proc = subprocess.run(

@@ -80,13 +80,56 @@ def _assert_parity(reference, candidate, min_kept=1.0, min_iou=0.99, conf_tol=1e
     assert report.max_conf_diff <= conf_tol, report.line()
 
 
-@pytest.mark.parametrize("end_to_end", [None, False], ids=["end-to-end", "classic-head"])
-def test_torch_gives_onnxruntime_boxes(yolo26_pt, photos, end_to_end):
-    ort = Detector(yolo26_pt, backend="onnxruntime", device="cpu", conf=0.25, end_to_end=end_to_end)
-    torch = Detector(yolo26_pt, backend="torch", device="cpu", conf=0.25, end_to_end=end_to_end, rect=False)
-    want = "in-model" if end_to_end is None else "campusguard"
-    assert ort.info.nms == torch.info.nms == want
+@pytest.mark.parametrize("head", [None, "classic"], ids=["own-head", "classic-head"])
+def test_torch_gives_onnxruntime_boxes(yolo26_pt, photos, head):
+    ort = Detector(yolo26_pt, backend="onnxruntime", device="cpu", conf=0.25, head=head)
+    torch = Detector(yolo26_pt, backend="torch", device="cpu", conf=0.25, head=head, rect=False)
+    want = ("in-model", "end2end") if head is None else ("campusguard", "classic")
+    assert (ort.info.nms, ort.info.head) == (torch.info.nms, torch.info.head) == want
     _assert_parity(ort.predict_batch(photos), torch.predict_batch(photos))
+
+
+def _ultralytics_boxes(pt, photos, **predict_args):
+    from ultralytics import YOLO
+
+    from campusguard.adapters import from_ultralytics
+
+    yolo = YOLO(str(pt), task="detect")
+    return [from_ultralytics(yolo.predict(img, conf=0.25, iou=0.7, verbose=False, **predict_args)[0]) for img in photos]
+
+
+def _assert_same_to_3_decimals(reference, candidate):
+    for ref, got in zip(reference, candidate, strict=True):
+        assert len(got) == len(ref), f"{len(got)} boxes vs {len(ref)}"
+        r, c, _ = match_detections(ref, got, min_iou=0.999)
+        assert len(r) == len(ref), f"only {len(r)}/{len(ref)} boxes matched at IoU >= 0.999"
+        np.testing.assert_allclose(got.confidence[c], ref.confidence[r], atol=1e-3)
+        np.testing.assert_allclose(got.xyxy[c], ref.xyxy[r], atol=0.05)  # pixels: 3 decimals of the normalised box
+        np.testing.assert_array_equal(got.class_id[c], ref.class_id[r])
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnxruntime"])
+def test_head_classic_gives_ultralytics_default_predict_boxes(yolo26_pt, photos, backend):
+    """Ultralytics 8.4's default predict runs a YOLO26 .pt through its classic head and NMS; ``head="classic"``
+    gives the same boxes (torch backend, and the ONNX export of that head), ``head="end2end"`` its ``nms=False``."""
+    for head, predict_args in (("classic", {}), ("end2end", {"nms": False})):
+        reference = _ultralytics_boxes(yolo26_pt, photos, **predict_args)
+        assert sum(len(d) for d in reference) >= 20, "too few boxes for the comparison to mean anything"
+        det = Detector(yolo26_pt, backend=backend, device="cpu", conf=0.25, iou=0.7, head=head, dynamic=True)
+        assert det.info.head == head
+        _assert_same_to_3_decimals(reference, det.predict_batch(photos))
+
+
+def test_both_heads_of_the_random_yolo26n_yaml_run(photos):
+    """The bare architecture (``yolo26n.yaml``, random weights) runs either head on the real photos."""
+    end2end = Detector("yolo26n.yaml", backend="torch", device="cpu", conf=1e-4, max_det=50)
+    classic = Detector("yolo26n.yaml", backend="torch", device="cpu", conf=1e-4, max_det=50, head="classic")
+    assert (end2end.info.head, classic.info.head) == ("end2end", "classic")
+    assert end2end.random_weights and classic.random_weights
+    for det in (end2end, classic):
+        boxes = det.predict_batch(photos)
+        assert [len(b) for b in boxes] == [50, 50]  # random weights: every anchor scores ~1.6e-4, above conf
+        assert all((b.xyxy[:, 2:] >= b.xyxy[:, :2]).all() for b in boxes)
 
 
 def test_end_to_end_export_by_default_and_classic_on_request(yolo26_pt, tmp_path):
@@ -149,3 +192,4 @@ def test_device_pipeline_refuses_an_end_to_end_model(yolo26_pt):
     with pytest.raises(InvalidInputError, match="end-to-end"):
         Detector(yolo26_pt, backend="torch", device="cpu", pipeline="device")
     assert Detector(yolo26_pt, backend="torch", device="cpu", pipeline="auto").pipeline == "host"
+    assert Detector(yolo26_pt, backend="torch", device="cpu", pipeline="device", head="classic").pipeline == "device"

@@ -28,7 +28,7 @@ def test_other_text_is_no_architecture(text):
     assert find_architecture(text) is None
 
 
-@pytest.mark.parametrize("text", ["yolo26n", "yolo26n.yaml", "yolo11x", "yolov8s.yaml"])
+@pytest.mark.parametrize("text", ["yolo26n.yaml", "yolo11x.yaml", "yolov8s.yaml"])
 def test_model_resolution_reads_the_table(text):
     ref = parse_model_ref(text)
     assert ref.kind == "arch" and ref.name == text.removesuffix(".yaml")
@@ -51,7 +51,9 @@ def test_training_prefers_a_real_yaml_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(("name", "end_to_end"), [("yolov8n", False), ("yolo11n", False), ("yolo26n", True)])
+@pytest.mark.parametrize(
+    ("name", "end_to_end"), [("yolov8n.yaml", False), ("yolo11n.yaml", False), ("yolo26n.yaml", True)]
+)
 def test_every_family_builds_with_its_head(name, end_to_end):
     from campusguard.models.resolve import read_model_info
 
@@ -66,4 +68,4 @@ def test_asking_a_classic_family_for_an_end_to_end_head_is_one_line():
     from campusguard.detector import Detector
 
     with pytest.raises(InvalidInputError, match="no end-to-end"):
-        Detector("yolov8n", backend="torch", device="cpu", end_to_end=True)
+        Detector("yolov8n.yaml", backend="torch", device="cpu", head="end2end")

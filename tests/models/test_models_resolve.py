@@ -14,7 +14,7 @@ from factories import build_tiny_checkpoint, build_tiny_detector_onnx
 
 @pytest.mark.parametrize(
     ("text", "kind", "name"),
-    [("yolov8n", "arch", "yolov8n"), ("YOLO11s.yaml", "arch", "yolo11s")],
+    [("yolov8n.yaml", "arch", "yolov8n"), ("YOLO11s.yaml", "arch", "yolo11s")],
 )
 def test_architecture_names(text: str, kind: str, name: str) -> None:
     assert parse_model_ref(text) == ModelRef(kind, name=name)

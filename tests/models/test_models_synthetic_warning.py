@@ -49,7 +49,8 @@ def _warned(model, sources) -> tuple[bool, str]:
 def test_warns_for_the_bundled_model_on_real_photos(assets_dir):
     printed, text = _warned(None, [assets_dir / "bus.jpg"])
     assert printed and text == SYNTHETIC_MODEL_WARNING + "\n"
-    assert "--model yolov8n.pt" in text and "fall-yolov8s" in text
+    assert "`campusguard models pull yolov8n`, then `campusguard predict yolov8n SOURCE`" in text
+    assert "fall-yolov8s" in text
     assert _warned(str(DEFAULT_MODEL), [assets_dir / "bus.jpg"])[0]  # the bundled file by path too
 
 

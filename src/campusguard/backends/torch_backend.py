@@ -14,7 +14,7 @@ import numpy as np
 
 from campusguard.backends.devices import DeviceSpec, describe_devices, parse_device
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
-from campusguard.models.families import find_architecture
+from campusguard.models.families import architecture_config, find_architecture, official_weights_name
 from campusguard.models.info import DEFAULT_IMGSZ, info_from_ultralytics
 
 if TYPE_CHECKING:
@@ -104,6 +104,11 @@ def load_ultralytics_model(path: str | Path) -> Any:
 
     path = Path(path)
     if not path.is_file():
+        if (official := official_weights_name(path)) is not None:
+            raise ModelLoadError(
+                f"{path}: not a local file; official weights are fetched by name through Detector({official!r}) "
+                f"or `campusguard models pull {official}`"
+            )
         raise ModelLoadError(f"{path}: model file not found")
     try:
         model, _ = load_checkpoint(str(path), device="cpu", fuse=False)
@@ -120,7 +125,9 @@ class TorchBackend:
     """Run an Ultralytics PyTorch detection model.
 
     Args:
-        model: a ``.pt`` path or an architecture name (``yolov8n`` ... ``yolo26x``).
+        model: a ``.pt`` path or an architecture config (``yolov8n.yaml`` ... ``yolo26x.yaml``,
+            RANDOM weights); official weights by name are resolved to their cached ``.pt`` first
+            (`campusguard.models.registry.load_backend`).
         device: ``auto``, ``cpu``, ``cuda:N`` or ``rocm:N``.
         half: FP16 weights and inputs (GPU only).
         end_to_end: `select_head`: ``None`` runs the model's own head (YOLO26: end-to-end,
@@ -139,7 +146,7 @@ class TorchBackend:
     ) -> None:
         torch = require("torch", "torch")
         self._torch = torch
-        random = find_architecture(model) is not None
+        random = architecture_config(model) is not None
         net = build_architecture(str(model)) if random else load_ultralytics_model(model)
         select_head(net, end_to_end)
         spec = parse_device(device)

@@ -15,6 +15,6 @@ Kit code (no app, no CLI imports). The pieces, each usable on its own:
 Typical use::
 
     from campusguard.bench.harness import BenchSettings, plan_matrix, run_matrix
-    combos = plan_matrix(["yolov8n"], ["onnxruntime"], ["fp32", "int8"], [1, 8])
+    combos = plan_matrix(["yolov8n.yaml"], ["onnxruntime"], ["fp32", "int8"], [1, 8])
     records = run_matrix(combos, BenchSettings(device="cpu"), frames, calibration=calib_paths)
 """

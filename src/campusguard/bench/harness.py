@@ -49,6 +49,7 @@ from campusguard.bench.results import SCHEMA_VERSION
 from campusguard.bench.stats import cost_per_million, latency_stats, spread, throughput
 from campusguard.bench.timing import TimedRun, run_timed
 from campusguard.errors import CampusGuardError, DeviceError, InvalidInputError, MissingDependencyError
+from campusguard.models.families import head_end_to_end
 from campusguard.models.resolve import parse_model_ref
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class BenchSettings:
         ort_threads: ONNX Runtime intra-op threads (0: one per physical core).
         ort_spinning: ONNX Runtime pool threads spin-wait between calls; off gives steadier
             numbers on shared machines.
+        head: the head of ``.pt`` and architecture models (``end2end``, ``classic``; ``None``: their own).
     """
 
     imgsz_hw: tuple[int, int] = (640, 640)
@@ -121,6 +123,7 @@ class BenchSettings:
     torch_threads: int | None = None
     ort_threads: int = 0
     ort_spinning: bool = True
+    head: str | None = None
 
 
 @dataclass(frozen=True)
@@ -317,6 +320,7 @@ def _measure(
         "input_hw": list(det.input_hw(frames[0].shape[:2])),
         "random_weights": bool(info.random_weights),
         "nms": info.nms,
+        "head": info.head,
         "prepare_s": prepare_s,
         "first_inference_ms": first_inference,
         **timing,
@@ -347,6 +351,7 @@ def _prepare_model(combo: Combination, settings: BenchSettings, calibration: Seq
         calibration=calibration,
         per_channel=settings.int8_per_channel,
         reduce_range=settings.int8_reduce_range,
+        end_to_end=head_end_to_end(settings.head),
     )
 
 
@@ -381,6 +386,7 @@ def _load_and_warm_up(
         spinning=settings.ort_spinning,
         pipeline=pipeline,
         cuda_graphs=cuda_graphs,
+        head=settings.head,
     )
     t1 = time.perf_counter()
     det.predict_batch(queries[0])
@@ -584,6 +590,7 @@ def build_result(
             "export": "dynamic" if settings.dynamic else "static",
             "int8": {"per_channel": settings.int8_per_channel, "reduce_range": settings.int8_reduce_range},
             "torch_threads": settings.torch_threads,
+            "head": settings.head,
         },
         "harness": {
             "timer_overhead_ms": timer_overhead_ms,

@@ -145,6 +145,7 @@ def prepare_onnx(
     calibration: Sequence[Path] | None = None,
     per_channel: bool = False,
     reduce_range: bool = True,
+    end_to_end: bool | None = None,
 ) -> Path:
     """The ONNX file to time for ``model`` at ``precision``: exported, converted or quantised once, then cached.
 
@@ -157,6 +158,8 @@ def prepare_onnx(
         calibration: images for INT8 (required for ``int8``).
         per_channel: INT8 per-channel weight scales.
         reduce_range: INT8 7-bit weights (avoids u8s8 saturation on AVX2 kernels).
+        end_to_end: the head a ``.pt`` or architecture is exported with (``None``: its own,
+            ``False``: the classic head, cached apart); an ``.onnx`` keeps its own.
     """
     from campusguard.models.aliases import alias_for
     from campusguard.models.export import convert_fp16, export_onnx, quantize_int8, stamp_alias
@@ -169,9 +172,9 @@ def prepare_onnx(
         if precision == "int8" and not dynamic:
             fp32 = fix_input_shape(fp32, batch, imgsz_hw)  # the shape the other precisions are benched at
     else:
-        fp32 = exported_onnx_path(ref, imgsz_hw, batch, dynamic, "fp32")
+        fp32 = exported_onnx_path(ref, imgsz_hw, batch, dynamic, "fp32", end_to_end)
         if not fp32.is_file():
-            export_onnx(ref, fp32, imgsz_hw=imgsz_hw, batch=batch, dynamic=dynamic)
+            export_onnx(ref, fp32, imgsz_hw=imgsz_hw, batch=batch, dynamic=dynamic, end_to_end=end_to_end)
     if precision == "fp32":
         return fp32
     if precision == "fp16":
@@ -191,9 +194,7 @@ def prepare_onnx(
         if alias is not None:
             out = out.with_name(f"{alias.name}.{out.name}")
         if not out.is_file():
-            quantize_int8(
-                fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range, calib_hw=imgsz_hw
-            )
+            quantize_int8(fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range, calib_hw=imgsz_hw)
             stamp_alias(out, alias)
         return out
     raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")

@@ -48,8 +48,16 @@ def _command(ctx: typer.Context) -> str:
 
 def bench(
     ctx: typer.Context,
-    models: str = typer.Option("yolov8n", "--models", help="Comma-separated: architecture names (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx files."),
-    backends: str = typer.Option("onnxruntime", "--backends", help="Comma-separated: onnxruntime, torch (host pre/post-processing), onnxruntime-device (letterbox and NMS in the ONNX Runtime session, I/O bound on the device), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs)."),
+    models: str = typer.Option(
+        "yolov8n.yaml",
+        "--models",
+        help="Comma-separated: architectures with random weights (yolov8n.yaml, yolo11n.yaml, yolo26n.yaml ... x: speed only), official weights (yolov8n, yolo26n.pt ...), .pt or .onnx files.",
+    ),
+    backends: str = typer.Option(
+        "onnxruntime",
+        "--backends",
+        help="Comma-separated: onnxruntime, torch (host pre/post-processing), onnxruntime-device (letterbox and NMS in the ONNX Runtime session, I/O bound on the device), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs).",
+    ),
     precisions: str = typer.Option("fp32", "--precisions", help="Comma-separated: fp32, fp16, int8."),
     batch: str = typer.Option("1", "--batch", help="Comma-separated batch sizes."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),
@@ -87,6 +95,12 @@ def bench(
     int8_per_channel: bool = typer.Option(False, "--int8-per-channel/--int8-per-tensor", help="INT8 weight scales."),
     int8_reduce_range: bool = typer.Option(True, "--int8-reduce-range/--int8-full-range", help="INT8 7-bit weights."),
     conf: float = typer.Option(0.25, "--conf", help="Confidence threshold while timing."),
+    head: str = typer.Option(
+        None,
+        "--head",
+        help="end2end or classic: the head of .pt and architecture models (YOLO26: end2end by default); "
+        "every result records the head that ran.",
+    ),
     machine: str = typer.Option(None, "--machine", help="Machine name in results (default: from GPU or CPU name)."),
     notes: str = typer.Option(None, "--notes", help="Free text stored in the result (run conditions)."),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Output folder for the JSON and CSV."),
@@ -99,8 +113,10 @@ def bench(
     from campusguard.bench.environment import default_machine_name, environment_fingerprint
     from campusguard.bench.harness import BenchSettings, build_result, plan_matrix
     from campusguard.bench.timing import measure_timer_overhead
+    from campusguard.models.families import head_end_to_end
     from campusguard.models.info import check_imgsz
 
+    head_end_to_end(head)  # an unknown head is one error before anything runs
     _check_bench_numbers(warmup, iters, repeat, calib_count, min_seconds, price_per_hour)
     started = dt.datetime.now(dt.UTC)
     model_list, backend_list, precision_list = _split(models), _split(backends), _split(precisions)
@@ -114,7 +130,7 @@ def bench(
         imgsz_hw=imgsz_hw, device=device, warmup=warmup, iters=iters, min_seconds=min_seconds, repeat=repeat,
         repeat_tolerance=repeat_tolerance, price_per_hour=price_per_hour, conf=conf, accuracy_images=accuracy_images,
         dynamic=dynamic, int8_per_channel=int8_per_channel, int8_reduce_range=int8_reduce_range,
-        torch_threads=torch_threads, ort_threads=ort_threads, ort_spinning=ort_spinning,
+        torch_threads=torch_threads, ort_threads=ort_threads, ort_spinning=ort_spinning, head=head,
     )  # fmt: skip
     logging.getLogger("campusguard.detector").setLevel(logging.ERROR)  # the RANDOM-weights warning is per load
     env = environment_fingerprint()
@@ -228,7 +244,10 @@ def compare(
 
 
 def profile(
-    model: str = typer.Argument(..., help="Architecture name (yolov8n, yolo11n, yolo26n ... x), .pt or .onnx file."),
+    model: str = typer.Argument(
+        ...,
+        help="Architecture with random weights (yolov8n.yaml ... yolo26x.yaml), official weights (yolov8n ...), .pt or .onnx file.",
+    ),
     backend: str = typer.Option("onnxruntime", "--backend", help="onnxruntime or torch."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda:N, rocm:N."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),
@@ -288,6 +307,7 @@ def _print_summary(console: Console, result: dict) -> None:
         "first ms",
         "RSS MiB",
         "mAP50-95",
+        "head",
     ):
         table.add_column(col)
     for r in result["results"]:
@@ -301,6 +321,7 @@ def _print_summary(console: Console, result: dict) -> None:
             f"{r['throughput_ips']:.1f}", f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p99']:.1f}",
             f"{r['first_inference_ms']['total_ms']:.0f}", f"{r['memory']['host_rss_peak_mb']:.0f}",
             f"{acc['map50_95'] * 100:.1f}" if acc.get("map50_95") is not None else "n/a",
+            str(r.get("head", "")),
         )  # fmt: skip
     console.print(table)
     for r in result["results"]:

@@ -14,7 +14,8 @@ def register(app: typer.Typer) -> None:
     def export(
         model: str = typer.Argument(
             ...,
-            help=".pt checkpoint, architecture name (yolov8n..x, yolo11n..x, yolo26n..x) or .onnx (for --half/--int8).",
+            help=".pt checkpoint, official weights (yolov8n..x, yolo11n..x, yolo26n..x), an architecture with random "
+            "weights (NAME.yaml) or .onnx (for --half/--int8).",
         ),
         fmt: str = typer.Option("onnx", "--format", help="Export format (onnx)."),
         imgsz: list[str] = typer.Option(
@@ -33,16 +34,18 @@ def register(app: typer.Typer) -> None:
         ),
         simplify: bool = typer.Option(True, help="Simplify the graph with onnxslim."),
         opset: int = typer.Option(17, help="ONNX opset."),
-        classic_head: bool = typer.Option(
-            False,
-            "--classic-head",
-            help="End-to-end models (YOLO26): export the classic head, NMS in CampusGuard, not the NMS-free one.",
+        head: str = typer.Option(
+            None,
+            "--head",
+            help="end2end or classic: the head to export (YOLO26: end2end, NMS-free, by default; classic: NMS in "
+            "CampusGuard, the boxes of Ultralytics' default predict).",
         ),
         out: Path = typer.Option(Path("runs/export"), "--out", "-o", help="Output folder."),
     ) -> None:
         """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
         from campusguard.models.aliases import alias_for
         from campusguard.models.export import convert_fp16, export_onnx, pick_images, quantize_int8, stamp_alias
+        from campusguard.models.families import head_end_to_end
         from campusguard.models.info import check_imgsz
         from campusguard.models.resolve import parse_model_ref
 
@@ -52,6 +55,7 @@ def register(app: typer.Typer) -> None:
             raise InvalidInputError(f"--batch {batch} must be at least 1")
         if int8 and data is None:
             raise InvalidInputError("--int8 needs --data with calibration images")
+        end_to_end = head_end_to_end(head)
         ref = parse_model_ref(model)
         alias = alias_for(model)
         check_images = (
@@ -62,8 +66,13 @@ def register(app: typer.Typer) -> None:
         out.mkdir(parents=True, exist_ok=True)
         for size in imgsz:
             hw = check_imgsz(size, name="--imgsz")
-            base = Path(model).stem if ref.kind != "arch" else f"{ref.name}-random"
-            tag = f"{hw[0]}x{hw[1]}" + ("-dynamic" if dynamic else f"-b{batch}") + ("-classic" if classic_head else "")
+            base = ref.name if ref.name else Path(model).stem
+            base += "-random" if ref.kind == "arch" else ""
+            tag = (
+                f"{hw[0]}x{hw[1]}"
+                + ("-dynamic" if dynamic else f"-b{batch}")
+                + ("-classic" if end_to_end is False else "")
+            )
             fp32 = out / f"{base}.{tag}.onnx"
             if ref.path is not None and ref.kind == "onnx":
                 fp32 = ref.path
@@ -76,7 +85,7 @@ def register(app: typer.Typer) -> None:
                     dynamic=dynamic,
                     simplify=simplify,
                     opset=opset,
-                    end_to_end=False if classic_head else None,
+                    end_to_end=end_to_end,
                 )
                 _report(fp32, None, check_images, hw)
             if half:

@@ -31,7 +31,8 @@ def register(app: typer.Typer) -> None:
         args: list[str] = typer.Argument(
             ...,
             metavar="[MODEL] SOURCE",
-            help="Optional model (.onnx, .pt, yolov8n..x, yolo11n..x, yolo26n..x; default: the bundled model), then an image, folder, glob or video.",
+            help="Optional model (.onnx, .pt, official weights yolov8n..x, yolo11n..x, yolo26n..x, or NAME.yaml for "
+            "random weights; default: the bundled model), then an image, folder, glob or video.",
         ),
         out: Path = typer.Option(Path("runs/predict"), "--out", "-o", help="Output folder."),
         conf: float = typer.Option(0.25, help="Confidence threshold 0..1."),
@@ -45,6 +46,12 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option(None, help="onnxruntime (default) or torch."),
         batch: int = typer.Option(1, help="Frames per inference call."),
         agnostic: bool = typer.Option(False, help="Class-agnostic NMS."),
+        head: str = typer.Option(
+            None,
+            "--head",
+            help="end2end or classic: the head a .pt or architecture model runs (YOLO26: end2end by default; "
+            "classic gives Ultralytics' default predict boxes).",
+        ),
         save_media: bool = typer.Option(
             True, "--save-media/--no-save-media", help="Write annotated images and videos."
         ),
@@ -75,7 +82,9 @@ def register(app: typer.Typer) -> None:
             classes=parse_classes(classes),
             backend=backend,
             agnostic=agnostic,
+            head=head,
         )
+        typer.echo(det.info.head_line(), err=True)
         summary = _predict_with_progress(det, files, out, batch, save_media, save_txt)
         typer.echo(
             f"{summary.frames} frame(s) from {summary.files} file(s), {summary.detections} detection(s) on "

@@ -1,19 +1,36 @@
 """The one table of model families CampusGuard knows: YOLOv8, YOLO11 and the NMS-free YOLO26.
 
-Every architecture name (``yolov8n`` ... ``yolo26x``) and its Ultralytics ``.yaml`` name
-(``yolo26n.yaml``) resolve here; model resolution, both backends, training, export and bench
-read this table, so a family is added in one place. Architecture names build the real graph
-with RANDOM weights (speed and memory work only).
+Names mean what they mean to Ultralytics: ``yolov8n`` and ``yolov8n.pt`` (`official_weights_name`)
+are the official COCO-trained weights (fetched by `campusguard.models.hub`), and ``yolov8n.yaml``
+(`architecture_config`) is the bare architecture with RANDOM weights, for speed and memory work only.
+Model resolution, both backends, training, export and bench read this table, so a family is added
+in one place.
 
-An end-to-end family (YOLO26) has a one-to-one head that emits final boxes,
-``(B, max_det, 6)`` as ``x1, y1, x2, y2, score, class``: no NMS runs outside the model.
+An end-to-end family (YOLO26) has two heads. The one-to-one head emits final boxes,
+``(B, max_det, 6)`` as ``x1, y1, x2, y2, score, class``, and no NMS runs outside the model
+(``head="end2end"``, what CampusGuard runs by default); the classic one-to-many head gives
+``(B, 4+nc, N)`` candidates for NMS (``head="classic"``, what Ultralytics 8.4's default
+``predict`` runs on a ``.pt``). `head_end_to_end` turns the choice into the backends' flag.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ARCHITECTURES", "FAMILIES", "SIZES", "Architecture", "ModelFamily", "find_architecture"]
+from campusguard.errors import InvalidInputError
+
+__all__ = [
+    "ARCHITECTURES",
+    "FAMILIES",
+    "HEADS",
+    "SIZES",
+    "Architecture",
+    "ModelFamily",
+    "architecture_config",
+    "find_architecture",
+    "head_end_to_end",
+    "official_weights_name",
+]
 
 SIZES = ("n", "s", "m", "l", "x")
 
@@ -67,9 +84,42 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (Architecture(f, s)
 
 
 def find_architecture(ref: object) -> Architecture | None:
-    """The architecture a reference names (``yolo26n``, ``YOLO26n.yaml``), or ``None`` when it names none.
+    """The family and size a bare name or config names (``yolo26n``, ``YOLO26n.yaml``), or ``None``.
 
-    A path to a real file (``configs/yolo26n.yaml``) is not an architecture name.
+    A path (``configs/yolo26n.yaml``) names no architecture. What a name means (trained weights
+    or random ones) is `official_weights_name` and `architecture_config`.
     """
     text = str(ref).strip().lower()
-    return ARCHITECTURES.get(text.removesuffix(".yaml")) if "/" not in text else None
+    if "/" in text or "\\" in text:
+        return None
+    return ARCHITECTURES.get(text.removesuffix(".yaml"))
+
+
+def architecture_config(ref: object) -> Architecture | None:
+    """The architecture a ``NAME.yaml`` reference builds with RANDOM weights (``yolo26n.yaml``), else ``None``."""
+    text = str(ref).strip().lower()
+    return find_architecture(text) if text.endswith(".yaml") else None
+
+
+def official_weights_name(ref: object) -> str | None:
+    """The official trained weights a reference names (``yolov8n`` or ``yolov8n.pt`` -> ``"yolov8n"``), else ``None``."""
+    text = str(ref).strip().lower()
+    arch = find_architecture(text.removesuffix(".pt")) if not text.endswith(".yaml") else None
+    return None if arch is None else arch.name
+
+
+HEADS = ("end2end", "classic")
+"""The heads a model can run: ``end2end`` (one-to-one, NMS-free) and ``classic`` (one-to-many, then NMS)."""
+
+
+def head_end_to_end(head: str | None) -> bool | None:
+    """The backends' ``end_to_end`` flag for a head choice: ``None`` (the model's own head) stays ``None``.
+
+    Raises:
+        InvalidInputError: a head that is not one of `HEADS`.
+    """
+    if head is None:
+        return None
+    if head not in HEADS:
+        raise InvalidInputError(f"head {head!r} must be one of {', '.join(HEADS)}")
+    return head == "end2end"

@@ -148,6 +148,20 @@ class ModelInfo:
         """Where duplicate boxes are removed: ``"in-model"`` (end-to-end head) or ``"campusguard"`` (our NMS)."""
         return "in-model" if self.end_to_end else "campusguard"
 
+    @property
+    def head(self) -> str:
+        """The head that runs: ``"end2end"`` (one-to-one, NMS-free) or ``"classic"`` (one-to-many, then NMS)."""
+        return "end2end" if self.end_to_end else "classic"
+
+    def head_line(self) -> str:
+        """One line saying which head runs and where NMS happens, for `predict`, `bench` and logs."""
+        if self.end_to_end:
+            return (
+                "head: end2end (NMS-free, boxes final in the model; Ultralytics' default predict "
+                "runs the classic head with NMS: --head classic gives its boxes)"
+            )
+        return "head: classic (NMS in CampusGuard)"
+
 
 def info_from_onnx(
     metadata: Mapping[str, str],

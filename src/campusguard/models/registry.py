@@ -67,8 +67,8 @@ def load_backend(
 ) -> Backend:
     """Load ``model`` on ``device`` with the named backend (default: ONNX Runtime).
 
-    ``.onnx`` files and architecture names default to ONNX Runtime; ``.pt`` files default to
-    ONNX Runtime too (exported once and cached) unless ``backend="torch"``. ``imgsz_hw`` is
+    ``.onnx`` files and architecture configs default to ONNX Runtime; ``.pt`` files and official
+    weights default to ONNX Runtime too (exported once and cached) unless ``backend="torch"``. ``imgsz_hw`` is
     the export size of ``.pt`` and architecture models (``None``: the size they were trained at);
     ``end_to_end`` their head (``None``: the model's own; ``False``: the classic head, for YOLO26).
     """
@@ -84,7 +84,7 @@ def load_backend(
             raise InvalidInputError(f"{ref.path}: the torch backend needs a .pt checkpoint or an architecture name")
         from campusguard.backends.torch_backend import TorchBackend
 
-        target = str(ref.name) if ref.kind == "arch" else ref.path
+        target = str(ref) if ref.kind == "arch" else ref.path  # "yolov8n.yaml": random weights
         assert target is not None
         return TorchBackend(
             target, device=device, half=half, allow_cpu_fallback=allow_cpu_fallback, end_to_end=end_to_end

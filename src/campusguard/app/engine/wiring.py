@@ -208,6 +208,7 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
                 backend=det.backend,
                 pipeline=det.pipeline,
                 half=det.half,
+                head=det.head,
             )
 
         return build(model_for_precision(model, device, det.precision, imgsz=imgsz, build=build))

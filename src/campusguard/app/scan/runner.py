@@ -52,7 +52,7 @@ from campusguard.app.scan.unit import (
     shared_detector_factory,
 )
 from campusguard.errors import CampusGuardError, require
-from campusguard.models.synthetic_warning import warn_if_synthetic_model_on_real
+from campusguard.models.synthetic_warning import CONFIG_FIX, warn_if_synthetic_model_on_real
 
 __all__ = ["ScanSummary", "default_state_path", "run_scan"]
 
@@ -201,7 +201,9 @@ def run_scan(
         loaded.check_class_names(camera_index, detector.names)
         del detector
         if warn_synthetic_model:
-            warn_if_synthetic_model_on_real(detector_key(job_config.config, camera)[0], [r.path for r in recordings])
+            warn_if_synthetic_model_on_real(
+                detector_key(job_config.config, camera)[0], [r.path for r in recordings], fix=CONFIG_FIX
+            )
         ledger = ScanLedger(state_path or default_state_path(loaded))
     except BaseException:
         executor.close(cancel=True)
