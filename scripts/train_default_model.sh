@@ -48,7 +48,7 @@ $CG synth --out "$WORK/synth-train" --images 3000 --videos 0 --seed 0 --val-frac
 $CG synth --out "$WORK/synth-val" --images 1000 --videos 0 --seed 1000 --val-fraction 0.5
 
 SECONDS=0
-$CG train --model "$MODEL" --data "$WORK/synth-train/data.yaml" --epochs "$EPOCHS" --imgsz 320 \
+$CG train --model "$MODEL.yaml" --data "$WORK/synth-train/data.yaml" --epochs "$EPOCHS" --imgsz 320 \
     --batch 16 --accumulate 1 --device "$DEVICE" --workers "$WORKERS" --cache ram --seed 0 --out "$WORK/run"
 echo "train+export wall time: ${SECONDS} s"
 

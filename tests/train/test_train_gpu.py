@@ -30,7 +30,7 @@ def test_gpu_training_with_amp_downloads_nothing(tmp_path: Path, draw_dataset) -
 
     before = set(WEIGHTS_DIR.glob("*.pt")) if WEIGHTS_DIR.is_dir() else set()
     data = draw_dataset(tmp_path / "toy", n_train=32, n_val=8, size=128)
-    r = train("yolov8n", data, epochs=1, imgsz=128, batch=8, device="0", amp=True, workers=0, out=tmp_path / "run")
+    r = train("yolov8n.yaml", data, epochs=1, imgsz=128, batch=8, device="0", amp=True, workers=0, out=tmp_path / "run")
     assert r.best_pt.is_file() and r.onnx is not None and r.onnx.is_file()
     after = set(WEIGHTS_DIR.glob("*.pt")) if WEIGHTS_DIR.is_dir() else set()
     assert after == before  # Ultralytics' AMP self-test (which fetches a checkpoint) was skipped

@@ -43,8 +43,24 @@ def test_bad_device_lists(device, gpus, error, message) -> None:
         parse_train_device(device, gpus=gpus)
 
 
+def test_train_names_mean_the_official_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``yolov8n`` / ``yolov8n.pt`` fine-tune the official trained weights (a local file wins, else the
+    cache); offline and not cached, one line names the pull command."""
+    from campusguard.errors import ModelLoadError
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CAMPUSGUARD_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="campusguard models pull yolov8n") as exc:
+        resolve_model_spec("yolov8n")
+    assert "\n" not in str(exc.value)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "yolov8n.pt").write_bytes(b"0")
+    assert resolve_model_spec("yolov8n") == (str((tmp_path / "yolov8n.pt").resolve()), True)
+    assert resolve_model_spec("yolov8n.pt") == (str((tmp_path / "yolov8n.pt").resolve()), True)
+
+
 def test_resolve_model_spec(tmp_path: Path) -> None:
-    assert resolve_model_spec("yolov8n") == ("yolov8n.yaml", False)
+    assert resolve_model_spec("yolov8n.yaml") == ("yolov8n.yaml", False)
     assert resolve_model_spec("yolov8s.yaml") == ("yolov8s.yaml", False)
     pt = tmp_path / "x.pt"
     pt.write_bytes(b"0")
@@ -55,8 +71,8 @@ def test_resolve_model_spec(tmp_path: Path) -> None:
     from campusguard.models.resolve import DEFAULT_MODEL
 
     assert resolve_model_spec("default") == (str(DEFAULT_MODEL), True)
-    with pytest.raises(InvalidInputError, match="do not exist .nothing is downloaded"):
-        resolve_model_spec("yolov8n.pt")
+    with pytest.raises(InvalidInputError, match="do not exist"):
+        resolve_model_spec(str(tmp_path / "missing.pt"))
     with pytest.raises(InvalidInputError, match="is not one of yolov8n"):
         resolve_model_spec("resnet50")
 
@@ -95,7 +111,7 @@ def test_bad_data_set_fails_before_training(toy_dataset: Path, tmp_path: Path, h
     _break(toy_dataset, how)
     out = tmp_path / "run"
     with pytest.raises(InvalidInputError, match=message):
-        train("yolov8n", toy_dataset, epochs=1, imgsz=64, batch=2, device="cpu", out=out)
+        train("yolov8n.yaml", toy_dataset, epochs=1, imgsz=64, batch=2, device="cpu", out=out)
     assert not out.exists()  # nothing was started or written
 
 
@@ -131,7 +147,7 @@ def test_one_epoch_smoke_run_loss_falls_and_exports(tmp_path: Path, draw_dataset
         amp.append(bool(tr.amp))
 
     result = train(
-        "yolov8n",
+        "yolov8n.yaml",
         data,
         epochs=1,
         imgsz=128,
@@ -183,7 +199,7 @@ def test_export_after_training_keeps_the_models_own_head(tmp_path: Path, arch: s
 
 def test_resume_without_last_checkpoint(toy_dataset: Path, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"--resume: there is no .*last\.pt to continue"):
-        train("yolov8n", toy_dataset, epochs=1, imgsz=64, batch=2, device="cpu", out=tmp_path / "run", resume=True)
+        train("yolov8n.yaml", toy_dataset, epochs=1, imgsz=64, batch=2, device="cpu", out=tmp_path / "run", resume=True)
 
 
 def test_best_epoch_metrics_from_results_csv(tmp_path: Path) -> None:

@@ -138,8 +138,8 @@ def register(app: typer.Typer) -> None:
             "yolov8n",
             "--model",
             "-m",
-            help="yolov8n..x, yolo11n..x, yolo26n..x or their .yaml (random init); a .pt, an Ultralytics .onnx export "
-            "or 'default' (the bundled model) to fine-tune.",
+            help="yolov8n..x, yolo11n..x, yolo26n..x (the official COCO-trained weights, pulled on first use) or "
+            "NAME.yaml (random init); a .pt, an Ultralytics .onnx export or 'default' (the bundled model) to fine-tune.",
         ),
         data: str = typer.Option(..., "--data", help="data.yaml of a YOLO-format data set (train and val splits)."),
         epochs: int = typer.Option(100, "--epochs", help="Passes over the train split."),

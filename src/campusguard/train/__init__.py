@@ -4,7 +4,7 @@ DDP / gradient-accumulation step logic (`campusguard.train.ddp`) that the tests 
 Public API::
 
     from campusguard.train import train, TrainResult, parse_train_device
-    result = train("yolov8n", "data.yaml", epochs=30, imgsz=320, batch=16, device="cpu", accumulate=2)
+    result = train("yolov8n.yaml", "data.yaml", epochs=30, imgsz=320, batch=16, device="cpu", accumulate=2)
     result.best_pt, result.onnx, result.metrics["map50_95"]
 
 Ultralytics and PyTorch are imported only inside functions.

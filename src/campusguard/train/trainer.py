@@ -3,8 +3,10 @@
 `train` checks everything a user can get wrong (data set, model spec, devices, numbers)
 before a single step runs, then hands over to Ultralytics' ``DetectionTrainer``:
 
-- architecture names (``yolov8n``, ``yolo11s``, ``yolo26n``: `campusguard.models.families`) map to Ultralytics' model yaml and start from random
-  weights (``pretrained=False``); ``.pt`` files fine-tune from their weights;
+- official names (``yolov8n``, ``yolo11s.pt``, ``yolo26n``: `campusguard.models.families`) fine-tune the
+  official COCO-trained weights (pulled into the weights cache on first use, as Ultralytics does);
+  ``NAME.yaml`` starts the architecture from random weights (``pretrained=False``); ``.pt`` files
+  fine-tune from their weights;
 - gradient accumulation is a true effective batch: Ultralytics steps the optimiser every
   ``max(round(nbs / batch), 1)`` batches and scales weight decay by ``batch * accumulate / nbs``,
   so ``nbs = batch * accumulate`` gives exactly ``accumulate`` batches per step and the
@@ -29,7 +31,7 @@ import yaml
 
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.eval.dataset import YoloDataset, load_yolo_dataset, read_data_yaml
-from campusguard.models.families import ARCHITECTURES, find_architecture
+from campusguard.models.families import ARCHITECTURES, architecture_config, official_weights_name
 from campusguard.models.info import check_imgsz
 from campusguard.train.devices import parse_train_device
 
@@ -66,20 +68,23 @@ class TrainResult:
 
 
 def resolve_model_spec(model: str) -> tuple[str, bool]:
-    """Map ``--model`` to what Ultralytics loads.
+    """Map ``--model`` to what Ultralytics loads, with Ultralytics' meaning of names.
 
     Returns:
-        ``(spec, from_weights)``: ``"yolov8n"`` -> ``("yolov8n.yaml", False)``;
-        a ``.yaml`` -> itself; an existing ``.pt`` or ``.onnx`` -> ``(path, True)`` (an ONNX export is
-        rebuilt into trainable weights by `train`, see `campusguard.train.from_onnx`);
-        ``"default"`` -> the bundled model's ONNX file.
+        ``(spec, from_weights)``: ``"yolov8n"`` or ``"yolov8n.pt"`` -> the official COCO-trained
+        checkpoint (a local file of that name wins; else the weights cache, pulled on first use
+        unless offline: `campusguard.models.hub.ensure_weights`), fine-tuned; ``"yolov8n.yaml"``
+        -> the architecture from random weights; another ``.yaml`` -> itself; an existing ``.pt``
+        or ``.onnx`` -> ``(path, True)`` (an ONNX export is rebuilt into trainable weights by
+        `train`, see `campusguard.train.from_onnx`); ``"default"`` -> the bundled model's ONNX file.
 
     Raises:
-        InvalidInputError: unknown name, or a ``.pt``/``.yaml`` path that does not exist
-            (Ultralytics would try to download a missing ``yolov8n.pt``).
+        InvalidInputError: unknown name, or a ``.pt``/``.yaml`` path that does not exist.
+        ModelLoadError: official weights not cached and not downloadable (one line naming the
+            URL and the ``campusguard models pull`` command).
     """
     text = str(model).strip()
-    arch = find_architecture(text)
+    arch = architecture_config(text)
     if arch is not None and not Path(text).is_file():  # Ultralytics ships these model yamls
         return arch.yaml, False
     if text == "default":
@@ -87,18 +92,24 @@ def resolve_model_spec(model: str) -> tuple[str, bool]:
 
         return str(DEFAULT_MODEL), True
     path = Path(text)
+    if (official := official_weights_name(text)) is not None:
+        local = path if path.suffix.lower() == ".pt" else path.with_name(f"{path.name}.pt")
+        if local.is_file():  # a local file of that name wins, as in Ultralytics
+            return str(local.resolve()), True
+        from campusguard.models.hub import ensure_weights
+
+        return str(ensure_weights(official)), True
     if path.suffix in (".pt", ".onnx"):
         if not path.is_file():
-            raise InvalidInputError(
-                f"model weights {path} do not exist (nothing is downloaded; give a local {path.suffix})"
-            )
+            raise InvalidInputError(f"model weights {path} do not exist")
         return str(path.resolve()), True
     if path.suffix in (".yaml", ".yml"):
         if path.is_file():
             return str(path.resolve()), False
         raise InvalidInputError(f"model yaml {path} does not exist")
     raise InvalidInputError(
-        f"model {model!r} is not one of {', '.join(ARCHITECTURES)}, default, a model .yaml, a .pt or an .onnx file"
+        f"model {model!r} is not one of {', '.join(ARCHITECTURES)} (trained weights) or NAME.yaml (random init), "
+        "default, a model .yaml, a .pt or an .onnx file"
     )
 
 
@@ -248,9 +259,10 @@ def train(
         raise InvalidInputError(f"--resume: there is no {last} to continue")
     if threads is not None and threads < 1:
         raise InvalidInputError(f"--threads must be >= 1, got {threads}")
-    spec, from_weights = resolve_model_spec(model) if not resume else (str(last), True)
     train_ds, val_ds = validate_training_inputs(data)
     device_arg = _device_argument(device, batch)
+    # after the cheap checks: an official name may download its weights
+    spec, from_weights = resolve_model_spec(model) if not resume else (str(last), True)
 
     from campusguard.models.ultralytics_env import offline_ultralytics
 
