@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -293,8 +292,9 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         bad = {"zones": [{"name": "east", "polygon": [[0, 0], [400, 0], [400, 40]]}]}
         r = client.put("/api/v1/cameras/cam0/zones", json=bad, headers=auth)
         assert r.status_code == 422, r.text
-        detail = r.json()["detail"]  # as without Ray: file, line (of the text as sent) and field
-        assert re.match(rf"{re.escape(str(config))}:\d+: cameras\[0\]\.zones\[0\]\.polygon: ", detail), detail
+        detail = r.json()["detail"]  # as without Ray: the field of what was sent, never a server path
+        assert detail.startswith("zones[0].polygon: "), detail
+        assert str(config) not in detail and str(config.parent) not in detail, detail
         assert "camera 'cam0'" in detail, detail
         assert config.read_text() == before
 
