@@ -374,3 +374,29 @@ def test_two_groups_in_one_process_leave_the_spool_and_retention_to_the_driver(
     finally:
         for g in groups:
             g.stop()
+
+
+def test_the_driver_reports_the_motion_gates_counters_of_its_groups(videos: list[Path], tmp_path: Path) -> None:
+    """Gated cameras on groups: the driver's metrics carry the gate's own cost and busy stretches,
+    the same counters one process reports for the same videos."""
+    text = cameras_config(videos, tmp_path).replace("    source:", "    motion: {enabled: true}\n    source:")
+    single_out = tmp_path / "single"
+    single_out.mkdir()
+    single = WatchService(
+        parse_config(text.replace(str(tmp_path / "events.jsonl"), str(single_out / "events.jsonl"))),
+        detector_factory=make_detector_factory(parse_config(text), 0.0),
+        out=io.StringIO(),
+    )
+    assert single.run()
+    loaded = parse_config(text)
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    for cam in ("cam0", "cam1", "cam2"):
+        one, many = single.metrics[cam], driver.metrics[cam]
+        assert one.gate_ms_total > 0 and many.gate_ms_total > 0
+        assert (many.frames_skipped, many.frames_regions, many.frames_gate_busy) == (
+            one.frames_skipped,
+            one.frames_regions,
+            one.frames_gate_busy,
+        )

@@ -255,3 +255,25 @@ def _until(condition: Any, timeout_s: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_a_viewer_is_offered_no_media_url_where_only_the_sharp_file_exists(scene) -> None:
+    """Media written before blur was switched on has no redacted variant: a viewer's event JSON has
+    no URL for it (no broken image) and the file answers 404; an admin still gets it."""
+    console, _, _ = scene
+    event = next(e for e in _events(console) if e["snapshot_url"])
+    stored = Path(console.runtime.store.get(event["id"]).snapshot_path)  # type: ignore[union-attr]
+    variant = redacted_path(stored)
+    aside = variant.with_name(variant.name + ".aside")
+    variant.rename(aside)
+    try:
+        client = console.client()
+        as_viewer = client.get(f"/api/v1/events/{event['id']}", headers=console.bearer("vera")).json()
+        as_admin = client.get(f"/api/v1/events/{event['id']}", headers=console.bearer("ada")).json()
+        assert as_viewer["snapshot_url"] is None and as_admin["snapshot_url"] == event["snapshot_url"]
+        listed = client.get("/api/v1/events?limit=500", headers=console.bearer("vera")).json()["items"]
+        assert next(e for e in listed if e["id"] == event["id"])["snapshot_url"] is None
+        r = client.get(event["snapshot_url"], headers=console.bearer("vera"))
+        assert r.status_code == 404
+    finally:
+        aside.rename(variant)

@@ -420,7 +420,7 @@ class ClusterWatch:
                 continue
             for k in METRIC_COUNTERS:
                 value = self._base[cam_id][k] + counters.get(k, 0.0)
-                setattr(m, k, value if k == "inference_ms_total" else int(value))
+                setattr(m, k, value if k.endswith("_ms_total") else int(value))
             self._depth[cam_id] = int(counters.get("queue_depth", 0))
             if "width" in counters and "height" in counters:
                 self.frame_sizes[cam_id] = (int(counters["width"]), int(counters["height"]))

@@ -73,7 +73,9 @@ METRIC_COUNTERS: tuple[str, ...] = (
     "detector_images",
     "frames_skipped",
     "frames_regions",
+    "frames_gate_busy",
     "inference_ms_total",
+    "gate_ms_total",
     "events",
     "reconnects",
 )

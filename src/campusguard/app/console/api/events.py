@@ -43,14 +43,23 @@ _MEDIA_TYPES = {"snapshot": "image/jpeg", "clip": "video/mp4"}
 _LATER_RANGE = re.compile(r"^bytes=[1-9][0-9]*-[0-9]*$")
 
 
-def event_json(state: ConsoleState, data: dict[str, Any]) -> dict[str, Any]:
-    """An event dict of the store with its snapshot and clip URLs (``None`` while there is no such file)."""
+def sees_sharp(request: Request) -> bool:
+    """Whether the request's user sees media sharp (operators, admins); viewers get redacted variants."""
+    return role_at_least(request.state.user.role, "operator")
+
+
+def event_json(state: ConsoleState, data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """An event dict of the store with the snapshot and clip URLs this user can open (``None`` while
+    there is no such file, or, for a viewer of a camera with blur on, no redacted variant of it)."""
     eid = data["id"]
     runtime = state.runtime
+    redacted = not sees_sharp(request)
     return {
         **data,
-        "snapshot_url": f"/api/v1/events/{eid}/snapshot.jpg" if runtime.event_media(eid, "snapshot") else None,
-        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip") else None,
+        "snapshot_url": f"/api/v1/events/{eid}/snapshot.jpg"
+        if runtime.event_media(eid, "snapshot", redacted=redacted)
+        else None,
+        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip", redacted=redacted) else None,
     }
 
 
@@ -81,7 +90,7 @@ def list_events(
     """A page of events, newest first, matching every given filter, and the number of all matching."""
     state = console_state(request)
     records, total = state.runtime.store.query_records(where, limit=limit, offset=offset)
-    return EventPage(items=[EventOut(**event_json(state, r.to_dict())) for r in records], total=total)
+    return EventPage(items=[EventOut(**event_json(state, r.to_dict(), request)) for r in records], total=total)
 
 
 def _chunks(lines: Iterator[str], rows: int = 1000) -> Iterator[str]:
@@ -127,7 +136,7 @@ async def stream(request: Request) -> StreamingResponse:
                         yield ": keepalive\n\n"
                     continue
                 idle_s = 0.0
-                data = await run_in_threadpool(event_json, state, item)
+                data = await run_in_threadpool(event_json, state, item, request)
                 yield f"event: event\nid: {data['id']}\ndata: {json.dumps(data, default=str)}\n\n"
         finally:
             subscription.close()
@@ -137,25 +146,25 @@ async def stream(request: Request) -> StreamingResponse:
     )
 
 
-def _record(state: ConsoleState, event_id: str) -> dict[str, Any]:
+def _record(state: ConsoleState, event_id: str, request: Request) -> dict[str, Any]:
     record = state.runtime.store.get_record(event_id)
     if record is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
-    return event_json(state, record.to_dict())
+    return event_json(state, record.to_dict(), request)
 
 
 @router.get("/events/{event_id}", responses=_NOT_FOUND)
 def get_event(event_id: EventId, request: Request) -> EventOut:
     """One event with its review state and media URLs."""
-    return EventOut(**_record(console_state(request), event_id))
+    return EventOut(**_record(console_state(request), event_id, request))
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
     """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
     an operator's or admin's download of the sharp file of such a camera is audited."""
     state = console_state(request)
-    camera = _record(state, event_id)["camera"]
-    sharp = role_at_least(request.state.user.role, "operator")
+    camera = _record(state, event_id, request)["camera"]
+    sharp = sees_sharp(request)
     path = state.runtime.event_media(event_id, kind, redacted=not sharp)  # resolved under its media folder
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
@@ -197,7 +206,7 @@ def _review(request: Request, event_id: str, action: ReviewAction, note: str) ->
     except ReviewConflictError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     audit(request, f"event.{action}", event_id, note=note)
-    data = event_json(state, record.to_dict())
+    data = event_json(state, record.to_dict(), request)
     state.runtime.publish_event_update(data)
     return EventOut(**data)
 
@@ -231,7 +240,7 @@ def keep(event_id: EventId, body: KeepRequest, request: Request) -> EventOut:
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}") from exc
     audit(request, "event.keep" if body.kept else "event.unkeep", event_id)
-    data = event_json(state, record.to_dict())
+    data = event_json(state, record.to_dict(), request)
     state.runtime.publish_event_update(data)
     return EventOut(**data)
 
@@ -263,7 +272,7 @@ def bulk_review(body: BulkReviewRequest, request: Request) -> BulkReviewOut:
     )
     updated = []
     for record in result.updated:
-        data = event_json(state, record.to_dict())
+        data = event_json(state, record.to_dict(), request)
         state.runtime.publish_event_update(data)
         updated.append(EventOut(**data))
     return BulkReviewOut(updated=updated, missing=result.missing, conflicts=result.conflicts)
