@@ -39,7 +39,7 @@ def test_unknown_model_names_the_families():
         parse_model_ref("yolo27n")
 
 
-@pytest.mark.parametrize(("text", "spec"), [("yolo26n", "yolo26n.yaml"), ("yolo11s.yaml", "yolo11s.yaml")])
+@pytest.mark.parametrize(("text", "spec"), [("yolo26n.yaml", "yolo26n.yaml"), ("YOLO11s.yaml", "yolo11s.yaml")])
 def test_training_reads_the_table(text, spec):
     assert resolve_model_spec(text) == (spec, False)
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from campusguard import cache
+from campusguard.cache import cache_dir
 from campusguard.errors import InvalidInputError, WeightsUnavailableError
 
 __all__ = [
@@ -159,7 +159,7 @@ class CachedWeights:
 def weights_dir() -> Path:
     """``$CAMPUSGUARD_CACHE/weights``: the weights' folder under the package's one cache root
     (`campusguard.cache.cache_dir`), created if missing."""
-    root = cache.cache_dir() / "weights"
+    root = cache_dir() / "weights"
     root.mkdir(parents=True, exist_ok=True)
     return root
 
