@@ -154,14 +154,7 @@ class Dialect:
 
     def review_sql(self, action: ReviewAction) -> str:
         """Move an incident to ``REVIEW_TO[action]`` if its state allows; parameters from `review_args`."""
-        by, at = _REVIEW_BY[action]
-        p = self.param
-        allowed = ", ".join([p] * len(REVIEW_FROM[action]))
-        return (
-            f"UPDATE events SET state = {p}, {by} = {p}, {at} = {p}, "
-            f"note = COALESCE(NULLIF(CAST({p} AS TEXT), ''), note) "
-            f"WHERE event_id = {p} AND state IN ({allowed})"
-        )
+        return self._review_update(action, f"event_id = {self.param}")
 
     def review_args(
         self, action: ReviewAction, event_id: str, user: str, note: str | None, now: datetime
@@ -172,13 +165,18 @@ class Dialect:
     def review_many_sql(self, action: ReviewAction, n: int) -> str:
         """`review_sql` for ``n`` incidents at once, answering the ids it changed (``RETURNING``);
         parameters from `review_many_args`."""
+        ids = ", ".join([self.param] * n)
+        return self._review_update(action, f"event_id IN ({ids})") + " RETURNING event_id"
+
+    def _review_update(self, action: ReviewAction, which: str) -> str:
+        """The review ``UPDATE`` of the events ``which`` selects, where their state allows ``action``."""
         by, at = _REVIEW_BY[action]
         p = self.param
         allowed = ", ".join([p] * len(REVIEW_FROM[action]))
         return (
             f"UPDATE events SET state = {p}, {by} = {p}, {at} = {p}, "
             f"note = COALESCE(NULLIF(CAST({p} AS TEXT), ''), note) "
-            f"WHERE event_id IN ({', '.join([p] * n)}) AND state IN ({allowed}) RETURNING event_id"
+            f"WHERE {which} AND state IN ({allowed})"
         )
 
     def review_many_args(

@@ -96,6 +96,18 @@ export function showError(node, message) {
   node.hidden = !message;
 }
 
+/** A filter form's fields as the API takes them (``since``/``until`` datetime-local values become
+ * ISO 8601 instants; empty fields are left out). */
+export function filterParams(form, fields) {
+  const params = new URLSearchParams();
+  for (const name of fields) {
+    const value = form.elements[name].value.trim();
+    if (!value) continue;
+    params.set(name, name === "since" || name === "until" ? new Date(value).toISOString() : value);
+  }
+  return params;
+}
+
 export function formatTime(iso) {
   if (!iso) return "";
   const d = new Date(iso);

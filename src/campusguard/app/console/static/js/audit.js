@@ -2,7 +2,7 @@
 // kind: "event.*") and time range, kept in the URL; each entry's details shown as fields, and a
 // change with before/after (zones) as a field-by-field difference rather than raw JSON.
 import "./nav.js";
-import { api, el, formatTime, showError } from "./api.js";
+import { api, el, filterParams, formatTime, showError } from "./api.js";
 
 const PAGE = 50;
 const form = document.getElementById("audit-filters");
@@ -112,13 +112,7 @@ function renderEntry(entry) {
 }
 
 function apiFilters() {
-  const params = new URLSearchParams();
-  for (const name of FIELDS) {
-    const value = form.elements[name].value.trim();
-    if (!value) continue;
-    params.set(name, name === "since" || name === "until" ? new Date(value).toISOString() : value);
-  }
-  return params;
+  return filterParams(form, FIELDS);
 }
 
 function syncUrl() {

@@ -3,7 +3,8 @@
 // incidents arrive over server-sent events and appear without a reload.
 import "./nav.js";
 import {
-  ApiError, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds, showError, stateBadge,
+  ApiError, api, el, eventStream, eventDuration, filterParams, formatTime, hasRole, kindLabel, loadKinds, showError,
+  stateBadge,
 } from "./api.js";
 
 const PAGE = 50;
@@ -30,13 +31,7 @@ let count = 0;
 
 /** The filters as the API takes them (datetime-local values become ISO 8601 instants). */
 function apiFilters() {
-  const params = new URLSearchParams();
-  for (const name of FIELDS) {
-    const value = form.elements[name].value.trim();
-    if (!value) continue;
-    params.set(name, name === "since" || name === "until" ? new Date(value).toISOString() : value);
-  }
-  return params;
+  return filterParams(form, FIELDS);
 }
 
 function eventTime(event) {
