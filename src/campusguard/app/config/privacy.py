@@ -8,15 +8,14 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel
-from campusguard.zones import FrameUnits, polygon_problem, units_problem
+from campusguard.app.config.zones import PolygonShapeConfig
 
 __all__ = ["BlurMode", "PrivacyConfig", "PrivacyMaskConfig"]
 
-Point = tuple[float, float]
 BlurMode = Literal["none", "persons", "faces"]
 
 
-class PrivacyMaskConfig(ConfigModel):
+class PrivacyMaskConfig(PolygonShapeConfig):
     """A polygon filled with one flat colour on every decoded frame, before detection."""
 
     name: str = Field(
@@ -26,30 +25,6 @@ class PrivacyMaskConfig(ConfigModel):
         min_length=1,
         max_length=64,
     )
-    polygon: list[Point] = Field(
-        default_factory=list,
-        title="Polygon",
-        description="Vertices as [x, y] pairs, in pixels of the frame or in fractions 0..1 (see `units`), as zones.",
-        max_length=256,
-    )
-    units: FrameUnits = Field(
-        "pixels", title="Units", description="`pixels` of the camera frame, or `fraction` of its width and height."
-    )
-
-    @field_validator("polygon")
-    @classmethod
-    def _valid_polygon(cls, value: list[Point]) -> list[Point]:
-        problem = polygon_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @model_validator(mode="after")
-    def _valid_units(self) -> PrivacyMaskConfig:
-        problem = units_problem(self.polygon, self.units)
-        if problem:
-            raise ValueError(problem)
-        return self
 
 
 class PrivacyConfig(ConfigModel):

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel
 from campusguard.zones import FrameUnits, LineZone, PolygonZone, line_problem, polygon_problem, units_problem
 
-__all__ = ["LineConfig", "ZoneConfig"]
+__all__ = ["LineConfig", "PolygonShapeConfig", "ZoneConfig"]
 
 Point = tuple[float, float]
 
@@ -20,13 +20,14 @@ def _checked(problem: str | None) -> None:
         raise ValueError(problem)
 
 
-class ZoneConfig(ConfigModel):
-    """A named polygon zone of one camera."""
+class PolygonShapeConfig(ConfigModel):
+    """A named polygon of one camera, in pixels or fractions of its frame, checked by the kit
+    (`polygon_problem`, `units_problem`): what zones and privacy masks share."""
 
     name: str = Field(
-        "zone",
+        "shape",
         title="Name",
-        description="Zone name, unique per camera; rules refer to it.",
+        description="Name, unique per camera.",
         min_length=1,
         max_length=64,
     )
@@ -39,11 +40,6 @@ class ZoneConfig(ConfigModel):
     units: FrameUnits = Field(
         "pixels", title="Units", description="`pixels` of the camera frame, or `fraction` of its width and height."
     )
-    anchor: Literal["bottom_center", "center"] = Field(
-        "bottom_center",
-        title="Anchor",
-        description="Point of each box tested against the zone (bottom-centre by default, as Frigate and DeepStream do).",
-    )
 
     @field_validator("polygon")
     @classmethod
@@ -52,9 +48,26 @@ class ZoneConfig(ConfigModel):
         return value
 
     @model_validator(mode="after")
-    def _valid_units(self) -> ZoneConfig:
+    def _valid_units(self) -> Self:
         _checked(units_problem(self.polygon, self.units))
         return self
+
+
+class ZoneConfig(PolygonShapeConfig):
+    """A named polygon zone of one camera."""
+
+    name: str = Field(
+        "zone",
+        title="Name",
+        description="Zone name, unique per camera; rules refer to it.",
+        min_length=1,
+        max_length=64,
+    )
+    anchor: Literal["bottom_center", "center"] = Field(
+        "bottom_center",
+        title="Anchor",
+        description="Point of each box tested against the zone (bottom-centre by default, as Frigate and DeepStream do).",
+    )
 
     def build(self, resolution_wh: tuple[int, int]) -> PolygonZone:
         """The zone for frames of ``resolution_wh`` (width, height); `InvalidInputError` if it leaves them."""
