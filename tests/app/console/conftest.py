@@ -19,8 +19,7 @@ from fakes_console import (  # noqa: E402
     LiveServer,
     console_yaml,
     make_console,
-    start_server,
-    stop_server,
+    served_console,
 )
 from fakes_watch import write_scene  # noqa: E402
 
@@ -47,9 +46,4 @@ def live_server(console_video: Path, tmp_path: Path) -> Iterator[LiveServer]:
     """A started runtime on the scene video looped in real time, served by a real uvicorn."""
     config = tmp_path / "watch.yaml"
     config.write_text(console_yaml(console_video, tmp_path, live=True))
-    c = make_console(config, tmp_path, start=True)
-    live = start_server(c)
-    yield live
-    stop_server(live)
-    c.runtime.stop()
-    c.users.close()
+    yield from served_console(config, tmp_path)

@@ -132,6 +132,17 @@ def stop_server(live: LiveServer) -> None:
     live.thread.join(timeout=15)
 
 
+def served_console(config: Path, tmp: Path) -> Iterator[LiveServer]:
+    """A started console on ``config`` behind a real uvicorn; stopped and closed after (for fixtures:
+    ``yield from served_console(...)``)."""
+    c = make_console(config, tmp, start=True)
+    live = start_server(c)
+    yield live
+    stop_server(live)
+    c.runtime.stop()
+    c.users.close()
+
+
 def mjpeg_frames(response: Any, n: int) -> list[np.ndarray]:
     """The first ``n`` frames of a streamed ``multipart/x-mixed-replace`` MJPEG response, decoded (BGR)."""
     buf = b""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes_console import console_yaml, make_console, start_server, stop_server
+from fakes_console import console_yaml, served_console
 
 from campusguard.app.events.store import EventFilter
 
@@ -144,12 +144,7 @@ def parked_car_server(console_video: Path, tmp_path: Path) -> Any:
     config.write_text(
         text.replace(fire_lane, "      " + yaml.safe_dump([CAR_IN_LOT]).replace("\n", "\n      ").rstrip() + "\n")
     )
-    c = make_console(config, tmp_path, start=True)
-    live = start_server(c)
-    yield live
-    stop_server(live)
-    c.runtime.stop()
-    c.users.close()
+    yield from served_console(config, tmp_path)
 
 
 def car_incidents(store: Any) -> list[Any]:

@@ -27,9 +27,7 @@ from fakes_console import (  # noqa: E402 - after the skips
     PASSWORDS,
     LiveServer,
     console_yaml,
-    make_console,
-    start_server,
-    stop_server,
+    served_console,
 )
 from fakes_watch import BLUE, person_box  # noqa: E402
 
@@ -64,12 +62,7 @@ def blurred_server(tmp_path: Path) -> Iterator[LiveServer]:
     config.write_text(
         console_yaml(console_video, tmp_path, live=True).replace("    zones:\n", PRIVACY + "    zones:\n", 1)
     )
-    c = make_console(config, tmp_path, start=True)
-    live = start_server(c)
-    yield live
-    stop_server(live)
-    c.runtime.stop()
-    c.users.close()
+    yield from served_console(config, tmp_path)
 
 
 def _person_rows(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
