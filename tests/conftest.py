@@ -53,6 +53,18 @@ def _gpu_available() -> bool:
     return bool(list_gpus())
 
 
+@pytest.fixture
+def weights_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty weights cache root of this test's own, with no mirror and downloads allowed (the
+    weights-store tests serve their checkpoints from a loopback server)."""
+    from campusguard.models import hub
+
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(hub.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(hub.OFFLINE_ENV, raising=False)
+    return tmp_path / "cache"
+
+
 @pytest.fixture(scope="session")
 def assets_dir() -> Path:
     """Ultralytics' sample photos (bus.jpg 810x1080, zidane.jpg 1280x720)."""

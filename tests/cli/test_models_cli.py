@@ -19,12 +19,7 @@ from weights_server import Behaviour, serve
 CHECKPOINT = Path(__file__).parents[1] / "data" / "models" / "yolo26n-campus.pt"
 
 
-@pytest.fixture(autouse=True)
-def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(hub.MIRROR_ENV, raising=False)
-    monkeypatch.delenv(hub.OFFLINE_ENV, raising=False)
-    return tmp_path / "cache"
+pytestmark = pytest.mark.usefixtures("weights_cache")
 
 
 def listed(capsys: pytest.CaptureFixture[str]) -> dict[str, dict]:

@@ -26,12 +26,7 @@ def digest(checkpoint: bytes) -> str:
     return hashlib.sha256(checkpoint).hexdigest()
 
 
-@pytest.fixture(autouse=True)
-def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(hub.MIRROR_ENV, raising=False)
-    monkeypatch.delenv(hub.OFFLINE_ENV, raising=False)
-    return tmp_path / "cache"
+pytestmark = pytest.mark.usefixtures("weights_cache")
 
 
 def weights_files() -> list[str]:
@@ -49,8 +44,8 @@ def test_official_table_names_every_family_size_with_release_urls():
     assert hub.official_for("yolov8n.yaml") is None and hub.official_for("dir/yolov8n.pt") is None
 
 
-def test_weights_dir_is_under_the_one_cache_root(cache_root: Path):
-    assert hub.weights_dir() == cache_root / "weights" and hub.weights_dir().is_dir()
+def test_weights_dir_is_under_the_one_cache_root(weights_cache: Path):
+    assert hub.weights_dir() == weights_cache / "weights" and hub.weights_dir().is_dir()
 
 
 def test_pull_with_the_right_digest_caches_and_records_it(checkpoint: bytes, digest: str):
