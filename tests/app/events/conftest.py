@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+
+from campusguard.app.events import open_event_store
+from campusguard.app.events.store import UpsertingEventStore
 
 DEFAULT_TEST_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -58,3 +62,22 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An event store target: a SQLite file, then a fresh PostgreSQL schema (the real server)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "events.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def store(target: str) -> Iterator[UpsertingEventStore]:
+    """The upserting store at `target`, closed after (the contract suite defines its own over more backends)."""
+    s = open_event_store(target)
+    assert isinstance(s, UpsertingEventStore)
+    try:
+        yield s
+    finally:
+        s.close()

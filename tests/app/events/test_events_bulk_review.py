@@ -8,25 +8,13 @@ matching incidents per camera (the wall's open-incident markers).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from campusguard.app.events import Event, open_event_store
+from campusguard.app.events import Event
 from campusguard.app.events.store import MAX_BULK_REVIEW, EventFilter, UpsertingEventStore
 from campusguard.errors import InvalidInputError
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UpsertingEventStore]:
-    target = str(tmp_path / "events.db") if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    s = open_event_store(target)
-    assert isinstance(s, UpsertingEventStore)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def _seed(store: UpsertingEventStore, make_event: Callable[..., Event]) -> None:

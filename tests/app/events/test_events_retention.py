@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import pytest
 
 from campusguard.app.config import parse_config
 from campusguard.app.config.retention import parse_duration, parse_size
-from campusguard.app.events import Event, open_event_store
+from campusguard.app.events import Event
 from campusguard.app.events.store import UpsertingEventStore
 from campusguard.app.retention import MediaLayout, Pruner, RetentionCleaner, RetentionPolicy
 from campusguard.cli.main import main
@@ -67,23 +67,6 @@ def test_camera_override_and_defaults() -> None:
 
 
 # the pruner on both stores --------------------------------------------------------------------------
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "events.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def store(target: str) -> Iterator[UpsertingEventStore]:
-    s = open_event_store(target)
-    assert isinstance(s, UpsertingEventStore)
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 def _file(folder: Path, name: str, nbytes: int = 1000, age_s: float = 0.0) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
