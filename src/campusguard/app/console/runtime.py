@@ -369,18 +369,18 @@ class ConsoleRuntime:
         """Push a change made outside the pipeline (acknowledge, resolve) to the subscribers."""
         self.bus.publish(event)
 
-    def event_media(self, event_id: str, kind: Literal["snapshot", "clip"], redacted: bool = False) -> Path | None:
+    def event_media(
+        self, event_id: str, kind: Literal["snapshot", "clip"], *, viewer_of: str | None = None
+    ) -> Path | None:
         """The event's snapshot JPEG or clip MP4, only if it is a file under the runtime's media folders.
 
-        ``redacted`` (a viewer-role client): where the event's camera has blur on, its redacted
-        variant only (`campusguard.app.media.redact.redacted_path`), never the sharp file:
-        ``None`` when there is none (media written before the blur was switched on).
+        ``viewer_of`` (a viewer-role client; the event's camera, from the record the caller holds):
+        where that camera has blur on, the redacted variant only
+        (`campusguard.app.media.redact.redacted_path`), never the sharp file: ``None`` when there is
+        none (media written before the blur was switched on).
         """
         sharp = self._sharp_media(event_id, kind)
-        if sharp is None or not redacted:
-            return sharp
-        event = self.store.get(event_id)
-        if event is None or self.camera_blur(event.camera_id) == "none":
+        if sharp is None or viewer_of is None or self.camera_blur(viewer_of) == "none":
             return sharp
         variant = redacted_path(sharp)
         return variant if variant.is_file() else None

@@ -53,13 +53,13 @@ def event_json(state: ConsoleState, data: dict[str, Any], request: Request) -> d
     there is no such file, or, for a viewer of a camera with blur on, no redacted variant of it)."""
     eid = data["id"]
     runtime = state.runtime
-    redacted = not sees_sharp(request)
+    viewer_of = None if sees_sharp(request) else data["camera"]
     return {
         **data,
         "snapshot_url": f"/api/v1/events/{eid}/snapshot.jpg"
-        if runtime.event_media(eid, "snapshot", redacted=redacted)
+        if runtime.event_media(eid, "snapshot", viewer_of=viewer_of)
         else None,
-        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip", redacted=redacted) else None,
+        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip", viewer_of=viewer_of) else None,
     }
 
 
@@ -146,26 +146,29 @@ async def stream(request: Request) -> StreamingResponse:
     )
 
 
-def _record(state: ConsoleState, event_id: str, request: Request) -> dict[str, Any]:
+def _stored(state: ConsoleState, event_id: str) -> dict[str, Any]:
+    """The stored event's dict (without media URLs); 404 when there is none."""
     record = state.runtime.store.get_record(event_id)
     if record is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
-    return event_json(state, record.to_dict(), request)
+    return dict(record.to_dict())
 
 
 @router.get("/events/{event_id}", responses=_NOT_FOUND)
 def get_event(event_id: EventId, request: Request) -> EventOut:
     """One event with its review state and media URLs."""
-    return EventOut(**_record(console_state(request), event_id, request))
+    state = console_state(request)
+    return EventOut(**event_json(state, _stored(state, event_id), request))
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
     """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
     an operator's or admin's download of the sharp file of such a camera is audited."""
     state = console_state(request)
-    camera = _record(state, event_id, request)["camera"]
+    camera = _stored(state, event_id)["camera"]
     sharp = sees_sharp(request)
-    path = state.runtime.event_media(event_id, kind, redacted=not sharp)  # resolved under its media folder
+    # resolved under its media folder; a viewer gets the redacted variant where the camera blurs
+    path = state.runtime.event_media(event_id, kind, viewer_of=None if sharp else camera)
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
     blur = state.runtime.camera_blur(camera)
