@@ -22,7 +22,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from campusguard.zones import Units, points_in_polygon, to_pixels
+from campusguard.zones.polygon import Units, points_in_polygon, segments_cross, to_pixels
 
 __all__ = [
     "HEAD_FRACTION",
@@ -146,17 +146,6 @@ def redact_boxes(image: np.ndarray, xyxy: np.ndarray, *, cells: int = REDACT_CEL
     return image
 
 
-def _crosses(p1: np.ndarray, p2: np.ndarray, q1: np.ndarray, q2: np.ndarray) -> bool:
-    """True if segments p1-p2 and q1-q2 cross properly (each strictly separates the other's ends)."""
-
-    def orient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
-        return float((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
-
-    d1, d2 = orient(q1, q2, p1), orient(q1, q2, p2)
-    d3, d4 = orient(p1, p2, q1), orient(p1, p2, q2)
-    return ((d1 > 0 > d2) or (d1 < 0 < d2)) and ((d3 > 0 > d4) or (d3 < 0 < d4))
-
-
 def shape_inside_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray, *, closed: bool) -> bool:
     """Whether a shape lies inside a polygon (boundary included).
 
@@ -177,7 +166,7 @@ def shape_inside_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray, *, close
     for i in range(n):
         a, b = pts[i], pts[(i + 1) % len(pts)]
         for j in range(len(poly)):
-            if _crosses(a, b, poly[j], poly[(j + 1) % len(poly)]):
+            if segments_cross(a, b, poly[j], poly[(j + 1) % len(poly)]):
                 return False
         mid = (a + b) / 2  # an edge between two boundary vertices may still pass outside a concave polygon
         if not bool(points_in_polygon(mid[None], poly)[0]):

@@ -17,6 +17,7 @@ __all__ = [
     "frame_problem",
     "points_in_polygon",
     "polygon_problem",
+    "segments_cross",
     "to_pixels",
     "units_problem",
 ]
@@ -76,18 +77,29 @@ def frame_problem(points_px: np.ndarray, resolution_wh: tuple[int, int], shape: 
     return f"{shape} extends outside the {w}x{h} frame at {first}"
 
 
+def _orient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+    """Twice the signed area of triangle a, b, c: its sign says on which side of a->b the point c lies."""
+    return float((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+
+
+def _proper(d1: float, d2: float, d3: float, d4: float) -> bool:
+    return ((d1 > 0 > d2) or (d1 < 0 < d2)) and ((d3 > 0 > d4) or (d3 < 0 < d4))
+
+
+def segments_cross(p1: np.ndarray, p2: np.ndarray, q1: np.ndarray, q2: np.ndarray) -> bool:
+    """True if segments p1-p2 and q1-q2 cross properly (each strictly separates the other's ends)."""
+    return _proper(_orient(q1, q2, p1), _orient(q1, q2, p2), _orient(p1, p2, q1), _orient(p1, p2, q2))
+
+
 def _segments_intersect(p1: np.ndarray, p2: np.ndarray, q1: np.ndarray, q2: np.ndarray) -> bool:
     """True if closed segments p1-p2 and q1-q2 share a point (collinear overlap included)."""
-
-    def orient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
-        return float((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
 
     def on_segment(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
         return bool(min(a[0], b[0]) <= c[0] <= max(a[0], b[0]) and min(a[1], b[1]) <= c[1] <= max(a[1], b[1]))
 
-    d1, d2 = orient(q1, q2, p1), orient(q1, q2, p2)
-    d3, d4 = orient(p1, p2, q1), orient(p1, p2, q2)
-    if ((d1 > 0 > d2) or (d1 < 0 < d2)) and ((d3 > 0 > d4) or (d3 < 0 < d4)):
+    d1, d2 = _orient(q1, q2, p1), _orient(q1, q2, p2)
+    d3, d4 = _orient(p1, p2, q1), _orient(p1, p2, q2)
+    if _proper(d1, d2, d3, d4):
         return True
     return (
         (d1 == 0 and on_segment(q1, q2, p1))
