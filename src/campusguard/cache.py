@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "cache_dir", "file_key"]
+__all__ = ["CACHE_ENV", "cache_dir", "file_key", "write_text_atomically"]
 
 CACHE_ENV = "CAMPUSGUARD_CACHE"
 
@@ -39,3 +40,17 @@ def file_key(path: Path, length: int = 16) -> str:
     stat = resolved.stat()
     digest = hashlib.sha256(f"{resolved}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:length]
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file beside it, then ``os.replace``),
+    so a reader or a second process never sees half a cache record."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

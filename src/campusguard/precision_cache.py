@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -24,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from campusguard.cache import cache_dir, file_key
+from campusguard.cache import cache_dir, file_key, write_text_atomically
 from campusguard.precision import TRIAL_FRAME_HW, TrialDetector, TrialResult, VariantTiming, run_trial, trial_frames
 
 __all__ = [
@@ -181,15 +179,7 @@ def load_calibration(key: TrialKey) -> Calibration | None:
 def store_calibration(calibration: Calibration) -> Path:
     """Write ``calibration`` atomically under its key; returns the file."""
     path = calibration_file(calibration.key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(calibration.to_json(), f, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(calibration.to_json(), indent=2))
     return path
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from campusguard.cache import cache_dir
+from campusguard.cache import cache_dir, write_text_atomically
 from campusguard.errors import InvalidInputError, WeightsUnavailableError
 
 __all__ = [
@@ -582,10 +582,7 @@ def _write_record(target: Path, key: str, source: str, digest: str, verified_by:
         "bytes": target.stat().st_size,
         "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    path = _record_path(target)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(_record_path(target), json.dumps(record, indent=1) + "\n")
 
 
 def _record_path(target: Path) -> Path:
