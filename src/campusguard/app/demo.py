@@ -23,16 +23,19 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import cv2
+import numpy as np
 import yaml
 
 from campusguard.app.config import parse_config
+from campusguard.app.engine.analytics import TRIGGER_BOXES
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.eval_events import EventScores, evaluate_events, incidents_from_events, load_truth
 from campusguard.app.events import read_events
 from campusguard.app.events.types import Event
-from campusguard.app.media.annotate import recording_segments
+from campusguard.app.media.annotate import draw_overlay, recording_segments
 from campusguard.app.service import WatchService
 from campusguard.app.signals import run_until_stopped
+from campusguard.detections import Detections
 
 __all__ = ["EXAMPLE_CONFIG", "DemoResult", "demo_config", "demo_console_config", "run_demo", "write_summary_html"]
 
@@ -273,11 +276,41 @@ def run_demo(
     return DemoResult(out_dir, video, truth_path, config_path, db, annotated, summary, scores, events, clean)
 
 
-def _thumbnail_data_uri(path: str | None, width: int = 240) -> str | None:
-    """A small JPEG of an image file as a ``data:`` URI (so the HTML needs no other files)."""
-    if not path:
+_WHY_BGR = (0, 0, 255)  # the rule's zone or line and the boxes that raised the incident
+
+
+def incident_picture(event: Event, truth: dict[str, Any]) -> np.ndarray | None:
+    """The incident's snapshot with why it is one drawn on it: the zone or line of its rule (red),
+    the camera's other zones and lines, and the boxes of the tracks that raised it
+    (`TRIGGER_BOXES`); None without a readable snapshot."""
+    image = cv2.imread(event.snapshot_path) if event.snapshot_path else None
+    if image is None:
         return None
-    image = cv2.imread(path)
+    w0, h0 = (int(v) for v in truth["resolution_wh"])
+    if (image.shape[1], image.shape[0]) != (w0, h0):
+        image = cv2.resize(image, (w0, h0), interpolation=cv2.INTER_AREA)
+    zones = [(name, np.asarray(z["polygon"], np.float32)) for name, z in truth.get("zones", {}).items()]
+    lines = [(name, np.asarray(ln["points"], np.float32)) for name, ln in truth.get("lines", {}).items()]
+    boxes = event.details.get(TRIGGER_BOXES) or []
+    detections = Detections(
+        np.asarray([b["xyxy"] for b in boxes], np.float32).reshape(-1, 4),
+        np.ones(len(boxes), np.float32),
+        np.asarray([b["class_id"] for b in boxes], np.int64),
+        np.asarray([b["tracker_id"] for b in boxes], np.int64),
+    )
+    names = dict(zip(event.class_ids, event.class_names, strict=False))
+    draw_overlay(image, detections, names, zones=zones, lines=lines, alert_zones=[event.zone])
+    thick = max(3, round(min(w0, h0) / 120))  # what raised it, drawn again thick: it must read in a thumbnail
+    for name, pts in [*zones, *lines]:
+        if name == event.zone:
+            cv2.polylines(image, [np.round(pts).astype(np.int32).reshape(-1, 1, 2)], len(pts) > 2, _WHY_BGR, thick)
+    for x1, y1, x2, y2 in np.round(detections.xyxy).astype(int):
+        cv2.rectangle(image, (int(x1), int(y1)), (int(x2), int(y2)), _WHY_BGR, thick)
+    return image
+
+
+def _thumbnail_data_uri(image: np.ndarray | None, width: int = 320) -> str | None:
+    """A small JPEG of ``image`` as a ``data:`` URI (so the HTML needs no other files)."""
     if image is None:
         return None
     h, w = image.shape[:2]
@@ -294,8 +327,9 @@ def write_summary_html(
     o = scores.overall
     rows = []
     for e in sorted(events, key=lambda e: e.start_s):
-        thumb = _thumbnail_data_uri(e.snapshot_path)
-        img = f'<img src="{thumb}" alt="snapshot">' if thumb else ""
+        thumb = _thumbnail_data_uri(incident_picture(e, truth))
+        why = f"{e.rule_kind} in {e.zone} at {e.start_s:.1f} s: the zone or line in red, the tracks that raised it boxed"
+        img = f'<img src="{thumb}" alt="{esc(why)}" title="{esc(why)}">' if thumb else ""
         end = "-" if e.end_s is None else f"{e.end_s:.1f}"
         rows.append(
             f"<tr><td>{esc(e.rule_kind)}</td><td>{esc(e.zone)}</td><td>{e.start_s:.1f}</td><td>{end}</td>"

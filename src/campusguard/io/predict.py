@@ -103,7 +103,7 @@ class PredictionWriter:
     def end_file(self, path: Path) -> None:
         """Finish the annotated video of ``path``, if one is open."""
         if path in self._videos:
-            self._videos.pop(path).release()
+            self._videos.pop(path).close()
 
     def close(self) -> None:
         if self._json.closed:
@@ -111,7 +111,7 @@ class PredictionWriter:
         self._json.write("\n]\n")
         self._json.close()
         for writer in self._videos.values():
-            writer.release()
+            writer.close()
         self._videos.clear()
 
     def __enter__(self) -> PredictionWriter:

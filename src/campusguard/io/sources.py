@@ -14,8 +14,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
+from campusguard.errors import CampusGuardError, InvalidInputError
 from campusguard.io.images import IMAGE_SUFFIXES, VIDEO_SUFFIXES, read_image
+from campusguard.io.video_writer import H264Writer
 
 __all__ = ["MediaItem", "iter_media", "list_media", "is_video"]
 
@@ -90,12 +91,9 @@ def iter_media(source: str | Path) -> Iterator[MediaItem]:
             yield MediaItem(path, 0, None, str(exc))
 
 
-def open_video_writer(path: Path, fps: float, size_wh: tuple[int, int]) -> cv2.VideoWriter:
-    """An mp4 writer; raise `SourceError` if OpenCV cannot create it."""
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, size_wh)
-    if not writer.isOpened():
-        raise SourceError(f"{path}: cannot create video writer")
-    return writer
+def open_video_writer(path: Path, fps: float, size_wh: tuple[int, int]) -> H264Writer:
+    """An H.264 MP4 writer (browsers play it); raise `SourceError` if it cannot be created."""
+    return H264Writer(path, fps, size_wh)
 
 
 __all__ += ["open_video_writer"]

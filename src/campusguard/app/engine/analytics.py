@@ -3,6 +3,7 @@ the camera geometry it draws."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -49,6 +50,25 @@ class CameraGeometry:
     resolution_wh: tuple[int, int]
     zones: Sequence[tuple[str, np.ndarray]] = ()
     lines: Sequence[tuple[str, np.ndarray]] = ()
+
+
+TRIGGER_BOXES = "trigger_boxes"
+"""The `Event.details` key of the boxes that raised an incident: ``[{"tracker_id", "class_id",
+"xyxy"}]`` in pixels of the camera's reference frame, as tracked on its first frame (what a
+snapshot shows and a report draws)."""
+
+
+def with_trigger_boxes(ev: Event, tracked: Detections) -> Event:
+    """``ev`` with the tracked boxes of its tracks (`TRIGGER_BOXES`) in its details (a new event)."""
+    if tracked.tracker_id is None or not ev.tracker_ids:
+        return ev
+    wanted = set(ev.tracker_ids)
+    boxes = [
+        {"tracker_id": int(tid), "class_id": int(cid), "xyxy": [round(float(v), 1) for v in xyxy]}
+        for xyxy, cid, tid in zip(tracked.xyxy, tracked.class_id, tracked.tracker_id, strict=True)
+        if int(tid) in wanted
+    ]
+    return dataclasses.replace(ev, details={**ev.details, TRIGGER_BOXES: boxes}) if boxes else ev
 
 
 def scale_detections(det: Detections, from_wh: tuple[int, int], to_wh: tuple[int, int]) -> Detections:
@@ -185,7 +205,7 @@ class AnalyticsWorker:
         blur = self.blur
         redact = None if blur == "none" else redaction_areas(blur, self.names, dets, tracked)
         for ev in events:
-            self._emit(ev, frame, redact)
+            self._emit(ev, frame, redact, tracked)
         if self.video is not None or self.on_frame is not None:
             live = self._live_frame(frame, tracked, redact)
             if self.video is not None:
@@ -195,7 +215,15 @@ class AnalyticsWorker:
         self.metrics.frames_processed += 1
         return events
 
-    def _emit(self, ev: Event, frame: Frame | None, redact: np.ndarray | None = None) -> None:
+    def _emit(
+        self, ev: Event, frame: Frame | None, redact: np.ndarray | None = None, tracked: Detections | None = None
+    ) -> None:
+        if ev.phase == "start" and tracked is not None:
+            ev = with_trigger_boxes(ev, tracked)
+        elif TRIGGER_BOXES not in ev.details and ev.event_id in self._open:
+            boxes = self._open[ev.event_id].details.get(TRIGGER_BOXES)
+            if boxes is not None:
+                ev = dataclasses.replace(ev, details={**ev.details, TRIGGER_BOXES: boxes})
         if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
             snapshot = self._snapshot(ev, frame, redact)
             if snapshot is not None:

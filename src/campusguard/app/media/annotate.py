@@ -20,7 +20,9 @@ import numpy as np
 
 from campusguard.app.infra.diskspace import DiskHealth, disk_health
 from campusguard.detections import Detections
+from campusguard.errors import SourceError
 from campusguard.io.draw import BoxAnnotator, LabelAnnotator
+from campusguard.io.video_writer import H264Writer
 
 __all__ = ["AnnotatedVideoWriter", "draw_overlay", "recording_segments"]
 
@@ -131,7 +133,7 @@ class AnnotatedVideoWriter:
         self.frames_skipped = 0  # frames left out for lack of room
         self.failed_segments = 0  # segments found unreadable when finished (removed)
         self._check_every = max(1, round(self.fps))  # free space is looked at about once a second
-        self._writer: cv2.VideoWriter | None = None
+        self._writer: H264Writer | None = None
         self._part: Path | None = None
         self._final: Path | None = None
         self._size_wh: tuple[int, int] | None = None
@@ -156,11 +158,11 @@ class AnnotatedVideoWriter:
             self.disk.failed("recording", self.folder / "segment.mp4", exc)
             return False
         final, part = self._names(wall_s)
-        writer = cv2.VideoWriter(str(part), cv2.VideoWriter.fourcc(*"mp4v"), self.fps, size_wh)
-        if not writer.isOpened():
-            writer.release()
+        try:  # H.264 (browsers play it); the index goes at the end: no second pass on a filling disk
+            writer = H264Writer(part, self.fps, size_wh, crf=23, faststart=False)
+        except SourceError as exc:
             part.unlink(missing_ok=True)
-            self.disk.failed("recording", final, "the video writer cannot open the file")
+            self.disk.failed("recording", final, str(exc))
             return False
         self._writer, self._part, self._final, self._in_segment = writer, part, final, 0
         return True
@@ -198,7 +200,11 @@ class AnnotatedVideoWriter:
         assert self._writer is not None
         if (image.shape[1], image.shape[0]) != self._size_wh:
             image = cv2.resize(image, self._size_wh, interpolation=cv2.INTER_AREA)
-        self._writer.write(image)
+        try:
+            self._writer.write(image)
+        except SourceError:  # the disk filled between two checks: finish what was written
+            self._pause()
+            return False
         self._in_segment += 1
         self.frames += 1
         return True
@@ -218,7 +224,8 @@ class AnnotatedVideoWriter:
         self._writer = self._part = None
         if writer is None or part is None or final is None:
             return
-        writer.release()
+        with contextlib.suppress(SourceError):  # whether what was written reads back decides below
+            writer.close()
         try:
             if frames and _readable(part):
                 os.replace(part, final)

@@ -29,7 +29,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ import numpy as np
 from campusguard.app.infra.queues import DropOldestQueue
 from campusguard.app.media.live import LiveFrame, encode_jpeg, render_live_frame
 from campusguard.app.media.redact import redacted_path
-from campusguard.errors import require
+from campusguard.io.video_writer import H264Writer
 
 __all__ = ["ClipRecorder", "FrameRing", "write_mp4"]
 
@@ -94,10 +93,6 @@ class _Job:
     frames: list[tuple[float, bytes, bytes | None]] = field(default_factory=list)
 
 
-def _even(n: int) -> int:
-    return max(2, n - n % 2)
-
-
 def write_mp4(path: Path, frames: list[tuple[float, bytes]], *, crf: int = 26) -> int:
     """Encode ``(timestamp_s, jpeg)`` frames as an H.264 MP4 at ``path`` (atomically); returns frames written.
 
@@ -105,43 +100,24 @@ def write_mp4(path: Path, frames: list[tuple[float, bytes]], *, crf: int = 26) -
     its timestamp on that clock, so gaps stay gaps. Frames are resized to the first one's
     size, rounded down to even numbers (yuv420p needs them).
     """
-    av = require("av", "console")
     if not frames:
         raise ValueError("a clip needs at least one frame")
     stamps = np.asarray([t for t, _ in frames], np.float64)
     steps = np.diff(stamps)
     steps = steps[steps > 0]
     fps = float(np.clip(1.0 / np.median(steps), 1.0, 120.0)) if len(steps) else 10.0
-    rate = Fraction(fps).limit_denominator(1001)
     first = cv2.imdecode(np.frombuffer(frames[0][1], np.uint8), cv2.IMREAD_COLOR)
     if first is None:
         raise ValueError("the first frame of the clip is not a JPEG")
-    size_wh = (_even(first.shape[1]), _even(first.shape[0]))
     tmp = path.with_name(f".{path.name}.part")
     path.parent.mkdir(parents=True, exist_ok=True)
-    written = 0
-    with av.open(str(tmp), "w", format="mp4", options={"movflags": "+faststart"}) as container:
-        stream = container.add_stream("libx264", rate=rate)
-        stream.width, stream.height = size_wh
-        stream.pix_fmt = "yuv420p"
-        stream.time_base = 1 / rate
-        stream.options = {"preset": "veryfast", "crf": str(crf), "profile": "main"}
-        stream.codec_context.thread_count = 1
-        last_pts = -1
+    with H264Writer(tmp, fps, (first.shape[1], first.shape[0]), crf=crf) as writer:
         for t, jpeg in frames:
             image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-            if image is None:
-                continue
-            if (image.shape[1], image.shape[0]) != size_wh:
-                image = cv2.resize(image, size_wh, interpolation=cv2.INTER_AREA)
-            frame = av.VideoFrame.from_ndarray(image, format="bgr24")
-            pts = max(last_pts + 1, round((t - stamps[0]) * float(rate)))
-            frame.pts = last_pts = pts
-            container.mux(stream.encode(frame))
-            written += 1
-        container.mux(stream.encode(None))
+            if image is not None:
+                writer.write(image, t - float(stamps[0]))
     os.replace(tmp, path)
-    return written
+    return writer.frames
 
 
 class ClipRecorder:

@@ -41,6 +41,7 @@ from campusguard.data.synth.render import NoiseBank, Placed, compose
 from campusguard.data.synth.scene import render_background
 from campusguard.data.synth.sprites import Look, draw_object, draw_rider, lying, random_look
 from campusguard.errors import InvalidInputError
+from campusguard.io.video_writer import H264Writer
 
 __all__ = [
     "VideoTruth",
@@ -719,24 +720,19 @@ def generate_video(
     falls: bool = False,
     idle_fraction: float = 0.0,
 ) -> VideoTruth:
-    """Write ``out_dir/<name>.mp4`` (mp4v) and ``out_dir/<name>.json`` (ground truth); return the truth.
+    """Write ``out_dir/<name>.mp4`` (H.264, browsers play it) and ``out_dir/<name>.json`` (ground truth); return the truth.
 
     ``falls``: also script people who fall; ``idle_fraction``: quiet share of the video (see `SynthVideo`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     video = SynthVideo(seed, size_wh, seconds, fps, falls=falls, idle_fraction=idle_fraction)
     path = out / f"{name}.mp4"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps), video.size_wh)
-    if not writer.isOpened():
-        raise InvalidInputError(f"cannot open {path} for writing with the mp4v codec")
     per_frame: list[list[dict]] = []
-    try:
+    with H264Writer(path, float(fps), video.size_wh, crf=18) as writer:
         for i in range(video.num_frames):
             frame, objects = video.frame(i)
             writer.write(frame)
             per_frame.append(objects)
-    finally:
-        writer.release()
     truth = video.truth(per_frame, video_name=path.name)
     truth.save(out / f"{name}.json")
     return truth
