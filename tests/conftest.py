@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +18,33 @@ os.environ.setdefault("CAMPUSGUARD_OFFLINE", "1")  # the weights store never rea
 # machine's outbound interface address; tests send traffic to loopback only
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
+
+def _cache_listing(root: Path) -> dict[str, tuple[int, int]]:
+    """``{relative path: (size, mtime_ns)}`` of every file under ``root`` (empty when it is missing)."""
+    if not root.is_dir():
+        return {}
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+# The suite never writes into the user's cache (weights, precision trials, engine caches): every test,
+# and every process a test starts, gets one temporary cache root; `pytest_sessionfinish` fails the run
+# if the user's own cache changed all the same.
+USER_CACHE = Path(os.environ.get("CAMPUSGUARD_CACHE") or Path.home() / ".cache" / "campusguard")
+USER_CACHE_BEFORE = _cache_listing(USER_CACHE)
+TEST_CACHE = Path(tempfile.mkdtemp(prefix="campusguard-test-cache-"))
+os.environ["CAMPUSGUARD_CACHE"] = str(TEST_CACHE)
+
 from campusguard.detections import Detections  # noqa: E402
 from factories import build_detections  # noqa: E402
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(TEST_CACHE, ignore_errors=True)
+    after = _cache_listing(USER_CACHE)
+    changed = sorted(k for k in after.keys() | USER_CACHE_BEFORE.keys() if after.get(k) != USER_CACHE_BEFORE.get(k))
+    if changed:
+        print(f"\nthe test run changed the user's cache {USER_CACHE}: {', '.join(changed[:10])}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

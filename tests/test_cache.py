@@ -59,3 +59,18 @@ def test_two_processes_name_the_export_of_a_read_only_checkpoint_alike(tmp_path)
     assert first == second
     assert Path(first.strip()).parent == tmp_path / "cache"
     assert Path(first.strip()).name == f"best-{file_key(checkpoint)}.640x640-b1-static-fp32.onnx"
+
+
+def test_the_suite_runs_on_a_temporary_cache_never_the_users():
+    from conftest import TEST_CACHE, USER_CACHE
+
+    root = cache_dir()
+    assert root == TEST_CACHE and not root.is_relative_to(USER_CACHE)
+    child = subprocess.run(
+        [sys.executable, "-c", "from campusguard.cache import cache_dir; print(cache_dir())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    assert Path(child.stdout.strip()) == TEST_CACHE  # the CLI processes the tests start inherit it

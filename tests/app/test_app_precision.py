@@ -127,6 +127,22 @@ def test_doctor_calibrate_measures_stores_and_doctor_then_shows_it(
     table = capsys.readouterr().out
     assert "information only" in table and f"{shown['chosen'].upper()} for campusguard-default.onnx" in table
 
+    # two older trials of the same model and shape (files or versions since replaced): one row, counted
+    import dataclasses
+
+    from campusguard.precision_cache import cached_calibrations, store_calibration
+
+    (current,) = cached_calibrations()
+    for n, version in enumerate(("0.0.1", "0.0.2")):
+        older_key = dataclasses.replace(current.key, onnxruntime=version)
+        store_calibration(dataclasses.replace(current, key=older_key, measured_at=f"2020-01-0{n + 1}T00:00:00+00:00"))
+    assert cli_main(["doctor", "--json", "--no-torch"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["precision"]["calibrations"]
+    assert row["measured_at"] == shown["measured_at"] and row["older_trials"] == 2
+    assert cli_main(["doctor", "--no-torch"]) == 0
+    table = capsys.readouterr().out
+    assert table.count("for campusguard-default.onnx at 128x224") == 1 and "2 older trials replaced" in table
+
 
 @pytest.mark.parametrize(
     ("args", "message"),

@@ -90,6 +90,7 @@ def test_offline_pull_is_one_line_exit_2_and_does_not_hang(tmp_path: Path):
     [line] = proc.stderr.strip().splitlines()
     assert "https://github.com/ultralytics/assets/releases/download/v8.4.0/yolov8n.pt" in line
     assert line.endswith("campusguard models pull yolov8n --from URL|DIR") and "Traceback" not in proc.stderr
+    assert not list((tmp_path / "cache").rglob("*.lock")), "an offline pull leaves no empty lock file"
 
 
 @pytest.mark.torch

@@ -273,6 +273,13 @@ def run_demo(
     summary = write_summary_html(out_dir / "summary.html", seed, truth_dict, events, scores, annotated, video)
     (out_dir / "scores.json").write_text(json.dumps(scores.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
     print(f"[demo] annotated video {annotated}; summary {summary}; events {db}", file=out, flush=True)
+    print(
+        f"[demo] next: open {summary} in a browser (each incident with the boxes and zone that raised it, the videos); "
+        "`campusguard demo --serve` runs the operators' console on this video; "
+        f"`campusguard watch {config_path}` runs the same pipeline from its config",
+        file=out,
+        flush=True,
+    )
     return DemoResult(out_dir, video, truth_path, config_path, db, annotated, summary, scores, events, clean)
 
 

@@ -62,10 +62,21 @@ def register(app: typer.Typer) -> None:
 
 
 def _stored_trials(cpu: str) -> list[dict[str, Any]]:
-    """The stored precision trials of this CPU (what ``precision: auto`` loads), newest first."""
+    """The precision choice in force per model, input shape and provider on this CPU (the newest
+    stored trial: older ones were for files or versions since replaced), with ``older_trials``
+    counting the others; newest first."""
     from campusguard.precision_cache import cached_calibrations
 
-    return [c.summary() for c in cached_calibrations() if c.key.cpu == cpu]
+    newest: dict[tuple[str, tuple[int, int], str], dict[str, Any]] = {}
+    for c in cached_calibrations():  # newest first
+        if c.key.cpu != cpu:
+            continue
+        key = (c.model, c.result.input_hw, c.key.provider)
+        if key in newest:
+            newest[key]["older_trials"] += 1
+        else:
+            newest[key] = {**c.summary(), "older_trials": 0}
+    return list(newest.values())
 
 
 def _calibrate(model: str | None, imgsz: str | None, budget_s: float, as_json: bool) -> None:
@@ -152,6 +163,7 @@ def _print(env: dict, skipped_torch: bool = False) -> None:
             escape(
                 f"{c['chosen'].upper()} for {Path(c['model']).name} at {h}x{w}: {figures} per frame; "
                 f"measured {c['measured_at']}"
+                + (f" ({c['older_trials']} older trial{'s' * (c['older_trials'] != 1)} replaced)" if c["older_trials"] else "")
             ),
         )
     if not advice["calibrations"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -17,6 +18,21 @@ from campusguard.cli.logs import setup_logging
 from campusguard.errors import CampusGuardError
 
 os.environ.setdefault("YOLO_OFFLINE", "1")  # Ultralytics must never reach the network from here
+
+def _no_type_label_on_flags() -> None:
+    """Typer (0.29) labels each on/off flag ``<bool>`` in ``--help``; a flag takes no value, so it
+    gets no type column (options with values keep theirs)."""
+    from typer.core import TyperOption
+
+    labelled = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else labelled(self, ctx)
+
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+
+
+_no_type_label_on_flags()
 
 app = typer.Typer(
     name="campusguard",

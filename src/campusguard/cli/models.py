@@ -212,6 +212,7 @@ def list_models(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from campusguard.models.hub import weights_dir
 
@@ -220,7 +221,8 @@ def list_models(
         table.add_column(column)
     for r in rows:
         size = f"{r.size_bytes / 1e6:.1f} MB" if r.size_bytes is not None else "-"
-        table.add_row(r.name, r.kind, r.classes, r.trained_on, r.licence, r.weights, r.cached, size, r.sha256)
+        cells = (r.name, r.kind, r.classes, r.trained_on, r.licence, r.weights, r.cached, size, r.sha256)
+        table.add_row(*(Text(c) for c in cells))  # plain text: `campusguard[fall]` is not markup
     Console(width=None if sys.stdout.isatty() else 220).print(table)  # piped: wide rows, not 80-column wraps
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import shlex
 import socket
 import sys
 from pathlib import Path
@@ -156,7 +157,11 @@ def demo_admin(users_db: Path) -> str:
     """Make sure the demo's users database has an admin; a one-line note of how to log in."""
     with _open_users(users_db) as users:
         if any(u.role == "admin" for u in users.list_users()):
-            return f"[demo] log in with an existing admin of {users_db}"
+            admin = next(u.name for u in users.list_users() if u.role == "admin")
+            return (
+                f"[demo] log in with an existing admin of {users_db}; forgot the password? "
+                f"`campusguard users passwd {shlex.quote(admin)} --users-db {shlex.quote(str(users_db))}` sets a new one"
+            )
         password = secrets.token_urlsafe(12)
         users.add_user("admin", "admin", password)
         users.audit(None, "user.add", "admin", role="admin", via="demo")

@@ -21,6 +21,7 @@ from campusguard.adapters import to_records, to_yolo_txt
 from campusguard.detections import Detections
 from campusguard.io.draw import draw_detections
 from campusguard.io.sources import MediaItem, open_video_writer
+from campusguard.io.video_writer import H264Writer
 
 if TYPE_CHECKING:
     from campusguard.detector import Detector, StageTimings
@@ -68,7 +69,7 @@ class PredictionWriter:
         self.out.mkdir(parents=True, exist_ok=True)
         if save_txt:
             (self.out / "labels").mkdir(exist_ok=True)
-        self._videos: dict[Path, cv2.VideoWriter] = {}
+        self._videos: dict[Path, H264Writer] = {}
         self._json: TextIO = open(self.out / "predictions.json", "w")  # noqa: SIM115 - closed by close()
         self._json.write("[\n")
         self._first = True

@@ -598,12 +598,20 @@ def _locked(target: Path) -> Iterator[None]:
         yield
         return
     lock = target.with_name(target.name + ".lock")
-    with lock.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    while True:  # the holder removes the lock file at the end: lock the file that is still there
+        with lock.open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                if os.fstat(handle.fileno()).st_ino != os.stat(lock).st_ino:
+                    continue  # removed (and maybe made again) while this process waited
+            except FileNotFoundError:
+                continue
+            try:
+                yield
+            finally:
+                lock.unlink(missing_ok=True)  # no empty `.lock` left in the cache
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return
 
 
 def _exports(root: Path, key: str) -> tuple[Path, ...]:
@@ -651,5 +659,4 @@ def remove_weights(name: str) -> bool:
             if path.is_file():
                 path.unlink()
                 removed = True
-    target.with_name(target.name + ".lock").unlink(missing_ok=True)
     return removed

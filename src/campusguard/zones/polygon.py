@@ -78,8 +78,12 @@ def frame_problem(points_px: np.ndarray, resolution_wh: tuple[int, int], shape: 
 
 
 def _orient(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
-    """Twice the signed area of triangle a, b, c: its sign says on which side of a->b the point c lies."""
-    return float((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+    """Twice the signed area of triangle a, b, c: its sign says on which side of a->b the point c lies.
+
+    Coordinates near the float64 limit (a fuzzed shape) overflow to +-inf, whose sign still
+    holds, or NaN, which no comparison accepts; neither warns."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
 
 
 def _proper(d1: float, d2: float, d3: float, d4: float) -> bool:

@@ -162,7 +162,8 @@ def test_demo_serve_config_and_first_admin(tmp_path):
     password = note.split("one-time password ")[1].split()[0]
     with UserStore(tmp_path / "users.db") as users:
         assert users.verify_password("admin", password).role == "admin"
-    assert "existing admin" in demo_admin(tmp_path / "users.db")  # a second run keeps it
+    again = demo_admin(tmp_path / "users.db")  # a second run keeps it, and says how to reset the password
+    assert "existing admin" in again and f"campusguard users passwd admin --users-db {tmp_path / 'users.db'}" in again
 
 
 def test_allow_remote_prints_how_to_put_tls_in_front(tmp_path, capsys):

@@ -245,7 +245,7 @@ def format_snapshot(s: MetricsSnapshot) -> str:
     return (
         f"[metrics] {s.camera_id}: in {s.input_fps:.1f} fps, processed {s.processed_fps:.1f} fps, "
         f"inference {s.inference_ms:.1f} ms/frame, queue {s.queue_depth}, dropped {s.dropped}, "
-        f"frames {s.frames_processed}, events {s.events}, reconnects {s.reconnects}"
+        f"frames {s.frames_processed}, incident messages {s.events} (start, update and end), reconnects {s.reconnects}"
         + (
             f", motion: skipped {s.frames_skipped}, crops {s.frames_regions}, busy {s.frames_gate_busy}, "
             f"detector images {s.detector_images}, gate {s.gate_ms:.2f} ms/frame"
