@@ -139,3 +139,17 @@ def test_pull_with_int8_writes_the_variant_the_precision_choice_finds(
     [fp32] = [p for p in entry.exports if not p.name.endswith(".int8.onnx")]
     variant = int8_variant(fp32)
     assert variant is not None and variant in entry.exports and f"{variant} (" in out.out
+
+
+def test_the_table_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """`campusguard[fall]` reaches the terminal whole (rich would eat `[fall]` as markup)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "fall_detection" else real(name, *a)
+    )
+    capsys.readouterr()
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "'campusguard[fall]'" in out and "'campusguard'" not in out, out
