@@ -150,7 +150,9 @@ class OidcConfig(ConfigModel):
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
-            raise ValueError(f"client_secret_env names an environment variable (like CAMPUSGUARD_OIDC_SECRET), got {value!r}")
+            raise ValueError(
+                f"client_secret_env names an environment variable (like CAMPUSGUARD_OIDC_SECRET), got {value!r}"
+            )
         return value
 
     @field_validator("scopes")

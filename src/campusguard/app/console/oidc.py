@@ -201,9 +201,12 @@ class KeyCache:
         """
         now = self._clock()
         with self._lock:
-            if self._fetched_at is None or now - self._fetched_at >= self.max_age_s:
-                self._load(now)
-            elif self._lookup(kid) is None and now - self._fetched_at >= self.min_refetch_s:
+            if (
+                self._fetched_at is None
+                or now - self._fetched_at >= self.max_age_s
+                or self._lookup(kid) is None
+                and now - self._fetched_at >= self.min_refetch_s
+            ):
                 self._load(now)
             key = self._lookup(kid)
         if key is None:
@@ -287,14 +290,14 @@ class OidcSignIn:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        httpx = require("httpx", "console")
+        requests = require("requests", "console")
         require("authlib", "console")
         self.config = config
         self.public_url = public_url.rstrip("/")
         self.redirect_uri = self.public_url + CALLBACK_PATH
         self._client_secret = client_secret
         self._clock = clock
-        self._http = httpx.Client(timeout=config.timeout_s, follow_redirects=False)
+        self._http = requests.Session()
         self._metadata: ProviderMetadata | None = None
         self._metadata_at = 0.0
         self._lock = threading.Lock()
@@ -306,11 +309,13 @@ class OidcSignIn:
 
     # provider documents ---------------------------------------------------------------------
     def _get_json(self, url: str, what: str) -> Any:
-        import httpx
+        import requests
 
         try:
-            response = self._http.get(url, headers={"Accept": "application/json"})
-        except httpx.HTTPError as exc:
+            response = self._http.get(
+                url, headers={"Accept": "application/json"}, timeout=self.config.timeout_s, allow_redirects=False
+            )
+        except requests.RequestException as exc:
             raise SignInRefused(
                 f"the provider's {what} cannot be read: {type(exc).__name__}",
                 "The sign-in provider cannot be reached right now. Try again in a moment.",
@@ -332,7 +337,9 @@ class OidcSignIn:
         with self._lock:
             now = time.monotonic()
             if self._metadata is None or now - self._metadata_at > METADATA_TTL_S:
-                document = self._get_json(self.config.issuer + "/.well-known/openid-configuration", "discovery document")
+                document = self._get_json(
+                    self.config.issuer + "/.well-known/openid-configuration", "discovery document"
+                )
                 self._metadata = ProviderMetadata.from_document(document, self.config.issuer)
                 self._metadata_at = now
             return self._metadata
@@ -341,7 +348,7 @@ class OidcSignIn:
         return self._get_json(self.metadata().jwks_uri, "key set (JWKS)")
 
     def _client(self, metadata: ProviderMetadata) -> Any:
-        from authlib.integrations.httpx_client import OAuth2Client
+        from authlib.integrations.requests_client import OAuth2Session
 
         if self._client_secret is None:
             method = "none"
@@ -349,15 +356,13 @@ class OidcSignIn:
             method = "client_secret_basic"
         else:
             method = "client_secret_post"
-        return OAuth2Client(
+        return OAuth2Session(
             client_id=self.config.client_id,
             client_secret=self._client_secret,
             token_endpoint_auth_method=method,
             scope=" ".join(self.config.scopes),
             redirect_uri=self.redirect_uri,
             code_challenge_method="S256",
-            timeout=self.config.timeout_s,
-            follow_redirects=False,
         )
 
     # the round trip -------------------------------------------------------------------------
@@ -441,17 +446,22 @@ class OidcSignIn:
         return self.identity(claims), transaction
 
     def _exchange(self, metadata: ProviderMetadata, code: str, verifier: str) -> dict[str, Any]:
-        import httpx
+        import requests
         from authlib.integrations.base_client import OAuthError
 
         try:
             with self._client(metadata) as client:
                 token = client.fetch_token(
-                    metadata.token_endpoint, grant_type="authorization_code", code=code, code_verifier=verifier
+                    metadata.token_endpoint,
+                    grant_type="authorization_code",
+                    code=code,
+                    code_verifier=verifier,
+                    timeout=self.config.timeout_s,
+                    allow_redirects=False,
                 )
         except OAuthError as exc:
             raise SignInRefused(f"the token endpoint refused the code: {exc.error}") from None
-        except httpx.HTTPError as exc:
+        except requests.RequestException as exc:
             raise SignInRefused(f"the token endpoint cannot be reached: {type(exc).__name__}", status=502) from None
         except ValueError:
             raise SignInRefused("the token endpoint's answer is not JSON", status=502) from None

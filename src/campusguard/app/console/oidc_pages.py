@@ -21,7 +21,14 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from campusguard.app.console.auth import CSRF_COOKIE, SESSION_COOKIE, client_address, console_state
-from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, OIDC_COOKIE, TRANSACTION_TTL_S, OidcSignIn, SignInRefused
+from campusguard.app.console.oidc import (
+    CALLBACK_PATH,
+    LOGIN_PATH,
+    OIDC_COOKIE,
+    TRANSACTION_TTL_S,
+    OidcSignIn,
+    SignInRefused,
+)
 from campusguard.app.console.pages import render_page
 from campusguard.errors import InvalidInputError
 
@@ -129,7 +136,9 @@ def oidc_callback(request: Request) -> Response:
     response.headers["Refresh"] = f"0; url={target}"
     max_age = int(state.settings.session_ttl.total_seconds())
     secure = state.settings.secure_cookies
-    response.set_cookie(SESSION_COOKIE, token, max_age=max_age, httponly=True, samesite="strict", secure=secure, path="/")
+    response.set_cookie(
+        SESSION_COOKIE, token, max_age=max_age, httponly=True, samesite="strict", secure=secure, path="/"
+    )
     response.set_cookie(CSRF_COOKIE, csrf, max_age=max_age, httponly=False, samesite="strict", secure=secure, path="/")
     response.delete_cookie(OIDC_COOKIE, path=COOKIE_PATH)
     return response

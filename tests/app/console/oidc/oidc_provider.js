@@ -17,6 +17,7 @@
 //   rotate      signed by a new key that /jwks publishes from now on (a key rotation)
 //   unknown_kid signed by a key that /jwks never publishes
 //   ""          no change
+// POST /__test__/groups with login=NAME&groups=a,b sets that account's groups (a change at the provider).
 // GET /__test__/stats answers {"jwks_fetches": n} (how often /jwks was read).
 import { generateKeyPairSync, randomUUID } from "node:crypto";
 import http from "node:http";
@@ -185,6 +186,13 @@ server.listen(0, host, () => {
       if (url.pathname === "/__test__/tamper" && req.method === "POST") {
         tamperMode = (await readForm(req)).get("mode") || "";
         res.writeHead(204).end();
+        return;
+      }
+      if (url.pathname === "/__test__/groups" && req.method === "POST") {
+        const form = await readForm(req);
+        const account = ACCOUNTS[form.get("login")];
+        if (account) account.groups = (form.get("groups") || "").split(",").filter(Boolean);
+        res.writeHead(account ? 204 : 404).end();
         return;
       }
       if (url.pathname === "/__test__/stats") {
