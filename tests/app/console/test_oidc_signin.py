@@ -470,3 +470,18 @@ def test_key_cache_refetches_an_unknown_kid_at_most_once_per_interval():
     now[0] += 3600
     cache.key_for("a")
     assert cache.fetches == 3  # old keys are read again after max_age_s
+
+
+def test_serve_names_a_missing_client_secret_in_one_line(tmp_path, monkeypatch, capsys):
+    from campusguard.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    config = tmp_path / "watch.yaml"
+    config.write_text(
+        f"storage:\n  sqlite: {tmp_path / 'events.db'}\n"
+        + oidc_section("http://127.0.0.1:8080", "https://login.campus.example")
+    )
+    assert main(["serve", str(config), "--port", str(free_port())]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and f"{SECRET_ENV} is not set" in err and len(err.splitlines()) == 1

@@ -290,29 +290,25 @@ class OidcSignIn:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        requests = require("requests", "console")
+        require("requests", "console")
         require("authlib", "console")
         self.config = config
         self.public_url = public_url.rstrip("/")
         self.redirect_uri = self.public_url + CALLBACK_PATH
         self._client_secret = client_secret
         self._clock = clock
-        self._http = requests.Session()
         self._metadata: ProviderMetadata | None = None
         self._metadata_at = 0.0
         self._lock = threading.Lock()
         self.keys = KeyCache(self._fetch_jwks)
         self.seal = TransactionSeal()
 
-    def close(self) -> None:
-        self._http.close()
-
     # provider documents ---------------------------------------------------------------------
     def _get_json(self, url: str, what: str) -> Any:
         import requests
 
         try:
-            response = self._http.get(
+            response = requests.get(
                 url, headers={"Accept": "application/json"}, timeout=self.config.timeout_s, allow_redirects=False
             )
         except requests.RequestException as exc:
