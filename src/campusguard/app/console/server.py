@@ -338,9 +338,7 @@ def create_app(
 
     # public: PUBLIC_ROUTES and nothing else
     app.include_router(_health_router())
-    app.include_router(
-        api.public_router, prefix=API_PREFIX, dependencies=[Depends(oidc_pages.password_login_allowed)]
-    )
+    app.include_router(api.public_router, prefix=API_PREFIX, dependencies=[Depends(oidc_pages.password_login_allowed)])
     app.include_router(pages.login_router)
     app.include_router(oidc_pages.router)
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
