@@ -355,6 +355,8 @@ def test_next_stays_on_this_site(signin):
     for evil in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
         answer = sign_in_http(signin, "bob", next_path=evil)
         assert answer.headers["refresh"] == "0; url=/"
+    answer = sign_in_http(signin, "bob", next_path="/events?camera=Café")
+    assert answer.headers["refresh"] == "0; url=/events?camera=Caf%C3%A9"
 
 
 # password login switched off, configuration ----------------------------------------------------------

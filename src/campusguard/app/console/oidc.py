@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from campusguard.app.config.console import ConsoleConfig, OidcConfig
 from campusguard.app.console.users import ROLES, check_user_name
@@ -88,12 +88,15 @@ class SignInRefused(Exception):
 
 
 def safe_next(value: str | None) -> str:
-    """A path on this site to go to after sign-in (``/x``), never ``//host``, ``/\\host``, a URL or the login page."""
+    """A path on this site to go to after sign-in (``/x``), never ``//host``, ``/\\host``, a URL or the login page.
+
+    Characters outside printable ASCII are percent-encoded (the path goes into a ``Refresh`` header).
+    """
     if not value or not value.startswith("/") or value.startswith(("//", "/\\")) or len(value) > 2048:
         return "/"
     if value.startswith(("/login", "/auth/")) or any(c in value for c in "\r\n\t\\"):
         return "/"
-    return value
+    return quote(value, safe="/?&=%:;,+@!$()*~.-_#")
 
 
 @dataclass(frozen=True)
