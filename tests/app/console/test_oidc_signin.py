@@ -338,6 +338,14 @@ def test_the_role_follows_the_provider_at_each_sign_in(signin):
         signin.provider.set_groups("alice", ["cg-operators", "staff"])
 
 
+def test_a_role_claim_missing_from_the_id_token_is_read_from_userinfo(signin):
+    signin.provider.tamper("no_groups")  # as a provider that puts groups only into userinfo
+    answer = sign_in_http(signin, "alice")
+    assert answer.status_code == 200, answer.text
+    entry = last_audit(signin)
+    assert (entry.action, entry.user, entry.details["mapped"]) == ("login.oidc", "alice", ["cg-operators"])
+
+
 def test_a_callback_without_its_round_trip_is_refused(signin):
     with httpx.Client() as client:
         answer = client.get(f"{signin.url}/auth/oidc/callback", params={"code": "x", "state": "y"})

@@ -110,6 +110,7 @@ class ProviderMetadata:
     algorithms: tuple[str, ...]
     token_auth_methods: tuple[str, ...]
     end_session_endpoint: str | None = None
+    userinfo_endpoint: str | None = None
     iss_parameter: bool = False
 
     @classmethod
@@ -141,6 +142,7 @@ class ProviderMetadata:
             )
         methods = document.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         end_session = document.get("end_session_endpoint")
+        userinfo = document.get("userinfo_endpoint")
         return cls(
             issuer=issuer,
             authorization_endpoint=urls["authorization_endpoint"],
@@ -149,6 +151,7 @@ class ProviderMetadata:
             algorithms=algorithms,
             token_auth_methods=tuple(str(m) for m in methods),
             end_session_endpoint=end_session if isinstance(end_session, str) and end_session else None,
+            userinfo_endpoint=userinfo if isinstance(userinfo, str) and userinfo else None,
             iss_parameter=document.get("authorization_response_iss_parameter_supported") is True,
         )
 
@@ -441,8 +444,43 @@ class OidcSignIn:
         id_token = tokens.get("id_token")
         if not isinstance(id_token, str) or not id_token:
             raise SignInRefused("the token endpoint returned no ID token (is openid among the scopes?)")
-        claims = self.validate_id_token(id_token, nonce=transaction.nonce, access_token=tokens.get("access_token"))
+        access_token = tokens.get("access_token")
+        claims = self.validate_id_token(id_token, nonce=transaction.nonce, access_token=access_token)
+        wanted = (self.config.role_claim, *self.config.username_claims)
+        if any(c not in claims for c in wanted) and isinstance(access_token, str):
+            claims = self._with_userinfo(metadata, claims, access_token, wanted)
         return self.identity(claims), transaction
+
+    def _with_userinfo(
+        self, metadata: ProviderMetadata, claims: dict[str, Any], access_token: str, wanted: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The ID token's claims, with those of ``wanted`` it lacks taken from the provider's userinfo endpoint.
+
+        Some providers (and some provider settings) put groups only there. The answer must be about the
+        same ``sub``; the ID token's own claims always win.
+
+        Raises:
+            SignInRefused: the endpoint fails, or answers about another subject.
+        """
+        import requests
+
+        if metadata.userinfo_endpoint is None:
+            return claims
+        try:
+            response = requests.get(
+                metadata.userinfo_endpoint,
+                headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"},
+                timeout=self.config.timeout_s,
+                allow_redirects=False,
+            )
+            info = response.json() if response.status_code == 200 else None
+        except (requests.RequestException, ValueError):
+            info = None
+        if not isinstance(info, dict):
+            raise SignInRefused("the provider's userinfo endpoint gave no claims", status=502)
+        if info.get("sub") != claims.get("sub"):
+            raise SignInRefused("the provider's userinfo answer is about another subject (sub)")
+        return {**{c: info[c] for c in wanted if c in info}, **claims}
 
     def _exchange(self, metadata: ProviderMetadata, code: str, verifier: str) -> dict[str, Any]:
         import requests

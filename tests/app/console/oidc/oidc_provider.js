@@ -16,6 +16,7 @@
 //   none        "alg": "none" and no signature
 //   rotate      signed by a new key that /jwks publishes from now on (a key rotation)
 //   unknown_kid signed by a key that /jwks never publishes
+//   no_groups   the groups claim left out (signed by the provider's key): the userinfo endpoint has it
 //   ""          no change
 // POST /__test__/groups with login=NAME&groups=a,b sets that account's groups (a change at the provider).
 // GET /__test__/stats answers {"jwks_fetches": n} (how often /jwks was read).
@@ -80,6 +81,10 @@ async function tamper(idToken, mode) {
     }
     case "unknown_kid":
       return sign(claims, newKey(`unpublished-${randomUUID()}`));
+    case "no_groups": {
+      const { groups, ...rest } = claims;
+      return sign(rest, signingKey);
+    }
     default:
       return idToken;
   }
