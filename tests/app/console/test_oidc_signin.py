@@ -354,6 +354,15 @@ def test_a_callback_without_its_round_trip_is_refused(signin):
         sealed = client.cookies["cg_oidc"]
         answer = client.get(f"{signin.url}/auth/oidc/callback", params={"code": "x", "state": "not-the-state"})
         assert answer.status_code == 400 and "wrong state" in last_audit(signin).details["reason"]
+        client.get(f"{signin.url}/auth/oidc/login")
+        lure = "access_denied <b>call 555-0100</b>"
+        answer = client.get(f"{signin.url}/auth/oidc/callback", params={"error": lure, "state": "y"})
+        assert (
+            answer.status_code == 400
+            and "(access_deniedbcall555-0100b)" in answer.text
+            and "555-0100</b>" not in answer.text
+        )
+        assert last_audit(signin).details["reason"].startswith("the provider answered access_denied")
         forged = {"cg_oidc": sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")}
         answer = httpx.get(f"{signin.url}/auth/oidc/callback", params={"state": "y"}, cookies=forged)
         assert answer.status_code == 400 and "no sign-in under way" in last_audit(signin).details["reason"]

@@ -26,6 +26,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 import time
@@ -424,8 +425,9 @@ class OidcSignIn:
         """
         transaction = self.open_transaction(cookie)
         if "error" in params:
-            error = str(params.get("error", ""))[:100]
-            detail = str(params.get("error_description", ""))[:200]
+            # an error code is a token (RFC 6749 4.1.2.1); anything else is not shown, it may be a lure
+            error = re.sub(r"[^A-Za-z0-9_.-]", "", str(params.get("error", "")))[:64] or "an error"
+            detail = re.sub(r"[^\x20-\x7e]", "", str(params.get("error_description", "")))[:200]
             raise SignInRefused(
                 f"the provider answered {error}" + (f": {detail}" if detail else ""),
                 f"The sign-in provider did not sign you in ({error}). Start again from the login page.",
