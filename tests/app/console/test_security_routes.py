@@ -61,7 +61,15 @@ def test_every_route_needs_credentials(console):
 
 
 def test_public_routes_are_only_health_login_and_static():
-    assert {p for _, p in PUBLIC_ROUTES} == {"/healthz", "/readyz", "/login", "/api/v1/auth/login", "/static"}
+    assert {p for _, p in PUBLIC_ROUTES} == {
+        "/healthz",
+        "/readyz",
+        "/login",
+        "/api/v1/auth/login",
+        "/auth/oidc/login",  # campus sign-in: to the provider and back
+        "/auth/oidc/callback",
+        "/static",
+    }
 
 
 def test_openapi_schema_needs_credentials_and_lists_the_api(console):

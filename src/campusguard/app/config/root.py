@@ -17,6 +17,7 @@ from campusguard.app.config.alerts import AlertSinkConfig, AnyAlertSinkConfig
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig
 from campusguard.app.config.cluster import ClusterConfig
+from campusguard.app.config.console import ConsoleConfig
 from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.locate import dotted, first_error, line_of
 from campusguard.app.config.outputs import OutputsConfig
@@ -62,6 +63,11 @@ class WatchConfig(ConfigModel):
         default_factory=RetentionConfig,
         title="Retention",
         description="How long incidents, media and logs are kept, and how much disk media may use.",
+    )
+    console: ConsoleConfig = Field(
+        default_factory=ConsoleConfig,
+        title="Console",
+        description="The operators' console (campusguard serve): its public address and campus sign-in (OIDC).",
     )
 
     def reference_errors(self) -> list[tuple[Loc, str]]:

@@ -5,6 +5,8 @@ Modules:
     `server`: `create_app(runtime, users_db=...)`, the FastAPI app (public routes listed in one place).
     `auth`: the auth dependencies (`current_user`, `require_role`, `page_user`), CSRF, login rate limits.
     `users`: `UserStore`, users with argon2 password hashes, hashed tokens and the audit log.
+    `oidc`: `OidcSignIn`, campus sign-in through an OpenID Provider (PKCE, state, nonce, ID-token checks);
+        `oidc_pages`: its two public routes.
     `api`: the `/api/v1` routers. `pages`: the page routes; `static/`: HTML, CSS and JS.
 
 Needs the ``console`` extra (``pip install 'campusguard[console]'``); the core does not import it.

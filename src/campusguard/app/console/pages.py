@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import functools
 import html
+from collections.abc import Mapping
 from pathlib import Path
 from string import Template
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -72,25 +74,63 @@ def _nav(active: str, user: Any) -> str:
 
 
 def render_page(
-    request: Request, template: str, *, title: str, script: str, active: str = "", status_code: int = 200, **data: str
+    request: Request,
+    template: str,
+    *,
+    title: str,
+    script: str,
+    active: str = "",
+    status_code: int = 200,
+    fill: Mapping[str, str] | None = None,
+    **data: str,
 ) -> HTMLResponse:
     """The page ``template`` (a body fragment in ``static/templates``) in the common layout.
 
     ``data`` becomes ``data-*`` attributes of ``<body>`` (HTML-escaped) for the page's script;
-    the user's name and role are always there (``data-user``, ``data-role``).
+    the user's name and role are always there (``data-user``, ``data-role``), and for a user of the
+    campus sign-in whose provider offers RP-initiated logout, where logout goes (``data-end-session``).
+    ``fill``: HTML fragments, already escaped by the caller, put in the template's ``$name`` places.
     """
     user = getattr(request.state, "user", None)
     attrs = {"user": user.name, "role": user.role} if user is not None else {}
+    end_session = _end_session_url(request, user)
+    if end_session:
+        attrs["end_session"] = end_session
     attrs.update(data)
     body_attrs = "".join(f' data-{k.replace("_", "-")}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
     page = _template("layout.html").substitute(
         title=html.escape(title),
         body_attrs=body_attrs,
         nav=_nav(active, user),
-        main=_template(template).substitute(),
+        main=_template(template).substitute(fill or {}),
         script=html.escape(script, quote=True),
     )
     return HTMLResponse(page, status_code=status_code, headers=SECURITY_HEADERS)
+
+
+def _end_session_url(request: Request, user: Any) -> str | None:
+    """The provider's logout address for a user of the campus sign-in, when it offers one."""
+    sign_in = getattr(request.app.state, "oidc", None)
+    if sign_in is None or user is None:
+        return None
+    url = sign_in.end_session_url()
+    if url is None or console_state(request).users.external_issuer(user.name) != sign_in.config.issuer:
+        return None
+    return str(url)
+
+
+def _login_fill(request: Request) -> dict[str, str]:
+    """The login page's "Sign in with <name>" link and whether the password form shows."""
+    sign_in = getattr(request.app.state, "oidc", None)
+    if sign_in is None:
+        return {"signin": "", "local_hidden": ""}
+    next_path = request.query_params.get("next", "/")
+    href = "/auth/oidc/login?" + urlencode({"next": next_path})
+    link = (
+        f'<a id="oidc-login" class="button signin-provider" href="{html.escape(href, quote=True)}">'
+        f"Sign in with {html.escape(sign_in.config.name)}</a>"
+    )
+    return {"signin": link, "local_hidden": "" if sign_in.config.local_login else " hidden"}
 
 
 def _not_found(request: Request, message: str) -> HTMLResponse:
@@ -121,7 +161,7 @@ def forbidden_page(request: Request, *, needed: str) -> HTMLResponse:
 @login_router.get("/login")
 def login_page(request: Request) -> HTMLResponse:
     """The login form (public)."""
-    return render_page(request, "login.html", title="Log in", script="login.js")
+    return render_page(request, "login.html", title="Log in", script="login.js", fill=_login_fill(request))
 
 
 @router.get("/")

@@ -26,7 +26,7 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Mount
 
-from campusguard.app.console import api, pages
+from campusguard.app.console import api, oidc_pages, pages
 from campusguard.app.console.auth import (
     ConsoleSettings,
     ConsoleState,
@@ -38,6 +38,7 @@ from campusguard.app.console.auth import (
     page_user,
     parse_trusted_proxies,
 )
+from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import UserStore
 from campusguard.app.events.store import StoreUnavailableError
@@ -57,6 +58,8 @@ PUBLIC_ROUTES: frozenset[tuple[str, str]] = frozenset(
         ("GET", "/readyz"),
         ("GET", "/login"),
         ("POST", f"{API_PREFIX}/auth/login"),
+        ("GET", LOGIN_PATH),  # campus sign-in (OIDC): to the provider ...
+        ("GET", CALLBACK_PATH),  # ... and back
         ("GET", "/static"),
     }
 )
@@ -300,10 +303,14 @@ def create_app(
         trusted_proxies: addresses or networks of reverse proxies whose ``X-Forwarded-For`` is believed
             (``--trusted-proxy``); none by default, not even 127.0.0.1.
 
+    Campus sign-in (OIDC) is configured by the config's ``console`` section (`build_oidc`).
+
     Raises:
-        InvalidInputError: a trusted proxy that is not an address or network.
+        InvalidInputError: a trusted proxy that is not an address or network, or the OIDC client
+            secret's environment variable is not set.
     """
     proxies = parse_trusted_proxies(trusted_proxies)
+    oidc = build_oidc(runtime.loaded.config.console)  # the console section's campus sign-in, if any
     users = users_db if isinstance(users_db, UserStore) else UserStore(users_db, password_hasher=password_hasher)
     app = FastAPI(
         title="CampusGuard console API",
@@ -326,12 +333,14 @@ def create_app(
             trusted_proxies=proxies,
         ),
     )
+    app.state.oidc = oidc
     _error_handlers(app)
 
     # public: PUBLIC_ROUTES and nothing else
     app.include_router(_health_router())
-    app.include_router(api.public_router, prefix=API_PREFIX)
+    app.include_router(api.public_router, prefix=API_PREFIX, dependencies=[Depends(oidc_pages.password_login_allowed)])
     app.include_router(pages.login_router)
+    app.include_router(oidc_pages.router)
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
 
     # protected: everything else

@@ -39,6 +39,7 @@ __all__ = [
     "Role",
     "TokenKind",
     "User",
+    "ExternalSignIn",
     "Credential",
     "AuditEntry",
     "UserStore",
@@ -84,7 +85,19 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_time ON audit (time);
 """
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# 2: accounts made by a campus sign-in (OIDC), tied to the provider's issuer and subject, not to the name
+_SCHEMA_V2 = """
+CREATE TABLE oidc_links (
+    issuer    TEXT NOT NULL,
+    subject   TEXT NOT NULL,
+    user_name TEXT NOT NULL UNIQUE REFERENCES users (name) ON DELETE CASCADE,
+    linked_at TEXT NOT NULL,
+    PRIMARY KEY (issuer, subject)
+);
+"""
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# the password hash of an account that signs in only through its provider: argon2 cannot verify it
+NO_PASSWORD = "!oidc"
 SCHEMA_VERSION = max(_MIGRATIONS)
 
 
@@ -134,6 +147,21 @@ class User:
     name: str
     role: Role
     created_at: str
+
+
+@dataclass(frozen=True)
+class ExternalSignIn:
+    """The outcome of a sign-in through an identity provider (`UserStore.sign_in_external`).
+
+    Attributes:
+        user: the console user, with the role just applied.
+        created: the account was made by this sign-in.
+        previous_role: the role before this sign-in (``None`` when created).
+    """
+
+    user: User
+    created: bool
+    previous_role: str | None
 
 
 @dataclass(frozen=True)
@@ -308,6 +336,8 @@ class UserStore(SQLiteFile):
     def verify_password(self, name: str, password: str) -> User | None:
         """The user if the password is right, else ``None`` (same cost whether or not the user exists)."""
         rows = self._read("SELECT password_hash FROM users WHERE name = ?", (name,)) if isinstance(name, str) else []
+        if rows and rows[0][0] == NO_PASSWORD:
+            rows = []  # an account of a provider: no password, at the same cost as a wrong one
         digest = rows[0][0] if rows else self._dummy_hash
         try:
             self._hasher.verify(digest, password)
@@ -319,6 +349,54 @@ class UserStore(SQLiteFile):
             with self._transaction() as conn:
                 conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self._hasher.hash(password), name))
         return self.get_user(name)
+
+    def sign_in_external(self, issuer: str, subject: str, name: str, role: str) -> ExternalSignIn:
+        """The account of the provider's user ``(issuer, subject)``, made at the first sign-in, with ``role`` applied.
+
+        The account is found by issuer and subject, so a user renamed at the provider keeps it (and its
+        name); ``name`` is used only to make it. The provider is the authority on the role: it is set
+        at every sign-in, even when that demotes the last admin (`campusguard users` can add one). The
+        account has no password.
+
+        Raises:
+            InvalidInputError: bad name or role, or ``name`` is already taken by an account not tied to this
+                provider user (a local account, or another provider user): it is never taken over.
+        """
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        now = _iso(_now())
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT u.name, u.role FROM oidc_links l JOIN users u ON u.name = l.user_name "
+                "WHERE l.issuer = ? AND l.subject = ?",
+                (issuer, subject),
+            ).fetchone()
+            if row is not None:
+                conn.execute("UPDATE users SET role = ? WHERE name = ?", (role, row[0]))
+                created, previous, name = False, str(row[1]), str(row[0])
+            else:
+                check_user_name(name)
+                if conn.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone() is not None:
+                    raise InvalidInputError(
+                        f"the user name {name!r} belongs to another console account; an admin must rename or remove it"
+                    )
+                conn.execute(
+                    "INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                    (name, role, NO_PASSWORD, now),
+                )
+                conn.execute(
+                    "INSERT INTO oidc_links (issuer, subject, user_name, linked_at) VALUES (?, ?, ?, ?)",
+                    (issuer, subject, name, now),
+                )
+                created, previous = True, None
+        user = self.get_user(name)
+        assert user is not None
+        return ExternalSignIn(user, created, previous)
+
+    def external_issuer(self, name: str) -> str | None:
+        """The issuer of the provider the user signs in through, or ``None`` for a local account."""
+        rows = self._read("SELECT issuer FROM oidc_links WHERE user_name = ?", (name,))
+        return str(rows[0][0]) if rows else None
 
     # tokens -----------------------------------------------------------------------------------
     def _issue(self, name: str, kind: TokenKind, ttl: timedelta, label: str | None, csrf: str | None) -> str:

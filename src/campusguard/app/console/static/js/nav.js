@@ -7,7 +7,8 @@ if (logout) {
     try {
       await api("/api/v1/auth/logout", { method: "POST" });
     } finally {
-      location.assign("/login");
+      // a campus sign-in user also ends the provider's session when it offers that (RP-initiated logout)
+      location.assign(document.body.dataset.endSession || "/login");
     }
   });
 }
