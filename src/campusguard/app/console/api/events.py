@@ -25,6 +25,7 @@ from campusguard.app.console.schemas import (
     OpenIncidents,
     Responses,
 )
+from campusguard.app.console.sessions import stream_guard
 from campusguard.app.console.users import role_at_least
 from campusguard.app.events.store import (
     EventFilter,
@@ -118,16 +119,20 @@ def export_csv(request: Request, where: EventFilter = Depends(_filter)) -> Strea
 
 @router.get("/events/stream", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
 async def stream(request: Request) -> StreamingResponse:
-    """Server-sent events: ``event: event`` with the event JSON, once per new or updated event (after commit)."""
+    """Server-sent events: ``event: event`` with the event JSON, once per new or updated event (after commit).
+
+    The stream ends within about 2 s when the caller's session ends or their role drops below what it shows."""
     state = console_state(request)
     subscription = await run_in_threadpool(state.runtime.subscribe_events)
+    guard = stream_guard(request, state.users, "operator" if sees_sharp(request) else "viewer")
 
     async def messages() -> AsyncIterator[str]:
         try:
             yield "retry: 2000\n\n"
             idle_s = 0.0
-            # ends when the client leaves or the runtime closes the subscription (stop)
-            while not subscription.closed and not await request.is_disconnected():
+            # ends when the client leaves, the runtime closes the subscription (stop), or the caller's
+            # session ends (logout, removed, demoted, password changed: re-read every second)
+            while not subscription.closed and not await request.is_disconnected() and await guard.allowed():
                 item = await run_in_threadpool(subscription.get, 1.0)
                 if item is None:
                     idle_s += 1.0

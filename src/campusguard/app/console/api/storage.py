@@ -50,6 +50,7 @@ async def storage(state: ConsoleState = Depends(console_state)) -> StorageOut:
         max_media_bytes=status.max_media_bytes,
         min_free_bytes=status.min_free_bytes,
         full_volumes=[
-            FullVolumeOut(volume=v.volume, free_bytes=v.free_bytes, last_error=v.last_error) for v in status.full_volumes
+            FullVolumeOut(volume=v.volume, free_bytes=v.free_bytes, last_error=v.last_error)
+            for v in status.full_volumes
         ],
     )
