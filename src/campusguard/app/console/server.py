@@ -38,6 +38,7 @@ from campusguard.app.console.auth import (
     page_user,
     parse_trusted_proxies,
 )
+from campusguard.app.console.devices import DeviceCookies, device_key_beside
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import UserStore
 from campusguard.app.events.store import StoreUnavailableError
@@ -295,7 +296,9 @@ def create_app(
         secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy).
         max_body_bytes: request body limit (413 above).
         limiter: failed-login limits (default: 5 free failures per user name and address, 20 per
-            address, then a delay that doubles with each failure, from 1 s up to 15 minutes).
+            address, then a delay that doubles with each failure, from 1 s up to 15 minutes; 10 per
+            account within 15 minutes from browsers without its device cookie, then from 2 s).
+            The device-cookie key is kept beside the users database (``<users db>.device-key``).
         password_hasher: an argon2 ``PasswordHasher`` for a new `UserStore` (tests use cheap parameters).
         trusted_proxies: addresses or networks of reverse proxies whose ``X-Forwarded-For`` is believed
             (``--trusted-proxy``); none by default, not even 127.0.0.1.
@@ -325,6 +328,7 @@ def create_app(
             max_body_bytes=max_body_bytes,
             trusted_proxies=proxies,
         ),
+        devices=DeviceCookies(device_key_beside(users.path)),
     )
     _error_handlers(app)
 
