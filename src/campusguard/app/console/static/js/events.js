@@ -63,9 +63,15 @@ async function acknowledge(event, button) {
 
 function renderItem(event) {
   const href = `/events/${encodeURIComponent(event.id)}`;
+  const what = `${kindLabel(event.kind)} · ${event.rule} on ${event.camera}, ${formatTime(event.started_at)}`;
+  // a small thumbnail, blurred where the camera blurs (for every role: a list hands out no sharp image)
   const thumb = event.snapshot_url
-    ? el("img", { src: event.snapshot_url, alt: "", loading: "lazy" })
+    ? el("img", { src: `/api/v1/events/${encodeURIComponent(event.id)}/thumb.jpg`, alt: `Snapshot of ${what}`, loading: "lazy" })
     : el("div", { class: "placeholder" }, "no snapshot");
+  if (event.snapshot_url) {
+    // media from before the camera blurred has no blurred copy: no thumbnail then
+    thumb.addEventListener("error", () => thumb.replaceWith(el("div", { class: "placeholder" }, "no thumbnail")), { once: true });
+  }
   const duration = eventDuration(event);
   const actions = el("div", { class: "actions" });
   let pick = null;
@@ -73,7 +79,7 @@ function renderItem(event) {
     pick = el("input", {
       type: "checkbox",
       class: "pick",
-      "aria-label": `Select ${kindLabel(event.kind)} on ${event.camera}`,
+      "aria-label": `Select ${what} (${event.id})`,
       disabled: event.state === "resolved",
       checked: selected.has(event.id) && event.state !== "resolved",
     });
@@ -96,7 +102,7 @@ function renderItem(event) {
     "li",
     { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state, time: eventTime(event) } },
     pick,
-    el("a", { class: "thumb", href, tabindex: "-1" }, thumb),
+    el("a", { class: "thumb", href, tabindex: "-1", "aria-label": `Open ${what}` }, thumb),
     el(
       "div",
       { class: "summary" },
