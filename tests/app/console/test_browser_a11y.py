@@ -89,3 +89,37 @@ def test_every_page_has_no_serious_accessibility_violation(live_server, open_pag
         found[f"{path} (viewer, tablet)"] = serious_violations(viewer)
     bad = {name: v for name, v in found.items() if v}
     assert not bad, json.dumps(bad, indent=1)
+
+
+def test_the_zones_editor_works_from_the_keyboard(live_server, open_page):
+    """Select a shape in the list, move its first corner with the arrow keys, add a point, delete another,
+    save: all with key presses (no pointer), and the saved zone is what the keys made."""
+    runtime = live_server.console.runtime
+    page = open_page()
+    login(page, live_server.url, "ada", next_path="/zones/cam1")
+    button = page.locator("#shape-list button", has_text="parking")
+    button.wait_for()
+    page.locator("#overlay g").first.wait_for(state="attached")
+    button.focus()
+    page.keyboard.press("Enter")  # select the shape
+    assert page.evaluate("() => document.activeElement.textContent").startswith("parking")  # focus kept
+    assert page.locator("#overlay").get_attribute("tabindex") == "0"  # in the tab order
+    page.locator("#overlay").focus()
+    page.keyboard.press("]")  # its first point: (0, 140)
+    assert "Point 1 of 4 of zone parking: x 0, y 140" in page.locator("#zones-status").inner_text()
+    for key in ["Shift+ArrowRight", "Shift+ArrowRight", "ArrowRight", "ArrowUp", "ArrowUp"]:
+        page.keyboard.press(key)  # 21 right, 2 up
+    assert "x 21, y 138" in page.locator("#zones-status").inner_text()
+    page.keyboard.press("]")  # the second point, (100, 140)
+    page.keyboard.press("+")  # a point halfway to the third, (100, 160)
+    assert "Point 3 of 5 of zone parking: x 100, y 160" in page.locator("#zones-status").inner_text()
+    page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("]")
+    page.keyboard.press("]")  # the fifth point, (0, 180)
+    page.keyboard.press("Delete")
+    assert page.locator("#overlay g.selected circle.handle").count() == 4
+    page.locator("#save").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.getElementById('zones-status').textContent.startsWith('Saved at')")
+    parking = next(z for z in runtime.get_zones("cam1")["zones"] if z["name"] == "parking")
+    assert [[round(x), round(y)] for x, y in parking["polygon"]] == [[21, 138], [100, 140], [110, 160], [100, 180]]
