@@ -123,3 +123,30 @@ def test_the_zones_editor_works_from_the_keyboard(live_server, open_page):
     page.wait_for_function("() => document.getElementById('zones-status').textContent.startsWith('Saved at')")
     parking = next(z for z in runtime.get_zones("cam1")["zones"] if z["name"] == "parking")
     assert [[round(x), round(y)] for x, y in parking["polygon"]] == [[21, 138], [100, 140], [110, 160], [100, 180]]
+
+
+def test_a_viewer_is_told_when_media_is_withheld(live_server, open_page, make_event):
+    """A camera that blurs, an incident whose snapshot has no blurred copy (written before the blur was on):
+    the viewer's incident page says the media is withheld (not "being written" for ever), the admin's shows it."""
+    import cv2
+    import numpy as np
+
+    console = live_server.console
+    runtime = console.runtime
+    runtime.put_zones("cam1", {**runtime.get_zones("cam1"), "privacy": {"blur": "persons", "masks": []}})
+    runtime.snapshots_dir.mkdir(parents=True, exist_ok=True)
+    sharp = runtime.snapshots_dir / "withheld0.jpg"
+    cv2.imwrite(str(sharp), np.full((180, 320, 3), 90, np.uint8))
+    runtime.store.add(make_event(event_id="withheld0", camera_id="cam1", snapshot_path=str(sharp)))
+    base = live_server.url
+    viewer = open_page()
+    login(viewer, base, "vera", next_path="/events/withheld0")
+    viewer.locator("#facts dt").first.wait_for()
+    note = viewer.locator("#clip-note")
+    wait_until(lambda: note.inner_text().startswith("Withheld"), 5)
+    assert note.inner_text().startswith("Withheld") and not viewer.locator("#snapshot").is_visible()
+    assert serious_violations(viewer) == []
+    admin = open_page()
+    login(admin, base, "ada", next_path="/events/withheld0")
+    admin.locator("#snapshot").wait_for()
+    assert "Withheld" not in admin.locator("#clip-note").inner_text()
