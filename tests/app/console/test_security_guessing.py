@@ -9,11 +9,15 @@ come from 50 loopback addresses (127.0.0.1 to 127.0.0.50).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
+from argon2 import PasswordHasher
 from test_security_access import Clock, client_at, console_served, login
 
 from campusguard.app.console.auth import LoginLimiter
 from campusguard.app.console.devices import DEVICE_COOKIE, MAX_ENTRIES, DeviceCookies, device_key_beside
+from campusguard.app.console.users import UserStore
 
 
 def test_fifty_addresses_times_five_wrong_admin_passwords_then_the_admins_browser_signs_in(console_video, tmp_path):
@@ -39,6 +43,7 @@ def test_fifty_addresses_times_five_wrong_admin_passwords_then_the_admins_browse
             for attacker in attackers:
                 attacker.close()
         codes = [r.status_code for r in answers]
+        assert len(codes) == 250
         assert set(codes) <= {401, 429} and codes.count(401) <= 15, f"{codes.count(401)} answered 401"
         assert all(1 <= int(r.headers["retry-after"]) <= 900 for r in answers if r.status_code == 429)
         # the right password from a new browser is held back too (it cannot be told from the attacker) ...
@@ -56,6 +61,29 @@ def test_fifty_addresses_times_five_wrong_admin_passwords_then_the_admins_browse
         assert len(failed) == codes.count(401) and not any(e.details["known_browser"] for e in failed)
         logins = c.users.audit_entries(limit=10, action="login")[0]
         assert logins[0].details["known_browser"] is True
+
+
+def test_concurrent_guesses_from_fifty_addresses_cannot_all_pass_the_check(console_video, tmp_path):
+    """The 250 guesses at once (50 addresses, each 5 in a row, all in parallel): still at most 15 answered 401;
+    each check and count of one name is done in turn, so no burst passes before the first failure counts."""
+    with console_served(console_video, tmp_path) as (c, url):
+        # a hash that takes ~30 ms to check (argon2 reads its cost from the hash): a window races would use
+        slow = UserStore(c.users.path, password_hasher=PasswordHasher(time_cost=30, memory_cost=1024, parallelism=1))
+        slow.set_password("otto", "operator-pass-1")
+        slow.close()
+        attackers = [client_at(url, f"127.0.0.{n}") for n in range(1, 51)]
+
+        def guess(n: int) -> list[int]:
+            return [login(attackers[n], "otto", f"guess-{n}-{i}").status_code for i in range(5)]
+
+        try:
+            with ThreadPoolExecutor(max_workers=50) as pool:
+                codes = [code for codes in pool.map(guess, range(50)) for code in codes]
+        finally:
+            for attacker in attackers:
+                attacker.close()
+        assert len(codes) == 250 and set(codes) <= {401, 429}
+        assert codes.count(401) <= 15, f"{codes.count(401)} answered 401"
 
 
 def test_account_limit_counts_untrusted_browsers_within_the_window():

@@ -149,10 +149,17 @@ class LoginLimiter:
         self._clock = clock
         self._failures: OrderedDict[tuple[str, ...], _Failures] = OrderedDict()
         self._lock = threading.Lock()
+        self._account_locks = tuple(threading.Lock() for _ in range(64))
 
     def __len__(self) -> int:
         """Keys remembered now."""
         return len(self._failures)
+
+    def attempt(self, user: str) -> threading.Lock:
+        """A lock to hold around one login attempt of ``user``: check `retry_after`, verify the password,
+        then count `failed` or `succeeded`, so that concurrent guesses cannot all pass the check before
+        the first failure is counted (one of 64 locks, chosen by the name: bounded memory)."""
+        return self._account_locks[hash(user[:64]) % len(self._account_locks)]
 
     @staticmethod
     def _keys(user: str, address: str, device: str | None = None) -> tuple[tuple[str, ...], ...]:

@@ -44,14 +44,17 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
     state = console_state(request)
     address = client_address(request)
     device = state.devices.trusted(request.cookies.get(DEVICE_COOKIE), body.username)
-    _refuse_while_limited(state, body.username, address, "failed logins", device)
-    user = state.users.verify_password(body.username, body.password)
+    with state.limiter.attempt(body.username):  # concurrent guesses of one name: checked and counted in turn
+        _refuse_while_limited(state, body.username, address, "failed logins", device)
+        user = state.users.verify_password(body.username, body.password)
+        if user is None:
+            delay = state.limiter.failed(body.username, address, device)
+        else:
+            state.limiter.succeeded(body.username, address, device)
     if user is None:
-        delay = state.limiter.failed(body.username, address, device)
         reason = "wrong password" if state.users.get_user(body.username) is not None else "unknown user"
         _audit_failure(state, "login.failed", body.username, address, reason, delay, device)
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong user name or password")
-    state.limiter.succeeded(body.username, address, device)
     state.users.purge_expired()
     token, csrf = state.users.create_session(user.name, ttl=state.settings.session_ttl)
     request.state.user = user
@@ -138,9 +141,11 @@ def change_password(body: PasswordChange, request: Request, user: User = Depends
     state = console_state(request)
     address = client_address(request)
     device = state.devices.trusted(request.cookies.get(DEVICE_COOKIE), user.name)
-    _refuse_while_limited(state, user.name, address, "failed attempts", device)
-    if state.users.verify_password(user.name, body.current) is None:
-        delay = state.limiter.failed(user.name, address, device)
+    with state.limiter.attempt(user.name):
+        _refuse_while_limited(state, user.name, address, "failed attempts", device)
+        wrong = state.users.verify_password(user.name, body.current) is None
+        delay = state.limiter.failed(user.name, address, device) if wrong else None
+    if wrong:
         _audit_failure(state, "password.failed", user.name, address, "wrong present password", delay, device)
         raise HTTPException(status.HTTP_403_FORBIDDEN, "the present password is wrong")
     credential = request.state.credential
