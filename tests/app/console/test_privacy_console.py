@@ -28,6 +28,7 @@ import yaml
 from fakes_console import CHEAP_HASHER, PASSWORDS, ROLES, ConsoleUnderTest
 from fakes_watch import TruthDetector
 
+from campusguard.app.console.media_audit import DownloadLog
 from campusguard.app.console.runtime import ConsoleRuntime
 from campusguard.app.console.server import create_app
 from campusguard.app.console.users import UserStore
@@ -210,10 +211,12 @@ def test_recordings_and_clips_are_masked_and_viewers_get_the_blurred_clip(scene,
         assert clip_frames and all(_flat(f[:60, f.shape[1] // 2 :]) for f in clip_frames)
     entries, total = console.users.audit_entries(limit=1)
     assert entries[0].action == "media.clip.sharp" and entries[0].user == "ada"
+    r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=0-"})
+    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total + 1  # a player's first range
     r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=1000-"})
-    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total  # the rest of one download
+    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total + 1  # the rest of that download
     r = console.client().get(event["clip_url"], headers=console.bearer("ada"))
-    assert r.status_code == 200 and console.users.audit_entries(limit=1)[1] == total + 1  # a new whole download
+    assert r.status_code == 200 and console.users.audit_entries(limit=1)[1] == total + 2  # a new whole download
     assert json.dumps(entries[0].details) and entries[0].details["blur"] == "persons"
 
 
@@ -237,6 +240,23 @@ def test_an_operators_ranged_download_of_a_sharp_clip_is_audited_once(scene) -> 
     # a viewer's ranges are of the blurred copy, never audited as sharp
     r = client.get(event["clip_url"], headers={**console.bearer("vera"), "Range": "bytes=1-"})
     assert r.status_code == 206 and r.content != clip[1:] and console.audit_count() == total
+
+
+def test_download_log_windows() -> None:
+    """Which requests open a download: per user and file, ranges within 10 minutes of the opening belong to it."""
+    now = [0.0]
+    log = DownloadLog(window_s=600.0, max_entries=3, clock=lambda: now[0])
+    assert log.opens_download("otto", "clip:e1", ranged=True)
+    assert not log.opens_download("otto", "clip:e1", ranged=True)
+    assert log.opens_download("otto", "clip:e1", ranged=False)  # a whole download: always its own
+    assert log.opens_download("ada", "clip:e1", ranged=True) and log.opens_download("otto", "snapshot:e1", ranged=True)
+    now[0] = 599.0
+    assert not log.opens_download("otto", "clip:e1", ranged=True)
+    now[0] = 600.0
+    assert log.opens_download("otto", "clip:e1", ranged=True)  # ten minutes on: a new download
+    for n in range(3):  # bounded: the oldest forgotten first (then a range of it is audited again)
+        log.opens_download("vera", f"clip:x{n}", ranged=True)
+    assert log.opens_download("otto", "clip:e1", ranged=True)
 
 
 def test_list_thumbnails_are_small_redacted_and_not_audited(scene) -> None:

@@ -2,9 +2,10 @@
 
 A video player fetches a clip in byte ranges (``Range: bytes=0-``, then later parts), and a client
 can ask for ``bytes=1-`` first to skip byte 0. So a download is not "a request that returns byte
-0": the first request (ranged or not) for a file by a user opens a download, which is audited, and
-that user's further byte ranges of the same file within ``window_s`` (10 minutes) belong to it. A
-request without a ``Range`` header is a whole download of its own and is always audited.
+0": the first byte range of a file by a user opens a download, which is audited, and that user's
+further byte ranges of the same file within ``window_s`` (10 minutes from the opening) belong to it.
+A request without a ``Range`` header is a whole download of its own: always audited, and it opens
+no byte-range download (the user's next byte range is audited too).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["DownloadLog"]
 
 
 class DownloadLog:
-    """Downloads opened recently, per (user, file); bounded, oldest forgotten first.
+    """Byte-range downloads opened recently, per (user, file); bounded, oldest forgotten first.
 
     Args:
         window_s: how long the byte ranges of a file belong to the download that opened it.
@@ -43,11 +44,13 @@ class DownloadLog:
             file: which file (e.g. ``clip:<event id>``).
             ranged: the request has a ``Range`` header.
         """
+        if not ranged:  # a whole download of its own; it opens no byte-range download
+            return True
         now = self._clock()
         key = (user, file)
         with self._lock:
             opened = self._opened.get(key)
-            if ranged and opened is not None and now - opened < self.window_s:
+            if opened is not None and now - opened < self.window_s:
                 return False
             self._opened[key] = now
             self._opened.move_to_end(key)
