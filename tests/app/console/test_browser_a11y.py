@@ -49,6 +49,11 @@ def test_every_page_has_no_serious_accessibility_violation(live_server, open_pag
     page = open_page()
     page.goto(f"{base}/login")
     found["login"] = serious_violations(page)
+    page.fill("#username", "ada")
+    page.fill("#password", "not-the-password")
+    page.click("#login-form button[type=submit]")
+    page.locator("#login-error").wait_for()
+    found["login (wrong password)"] = serious_violations(page)
     login(page, base, "ada")
     page.locator(".tile img").first.wait_for()
     found["wall"] = serious_violations(page)
@@ -87,6 +92,10 @@ def test_every_page_has_no_serious_accessibility_violation(live_server, open_pag
         viewer.goto(f"{base}{path}")
         viewer.locator(ready).first.wait_for()
         found[f"{path} (viewer, tablet)"] = serious_violations(viewer)
+    viewer.goto(f"{base}/users")
+    found["/users: not allowed (viewer)"] = serious_violations(viewer)
+    viewer.goto(f"{base}/zones/nope")
+    found["/zones/nope: no such camera"] = serious_violations(viewer)
     bad = {name: v for name, v in found.items() if v}
     assert not bad, json.dumps(bad, indent=1)
 
