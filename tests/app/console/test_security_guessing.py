@@ -25,8 +25,9 @@ def test_fifty_addresses_times_five_wrong_admin_passwords_then_the_admins_browse
     with console_served(console_video, tmp_path) as (c, url), client_at(url, "127.0.0.1") as browser:
         first = login(browser, "ada", "admin-pass-1")
         assert first.status_code == 200 and DEVICE_COOKIE in browser.cookies
-        cookie = first.headers["set-cookie"]
+        [cookie] = [c for c in first.headers.get_list("set-cookie") if c.startswith(f"{DEVICE_COOKIE}=")]
         assert "cg_device=" in cookie and "Max-Age=7776000" in cookie and "HttpOnly" in cookie
+        assert "Path=/api/v1/auth" in cookie and "SameSite=strict" in cookie
         assert (
             browser.post(
                 "/api/v1/auth/logout", headers={"Authorization": f"Bearer {first.json()['token']}"}

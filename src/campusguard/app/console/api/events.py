@@ -198,7 +198,10 @@ def event_thumbnail(event_id: EventId, request: Request) -> Response:
     state = console_state(request)
     camera = _stored(state, event_id)["camera"]
     path = state.runtime.event_media(event_id, "snapshot", viewer_of=camera)
-    jpeg = None if path is None else _thumbnail(str(path), path.stat().st_mtime_ns)
+    try:
+        jpeg = None if path is None else _thumbnail(str(path), path.stat().st_mtime_ns)
+    except OSError:  # deleted meanwhile (retention)
+        jpeg = None
     if jpeg is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no thumbnail")
     return Response(jpeg, media_type="image/jpeg", headers=MEDIA_HEADERS)

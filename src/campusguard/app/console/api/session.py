@@ -28,6 +28,7 @@ from campusguard.app.console.users import User, check_user_name
 from campusguard.errors import InvalidInputError
 
 log = logging.getLogger("campusguard.app.console.auth")
+DEVICE_COOKIE_PATH = "/api/v1/auth"  # sent only where it counts: login and password change
 public_router = APIRouter(tags=["auth"])
 router = APIRouter(tags=["auth"])
 
@@ -72,7 +73,7 @@ def login(body: LoginRequest, request: Request, response: Response) -> LoginResp
         httponly=True,
         samesite="strict",
         secure=secure,
-        path="/",
+        path=DEVICE_COOKIE_PATH,
     )
     return LoginResponse(token=token, csrf=csrf, user=UserOut(name=user.name, role=user.role))
 
