@@ -82,7 +82,7 @@ class _Failures:
     count: int = 0
     last: float = 0.0
     blocked_until: float = 0.0
-    times: deque[float] = field(default_factory=lambda: deque(maxlen=256))
+    times: deque[float] | None = None  # per-account keys only: the failures within the window
 
 
 class LoginLimiter:
@@ -180,10 +180,11 @@ class LoginLimiter:
     def _over(self, key: tuple[str, ...], entry: _Failures, now: float) -> tuple[int, float]:
         """How many failures past the free ones this key is, and its first delay."""
         if key[0] == "account":
-            entry.times.append(now)
-            while entry.times and now - entry.times[0] >= self.account_window_s:
-                entry.times.popleft()
-            return len(entry.times) - self.free_per_account, self.account_base_delay_s
+            times = entry.times = entry.times if entry.times is not None else deque(maxlen=self.free_per_account + 64)
+            times.append(now)
+            while times and now - times[0] >= self.account_window_s:
+                times.popleft()
+            return len(times) - self.free_per_account, self.account_base_delay_s
         free = self.free_per_address if key[0] == "address" else self.free_per_pair
         return entry.count - free, self.base_delay_s
 
