@@ -25,8 +25,19 @@ def test_a_full_volume_is_listed(console, tmp_path: Path) -> None:
     health = disk_health()
     health.failed("snapshot", tmp_path / "x.jpg", OSError(28, "No space left on device"))
     try:
-        full = console.client().get("/api/v1/storage", headers=console.bearer("vera")).json()["full_volumes"]
-        assert len(full) == 1 and "No space left" in full[0]["last_error"]
+        full = console.client().get("/api/v1/storage", headers=console.bearer("otto")).json()["full_volumes"]
+        assert len(full) == 1 and "No space left" in full[0]["last_error"] and full[0]["volume"]
+        # a viewer gets the sizes, not the mount point nor the error
+        seen = console.client().get("/api/v1/storage", headers=console.bearer("vera")).json()["full_volumes"]
+        assert seen == [{"volume": None, "free_bytes": full[0]["free_bytes"], "last_error": None}]
+        # the public readiness check says "disk full" and nothing of the path or the error
+        public = console.client().get("/readyz")
+        assert public.status_code == 503
+        assert public.json()["problems"] == ["no recent frame from camera cam1", "disk full"]  # no path, no error
+        detailed = console.client().get("/readyz", headers=console.bearer("otto")).json()["problems"]
+        assert any(full[0]["volume"] in p and "No space left" in p for p in detailed)
+        viewer = console.client().get("/readyz", headers=console.bearer("vera")).json()["problems"]
+        assert viewer == public.json()["problems"]
     finally:
         health.ok(tmp_path / "x.jpg")  # a write that went through: the volume has room again
     assert console.client().get("/api/v1/storage", headers=console.bearer("vera")).json()["full_volumes"] == []
@@ -34,3 +45,9 @@ def test_a_full_volume_is_listed(console, tmp_path: Path) -> None:
 
 def test_storage_needs_credentials(console) -> None:
     assert console.client().get("/api/v1/storage").status_code == 401
+
+
+def test_readyz_names_the_cameras_without_a_frame(console) -> None:
+    """The runtime is not started: its camera has no frame; the public answer names it, nothing else."""
+    r = console.client().get("/readyz")
+    assert r.status_code == 503 and r.json()["problems"] == ["no recent frame from camera cam1"]

@@ -28,6 +28,7 @@ import yaml
 from fakes_console import CHEAP_HASHER, PASSWORDS, ROLES, ConsoleUnderTest
 from fakes_watch import TruthDetector
 
+from campusguard.app.console.media_audit import DownloadLog
 from campusguard.app.console.runtime import ConsoleRuntime
 from campusguard.app.console.server import create_app
 from campusguard.app.console.users import UserStore
@@ -213,11 +214,72 @@ def test_recordings_and_clips_are_masked_and_viewers_get_the_blurred_clip(scene,
         assert clip_frames and all(_flat(f[:60, f.shape[1] // 2 :]) for f in clip_frames)
     entries, total = console.users.audit_entries(limit=1)
     assert entries[0].action == "media.clip.sharp" and entries[0].user == "ada"
+    r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=0-"})
+    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total + 1  # a player's first range
     r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=1000-"})
-    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total  # the rest of one download
-    r = console.client().get(event["clip_url"], headers={**console.bearer("ada"), "Range": "bytes=-100000000"})
-    assert r.status_code in (200, 206) and console.users.audit_entries(limit=1)[1] == total + 1  # the whole file
+    assert r.status_code == 206 and console.users.audit_entries(limit=1)[1] == total + 1  # the rest of that download
+    r = console.client().get(event["clip_url"], headers=console.bearer("ada"))
+    assert r.status_code == 200 and console.users.audit_entries(limit=1)[1] == total + 2  # a new whole download
     assert json.dumps(entries[0].details) and entries[0].details["blur"] == "persons"
+
+
+def test_an_operators_ranged_download_of_a_sharp_clip_is_audited_once(scene) -> None:
+    """Target 4 (issue 32): ``Range: bytes=1-`` first (all but byte 0) opens an audited download; the
+    operator's further ranges of that clip (a player's, or byte 0 to re-assemble the file) belong to it."""
+    console, _, _ = scene
+    event = next(e for e in _events(console) if e["clip_url"])
+    clip = console.runtime.clips.path_for(event["id"]).read_bytes()
+    client = console.client()
+    ranged = {**console.bearer("otto")}
+    before = console.audit_count()
+    rest = client.get(event["clip_url"], headers={**ranged, "Range": "bytes=1-"})
+    assert rest.status_code == 206 and rest.content == clip[1:]
+    head = client.get(event["clip_url"], headers={**ranged, "Range": "bytes=0-0"})
+    assert head.status_code == 206 and head.content + rest.content == clip  # re-assembled: still one download
+    entries, total = console.users.audit_entries(limit=1)
+    assert total == before + 1
+    assert (entries[0].user, entries[0].action, entries[0].target) == ("otto", "media.clip.sharp", event["id"])
+    assert entries[0].details["ranged"] is True
+    # a viewer's ranges are of the blurred copy, never audited as sharp
+    r = client.get(event["clip_url"], headers={**console.bearer("vera"), "Range": "bytes=1-"})
+    assert r.status_code == 206 and r.content != clip[1:] and console.audit_count() == total
+
+
+def test_download_log_windows() -> None:
+    """Which requests open a download: per user and file, ranges within 10 minutes of the opening belong to it."""
+    now = [0.0]
+    log = DownloadLog(window_s=600.0, max_entries=3, clock=lambda: now[0])
+    assert log.opens_download("otto", "clip:e1", ranged=True)
+    assert not log.opens_download("otto", "clip:e1", ranged=True)
+    assert log.opens_download("otto", "clip:e1", ranged=False)  # a whole download: always its own
+    assert log.opens_download("ada", "clip:e1", ranged=True) and log.opens_download("otto", "snapshot:e1", ranged=True)
+    now[0] = 599.0
+    assert not log.opens_download("otto", "clip:e1", ranged=True)
+    now[0] = 600.0
+    assert log.opens_download("otto", "clip:e1", ranged=True)  # ten minutes on: a new download
+    for n in range(3):  # bounded: the oldest forgotten first (then a range of it is audited again)
+        log.opens_download("vera", f"clip:x{n}", ranged=True)
+    assert log.opens_download("otto", "clip:e1", ranged=True)
+
+
+def test_list_thumbnails_are_small_redacted_and_not_audited(scene) -> None:
+    """The incident list shows thumbnails (at most 160 px wide), the blurred copy for every role where the
+    camera blurs: opening a page of 50 writes no ``media.snapshot.sharp`` row."""
+    console, _, _ = scene
+    events = [e for e in _events(console) if e["snapshot_url"]]
+    before = console.audit_count()
+    for event in events:
+        for user in ("ada", "vera"):
+            thumb = _image(_get(console, f"/api/v1/events/{event['id']}/thumb.jpg", user))
+            assert thumb.shape[1] <= 160
+        stored = Path(console.runtime.store.get(event["id"]).snapshot_path)  # type: ignore[union-attr]
+        redacted = cv2.resize(
+            cv2.imread(str(redacted_path(stored))), (thumb.shape[1], thumb.shape[0]), interpolation=cv2.INTER_AREA
+        )
+        sharp = cv2.resize(cv2.imread(str(stored)), (thumb.shape[1], thumb.shape[0]), interpolation=cv2.INTER_AREA)
+        diff_redacted = np.abs(thumb.astype(int) - redacted.astype(int)).mean()
+        assert diff_redacted < np.abs(thumb.astype(int) - sharp.astype(int)).mean() and diff_redacted < 4
+    assert console.audit_count() == before
 
 
 def test_a_privacy_edit_applies_live_through_the_consoles_edit_path(console_video: Path, tmp_path: Path) -> None:
@@ -276,7 +338,10 @@ def test_a_viewer_is_offered_no_media_url_where_only_the_sharp_file_exists(scene
         assert as_viewer["snapshot_url"] is None and as_admin["snapshot_url"] == event["snapshot_url"]
         listed = client.get("/api/v1/events?limit=500", headers=console.bearer("vera")).json()["items"]
         assert next(e for e in listed if e["id"] == event["id"])["snapshot_url"] is None
+        # withheld, not missing: the event page says so instead of waiting for a file
+        assert as_viewer["snapshot_withheld"] is True and as_admin["snapshot_withheld"] is False
         r = client.get(event["snapshot_url"], headers=console.bearer("vera"))
         assert r.status_code == 404
+        assert client.get(f"/api/v1/events/{event['id']}/thumb.jpg", headers=console.bearer("ada")).status_code == 404
     finally:
         aside.rename(variant)

@@ -68,6 +68,7 @@ def test_wrong_credentials_are_refused(seeded, name, password):
     assert entry.details == {
         "address": "testclient",
         "reason": "unknown user" if name == "nobody" else "wrong password",
+        "known_browser": False,
     }
     assert sqlite3.connect(seeded.users.path).execute("SELECT COUNT(*) FROM tokens").fetchone()[0] == 0
 

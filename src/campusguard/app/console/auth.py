@@ -6,9 +6,10 @@
   value in ``X-CSRF-Token`` (403 otherwise); the cookie is ``SameSite=Strict`` too.
 - `current_user` is the dependency of the protected API router (401 without valid credentials);
   `page_user` is the pages' (303 to ``/login``); `require_role` / `require_page_role` add the role check.
-- `LoginLimiter` counts failed logins per (user name, address) and per address; past a few free
-  failures each further one doubles the wait (429 with ``Retry-After``). No user-wide lock: an
-  attacker elsewhere cannot lock anyone out.
+- `LoginLimiter` counts failed logins per (user name, address), per address, and per account from
+  browsers without a device cookie (`devices`); past a few free failures each further one doubles
+  the wait (429 with ``Retry-After``). A browser that signed in as the user before is not held back
+  by the others' failures: an attacker elsewhere cannot lock the user out of their own browser.
 - `client_address` is the connection's peer; ``X-Forwarded-For`` counts only from a proxy named in
   ``trusted_proxies`` (`resolve_client`: the right-most untrusted address of the chain).
 """
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,8 @@ from urllib.parse import quote
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
+from campusguard.app.console.devices import DeviceCookies
+from campusguard.app.console.media_audit import DownloadLog
 from campusguard.app.console.users import ROLES, Credential, User, UserStore, role_at_least
 from campusguard.errors import InvalidInputError
 
@@ -72,31 +76,44 @@ _cookie = APIKeyCookie(name=SESSION_COOKIE, auto_error=False, description="The l
 
 @dataclass
 class _Failures:
-    """Failed logins of one key: how many, when the last was, and until when the key waits."""
+    """Failed logins of one key: how many (or, per account, when, within the window), when the last
+    was, and until when the key waits."""
 
     count: int = 0
     last: float = 0.0
     blocked_until: float = 0.0
+    times: deque[float] | None = None  # per-account keys only: the failures within the window
 
 
 class LoginLimiter:
-    """Failed logins per (user name, address) and per address, each answered by a growing delay.
+    """Failed logins per (user name, address), per address, per account and per trusted browser, each
+    answered by a growing delay.
 
     A key may fail ``free_*`` times without waiting; from that failure on, each failure makes
     the key wait before its next try: ``base_delay_s``, then twice that, four times, ... up to
-    ``max_delay_s``. There is no user-wide
-    lock: an attacker at one address slows down only that address (and that user name from it),
-    so the real user still logs in from elsewhere. IPv6 addresses count by their /64 (one host
-    usually holds a whole /64).
+    ``max_delay_s``. IPv6 addresses count by their /64 (one host usually holds a whole /64).
+
+    Guessing from many addresses is slowed per account (OWASP device cookies): the failures of a
+    user name from browsers without a valid device cookie for it (`devices.DeviceCookies`) count
+    together; past ``free_per_account`` of them within ``account_window_s`` every further try from
+    such a browser waits (``account_base_delay_s``, doubling). A browser that signed in as that user
+    before (its device cookie's nonce, ``device``) is not held back by the account, its address or
+    the pair: it has its own count (``free_per_pair`` free failures, then the same delays), so no
+    attacker can lock the user out of their own browser.
 
     Args:
-        free_per_pair: failures of one user name from one address after which the delays start.
+        free_per_pair: failures of one user name from one address (or one trusted browser) after which the delays start.
         free_per_address: failures from one address, all user names together, after which the delays start.
+        free_per_account: failures of one user name from untrusted browsers, all addresses together,
+            within ``account_window_s``, after which the delays start.
+        account_window_s: the window of the per-account count.
         base_delay_s: the first delay in seconds; each further failure doubles it.
+        account_base_delay_s: the first per-account delay.
         max_delay_s: the longest delay.
         forget_after_s: a key without a failure for this long is forgotten (at least ``max_delay_s``).
-        max_keys: keys remembered; the least recently failed are forgotten first, so a flood of
-            made-up names or addresses cannot exhaust memory.
+        max_keys: keys remembered; past it the least recently failed key that is not waiting is forgotten
+            first (a waiting one only when every key waits), so a flood of made-up names or addresses
+            cannot exhaust memory nor free a blocked key.
         clock: monotonic seconds (a parameter for tests).
     """
 
@@ -105,70 +122,96 @@ class LoginLimiter:
         *,
         free_per_pair: int = 5,
         free_per_address: int = 20,
+        free_per_account: int = 10,
+        account_window_s: float = 900.0,
         base_delay_s: float = 1.0,
+        account_base_delay_s: float = 2.0,
         max_delay_s: float = 900.0,
         forget_after_s: float = 3600.0,
         max_keys: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if min(free_per_pair, free_per_address) < 1 or base_delay_s <= 0 or max_delay_s < base_delay_s:
-            raise ValueError("free_* must be >= 1 and 0 < base_delay_s <= max_delay_s")
-        if forget_after_s < max_delay_s or max_keys < 2:
-            raise ValueError("forget_after_s must be >= max_delay_s and max_keys >= 2")
+        if min(free_per_pair, free_per_address, free_per_account) < 1:
+            raise ValueError("free_* must be >= 1")
+        if base_delay_s <= 0 or account_base_delay_s <= 0 or max_delay_s < max(base_delay_s, account_base_delay_s):
+            raise ValueError("0 < base_delay_s, account_base_delay_s <= max_delay_s")
+        if forget_after_s < max(max_delay_s, account_window_s) or max_keys < 2 or account_window_s <= 0:
+            raise ValueError("forget_after_s must be >= max_delay_s and account_window_s > 0, and max_keys >= 2")
         self.free_per_pair = free_per_pair
         self.free_per_address = free_per_address
+        self.free_per_account = free_per_account
+        self.account_window_s = account_window_s
         self.base_delay_s = base_delay_s
+        self.account_base_delay_s = account_base_delay_s
         self.max_delay_s = max_delay_s
         self.forget_after_s = forget_after_s
         self._max_keys = max_keys
         self._clock = clock
         self._failures: OrderedDict[tuple[str, ...], _Failures] = OrderedDict()
         self._lock = threading.Lock()
+        self._account_locks = tuple(threading.Lock() for _ in range(64))
 
     def __len__(self) -> int:
         """Keys remembered now."""
         return len(self._failures)
 
+    def attempt(self, user: str) -> threading.Lock:
+        """A lock to hold around one login attempt of ``user``: check `retry_after`, verify the password,
+        then count `failed` or `succeeded`, so that concurrent guesses cannot all pass the check before
+        the first failure is counted (one of 64 locks, chosen by the name: bounded memory)."""
+        return self._account_locks[hash(user[:64]) % len(self._account_locks)]
+
     @staticmethod
-    def _keys(user: str, address: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _keys(user: str, address: str, device: str | None = None) -> tuple[tuple[str, ...], ...]:
+        if device is not None:  # a browser that signed in as this user: only its own count
+            return (("device", user[:64], device[:64]),)
         where = address_key(address)
-        return ("pair", user[:64], where), ("address", where)
+        return ("pair", user[:64], where), ("address", where), ("account", user[:64])
 
-    def _free(self, key: tuple[str, ...]) -> int:
-        return self.free_per_pair if key[0] == "pair" else self.free_per_address
-
-    def retry_after(self, user: str, address: str) -> float | None:
-        """Seconds until this user name may try again from this address, or ``None`` when it may now."""
+    def retry_after(self, user: str, address: str, device: str | None = None) -> float | None:
+        """Seconds until this user name may try again from this address (or trusted browser ``device``),
+        or ``None`` when it may now."""
         now = self._clock()
         with self._lock:
-            waits = [f.blocked_until - now for k in self._keys(user, address) if (f := self._failures.get(k))]
+            waits = [f.blocked_until - now for k in self._keys(user, address, device) if (f := self._failures.get(k))]
         wait = max(waits, default=0.0)
         return wait if wait > 0 else None
 
-    def failed(self, user: str, address: str) -> float | None:
+    def _over(self, key: tuple[str, ...], entry: _Failures, now: float) -> tuple[int, float]:
+        """How many failures past the free ones this key is, and its first delay."""
+        if key[0] == "account":
+            times = entry.times = entry.times if entry.times is not None else deque(maxlen=self.free_per_account + 64)
+            times.append(now)
+            while times and now - times[0] >= self.account_window_s:
+                times.popleft()
+            return len(times) - self.free_per_account, self.account_base_delay_s
+        free = self.free_per_address if key[0] == "address" else self.free_per_pair
+        return entry.count - free, self.base_delay_s
+
+    def failed(self, user: str, address: str, device: str | None = None) -> float | None:
         """Count one failed login; the delay it starts (seconds), or ``None`` while failures are free."""
         now = self._clock()
         delays = []
         with self._lock:
             self._forget_old(now)
-            for key in self._keys(user, address):
+            for key in self._keys(user, address, device):
                 entry = self._failures.setdefault(key, _Failures())
                 self._failures.move_to_end(key)
                 entry.count += 1
                 entry.last = now
-                over = entry.count - self._free(key)
+                over, base = self._over(key, entry, now)
                 if over >= 0:
-                    delay = min(self.base_delay_s * 2.0 ** min(over, 62), self.max_delay_s)
+                    delay = min(base * 2.0 ** min(over, 62), self.max_delay_s)
                     entry.blocked_until = max(entry.blocked_until, now + delay)
                     delays.append(delay)
-            while len(self._failures) > self._max_keys:
-                self._failures.popitem(last=False)
+            self._evict(now)
         return max(delays) if delays else None
 
-    def succeeded(self, user: str, address: str) -> None:
-        """Forget the failures of this user name from this address (the address keeps its own count)."""
+    def succeeded(self, user: str, address: str, device: str | None = None) -> None:
+        """Forget the failures of this user name from this address or trusted browser (the address and
+        the account keep their own counts: an attacker elsewhere goes on waiting)."""
         with self._lock:
-            self._failures.pop(self._keys(user, address)[0], None)
+            self._failures.pop(self._keys(user, address, device)[0], None)
 
     def _forget_old(self, now: float) -> None:
         # least recently failed first: stop at the first key that is still recent
@@ -177,6 +220,17 @@ class LoginLimiter:
             if now - entry.last < self.forget_after_s:
                 return
             del self._failures[key]
+
+    def _evict(self, now: float) -> None:
+        """Past ``max_keys``: forget the least recently failed keys that do not wait; waiting ones last."""
+        excess = len(self._failures) - self._max_keys
+        if excess <= 0:
+            return
+        idle = [k for k, f in self._failures.items() if f.blocked_until <= now][:excess]
+        for key in idle:
+            del self._failures[key]
+        while len(self._failures) > self._max_keys:
+            self._failures.popitem(last=False)
 
 
 def address_key(address: str) -> str:
@@ -281,6 +335,8 @@ class ConsoleState:
     users: UserStore
     limiter: LoginLimiter
     settings: ConsoleSettings
+    devices: DeviceCookies = field(default_factory=lambda: DeviceCookies(secrets.token_bytes(32)))
+    downloads: DownloadLog = field(default_factory=DownloadLog)
 
 
 def console_state(request: Request) -> ConsoleState:

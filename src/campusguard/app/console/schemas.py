@@ -145,6 +145,14 @@ class EventOut(BaseModel):
     updated_at: str
     snapshot_url: str | None
     clip_url: str | None
+    snapshot_withheld: bool = Field(
+        False,
+        description="A snapshot exists but is withheld from you (a viewer: the camera blurs and no blurred copy exists).",
+    )
+    clip_withheld: bool = Field(
+        False,
+        description="A clip exists but is withheld from you (a viewer: the camera blurs and no blurred copy exists).",
+    )
 
 
 class EventPage(BaseModel):
@@ -232,6 +240,8 @@ class Health(BaseModel):
 class Ready(BaseModel):
     ready: bool
     problems: list[str] = Field(
-        default_factory=list, description="Why not ready (e.g. a full disk, its path and free bytes)."
+        default_factory=list,
+        description="Why not ready: the cameras without a recent frame, ``disk full`` (with a full volume's path, "
+        "free bytes and error only for an operator's or admin's token or session).",
     )
     mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)

@@ -28,6 +28,7 @@ from starlette.routing import Mount
 
 from campusguard.app.console import api, oidc_pages, pages
 from campusguard.app.console.auth import (
+    SESSION_COOKIE,
     ConsoleSettings,
     ConsoleState,
     LoginLimiter,
@@ -38,6 +39,7 @@ from campusguard.app.console.auth import (
     page_user,
     parse_trusted_proxies,
 )
+from campusguard.app.console.devices import DeviceCookies, device_key_beside
 from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import UserStore
@@ -175,11 +177,20 @@ def _health_router() -> APIRouter:
     )
     def readyz(request: Request) -> Response:
         """Every camera produced a frame in the last few seconds and no volume written to is full
-        (public): 200, else 503 with the reasons (a full disk names its path and free bytes). Each
-        MQTT sink's broker and whether it is connected is a detail: alerts wait in its outbox."""
+        (public): 200, else 503 with the reasons: the cameras without a recent frame (their ids) and
+        ``disk full``; an operator's or admin's session or token also gets each full volume's path,
+        free bytes and last error. Each MQTT sink's broker and whether it is connected is a detail:
+        alerts wait in its outbox."""
         runtime = console_state(request).runtime
-        cameras_ok = bool(runtime.ready())
-        problems = ([] if cameras_ok else ["some camera produced no frame recently"]) + runtime.disk_problems()
+        problems = []
+        if not runtime.ready():
+            stale = sorted(c.name for c in runtime.camera_status() if c.state != "live")
+            problems.append(
+                f"no recent frame from camera {', '.join(stale)}" if stale else "some camera produced no frame recently"
+            )
+        disk = runtime.disk_problems()
+        if disk:
+            problems += disk if _caller_role(request) in ("operator", "admin") else ["disk full"]
         ready = not problems
         return JSONResponse(
             Ready(ready=ready, problems=problems, mqtt_connected=runtime.mqtt_connected() or None).model_dump(
@@ -189,6 +200,14 @@ def _health_router() -> APIRouter:
         )
 
     return router
+
+
+def _caller_role(request: Request) -> str | None:
+    """The role of a public route's caller with a valid bearer token or session cookie, else ``None``."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else request.cookies.get(SESSION_COOKIE, "")
+    credential = console_state(request).users.resolve(token) if token else None
+    return None if credential is None else credential.user.role
 
 
 def _root_protected_router() -> APIRouter:
@@ -298,7 +317,9 @@ def create_app(
         secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy).
         max_body_bytes: request body limit (413 above).
         limiter: failed-login limits (default: 5 free failures per user name and address, 20 per
-            address, then a delay that doubles with each failure, from 1 s up to 15 minutes).
+            address, then a delay that doubles with each failure, from 1 s up to 15 minutes; 10 per
+            account within 15 minutes from browsers without its device cookie, then from 2 s).
+            The device-cookie key is kept beside the users database (``<users db>.device-key``).
         password_hasher: an argon2 ``PasswordHasher`` for a new `UserStore` (tests use cheap parameters).
         trusted_proxies: addresses or networks of reverse proxies whose ``X-Forwarded-For`` is believed
             (``--trusted-proxy``); none by default, not even 127.0.0.1.
@@ -332,6 +353,7 @@ def create_app(
             max_body_bytes=max_body_bytes,
             trusted_proxies=proxies,
         ),
+        devices=DeviceCookies(device_key_beside(users.path)),
     )
     app.state.oidc = oidc
     _error_handlers(app)

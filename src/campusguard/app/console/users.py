@@ -431,6 +431,20 @@ class UserStore(SQLiteFile):
             "FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.token_hash = ?",
             (_token_hash(token),),
         )
+        return self._credential(rows)
+
+    def credential(self, token_hash: str) -> Credential | None:
+        """The credential of a token known by its hash (what a request resolved before), or ``None``
+        once it is revoked, expired, or its user removed: open streams re-check their caller with it."""
+        rows = self._read(
+            "SELECT u.name, u.role, u.created_at, t.kind, t.token_hash, t.csrf, t.expires_at "
+            "FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.token_hash = ?",
+            (token_hash,),
+        )
+        return self._credential(rows)
+
+    @staticmethod
+    def _credential(rows: list[tuple[Any, ...]]) -> Credential | None:
         if not rows:
             return None
         name, role, created, kind, digest, csrf, expires = rows[0]

@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
 from campusguard.app.console.runtime import ConfigSaveError, GroupUnavailableError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
+from campusguard.app.console.sessions import stream_guard
 from campusguard.app.console.users import role_at_least
 from campusguard.errors import ConfigError
 
@@ -76,15 +77,20 @@ async def live(name: str, request: Request) -> StreamingResponse:
     """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames.
     Blurred for viewers where the camera has blur on.
 
-    With the cameras on Ray actors the frames are pulled from the camera's actor; while it restarts no frame is sent."""
-    runtime = console_state(request).runtime
+    With the cameras on Ray actors the frames are pulled from the camera's actor; while it restarts no frame is sent.
+    The stream ends within about 2 s when the caller's session ends or their role drops below what it shows."""
+    state = console_state(request)
+    runtime = state.runtime
     await run_in_threadpool(_check_camera, request, name)
-    viewer = await run_in_threadpool(runtime.open_viewer, name, 2, _redacted(request))
+    redacted = _redacted(request)
+    viewer = await run_in_threadpool(runtime.open_viewer, name, 2, redacted)
+    guard = stream_guard(request, state.users, "viewer" if redacted else "operator")
 
     async def parts() -> AsyncIterator[bytes]:
         try:
-            # ends when the client leaves or the runtime closes the viewer (stop)
-            while not viewer.closed and not await request.is_disconnected():
+            # ends when the client leaves, the runtime closes the viewer (stop), or the caller's
+            # session ends (logout, removed, demoted, password changed: re-read every second)
+            while not viewer.closed and not await request.is_disconnected() and await guard.allowed():
                 jpeg = await run_in_threadpool(viewer.get, 1.0)
                 if jpeg is not None:
                     yield mjpeg_part(jpeg)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
@@ -25,6 +25,7 @@ from campusguard.app.console.schemas import (
     OpenIncidents,
     Responses,
 )
+from campusguard.app.console.sessions import stream_guard
 from campusguard.app.console.users import role_at_least
 from campusguard.app.events.store import (
     EventFilter,
@@ -40,7 +41,7 @@ MAX_CSV_ROWS = 100_000
 SSE_KEEPALIVE_S = 15.0
 _NOT_FOUND: Responses = {404: {"description": "No such event (or it has no such file)."}}
 _MEDIA_TYPES = {"snapshot": "image/jpeg", "clip": "video/mp4"}
-_LATER_RANGE = re.compile(r"^bytes=[1-9][0-9]*-[0-9]*$")
+THUMB_WIDTH = 160
 
 
 def sees_sharp(request: Request) -> bool:
@@ -50,17 +51,18 @@ def sees_sharp(request: Request) -> bool:
 
 def event_json(state: ConsoleState, data: dict[str, Any], request: Request) -> dict[str, Any]:
     """An event dict of the store with the snapshot and clip URLs this user can open (``None`` while
-    there is no such file, or, for a viewer of a camera with blur on, no redacted variant of it)."""
+    there is no such file, or, for a viewer of a camera with blur on, no redacted variant of it), and
+    whether a file exists but is withheld from this user (``snapshot_withheld``, ``clip_withheld``)."""
     eid = data["id"]
     runtime = state.runtime
     viewer_of = None if sees_sharp(request) else data["camera"]
-    return {
-        **data,
-        "snapshot_url": f"/api/v1/events/{eid}/snapshot.jpg"
-        if runtime.event_media(eid, "snapshot", viewer_of=viewer_of)
-        else None,
-        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip", viewer_of=viewer_of) else None,
-    }
+    out = {**data}
+    media: tuple[tuple[Literal["snapshot", "clip"], str], ...] = (("snapshot", "snapshot.jpg"), ("clip", "clip.mp4"))
+    for kind, suffix in media:
+        shown = runtime.event_media(eid, kind, viewer_of=viewer_of)
+        out[f"{kind}_url"] = f"/api/v1/events/{eid}/{suffix}" if shown else None
+        out[f"{kind}_withheld"] = shown is None and viewer_of is not None and runtime.event_media(eid, kind) is not None
+    return out
 
 
 def _filter(
@@ -118,16 +120,20 @@ def export_csv(request: Request, where: EventFilter = Depends(_filter)) -> Strea
 
 @router.get("/events/stream", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
 async def stream(request: Request) -> StreamingResponse:
-    """Server-sent events: ``event: event`` with the event JSON, once per new or updated event (after commit)."""
+    """Server-sent events: ``event: event`` with the event JSON, once per new or updated event (after commit).
+
+    The stream ends within about 2 s when the caller's session ends or their role drops below what it shows."""
     state = console_state(request)
     subscription = await run_in_threadpool(state.runtime.subscribe_events)
+    guard = stream_guard(request, state.users, "operator" if sees_sharp(request) else "viewer")
 
     async def messages() -> AsyncIterator[str]:
         try:
             yield "retry: 2000\n\n"
             idle_s = 0.0
-            # ends when the client leaves or the runtime closes the subscription (stop)
-            while not subscription.closed and not await request.is_disconnected():
+            # ends when the client leaves, the runtime closes the subscription (stop), or the caller's
+            # session ends (logout, removed, demoted, password changed: re-read every second)
+            while not subscription.closed and not await request.is_disconnected() and await guard.allowed():
                 item = await run_in_threadpool(subscription.get, 1.0)
                 if item is None:
                     idle_s += 1.0
@@ -163,7 +169,9 @@ def get_event(event_id: EventId, request: Request) -> EventOut:
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
     """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
-    an operator's or admin's download of the sharp file of such a camera is audited."""
+    an operator's or admin's download of the sharp file of such a camera is audited once per
+    download (`DownloadLog`: a request without ``Range`` is a download; the first byte range of a
+    file by a user opens one, that user's later ranges of it within 10 minutes belong to it)."""
     state = console_state(request)
     camera = _stored(state, event_id)["camera"]
     sharp = sees_sharp(request)
@@ -172,12 +180,48 @@ def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
     blur = state.runtime.camera_blur(camera)
-    # once per download: a player's later range requests (one range after byte 0: the rest of a clip)
-    # are the same download; any request that can return byte 0 is audited
-    later_part = _LATER_RANGE.match(request.headers.get("range", "").replace(" ", "")) is not None
-    if sharp and blur != "none" and not later_part:
-        audit(request, f"media.{kind}.sharp", event_id, camera=camera, blur=blur)
+    if sharp and blur != "none":
+        ranged = "range" in request.headers
+        if state.downloads.opens_download(request.state.user.name, f"{kind}:{event_id}", ranged=ranged):
+            audit(request, f"media.{kind}.sharp", event_id, camera=camera, blur=blur, ranged=ranged)
     return FileResponse(path, media_type=_MEDIA_TYPES[kind], headers=MEDIA_HEADERS)
+
+
+@router.get(
+    "/events/{event_id}/thumb.jpg",
+    response_class=Response,
+    responses={200: {"content": {"image/jpeg": {}}}, **_NOT_FOUND},
+)
+def event_thumbnail(event_id: EventId, request: Request) -> Response:
+    """A small snapshot for lists (at most 160 px wide), for every role the redacted one where the
+    camera blurs: the incident list never hands out sharp images, so it writes no audit entry."""
+    state = console_state(request)
+    camera = _stored(state, event_id)["camera"]
+    path = state.runtime.event_media(event_id, "snapshot", viewer_of=camera)
+    try:
+        jpeg = None if path is None else _thumbnail(str(path), path.stat().st_mtime_ns)
+    except OSError:  # deleted meanwhile (retention)
+        jpeg = None
+    if jpeg is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no thumbnail")
+    return Response(jpeg, media_type="image/jpeg", headers=MEDIA_HEADERS)
+
+
+@functools.lru_cache(maxsize=512)
+def _thumbnail(path: str, mtime_ns: int) -> bytes | None:
+    """The JPEG at ``path`` scaled to at most `THUMB_WIDTH` px wide (cached by path and modification time)."""
+    import cv2
+
+    image = cv2.imread(path, cv2.IMREAD_COLOR)
+    if image is None:
+        return None
+    height, width = image.shape[:2]
+    if width > THUMB_WIDTH:
+        image = cv2.resize(
+            image, (THUMB_WIDTH, max(1, round(height * THUMB_WIDTH / width))), interpolation=cv2.INTER_AREA
+        )
+    ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])
+    return bytes(buf) if ok else None
 
 
 @router.get(

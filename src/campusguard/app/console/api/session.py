@@ -1,8 +1,9 @@
 """Login, logout and who am I.
 
 Failed logins (and wrong present passwords) are counted by the app's `LoginLimiter` for the
-client's address (`client_address`: X-Forwarded-For only from a trusted proxy) and written to the
-audit log with the name tried, the address and the reason, never the password tried.
+client's address (`client_address`: X-Forwarded-For only from a trusted proxy), the account, or the
+browser's device cookie (`devices`: set at each successful login) and written to the audit log with
+the name tried, the address and the reason, never the password tried.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from campusguard.app.console.auth import (
     console_state,
     current_user,
 )
+from campusguard.app.console.devices import DEVICE_COOKIE
 from campusguard.app.console.schemas import LoginRequest, LoginResponse, PasswordChange, UserOut
 from campusguard.app.console.users import User, check_user_name
 from campusguard.errors import InvalidInputError
 
 log = logging.getLogger("campusguard.app.console.auth")
+DEVICE_COOKIE_PATH = "/api/v1/auth"  # sent only where it counts: login and password change
 public_router = APIRouter(tags=["auth"])
 router = APIRouter(tags=["auth"])
 
@@ -35,34 +38,59 @@ router = APIRouter(tags=["auth"])
     responses={401: {"description": "Wrong user name or password."}, 429: {"description": "Too many failed logins."}},
 )
 def login(body: LoginRequest, request: Request, response: Response) -> LoginResponse:
-    """Log in: sets the session cookie (HttpOnly, SameSite=Strict) and the CSRF cookie; returns both values."""
+    """Log in: sets the session cookie (HttpOnly, SameSite=Strict), the CSRF cookie and the device
+    cookie (``cg_device``, 90 days: this browser signed in as this user); returns the session values.
+
+    A browser with a valid device cookie for the user is not delayed by failures elsewhere."""
     state = console_state(request)
     address = client_address(request)
-    _refuse_while_limited(state, body.username, address, "failed logins")
-    user = state.users.verify_password(body.username, body.password)
+    device = state.devices.trusted(request.cookies.get(DEVICE_COOKIE), body.username)
+    with state.limiter.attempt(body.username):  # concurrent guesses of one name: checked and counted in turn
+        _refuse_while_limited(state, body.username, address, "failed logins", device)
+        user = state.users.verify_password(body.username, body.password)
+        if user is None:
+            delay = state.limiter.failed(body.username, address, device)
+        else:
+            state.limiter.succeeded(body.username, address, device)
     if user is None:
-        delay = state.limiter.failed(body.username, address)
         reason = "wrong password" if state.users.get_user(body.username) is not None else "unknown user"
-        _audit_failure(state, "login.failed", body.username, address, reason, delay)
+        _audit_failure(state, "login.failed", body.username, address, reason, delay, device)
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong user name or password")
-    state.limiter.succeeded(body.username, address)
     state.users.purge_expired()
     token, csrf = state.users.create_session(user.name, ttl=state.settings.session_ttl)
     request.state.user = user
-    audit(request, "login", user.name, address=address)
+    audit(request, "login", user.name, address=address, known_browser=device is not None)
     max_age = int(state.settings.session_ttl.total_seconds())
     secure = state.settings.secure_cookies
     response.set_cookie(
         SESSION_COOKIE, token, max_age=max_age, httponly=True, samesite="strict", secure=secure, path="/"
     )
     response.set_cookie(CSRF_COOKIE, csrf, max_age=max_age, httponly=False, samesite="strict", secure=secure, path="/")
+    response.set_cookie(
+        DEVICE_COOKIE,
+        state.devices.after_login(request.cookies.get(DEVICE_COOKIE), user.name),
+        max_age=state.devices.ttl_s,
+        httponly=True,
+        samesite="strict",
+        secure=secure,
+        path=DEVICE_COOKIE_PATH,
+    )
     return LoginResponse(token=token, csrf=csrf, user=UserOut(name=user.name, role=user.role))
 
 
-def _audit_failure(state: ConsoleState, action: str, name: str, address: str, reason: str, delay: float | None) -> None:
-    """Record a failed attempt (the name tried, the address, why; never the password) and log it."""
+def _audit_failure(
+    state: ConsoleState,
+    action: str,
+    name: str,
+    address: str,
+    reason: str,
+    delay: float | None,
+    device: str | None = None,
+) -> None:
+    """Record a failed attempt (the name tried, the address, why, whether from a browser that signed
+    in as that user before; never the password) and log it."""
     shown = name if _is_user_name(name) else "(not a user name)"
-    details: dict[str, object] = {"address": address, "reason": reason}
+    details: dict[str, object] = {"address": address, "reason": reason, "known_browser": device is not None}
     if delay is not None:
         details["retry_after_s"] = math.ceil(delay)
     state.users.audit(None, action, shown, **details)
@@ -77,13 +105,14 @@ def _is_user_name(name: str) -> bool:
     return True
 
 
-def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: str) -> None:
-    """429 with Retry-After while the limiter holds back ``name`` or ``address`` (``what`` names the failures)."""
-    wait = state.limiter.retry_after(name, address)
+def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: str, device: str | None) -> None:
+    """429 with Retry-After while the limiter holds back ``name`` from ``address`` or this browser
+    (``what`` names the failures)."""
+    wait = state.limiter.retry_after(name, address, device)
     if wait is not None:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
-            f"too many {what} from this address; try again in {math.ceil(wait)} s",
+            f"too many {what}; try again in {math.ceil(wait)} s",
             headers={"Retry-After": str(math.ceil(wait))},
         )
 
@@ -112,10 +141,13 @@ def change_password(body: PasswordChange, request: Request, user: User = Depends
     """Change your own password; your other login sessions end, this one stays."""
     state = console_state(request)
     address = client_address(request)
-    _refuse_while_limited(state, user.name, address, "failed attempts")
-    if state.users.verify_password(user.name, body.current) is None:
-        delay = state.limiter.failed(user.name, address)
-        _audit_failure(state, "password.failed", user.name, address, "wrong present password", delay)
+    device = state.devices.trusted(request.cookies.get(DEVICE_COOKIE), user.name)
+    with state.limiter.attempt(user.name):
+        _refuse_while_limited(state, user.name, address, "failed attempts", device)
+        wrong = state.users.verify_password(user.name, body.current) is None
+        delay = state.limiter.failed(user.name, address, device) if wrong else None
+    if wrong:
+        _audit_failure(state, "password.failed", user.name, address, "wrong present password", delay, device)
         raise HTTPException(status.HTTP_403_FORBIDDEN, "the present password is wrong")
     credential = request.state.credential
     state.users.set_password(user.name, body.new, keep_token_hash=credential.token_hash)

@@ -7,11 +7,12 @@ limits (``retention.max_media``, ``retention.min_free``), and the volumes a writ
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from campusguard.app.console.auth import ConsoleState, console_state
+from campusguard.app.console.users import role_at_least
 
 __all__ = ["FullVolumeOut", "StorageOut", "router"]
 
@@ -21,9 +22,11 @@ router = APIRouter(tags=["cameras"])
 class FullVolumeOut(BaseModel):
     """A volume a write found full, and still full."""
 
-    volume: str = Field(description="Mount point of the volume.")
+    volume: str | None = Field(description="Mount point of the volume (operators and admins; null for viewers).")
     free_bytes: int = Field(description="Free bytes when the last write failed.")
-    last_error: str = Field(description="What the last failed write said.")
+    last_error: str | None = Field(
+        description="What the last failed write said (operators and admins; null for viewers)."
+    )
 
 
 class StorageOut(BaseModel):
@@ -40,9 +43,11 @@ class StorageOut(BaseModel):
 
 
 @router.get("/storage")
-async def storage(state: ConsoleState = Depends(console_state)) -> StorageOut:
-    """Disk use of the data volume, media kept by kind, the retention limits and any full volume."""
+async def storage(request: Request, state: ConsoleState = Depends(console_state)) -> StorageOut:
+    """Disk use of the data volume, media kept by kind, the retention limits and any full volume
+    (its mount point and last error for operators and admins; viewers get the sizes only)."""
     status = await run_in_threadpool(state.runtime.storage_status)  # statvfs on a slow disk: not on the loop
+    detail = role_at_least(request.state.user.role, "operator")
     return StorageOut(
         free_bytes=status.free_bytes,
         total_bytes=status.total_bytes,
@@ -50,6 +55,11 @@ async def storage(state: ConsoleState = Depends(console_state)) -> StorageOut:
         max_media_bytes=status.max_media_bytes,
         min_free_bytes=status.min_free_bytes,
         full_volumes=[
-            FullVolumeOut(volume=v.volume, free_bytes=v.free_bytes, last_error=v.last_error) for v in status.full_volumes
+            FullVolumeOut(
+                volume=v.volume if detail else None,
+                free_bytes=v.free_bytes,
+                last_error=v.last_error if detail else None,
+            )
+            for v in status.full_volumes
         ],
     )

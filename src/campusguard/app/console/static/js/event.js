@@ -20,6 +20,9 @@ const resolveButton = document.getElementById("resolve");
 const keepButton = document.getElementById("keep");
 const note = document.getElementById("note");
 let clipPolls = 0;
+const WITHHELD =
+  "Withheld: this camera blurs people and this incident's media has no blurred copy, so viewers cannot see it. " +
+  "An operator or admin can.";
 
 function fact(label, value) {
   if (value === null || value === undefined || value === "") return [];
@@ -51,7 +54,14 @@ function render(event) {
       snapshot.src = event.snapshot_url;
       snapshot.hidden = false;
     }
-    clipNote.textContent = clipPolls < 20 ? "The clip is being written…" : "No clip for this incident.";
+    if (event.clip_withheld) {
+      clipNote.textContent = WITHHELD;
+    } else {
+      clipNote.textContent = clipPolls < 20 ? "The clip is being written…" : "No clip for this incident.";
+    }
+  }
+  if (!event.snapshot_url && event.snapshot_withheld && !event.clip_url && !event.clip_withheld) {
+    clipNote.textContent = WITHHELD;
   }
 
   const duration = eventDuration(event);
@@ -86,7 +96,7 @@ async function load() {
     const [event] = await Promise.all([api(path), loadKinds().catch(() => null)]);
     showError(errorBox, "");
     render(event);
-    if (!event.clip_url && clipPolls < 20) {
+    if (!event.clip_url && !event.clip_withheld && clipPolls < 20) {
       clipPolls += 1;
       setTimeout(load, 1500); // the clip is written a few seconds after the start
     }

@@ -63,9 +63,15 @@ async function acknowledge(event, button) {
 
 function renderItem(event) {
   const href = `/events/${encodeURIComponent(event.id)}`;
+  const what = `${kindLabel(event.kind)} · ${event.rule} on ${event.camera}, ${formatTime(event.started_at)}`;
+  // a small thumbnail, blurred where the camera blurs (for every role: a list hands out no sharp image)
   const thumb = event.snapshot_url
-    ? el("img", { src: event.snapshot_url, alt: "", loading: "lazy" })
+    ? el("img", { src: `/api/v1/events/${encodeURIComponent(event.id)}/thumb.jpg`, alt: `Snapshot of ${what}`, loading: "lazy" })
     : el("div", { class: "placeholder" }, "no snapshot");
+  if (event.snapshot_url) {
+    // media from before the camera blurred has no blurred copy: no thumbnail then
+    thumb.addEventListener("error", () => thumb.replaceWith(el("div", { class: "placeholder" }, "no thumbnail")), { once: true });
+  }
   const duration = eventDuration(event);
   const actions = el("div", { class: "actions" });
   let pick = null;
@@ -73,7 +79,7 @@ function renderItem(event) {
     pick = el("input", {
       type: "checkbox",
       class: "pick",
-      "aria-label": `Select ${kindLabel(event.kind)} on ${event.camera}`,
+      "aria-label": `Select ${what} (${event.id})`,
       disabled: event.state === "resolved",
       checked: selected.has(event.id) && event.state !== "resolved",
     });
@@ -96,7 +102,9 @@ function renderItem(event) {
     "li",
     { class: `event-item state-${event.state}`, dataset: { id: event.id, state: event.state, time: eventTime(event) } },
     pick,
-    el("a", { class: "thumb", href, tabindex: "-1" }, thumb),
+    // the thumbnail links to the incident too (named by the image's alt text; out of the tab order:
+    // the title is the same link); without a snapshot there is no link, only the placeholder
+    event.snapshot_url ? el("a", { class: "thumb", href, tabindex: "-1" }, thumb) : el("div", { class: "thumb" }, thumb),
     el(
       "div",
       { class: "summary" },

@@ -24,7 +24,7 @@ form.addEventListener("submit", async (e) => {
     const status = err instanceof ApiError ? err.status : 0;
     const message =
       status === 401 ? "Wrong user name or password."
-      : status === 429 ? `Too many failed logins from here: ${err.message.replace(/^too many failed logins[^;]*;\s*/i, "")}.`
+      : status === 429 ? `Too many failed logins: ${err.message.replace(/^too many failed logins[^;]*;\s*/i, "")}.`
       : status === 422 ? "Enter a user name and a password."
       : `Could not log in: ${err.message}`;
     showError(error, message);

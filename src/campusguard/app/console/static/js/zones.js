@@ -245,7 +245,10 @@ function renderList() {
         `${s.data.name}`,
         el("small", { class: "muted" }, ` ${TYPE_WORD[s.type]} · ${count}${ruleCount}`),
       );
-      button.addEventListener("click", () => select(i));
+      button.addEventListener("click", () => {
+        select(i);
+        list.querySelector(`button[data-index="${i}"]`)?.focus(); // the list was drawn again: keep the focus
+      });
       return el("li", {}, button);
     }),
   );
@@ -433,6 +436,77 @@ function deletePoint() {
   render();
 }
 
+/** Say which point is selected and where (the status line is a live region: screen readers hear it). */
+function announcePoint() {
+  const s = shapes[selected];
+  if (!s || selectedPoint < 0 || !s.pts[selectedPoint]) return;
+  const [x, y] = s.pts[selectedPoint];
+  statusLine.textContent =
+    `Point ${selectedPoint + 1} of ${s.pts.length} of ${TYPE_WORD[s.type]} ${s.data.name}: x ${Math.round(x)}, y ${Math.round(y)}.`;
+}
+
+/** Add a point after the selected one (halfway to the next), or the first points of a new shape. */
+function insertPoint() {
+  const s = shapes[selected];
+  if (!s) {
+    statusLine.textContent = "Select a zone, line or mask first, or add one.";
+    return;
+  }
+  if (s.type === "line" && s.pts.length >= 2) {
+    statusLine.textContent = "A line has two ends: move them with the arrow keys.";
+    return;
+  }
+  const k = selectedPoint >= 0 ? selectedPoint : s.pts.length - 1;
+  let p;
+  if (!s.pts.length) {
+    p = [frame.w / 2, frame.h / 2];
+  } else if (s.pts.length === 1) {
+    const [x, y] = s.pts[0];
+    p = [x + (x + 20 <= frame.w ? 20 : -20), y];
+  } else {
+    const [a, b] = [s.pts[k], s.pts[(k + 1) % s.pts.length]];
+    p = [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
+  }
+  s.pts.splice(k + 1, 0, p);
+  selectedPoint = k + 1;
+  markDirty();
+  render();
+  announcePoint();
+}
+
+const MOVES = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
+/** The picture's keys: [ ] select a point, arrows move it (Shift: 10 px), + or Insert add one. */
+function onOverlayKey(event) {
+  const s = shapes[selected];
+  const move = MOVES[event.key];
+  const cycle = event.key === "[" || event.key === "]";
+  if (event.key === "+" || event.key === "Insert") {
+    insertPoint();
+  } else if (move || cycle) {
+    if (!s || !s.pts.length) {
+      statusLine.textContent = s ? "This shape has no point yet: press + to add one." : "Select a zone, line or mask in the list first.";
+    } else if (cycle || selectedPoint < 0) {
+      const n = s.pts.length;
+      selectedPoint = selectedPoint < 0 ? (event.key === "[" ? n - 1 : 0) : (selectedPoint + (event.key === "]" ? 1 : n - 1)) % n;
+      render();
+      announcePoint();
+    } else {
+      const step = event.shiftKey ? 10 : 1;
+      const [x, y] = s.pts[selectedPoint];
+      s.pts[selectedPoint] = [
+        Math.min(frame.w, Math.max(0, x + move[0] * step)), Math.min(frame.h, Math.max(0, y + move[1] * step)),
+      ];
+      markDirty();
+      render();
+      announcePoint();
+    }
+  } else {
+    return;
+  }
+  event.preventDefault();
+}
+
 function addShape(type, data) {
   shapes.push({ type, data: { name: uniqueName(type === "mask" ? "mask" : type), units: "pixels", ...data }, pts: [] });
   select(shapes.length - 1);
@@ -514,6 +588,8 @@ if (canEdit) {
     }
     dragging = null;
   };
+  svg.setAttribute("tabindex", "0"); // the keyboard's way to the points (see onOverlayKey)
+  svg.addEventListener("keydown", onOverlayKey);
   svg.addEventListener("pointerup", stopDrag);
   svg.addEventListener("pointercancel", stopDrag);
   document.addEventListener("keydown", (event) => {
@@ -541,6 +617,7 @@ if (canEdit) {
     render();
   });
   document.getElementById("delete-point").addEventListener("click", deletePoint);
+  document.getElementById("insert-point").addEventListener("click", insertPoint);
   document.getElementById("delete-shape").addEventListener("click", () => {
     const s = shapes[selected];
     if (!s) return;
