@@ -51,7 +51,9 @@ def test_core_and_cli_work_without_the_console_extra(tmp_path):
 def test_console_extra_and_package_data_are_declared():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     console = " ".join(project["project"]["optional-dependencies"]["console"])
-    for dist in ("fastapi", "uvicorn", "argon2-cffi", "prometheus-client", "paho-mqtt", "python-multipart", "av"):
+    for dist in ("fastapi", "uvicorn", "argon2-cffi", "prometheus-client", "paho-mqtt", "python-multipart", "authlib"):
         assert dist in console
+    core = " ".join(project["project"]["dependencies"])
+    assert "av>=" in core  # PyAV: every video is H.264 (recordings, clips, the demo's), console or not
     assert "app/console/static/**/*" in project["tool"]["setuptools"]["package-data"]["campusguard"]
     assert "schemathesis" in " ".join(project["project"]["optional-dependencies"]["dev"])
