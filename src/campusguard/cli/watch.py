@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
             from campusguard.app.cluster.ray_executor import ray_watch
 
             service = ray_watch(loaded, ray)
-        if not run_until_stopped(service, seconds):
+        if not run_until_stopped(service, seconds, stop_timeout_s=loaded.config.service.stop_timeout_s):
             raise typer.Exit(1)
 
     @app.command()

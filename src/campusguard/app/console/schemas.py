@@ -154,7 +154,7 @@ class EventPage(BaseModel):
 
 class CameraStatusOut(BaseModel):
     name: str
-    state: Literal["starting", "live", "reconnecting", "stopped", "failed"]
+    state: Literal["starting", "live", "reconnecting", "offline", "stopped", "failed"]
     input_fps: float
     processed_fps: float
     dropped_frames: int
@@ -235,3 +235,8 @@ class Ready(BaseModel):
         default_factory=list, description="Why not ready (e.g. a full disk, its path and free bytes)."
     )
     mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)
+    cameras_down: dict[str, str] | None = Field(
+        None,
+        description="The cameras that are not live and their state (offline, reconnecting, starting, stopped, "
+        "failed); the console is ready while some camera is live.",
+    )

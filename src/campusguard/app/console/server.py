@@ -168,20 +168,26 @@ def _health_router() -> APIRouter:
 
     @router.get(
         "/readyz",
-        responses={503: {"model": Ready, "description": "Some camera produces no frames, or a disk is full."}},
+        responses={503: {"model": Ready, "description": "No camera produces frames, or a disk is full."}},
     )
     def readyz(request: Request) -> Response:
-        """Every camera produced a frame in the last few seconds and no volume written to is full
-        (public): 200, else 503 with the reasons (a full disk names its path and free bytes). Each
-        MQTT sink's broker and whether it is connected is a detail: alerts wait in its outbox."""
+        """Some camera produced a frame in the last few seconds and no volume written to is full
+        (public): 200, else 503 with the reasons (a full disk names its path and free bytes). The
+        cameras that are not live (offline, reconnecting, ...) and each MQTT sink's broker and
+        whether it is connected are details: a campus always has a camera down, and alerts wait
+        in the MQTT outbox."""
         runtime = console_state(request).runtime
         cameras_ok = bool(runtime.ready())
-        problems = ([] if cameras_ok else ["some camera produced no frame recently"]) + runtime.disk_problems()
+        problems = ([] if cameras_ok else ["no camera produced a frame recently"]) + runtime.disk_problems()
         ready = not problems
+        body = Ready(
+            ready=ready,
+            problems=problems,
+            mqtt_connected=runtime.mqtt_connected() or None,
+            cameras_down=runtime.cameras_down() or None,
+        )
         return JSONResponse(
-            Ready(ready=ready, problems=problems, mqtt_connected=runtime.mqtt_connected() or None).model_dump(
-                exclude_defaults=True
-            ),
+            body.model_dump(exclude_defaults=True),
             status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE,
         )
 
