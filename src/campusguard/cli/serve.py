@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from campusguard.app.infra.private import private_files
-from campusguard.cli.logs import apply_log_level, log_level_option
+from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs
 from campusguard.errors import InvalidInputError, require
 
 DEFAULT_USERS_DB = "campusguard-users.db"
@@ -213,6 +213,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
         apply_log_level(log_level)
+        quiet_decoder_logs()
         serve_console(
             config,
             host=host,

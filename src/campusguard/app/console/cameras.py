@@ -258,10 +258,7 @@ class LocalCameras:
         if service is None or stopped or not service.readers or service.failed.is_set():
             return False
         now = time.monotonic()
-        return any(
-            r.ended_reason is None and r.stats.frames_read > 0 and now - r.stats.last_frame_at <= within_s
-            for r in service.readers
-        )
+        return any(r.state(False, now) == "live" and now - r.stats.last_frame_at <= within_s for r in service.readers)
 
     def incident_started(self, event: Event) -> None:
         self.clips.request(event.camera_id, event.event_id, event.start_s)
