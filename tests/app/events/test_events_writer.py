@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import queue
+import re
 import threading
 import time
 from pathlib import Path
