@@ -342,7 +342,11 @@ def test_a_missing_local_file_stays_a_start_up_error(tmp_path: Path) -> None:
 def rtsp_server_available() -> bool:
     if not Path(SYSTEM_PYTHON).exists():
         return False
-    probe = "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"
+    probe = (
+        "import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0'); "
+        "from gi.repository import Gst, GstRtspServer; Gst.init(None); "
+        "assert all(Gst.ElementFactory.find(e) for e in ('videotestsrc', 'videoconvert', 'jpegenc', 'rtpjpegpay'))"
+    )
     return subprocess.run([SYSTEM_PYTHON, "-c", probe], capture_output=True).returncode == 0
 
 
@@ -374,7 +378,10 @@ def test_a_real_rtsp_camera_offline_at_start_then_killed_and_restarted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     if not rtsp_server_available():
-        pytest.skip("needs GStreamer's RTSP server for /usr/bin/python3 (gir1.2-gst-rtsp-server-1.0, python3-gi)")
+        pytest.skip(
+            "needs GStreamer's RTSP server for /usr/bin/python3 (apt: python3-gi gir1.2-gst-rtsp-server-1.0 "
+            "gstreamer1.0-plugins-base gstreamer1.0-plugins-good; .ci/run installs them)"
+        )
     needs_console("serve")
     from fakes_console import make_console
 
