@@ -428,6 +428,11 @@ class WatchService:
         self.apply_privacy(camera_id, parts)
         self.loaded, self.config = loaded, loaded.config
 
+    def adopt_config(self, loaded: LoadedConfig) -> None:
+        """Take an edited config for the cameras not running yet (offline since the start): their zones
+        and rules are built from it when their first frame comes. Running cameras are unchanged."""
+        self.loaded, self.config = loaded, loaded.config
+
     def apply_privacy(self, camera_id: str, parts: CameraParts) -> None:
         """Swap a camera's privacy masks (its reader, from the next frame read) and blur (its analytics)."""
         for reader in self.readers:

@@ -275,8 +275,10 @@ class LocalCameras:
 
     def prepare_zones(self, loaded: LoadedConfig, text: str, camera: str) -> ZoneEdit:
         service = self._service
-        if service is None or camera not in service.analytics:  # not running: the file is all there is
+        if service is None:  # not running: the file is all there is
             return lambda: None
+        if camera not in service.analytics:  # offline since the start: built from this when it comes online
+            return lambda: service.adopt_config(loaded)
         parts = service.build_camera_parts(loaded, camera)
         return lambda: service.apply_camera_parts(loaded, camera, parts)
 
