@@ -250,12 +250,13 @@ class ConsoleRuntime:
         if self._stopped:
             return True
         self._stopped = True
+        deadline = time.monotonic() + timeout_s
         clean = self.cameras.stop(timeout_s)
         self._monitor_stop.set()
         if self._monitor is not None:
             self._monitor.join(timeout=2.0)
         self.cameras.close()
-        self.clips.close()
+        self.clips.close(max(1.0, deadline - time.monotonic()))  # pending clips, within the stop's time
         self.bus.close()
         self.store.close()
         return clean

@@ -76,6 +76,8 @@ class ConsoleService:
             InvalidInputError: the server could not listen.
         """
         self.runtime.start()
+        if self._stopping.is_set():  # a signal while the cameras were being opened
+            self.runtime.request_stop()
         self._thread = threading.Thread(target=self.server.run, name="console-http", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self.start_timeout_s
