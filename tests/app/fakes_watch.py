@@ -7,6 +7,7 @@ pipeline can be tested end to end, decoding included, without a neural network.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import cv2
@@ -121,10 +122,12 @@ outputs:
 
 
 def main(argv: list[str]) -> int:
-    """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests).
+    """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests);
+    ``python fakes_watch.py --serve PORT USERS_DB CONFIG``: `campusguard serve` the same way.
 
     ``CG_FAKE_SECONDS_PER_IMAGE`` paces the detector (seconds per frame): a file run lasts long
     enough to be killed mid-run, and no frame is dropped, so every run raises the same incidents.
+    The exit status is the command's: 0 clean, 1 not clean, 2 and one line for a `CampusGuardError`.
     """
     import os
     import time
@@ -132,6 +135,7 @@ def main(argv: list[str]) -> int:
     from campusguard.app.config import load_config
     from campusguard.app.service import WatchService
     from campusguard.app.signals import run_until_stopped
+    from campusguard.errors import CampusGuardError
 
     pace = float(os.environ.get("CG_FAKE_SECONDS_PER_IMAGE", "0"))
 
@@ -140,13 +144,27 @@ def main(argv: list[str]) -> int:
             time.sleep(pace * len(images))
             return super().predict_batch(images)
 
-    service = WatchService(load_config(argv[0]), detector_factory=lambda *a: Paced())
-    return 0 if run_until_stopped(service) else 1
+    try:
+        if argv[0] == "--serve":
+            import typer
+
+            from campusguard.cli.serve import serve_console
+
+            port, users_db, config = int(argv[1]), Path(argv[2]), Path(argv[3])
+            try:
+                serve_console(config, port=port, users_db=users_db, detector_factory=lambda *a: Paced())
+            except typer.Exit as exc:
+                return int(exc.exit_code)
+            return 0
+        loaded = load_config(argv[0])
+        service = WatchService(loaded, detector_factory=lambda *a: Paced())
+        return 0 if run_until_stopped(service, stop_timeout_s=loaded.config.service.stop_timeout_s) else 1
+    except CampusGuardError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 if __name__ == "__main__":
-    import sys
-
     raise SystemExit(main(sys.argv[1:]))
 
 

@@ -7,6 +7,7 @@ import io
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,51 @@ def test_the_state_file_refuses_a_file_that_is_not_one(videos: list[Path], tmp_p
     scan(tmp_path, [str(videos[0])])  # writes tmp_path/events.db
     with pytest.raises(InvalidInputError, match="not a scan state file"):
         ScanLedger(tmp_path / "events.db")
+
+
+class _PacedBlobs:
+    """`blob_detector_factory`, 20 ms per image: a file takes long enough to be stopped in."""
+
+    def __call__(self, *args: object) -> object:
+        import time
+
+        detector = blob_detector_factory(None, "cpu", None)
+        batch = detector.predict_batch
+
+        def paced(images: list) -> list:  # type: ignore[type-arg]
+            time.sleep(0.02 * len(images))
+            return batch(images)
+
+        detector.predict_batch = paced  # type: ignore[method-assign]
+        return detector
+
+
+class _StopOnFirstAlert(io.StringIO):
+    """The stdout sink's stream: the first alert line (the first file's events) asks the scan to stop."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        super().__init__()
+        self.stop = stop
+
+    def write(self, s: str) -> int:
+        self.stop.set()
+        return super().write(s)
+
+
+def test_a_stopped_scan_commits_what_finished_and_the_next_run_does_the_rest(
+    videos: list[Path], tmp_path: Path
+) -> None:
+    """SIGTERM or SIGINT (`campusguard.app.signals.stop_signals` sets ``stop``): the units running
+    end, the finished file's events are committed and sent, the summary says so; the next run scans
+    the rest and the store holds what one uninterrupted scan gives."""
+    _, full, _ = scan(tmp_path / "full", [str(v) for v in videos])
+    out, stop = tmp_path / "out", threading.Event()
+    loaded = parse_config(config_for(out), "scan.yaml")
+    kw = {"detector_factory": _PacedBlobs(), "console": Console(file=io.StringIO(), width=200)}
+    first = run_scan(loaded, [str(v) for v in videos], LocalExecutor(1), out=_StopOnFirstAlert(stop), stop=stop, **kw)
+    assert first.stopped and first.scanned == 1 and first.clean
+    assert "stopped: the rest is scanned by the next run" in first.line()
+    second = run_scan(loaded, [str(v) for v in videos], LocalExecutor(1), out=io.StringIO(), **kw)
+    assert (second.scanned, second.already_done, second.stopped) == (1, 1, False)
+    events = read_events(out / "events.db")
+    assert sorted((e.event_id, facts(e)) for e in events) == sorted((e.event_id, facts(e)) for e in full)

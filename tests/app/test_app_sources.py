@@ -214,16 +214,19 @@ def test_file_reader_skips_broken_frames_and_ends_a_short_file() -> None:
 
 
 @pytest.mark.parametrize(
-    ("frames_read", "connected", "last_frame_at", "ended_reason", "pipeline_failed", "expected"),
+    ("frames_read", "connected", "last_frame_at", "ended_reason", "pipeline_failed", "expected", "open_failures"),
     [
-        (0, False, 100.0, None, False, "starting"),
-        (5, True, 104.0, None, False, "live"),
-        (5, True, 90.0, None, False, "reconnecting"),  # connected, but stalled (stall_timeout_s 5)
-        (5, False, 104.0, None, False, "reconnecting"),  # the source was lost
-        (5, True, 104.0, None, True, "failed"),
-        (5, False, 104.0, "end of stream", False, "stopped"),
-        (5, False, 104.0, "end of stream", True, "failed"),
-        (5, False, 104.0, "reader failed: OSError: gone", False, "failed"),
+        (0, False, 100.0, None, False, "starting", 0),
+        (5, True, 104.0, None, False, "live", 0),
+        (5, True, 90.0, None, False, "reconnecting", 0),  # connected, but stalled (stall_timeout_s 5)
+        (5, False, 104.0, None, False, "reconnecting", 0),  # the source was lost
+        (5, True, 104.0, None, True, "failed", 0),
+        (5, False, 104.0, "end of stream", False, "stopped", 0),
+        (5, False, 104.0, "end of stream", True, "failed", 0),
+        (5, False, 104.0, "reader failed: OSError: gone", False, "failed", 0),
+        (0, False, 100.0, None, False, "offline", 1),  # could not be opened (at start)
+        (5, False, 104.0, None, False, "offline", 3),  # lost, and the attempts since failed
+        (5, False, 104.0, "stopped", False, "stopped", 3),
     ],
 )
 def test_a_readers_state_and_stall_are_worked_out_in_one_place(
@@ -233,6 +236,7 @@ def test_a_readers_state_and_stall_are_worked_out_in_one_place(
     ended_reason: str | None,
     pipeline_failed: bool,
     expected: str,
+    open_failures: int,
 ) -> None:
     """`CameraReader.state` and `CameraReader.stalled`: what the console shows, the cluster's groups
     report and the watchdog acts on."""
@@ -243,5 +247,75 @@ def test_a_readers_state_and_stall_are_worked_out_in_one_place(
     )
     reader.stats.frames_read, reader.stats.connected, reader.stats.last_frame_at = frames_read, connected, last_frame_at
     reader.ended_reason = ended_reason
+    reader.stats.open_failures = open_failures
     assert reader.state(pipeline_failed, now=106.0) == expected
     assert reader.stalled(106.0) == (connected and 106.0 - last_frame_at > 5)
+
+
+class TimedOpens:
+    """Opens a source at each call and notes when; each gives ``frames_for_s`` seconds of frames, then fails."""
+
+    def __init__(self, stop: threading.Event, frames_for_s: list[float], refuse: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        self.stop = stop
+        self.frames_for_s = frames_for_s
+        self.refuse = refuse
+        self.at: list[float] = []
+
+    def __call__(self) -> FrameSource:
+        import time
+
+        self.at.append(time.monotonic())
+        n = len(self.at)
+        if n > len(self.frames_for_s):
+            self.stop.set()
+            raise SourceError("done")
+        if n in self.refuse:
+            raise SourceError("connection refused")
+        until = time.monotonic() + self.frames_for_s[n - 1]
+        image = np.zeros((4, 4, 3), np.uint8)
+
+        class Source:
+            fps = 100.0
+
+            def read(self) -> np.ndarray | None:
+                if time.monotonic() >= until:
+                    return None
+                time.sleep(0.01)
+                return image
+
+            def at_end(self) -> bool:
+                return False
+
+            def close(self) -> None:
+                pass
+
+        return Source()
+
+
+def gaps(times: list[float]) -> list[float]:
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def test_a_source_that_opens_then_fails_at_once_keeps_backing_off() -> None:
+    """The issue's camera that reconnected every 0.5 s, 40 times in 45 s: the delay doubles at every
+    loss, open or not, and only a connection that gave frames for ``reconnect_reset_s`` resets it."""
+    stop = threading.Event()
+    opens = TimedOpens(stop, [0.02, 0.02, 0.02, 0.02, 0.02, 0.25, 0.02, 0.02], refuse={3})
+    reader = CameraReader(
+        "gate",
+        FrameQueue(1000, drop_oldest=True),
+        stop,
+        open_source=opens,
+        live=True,
+        reconnect_initial_s=0.05,
+        reconnect_max_s=0.2,
+        reconnect_reset_s=0.2,
+    )
+    reader.run()
+    waited = [round(g, 2) for g in gaps(opens.at)]
+    # each gap: the connection's frames (0.02 s; 0.25 s for the 6th), then the back-off delay
+    expected_delays = [0.05, 0.1, 0.2, 0.2, 0.2, 0.05, 0.1, 0.2]  # doubling to the cap, refused or not; reset after 0.25 s
+    frames_for = [0.02, 0.02, 0.0, 0.02, 0.02, 0.25, 0.02, 0.02]
+    for got, delay, busy in zip(waited, expected_delays, frames_for, strict=True):
+        assert delay + busy - 0.01 <= got <= delay + busy + 0.08, (waited, expected_delays)
+    assert reader.stats.reconnects == 7 and reader.ended_reason == "stopped"

@@ -3,8 +3,13 @@
 `WatchService.start` reads like the system diagram: probe the cameras, load the shared
 detectors, build each camera's tracker and rules, open the event store and alert sinks, then
 start the workers from the sources downstream. `stop` asks everything to wind down; the ends
-of the streams drain through every stage so open events are ended and committed before the
-store and the sinks close.
+of the streams drain through every stage so open events are ended (``details.interrupted``)
+and committed before the store and the sinks close.
+
+A network camera that cannot be opened at start does not stop the others: it is ``offline``,
+its reader retries with back-off, and its zones and rules are built for the real frame when
+its first frame comes (`_camera_online`). A local file that does not exist stays a start-up
+error.
 
 What each box of the diagram is built from lives elsewhere: the config-to-objects factories
 (detectors, sources and readers, motion gates, the store and the alert sinks) in
@@ -23,13 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
+
 from campusguard.app.alerts.sinks import AlertSink
-from campusguard.app.config import CameraConfig, LoadedConfig
+from campusguard.app.config import CameraConfig, LoadedConfig, source_kind
 from campusguard.app.engine.analytics import AnalyticsWorker
 from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes
 from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
-from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource
-from campusguard.app.engine.stages import DetectorLike
+from campusguard.app.engine.sources import CameraReader, EndOfStream, FrameQueue, FrameSource, PrependedSource
+from campusguard.app.engine.stages import DetectorLike, put_until
 from campusguard.app.engine.watchdog import Watchdog, WorkerThread
 from campusguard.app.engine.wiring import (
     CameraParts,
@@ -41,6 +48,7 @@ from campusguard.app.engine.wiring import (
     motion_gate_for,
     open_camera,
     open_store_and_sinks,
+    probe_of,
     probe_source,
     reader_for,
 )
@@ -50,12 +58,15 @@ from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.infra.diskspace import disk_health
+from campusguard.app.infra.sdnotify import systemd
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.retention import MediaLayout, PrunableStore, Pruner, RetentionCleaner, RetentionPolicy
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]
+
+log = logging.getLogger("campusguard.app.service")
 
 
 class WatchService:
@@ -107,6 +118,7 @@ class WatchService:
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
         self.probes: dict[str, SourceProbe] = {}
+        self.offline: dict[str, str] = {}  # network cameras that could not be opened at start: why
         self._opened: dict[str, PrependedSource] = {}  # probed sources waiting for their readers
         self.detectors: dict[str, DetectorLike] = {}
         self.metrics: dict[str, CameraMetrics] = {}
@@ -126,6 +138,9 @@ class WatchService:
         self.disk.reserve_bytes = round(self.config.outputs.media_reserve_mb * 1024 * 1024)
         self._started = False
         self._finished = False
+        self._wired = threading.Event()  # every stage started: a camera coming online may join
+        self._events_q: queue.Queue = queue.Queue(maxsize=256)
+        self._detected: dict[str, queue.Queue] = {}
 
     # the system diagram ---------------------------------------------------------------------
     def start(self) -> None:
@@ -133,7 +148,7 @@ class WatchService:
         if not self.cameras:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
         try:
-            self._probe_cameras()  # every source opens and gives a frame
+            self._probe_cameras(allow_offline=True)  # every source opens and gives a frame (network ones may be offline)
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
             store, sinks = open_store_and_sinks(self.loaded, self.out, self.store)
@@ -141,15 +156,16 @@ class WatchService:
             self._close_opened()
             raise
         doorbell = threading.Event()
-        frame_queues = self._start_readers(doorbell)  # camera -> FrameQueue
-        detected: dict[str, queue.Queue] = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
-        events: queue.Queue = queue.Queue(maxsize=256)
+        events = self._events_q
+        frame_queues = self._start_readers(doorbell, events)  # camera -> FrameQueue
+        detected = self._detected = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
         self._start_retention(store)  # expire incidents, media and logs; keep media under its limits
         self._start_metrics_and_watchdog()
         self._started = True
+        self._wired.set()
 
     def check(self) -> None:
         """The start-up checks alone: sources open, models load, zones fit the frames, classes exist."""
@@ -168,11 +184,16 @@ class WatchService:
         self._opened.clear()
 
     # steps ----------------------------------------------------------------------------------
-    def _probe_cameras(self) -> None:
+    def _probe_cameras(self, allow_offline: bool = False) -> None:
+        """Open every camera and read its first frame; with ``allow_offline`` a network camera that
+        cannot be opened is noted in `offline` (its reader retries) instead of a start-up error."""
         for i, cam in self.cameras:
             try:
                 self.probes[cam.id], self._opened[cam.id] = probe_source(cam, self.opener)
             except SourceError as exc:
+                if allow_offline and source_kind(cam.source) == "url":
+                    self.offline[cam.id] = str(exc)
+                    continue
                 self._close_opened()
                 raise self.loaded.error(("cameras", i, "source"), f"camera {cam.id!r}: {exc}") from None
 
@@ -192,6 +213,8 @@ class WatchService:
     def _build_cameras(self) -> dict[str, CameraParts]:
         parts = {}
         for i, cam in self.cameras:
+            if cam.id in self.offline:  # built when its first frame comes (`_camera_online`)
+                continue
             probe = self.probes[cam.id]
             parts[cam.id] = build_camera(
                 self.loaded,
@@ -209,24 +232,66 @@ class WatchService:
         t.start()
         return t
 
-    def _start_readers(self, doorbell: threading.Event) -> dict[str, FrameQueue]:
+    def _start_readers(self, doorbell: threading.Event, events: queue.Queue) -> dict[str, FrameQueue]:
         queues = {}
         for _, cam in self.cameras:
             q = FrameQueue(cam.queue_size, drop_oldest=cam.is_realtime(), doorbell=doorbell)
             queues[cam.id] = q
             self.metrics[cam.id] = CameraMetrics(cam.id, queue_depth=q.__len__)
+            offline = cam.id in self.offline
             reader = reader_for(
                 cam,
                 q,
                 self.stop_event,
                 opener=self.opener,
                 opened=self._opened.pop(cam.id, None),
-                reference_wh=self.probes[cam.id].resolution_wh,
+                reference_wh=cam.resolution_wh if offline else self.probes[cam.id].resolution_wh,
+                on_first_frame=self._camera_online(cam) if offline else None,
             )
+            if offline:
+                reader.note_offline(self.offline[cam.id])
             self.readers.append(reader)
         for reader in self.readers:
-            self._spawn(f"reader-{reader.camera_id}", reader.run)
+            self._spawn(f"reader-{reader.camera_id}", self._reader_run(reader, events))
         return queues
+
+    def _reader_run(self, reader: CameraReader, events: queue.Queue) -> Callable[[], None]:
+        """A reader's thread: its frames, then, for a camera that never came online (so no analytics
+        worker passes its end on), its end straight to the event worker, which waits for every camera's."""
+
+        def run() -> None:
+            reader.run()
+            if reader.camera_id not in self.analytics:
+                put_until(events, EndOfStream(reader.camera_id, reader.ended_reason or "stopped"), self.failed.is_set)
+
+        return run
+
+    def _camera_online(self, cam: CameraConfig) -> Callable[[np.ndarray, float | None], None]:
+        """What a camera offline at start does with its first frame (in its reader's thread, before
+        the frame is queued): its zones, rules, mask and motion gate built for the real frame, and
+        its analytics worker started. A zone that does not fit the frame ends that camera only."""
+
+        def online(image: np.ndarray, fps: float | None) -> None:
+            while not self._wired.wait(0.1):  # the reader may connect while `start` still wires the stages
+                if self.stop_event.is_set():
+                    return
+            index = next(i for i, c in enumerate(self.loaded.config.cameras) if c.id == cam.id)
+            probe = probe_of(cam, image, fps)
+            names = self.detectors[cam.id].names
+            parts = build_camera(self.loaded, index, names, probe.resolution_wh, probe.fps, self.stream_keys.get(cam.id, ""))
+            self.probes[cam.id] = probe
+            for reader in self.readers:
+                if reader.camera_id == cam.id:
+                    reader.mask = parts.mask
+            if cam.id in self.tracked and self.detection is not None:  # a new dict: the detection thread reads the old
+                gate = motion_gate_for(cam, self.detectors[cam.id], probe.resolution_wh)
+                self.detection.gates = {**self.detection.gates, cam.id: gate}
+            self._start_camera_analytics(cam, parts, self._detected, self._events_q)
+            log.warning(
+                "camera %s: online (%dx%d); its rules are running", cam.id, probe.resolution_wh[0], probe.resolution_wh[1]
+            )
+
+        return online
 
     def _start_detection(
         self, inputs: dict[str, FrameQueue], outputs: dict[str, queue.Queue], doorbell: threading.Event
@@ -236,7 +301,7 @@ class WatchService:
         gates = {
             cam.id: motion_gate_for(cam, self.detectors[cam.id], self.probes[cam.id].resolution_wh)
             for _, cam in self.cameras
-            if cam.id in self.tracked
+            if cam.id in self.tracked and cam.id in self.probes  # an offline camera's: when it comes online
         }
         self.detection = DetectionWorker(
             inputs,
@@ -257,33 +322,39 @@ class WatchService:
     def _start_analytics(
         self, parts: dict[str, CameraParts], inboxes: dict[str, queue.Queue], events: queue.Queue
     ) -> None:
-        outputs = self.config.outputs
         for _, cam in self.cameras:
-            p = parts[cam.id]
-            video = None
-            if outputs.annotated_video_dir:
-                fps = outputs.annotated_fps or self.probes[cam.id].fps
-                segment = max(1, round(outputs.annotated_segment_s * fps))
-                video = AnnotatedVideoWriter(outputs.annotated_video_dir, cam.id, fps, segment, disk=self.disk)
-            worker = AnalyticsWorker(
-                cam.id,
-                inboxes[cam.id],
-                events,
-                p.tracker,
-                p.rules,
-                p.geometry,
-                self.detectors[cam.id].names,
-                self.metrics[cam.id],
-                self.failed,
-                video=video,
-                snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
-                disk=self.disk,
-                on_frame=self.on_frame,
-                tracked_out=self.tracked.get(cam.id),
-                blur=p.blur,
-            )
-            self.analytics[cam.id] = worker
-            self._spawn(f"analytics-{cam.id}", worker.run)
+            if cam.id in parts:
+                self._start_camera_analytics(cam, parts[cam.id], inboxes, events)
+
+    def _start_camera_analytics(
+        self, cam: CameraConfig, p: CameraParts, inboxes: dict[str, queue.Queue], events: queue.Queue
+    ) -> None:
+        outputs = self.config.outputs
+        video = None
+        if outputs.annotated_video_dir:
+            fps = outputs.annotated_fps or self.probes[cam.id].fps
+            segment = max(1, round(outputs.annotated_segment_s * fps))
+            video = AnnotatedVideoWriter(outputs.annotated_video_dir, cam.id, fps, segment, disk=self.disk)
+        worker = AnalyticsWorker(
+            cam.id,
+            inboxes[cam.id],
+            events,
+            p.tracker,
+            p.rules,
+            p.geometry,
+            self.detectors[cam.id].names,
+            self.metrics[cam.id],
+            self.failed,
+            video=video,
+            snapshots_dir=Path(outputs.snapshots_dir) if outputs.snapshots_dir else None,
+            disk=self.disk,
+            on_frame=self.on_frame,
+            tracked_out=self.tracked.get(cam.id),
+            blur=p.blur,
+            offline_end_s=cam.offline_end_s if cam.is_live() else None,
+        )
+        self.analytics[cam.id] = worker
+        self._spawn(f"analytics-{cam.id}", worker.run)
 
     def _start_event_worker(self, inbox: queue.Queue, store: EventRecorder, sinks: list[AlertSink]) -> None:
         self.event_worker = EventWorker(
@@ -344,7 +415,7 @@ class WatchService:
             ConfigError: a zone or line leaves the frame, or a rule names an unknown class.
         """
         index = next((i for i, c in enumerate(loaded.config.cameras) if c.id == camera_id), None)
-        if index is None or camera_id not in self.analytics:
+        if index is None or camera_id not in self.analytics or camera_id not in self.probes:
             raise KeyError(camera_id)
         probe = self.probes[camera_id]
         names = self.detectors[camera_id].names
@@ -355,6 +426,11 @@ class WatchService:
         next frame (open events of the old rules are ended); its tracker keeps its tracks."""
         self.analytics[camera_id].replace_rules(parts.rules, parts.geometry)
         self.apply_privacy(camera_id, parts)
+        self.loaded, self.config = loaded, loaded.config
+
+    def adopt_config(self, loaded: LoadedConfig) -> None:
+        """Take an edited config for the cameras not running yet (offline since the start): their zones
+        and rules are built from it when their first frame comes. Running cameras are unchanged."""
         self.loaded, self.config = loaded, loaded.config
 
     def apply_privacy(self, camera_id: str, parts: CameraParts) -> None:
@@ -388,7 +464,12 @@ class WatchService:
         )
         threading.Thread(target=self.reporter.run, name="metrics", daemon=True).start()
         self.watchdog = Watchdog(
-            self.readers, list(self.threads), self.stop_event, self.failed, done=self._background_stop
+            self.readers,
+            self.threads,  # a camera coming online later adds its analytics thread
+            self.stop_event,
+            self.failed,
+            done=self._background_stop,
+            heartbeat=systemd().watchdog,
         )
         threading.Thread(target=self.watchdog.run, name="watchdog", daemon=True).start()
 

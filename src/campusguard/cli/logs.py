@@ -18,7 +18,7 @@ import typer
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["LOG_LEVELS", "LOG_LEVEL_HELP", "apply_log_level", "log_level_option", "setup_logging"]
+__all__ = ["LOG_LEVELS", "LOG_LEVEL_HELP", "apply_log_level", "log_level_option", "quiet_decoder_logs", "setup_logging"]
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,
@@ -64,3 +64,18 @@ def apply_log_level(level: str | None) -> None:
     """Set the level a command's ``--log-level`` names; without one, the root callback's (``--verbose``) stands."""
     if level is not None:
         setup_logging(level)
+
+
+def quiet_decoder_logs() -> None:
+    """Keep OpenCV's and FFmpeg's own lines off stderr (each failed attempt to open a camera would
+    print two), unless ``--log-level debug``: the app reports a source's outage itself, once when it
+    starts and once when it ends. Set before the first capture opens; child processes inherit it."""
+    if logging.getLogger(_PACKAGE).getEffectiveLevel() <= logging.DEBUG:
+        return
+    import os
+
+    os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+    from cv2.utils import logging as cv_logging
+
+    cv_logging.setLogLevel(cv_logging.LOG_LEVEL_ERROR)

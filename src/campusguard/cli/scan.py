@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import typer
 
 from campusguard.app.infra.private import private_files
-from campusguard.cli.logs import apply_log_level, log_level_option
+from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs
 
 
 def _default_workers() -> int:
@@ -44,30 +45,32 @@ def register(app: typer.Typer) -> None:
         rescan: bool = typer.Option(False, "--rescan", help="Scan every recording again, also those already done."),
         log_level: str | None = log_level_option(),
     ) -> None:
-        """Scan recorded footage with a camera's zones and rules; resumable, in parallel, with a progress bar."""
+        """Scan recorded footage with a camera's zones and rules; resumable, in parallel, with a progress bar.
+
+        SIGTERM or SIGINT stops it cleanly (exit 0): what finished is committed and sent, the rest is
+        scanned by the next run; a second signal exits at once."""
         from campusguard.app.config import load_config
         from campusguard.app.scan import LocalExecutor, RayExecutor, run_scan
         from campusguard.app.scan.executors import UnitExecutor
+        from campusguard.app.signals import stop_signals
 
         apply_log_level(log_level)
-        # a broken file is reported on one line by the scan; keep the decoder's own chatter out (workers inherit this)
-        os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
-        os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
-        from cv2.utils import logging as cv_logging
-
-        cv_logging.setLogLevel(cv_logging.LOG_LEVEL_ERROR)  # this process; the workers read the variable above
+        quiet_decoder_logs()  # a broken file is reported on one line by the scan (workers inherit this)
         loaded = load_config(config)
         executor: UnitExecutor = RayExecutor(ray) if ray is not None else LocalExecutor(workers or _default_workers())
-        summary = run_scan(
-            loaded,
-            sources,
-            executor,
-            camera_id=camera,
-            state_path=state,
-            detections_dir=detections,
-            rescan=rescan,
-            warn_synthetic_model=True,
-        )
+        stop = threading.Event()
+        with stop_signals(stop.set, "ending the recordings being scanned (they are scanned again next time)"):
+            summary = run_scan(
+                loaded,
+                sources,
+                executor,
+                camera_id=camera,
+                state_path=state,
+                detections_dir=detections,
+                rescan=rescan,
+                warn_synthetic_model=True,
+                stop=stop,
+            )
         typer.echo(summary.line())
         if not summary.clean:
             raise typer.Exit(1)

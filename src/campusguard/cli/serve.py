@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from campusguard.app.infra.private import private_files
-from campusguard.cli.logs import apply_log_level, log_level_option
+from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs
 from campusguard.errors import InvalidInputError, require
 
 DEFAULT_USERS_DB = "campusguard-users.db"
@@ -109,12 +109,17 @@ def serve_console(
     banner: str | None = None,
     ray_address: str | None = None,
 ) -> None:
-    """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped (Ctrl-C).
+    """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped.
+
+    SIGTERM and SIGINT stop it as they stop ``watch`` (`campusguard.app.signals.run_until_stopped`:
+    open incidents ended, recordings finished, sinks flushed, within the config's
+    ``service.stop_timeout_s``; a second signal exits at once); with systemd it notifies READY,
+    WATCHDOG and STOPPING. Raises ``typer.Exit(1)`` when the stop was not clean.
 
     Files and folders it creates are private (``0600``/``0700``, `private_files`).
     ``trusted_proxies``: reverse proxies whose ``X-Forwarded-For`` is believed (none by default).
     ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`)."""
-    uvicorn = require("uvicorn", "console")
+    require("uvicorn", "console")
     require("fastapi", "console")
     from campusguard.app.console.auth import parse_trusted_proxies
     from campusguard.app.console.runtime import ConsoleRuntime
@@ -133,24 +138,38 @@ def serve_console(
     except BaseException:
         runtime.stop()
         raise
+    from campusguard.app.console.service import ConsoleService
+    from campusguard.app.signals import run_until_stopped
+
+    clean = False
     try:
         app = create_app(runtime, users_db=users, secure_cookies=secure_cookies, trusted_proxies=proxies)
-        runtime.start()
+        service = ConsoleService(runtime, app, host=host, port=port, options=uvicorn_options(log_level))
         shown = f"[{host}]" if ":" in host else host
-        print(f"CampusGuard console on http://{shown}:{port}/ (users: {users.path}; Ctrl-C stops)", flush=True)
-        if banner:
-            print(banner, flush=True)
-        if not users.list_users():
-            print(
-                f"no users yet: add an admin with `campusguard users add NAME --role admin --users-db {users.path}`",
-                flush=True,
-            )
-        if proxies:
-            print(f"X-Forwarded-For is believed from {', '.join(proxies)} only", flush=True)
-        uvicorn.run(app, host=host, port=port, **uvicorn_options(log_level))
+
+        def announce() -> None:
+            print(f"CampusGuard console on http://{shown}:{port}/ (users: {users.path}; Ctrl-C stops)", flush=True)
+            if banner:
+                print(banner, flush=True)
+            if not users.list_users():
+                print(
+                    f"no users yet: add an admin with `campusguard users add NAME --role admin --users-db {users.path}`",
+                    flush=True,
+                )
+            if proxies:
+                print(f"X-Forwarded-For is believed from {', '.join(proxies)} only", flush=True)
+
+        service.on_started = announce
+        clean = run_until_stopped(
+            service,
+            stop_timeout_s=runtime.loaded.config.service.stop_timeout_s,
+            ready_status=f"console on http://{shown}:{port}/",
+        )
     finally:
         runtime.stop()
         users.close()
+    if not clean:
+        raise typer.Exit(1)
 
 
 def demo_admin(users_db: Path) -> str:
@@ -199,6 +218,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
         apply_log_level(log_level)
+        quiet_decoder_logs()
         serve_console(
             config,
             host=host,

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from campusguard.app.infra.private import private_files
-from campusguard.cli.logs import apply_log_level, log_level_option
+from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs
 
 config_app = typer.Typer(name="config", help="The watch configuration: JSON Schema and checks.", no_args_is_help=True)
 
@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
         from campusguard.app.signals import StoppableService, run_until_stopped
 
         apply_log_level(log_level)
+        quiet_decoder_logs()  # a camera's outage is logged by the app, once when it starts and once when it ends
         loaded = load_config(config)
         warn_for_config(loaded.config)
         service: StoppableService
@@ -48,7 +49,7 @@ def register(app: typer.Typer) -> None:
             from campusguard.app.cluster.ray_executor import ray_watch
 
             service = ray_watch(loaded, ray)
-        if not run_until_stopped(service, seconds):
+        if not run_until_stopped(service, seconds, stop_timeout_s=loaded.config.service.stop_timeout_s):
             raise typer.Exit(1)
 
     @app.command()

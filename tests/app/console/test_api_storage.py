@@ -33,7 +33,8 @@ def test_a_full_volume_is_listed(console, tmp_path: Path) -> None:
         # the public readiness check says "disk full" and nothing of the path or the error
         public = console.client().get("/readyz")
         assert public.status_code == 503
-        assert public.json()["problems"] == ["no recent frame from camera cam1", "disk full"]  # no path, no error
+        assert public.json()["problems"] == ["no camera produced a frame recently", "disk full"]  # no path, no error
+        assert "cam1" in public.json()["cameras_down"]  # the camera ids, as the issue asks
         detailed = console.client().get("/readyz", headers=console.bearer("otto")).json()["problems"]
         assert any(full[0]["volume"] in p and "No space left" in p for p in detailed)
         viewer = console.client().get("/readyz", headers=console.bearer("vera")).json()["problems"]
@@ -50,4 +51,5 @@ def test_storage_needs_credentials(console) -> None:
 def test_readyz_names_the_cameras_without_a_frame(console) -> None:
     """The runtime is not started: its camera has no frame; the public answer names it, nothing else."""
     r = console.client().get("/readyz")
-    assert r.status_code == 503 and r.json()["problems"] == ["no recent frame from camera cam1"]
+    assert r.status_code == 503 and r.json()["problems"] == ["no camera produced a frame recently"]
+    assert list(r.json()["cameras_down"]) == ["cam1"]

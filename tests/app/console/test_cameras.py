@@ -77,6 +77,7 @@ def test_the_protocol_lists_what_the_console_asks() -> None:
             "service",
             "start",
             "stop",
+            "request_stop",
             "close",
             "status",
             "ready",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import queue
+import re
 import threading
 import time
 from pathlib import Path
@@ -162,12 +163,13 @@ def test_event_worker_without_a_spool_keeps_retrying_after_a_stop() -> None:
     assert done.wait(5) and store.committed == [(e.event_id, e.phase) for e in _incident("a")]
 
 
-def test_a_store_that_stays_down_is_logged_once_per_interval_not_once_per_retry(caplog) -> None:
-    """A full disk or a server down for hours: the retry line is rate-limited (issue 24)."""
+def test_a_store_that_stays_down_is_logged_once_when_it_goes_and_once_when_it_is_back(caplog) -> None:
+    """A full disk or a server down for hours: one line when the outage starts, one when it ends with
+    the count held back (issues 24, 31), not one per retry."""
     store, stop, done = FlakyStore(up_for=0), threading.Event(), threading.Event()
     stop.set()
     worker = EventWorker(_inbox(_incident("a")), store, [ListSink()], ["c"], threading.Event(), retry_s=0.01, stop=stop)
-    with caplog.at_level(logging.ERROR, logger="campusguard.app.events.writer"):
+    with caplog.at_level(logging.WARNING, logger="campusguard.app.events.writer"):
         thread = threading.Thread(target=lambda: (worker.run(), done.set()), daemon=True)
         thread.start()
         time.sleep(0.5)
@@ -175,6 +177,8 @@ def test_a_store_that_stays_down_is_logged_once_per_interval_not_once_per_retry(
         assert done.wait(5)
     retries = [r.getMessage() for r in caplog.records if "not stored yet" in r.getMessage()]
     assert store.attempts > 10 and len(retries) == 1, retries
+    back = [r.getMessage() for r in caplog.records if "takes events again" in r.getMessage()]
+    assert len(back) == 1 and re.search(r"\(([1-9]\d+) failure\(s\) held back\)", back[0]), back
 
 
 # every store of the event path is an EventRecorder -------------------------------------------

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import InvalidInputError, require
 
 if TYPE_CHECKING:
@@ -205,6 +206,7 @@ class MqttSink:
                 "mqtt sink: need 0 < reconnect_min_s <= reconnect_max_s, max_outbox >= 1, max_inflight >= 1, keepalive_s >= 1"
             )
         self.host, self.port = host, int(port)
+        self._outage = OutageLog(log, f"mqtt {host}:{int(port)}")  # one line when the broker goes, one when it is back
         self.prefix = "/".join(topic_level(p) for p in prefix.strip("/").split("/")) or "campusguard"
         self.qos = qos
         self.max_inflight = max_inflight
@@ -244,16 +246,10 @@ class MqttSink:
         self._thread = threading.Thread(target=self._run, name=f"mqtt-{host}:{port}", daemon=True)
         self._thread.start()
         if connect_wait_s > 0 and not self._connected.wait(connect_wait_s):
-            log.warning(
-                "mqtt broker %s:%d is not reachable (%s); alerts wait in the outbox %s (%d pending) "
-                "and go out when it is, retrying every %d-%d s",
-                host,
-                self.port,
-                self.last_error or f"no connection within {connect_wait_s:g} s",
-                outbox_path,
-                self.pending,
-                reconnect_min_s,
-                reconnect_max_s,
+            self._outage.down(
+                f"broker not reachable ({self.last_error or f'no connection within {connect_wait_s:g} s'}); "
+                f"alerts wait in the outbox {outbox_path} ({self.pending} pending) and go out when it is, "
+                f"retrying every {reconnect_min_s}-{reconnect_max_s} s"
             )
 
     @classmethod
@@ -378,9 +374,11 @@ class MqttSink:
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         if reason_code.is_failure:
             self.last_error = f"refused: {reason_code}"
-            log.warning("mqtt %s:%d refused the connection: %s", self.host, self.port, reason_code)
+            if not self._outage.down(f"the broker refused the connection: {reason_code}"):
+                log.debug("mqtt %s:%d refused the connection again: %s", self.host, self.port, reason_code)
             return
-        log.info("mqtt connected to %s:%d", self.host, self.port)
+        if not self._outage.up("connected again; the outbox is sent"):
+            log.info("mqtt connected to %s:%d", self.host, self.port)
         self.last_error = None
         self._connected.set()
         client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
@@ -394,7 +392,7 @@ class MqttSink:
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         if self._connected.is_set():
-            log.warning("mqtt disconnected from %s:%d: %s", self.host, self.port, reason_code)
+            self._outage.down(f"disconnected ({reason_code}); alerts wait in the outbox")
         self._connected.clear()
 
     def _on_publish(self, client: Any, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:

@@ -53,6 +53,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
+from campusguard.app.infra.sdnotify import systemd
 from campusguard.errors import ConfigError
 
 __all__ = ["ClusterWatch", "GroupExecutor", "LocalExecutor", "Unavailable", "update_key"]
@@ -314,6 +315,8 @@ class ClusterWatch:
                         self._unavailable(g, reply)
                     else:
                         self._take(g, reply)
+                if not self.failed.is_set():
+                    systemd().watchdog()  # the driver's poll loop is its liveness (rate-limited by the notifier)
         except Exception:
             log.exception("cluster driver crashed")
             self.failed.set()

@@ -20,6 +20,7 @@ Modules:
     `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
     `cluster`: `ClusterConfig`, camera groups on Ray actors (`watch --ray`).
     `retention`: `RetentionConfig` (global) and `CameraRetentionConfig` (a camera's override).
+    `service`: `ServiceConfig`, how the process stops.
     `root`: `WatchConfig` (the file), `LoadedConfig`, `parse_config`, `load_config`, `config_schema`.
     `locate`: the line of a field in the YAML, and pydantic errors as one message.
 
@@ -51,6 +52,7 @@ from campusguard.app.config.rules import (
     kind_of,
     rule_config_union,
 )
+from campusguard.app.config.service import ServiceConfig
 from campusguard.app.config.storage import StorageConfig
 from campusguard.app.config.tracker import TrackerConfig
 from campusguard.app.config.zones import LineConfig, ZoneConfig
@@ -83,6 +85,7 @@ __all__ = [
     "RetentionConfig",
     "RuleConfig",
     "RuleConfigBase",
+    "ServiceConfig",
     "StorageConfig",
     "TrackerConfig",
     "WatchConfig",

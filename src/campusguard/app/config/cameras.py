@@ -34,14 +34,24 @@ def source_kind(source: int | str) -> Literal["webcam", "url", "path"]:
 
 
 class ReconnectConfig(ConfigModel):
-    """Exponential back-off between attempts to (re)open a live source."""
+    """Exponential back-off between attempts to (re)open a live source, at start and after a loss."""
 
     initial_s: float = Field(0.5, gt=0, le=60, title="First delay", description="Seconds before the first retry.")
     max_s: float = Field(
-        10.0, gt=0, le=600, title="Longest delay", description="Upper bound of the delay between retries, seconds."
+        30.0, gt=0, le=600, title="Longest delay", description="Upper bound of the delay between retries, seconds."
     )
     factor: float = Field(
         2.0, ge=1, le=10, title="Factor", description="Each failed attempt multiplies the delay by this."
+    )
+    reset_after_s: float = Field(
+        60.0,
+        ge=0,
+        le=86400,
+        title="Reset after",
+        description=(
+            "The delay goes back to the first one only after a connection gave frames for this many seconds; "
+            "a camera that opens and then fails at once keeps backing off."
+        ),
     )
 
 
@@ -110,6 +120,16 @@ class CameraConfig(ConfigModel):
         le=3600,
         title="Stall timeout",
         description="Seconds without a frame before the watchdog reconnects a live source.",
+    )
+    offline_end_s: float = Field(
+        30.0,
+        gt=0,
+        le=86400,
+        title="Offline end",
+        description=(
+            "Live sources: an incident still open when its camera has given no frame for this many seconds "
+            "(offline, reconnecting) is ended, with details.interrupted."
+        ),
     )
     motion: MotionConfig = Field(
         default_factory=MotionConfig,

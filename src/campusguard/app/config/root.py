@@ -22,6 +22,7 @@ from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.locate import dotted, first_error, line_of
 from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.retention import RetentionConfig
+from campusguard.app.config.service import ServiceConfig
 from campusguard.app.config.storage import StorageConfig
 from campusguard.app.config.tracker import TrackerConfig
 from campusguard.errors import ConfigError
@@ -68,6 +69,11 @@ class WatchConfig(ConfigModel):
         default_factory=ConsoleConfig,
         title="Console",
         description="The operators' console (campusguard serve): its public address and campus sign-in (OIDC).",
+    )
+    service: ServiceConfig = Field(
+        default_factory=ServiceConfig,
+        title="Service",
+        description="How the process stops (SIGTERM, SIGINT): the time a clean stop may take.",
     )
 
     def reference_errors(self) -> list[tuple[Loc, str]]:

@@ -64,6 +64,7 @@ class CameraStatus:
     Attributes:
         name: camera id.
         state: ``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled),
+            ``offline`` (a network source that cannot be opened, retried with back-off),
             ``stopped`` (stream ended or the pipeline stopped), ``failed`` (reader or pipeline error);
             see `campusguard.app.engine.sources.CameraState`.
         input_fps: frames read per second over the last few seconds.
@@ -119,8 +120,13 @@ class CameraBackend(Protocol):
         """
         ...
 
-    def stop(self, timeout_s: float) -> None:
-        """End the cameras: open events ended and committed within ``timeout_s`` seconds."""
+    def stop(self, timeout_s: float) -> bool:
+        """End the cameras: open events ended and committed within ``timeout_s`` seconds; False
+        when that took longer or a worker failed."""
+        ...
+
+    def request_stop(self) -> None:
+        """Ask the cameras to stop, without waiting (safe from a signal handler); `stop` waits."""
         ...
 
     def close(self) -> None:
@@ -132,7 +138,8 @@ class CameraBackend(Protocol):
         ...
 
     def ready(self, within_s: float, stopped: bool) -> bool:
-        """Every camera running and (where it can be told) read a frame within ``within_s`` seconds."""
+        """The pipeline running, and some camera read a frame within ``within_s`` seconds (live, on
+        Ray as of its group's last answer); the cameras that are not live are `ConsoleRuntime.cameras_down`."""
         ...
 
     def incident_started(self, event: Event) -> None:
@@ -207,10 +214,15 @@ class LocalCameras:
         service.start()
         self._service = service
 
-    def stop(self, timeout_s: float) -> None:
+    def stop(self, timeout_s: float) -> bool:
+        if self._service is None:
+            return True
+        self._service.stop()
+        return self._service.finish(timeout_s)
+
+    def request_stop(self) -> None:
         if self._service is not None:
             self._service.stop()
-            self._service.finish(timeout_s)
 
     def close(self) -> None:
         self._hub.close()
@@ -243,13 +255,10 @@ class LocalCameras:
 
     def ready(self, within_s: float, stopped: bool) -> bool:
         service = self._service
-        if service is None or stopped or not service.readers:
+        if service is None or stopped or not service.readers or service.failed.is_set():
             return False
         now = time.monotonic()
-        return all(
-            r.ended_reason is None and r.stats.frames_read > 0 and now - r.stats.last_frame_at <= within_s
-            for r in service.readers
-        )
+        return any(r.state(False, now) == "live" and now - r.stats.last_frame_at <= within_s for r in service.readers)
 
     def incident_started(self, event: Event) -> None:
         self.clips.request(event.camera_id, event.event_id, event.start_s)
@@ -266,8 +275,10 @@ class LocalCameras:
 
     def prepare_zones(self, loaded: LoadedConfig, text: str, camera: str) -> ZoneEdit:
         service = self._service
-        if service is None or camera not in service.analytics:  # not running: the file is all there is
+        if service is None:  # not running: the file is all there is
             return lambda: None
+        if camera not in service.analytics:  # offline since the start: built from this when it comes online
+            return lambda: service.adopt_config(loaded)
         parts = service.build_camera_parts(loaded, camera)
         return lambda: service.apply_camera_parts(loaded, camera, parts)
 
@@ -342,10 +353,15 @@ class ClusterCameras:
             raise
         self._service = service
 
-    def stop(self, timeout_s: float) -> None:
+    def stop(self, timeout_s: float) -> bool:
+        if self._service is None:
+            return True
+        self._service.stop()
+        return self._service.finish(timeout_s)
+
+    def request_stop(self) -> None:
         if self._service is not None:
             self._service.stop()
-            self._service.finish(timeout_s)
 
     def close(self) -> None:
         self.media.close()
@@ -370,9 +386,9 @@ class ClusterCameras:
         return CameraStatus(camera, state, fps[0], fps[1], dropped, reconnects, None, width, height)
 
     def ready(self, within_s: float, stopped: bool) -> bool:
-        """Every camera live as of its group's last answer (the actors report no frame times)."""
+        """Some camera live as of its group's last answer (the actors report no frame times)."""
         service = self._service
-        return service is not None and not stopped and all(service.camera_state(c) == "live" for c in self._cameras)
+        return service is not None and not stopped and any(service.camera_state(c) == "live" for c in self._cameras)
 
     def incident_started(self, event: Event) -> None:
         """Copy the incident's snapshot and clip from the camera's actor, on the media thread."""

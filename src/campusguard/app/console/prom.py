@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from campusguard.app.engine.metrics import LatencyHistogram
+from campusguard.app.engine.sources import CameraState
 from campusguard.errors import require
 
-__all__ = ["CameraSample", "PipelineCollector", "PipelineSample", "build_registry"]
+__all__ = ["CAMERA_STATES", "CameraSample", "PipelineCollector", "PipelineSample", "build_registry"]
+
+CAMERA_STATES: tuple[str, ...] = get_args(CameraState)
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class CameraSample:
     frames_regions: int = 0
     frames_gate_busy: int = 0
     gate_seconds: LatencyHistogram | None = None  # motion-gated cameras only
+    state: str = ""  # `campusguard.app.engine.sources.CameraState`
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,15 @@ class PipelineCollector:
         yield counter(
             "frames_regions", "Frames detected on motion and track crops instead of the whole frame.", "frames_regions"
         )
+        states = core.GaugeMetricFamily(
+            "campusguard_camera_state",
+            "1 for the camera's state now (starting, live, reconnecting, offline, stopped, failed), 0 for the others.",
+            labels=["camera", "state"],
+        )
+        for c in s.cameras:
+            for st in CAMERA_STATES:
+                states.add_metric([c.camera, st], float(c.state == st))
+        yield states
         yield gauge("input_fps", "Frames read per second over the last seconds.", "input_fps")
         yield gauge("processed_fps", "Frames processed per second over the last seconds.", "processed_fps")
         yield gauge("queue_depth", "Frames waiting between the camera's reader and detection.", "queue_depth")

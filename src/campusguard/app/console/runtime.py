@@ -240,19 +240,26 @@ class ConsoleRuntime:
         self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
         self._monitor.start()
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """End open events (committed), write pending clips, close viewers, subscriptions and the store."""
+    def request_stop(self) -> None:
+        """Ask the cameras to stop without waiting (safe from a signal handler); `stop` finishes."""
+        self.cameras.request_stop()
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """End open events (committed), write pending clips, close viewers, subscriptions and the store;
+        False when the cameras did not end within ``timeout_s`` seconds or a worker failed."""
         if self._stopped:
-            return
+            return True
         self._stopped = True
-        self.cameras.stop(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        clean = self.cameras.stop(timeout_s)
         self._monitor_stop.set()
         if self._monitor is not None:
             self._monitor.join(timeout=2.0)
         self.cameras.close()
-        self.clips.close()
+        self.clips.close(max(1.0, deadline - time.monotonic()))  # pending clips, within the stop's time
         self.bus.close()
         self.store.close()
+        return clean
 
     def __enter__(self) -> ConsoleRuntime:
         self.start()
@@ -299,9 +306,13 @@ class ConsoleRuntime:
         return [self.cameras.status(c, self._rates.fps(c), self._stopped) for c in self._camera_ids]
 
     def ready(self) -> bool:
-        """True when every camera's stream is running and read a frame within ``ready_within_s`` seconds
-        (on Ray: every camera live as of its group's last answer)."""
+        """True when the pipeline runs and some camera read a frame within ``ready_within_s`` seconds
+        (on Ray: is live as of its group's last answer); the others are in `cameras_down`."""
         return self.cameras.ready(self.ready_within_s, self._stopped)
+
+    def cameras_down(self) -> dict[str, str]:
+        """The enabled cameras that are not live, with their state (``offline``, ``reconnecting``, ...)."""
+        return {c.name: c.state for c in self.camera_status() if c.state != "live"}
 
     def disk_problems(self) -> list[str]:
         """One line per full volume (path, free bytes, the last write that failed), for ``/readyz``."""
@@ -506,6 +517,7 @@ class ConsoleRuntime:
         worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
         store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
         cams = []
+        states = {c.name: c.state for c in self.camera_status()}
         for cam, m in list(service.metrics.items()):
             input_fps, processed_fps = self._rates.fps(cam)
             cams.append(
@@ -524,6 +536,7 @@ class ConsoleRuntime:
                     frames_regions=m.frames_regions,
                     frames_gate_busy=m.frames_gate_busy,
                     gate_seconds=m.gate_seconds,
+                    state=states.get(cam, ""),
                 )
             )
         disk = disk_health()

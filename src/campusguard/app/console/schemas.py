@@ -162,7 +162,7 @@ class EventPage(BaseModel):
 
 class CameraStatusOut(BaseModel):
     name: str
-    state: Literal["starting", "live", "reconnecting", "stopped", "failed"]
+    state: Literal["starting", "live", "reconnecting", "offline", "stopped", "failed"]
     input_fps: float
     processed_fps: float
     dropped_frames: int
@@ -245,3 +245,8 @@ class Ready(BaseModel):
         "free bytes and error only for an operator's or admin's token or session).",
     )
     mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)
+    cameras_down: dict[str, str] | None = Field(
+        None,
+        description="The cameras that are not live and their state (offline, reconnecting, starting, stopped, "
+        "failed); the console is ready while some camera is live.",
+    )

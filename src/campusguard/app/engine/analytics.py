@@ -105,6 +105,9 @@ class AnalyticsWorker:
             frame carries the person areas viewers get blurred (from this frame's detections and
             tracks), and each snapshot is written a second time redacted (`redacted_path`). The
             attribute may be replaced while the worker runs (a config edit).
+        offline_end_s: a live camera's open incidents are ended, with ``details.interrupted``, when
+            no frame came for this many seconds (its source offline or reconnecting); None (files):
+            never. A camera's end by a stop (not the end of its file) ends them the same way.
     """
 
     def __init__(
@@ -124,6 +127,7 @@ class AnalyticsWorker:
         tracked_out: TrackedBoxes | None = None,
         disk: DiskHealth | None = None,
         blur: BlurMode = "none",
+        offline_end_s: float | None = None,
     ) -> None:
         self.camera_id = camera_id
         self.blur = blur
@@ -141,7 +145,10 @@ class AnalyticsWorker:
         self.tracked_out = tracked_out
         self.disk = disk or disk_health()
         self.snapshots_failed = 0
+        self.offline_end_s = offline_end_s
+        self.offline_ended = 0  # incidents ended because the camera gave no frame for offline_end_s
         self.heartbeat = time.monotonic()
+        self._last_frame_at = time.monotonic()
         self._open: dict[str, Event] = {}  # event_id -> latest open state, for drawing
         self._last_ts = 0.0
         self._last_frame: Frame | None = None
@@ -175,16 +182,31 @@ class AnalyticsWorker:
                     item = self.inbox.get(timeout=0.2)
                 except queue.Empty:
                     self.heartbeat = time.monotonic()
+                    self._end_if_offline(self.heartbeat)
                     continue
                 self.heartbeat = time.monotonic()
                 if isinstance(item, EndOfStream):
-                    self._finish()
+                    self._finish(interrupted=item.reason != "end of stream")
                     self._close_video()  # before the end goes on: `WatchService.wait` returns once events end
                     put_until(self.events_out, item, self.failed.is_set)
                     return
                 self.process(item)
         finally:
             self._close_video()
+
+    def _end_if_offline(self, now: float) -> None:
+        """End the open incidents as interrupted once no frame came for ``offline_end_s`` seconds."""
+        if self.offline_end_s is None or not self._open or now - self._last_frame_at < self.offline_end_s:
+            return
+        n = len(self._open)
+        self._finish(interrupted=True)
+        self.offline_ended += n
+        log.warning(
+            "camera %s: no frame for %.0f s; %d open incident(s) ended as interrupted",
+            self.camera_id,
+            now - self._last_frame_at,
+            n,
+        )
 
     def _close_video(self) -> None:
         if self.video is not None:
@@ -194,6 +216,7 @@ class AnalyticsWorker:
         """Track, evaluate rules and annotate one frame; return the events it raised."""
         self._apply_pending()
         frame = msg.frame
+        self._last_frame_at = time.monotonic()
         wall = wall_time_of(frame)
         dets = scale_detections(msg.detections, frame.resolution_wh, self.geometry.resolution_wh)
         tracked = self.tracker.update(dets, frame.timestamp_s)
@@ -296,8 +319,11 @@ class AnalyticsWorker:
             redact_xyxy=redact,
         )
 
-    def _finish(self, rules: RuleEngine | None = None) -> None:
-        """End every open event of ``rules`` (default: all of this camera's) at the last frame's time."""
+    def _finish(self, rules: RuleEngine | None = None, *, interrupted: bool = False) -> None:
+        """End every open event of ``rules`` (default: all of this camera's) at the last frame's time;
+        ``interrupted``: the camera stopped or went offline, not the incident (``details.interrupted``)."""
         wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
         for ev in (self.rules if rules is None else rules).close(self._last_ts, wall):
+            if interrupted:
+                ev = dataclasses.replace(ev, details={**ev.details, "interrupted": True})
             self._emit(ev, None)

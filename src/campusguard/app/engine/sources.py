@@ -7,8 +7,11 @@ OpenCV's FFMPEG backend), reads frames, stamps them and puts them on a `FrameQue
   detector falls behind, so the backlog never grows; drops are counted;
 - file sources by default block instead, so every frame is processed in order and results
   are reproducible (timestamps come from the frame index and the file's frame rate);
-- a live source that fails or stalls is reopened with exponential back-off, and may come
-  back at another resolution (every frame carries its own size);
+- a live source that cannot be opened (at start too: the camera is ``offline``), fails or
+  stalls is reopened with exponential back-off (0.5 s doubling to 30 s by default, back to
+  0.5 s only after a minute of frames), and may come back at another resolution (every frame
+  carries its own size); the outage is logged once when it starts and once when it ends
+  (`campusguard.app.infra.throttle.OutageLog`), not on every attempt;
 - a camera's privacy masks are filled on each frame here, as it is read: this is the one place
   frames enter the pipeline, so detection, the motion gate, live view, snapshots, clips and
   recordings never see the masked pixels (`CameraReader.mask`, swapped live by a config edit).
@@ -30,7 +33,8 @@ import numpy as np
 from campusguard.app.config.cameras import source_kind
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.queues import BoundedQueue
-from campusguard.errors import SourceError
+from campusguard.app.infra.throttle import OutageLog
+from campusguard.errors import CampusGuardError, SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
 from campusguard.ops.preprocess import to_bgr_uint8 as _to_bgr
 from campusguard.ops.privacy import FrameMask
@@ -244,10 +248,12 @@ def open_source(source: int | str, *, folder_fps: float = 10.0, timeout_s: float
 
 
 # reader ------------------------------------------------------------------------------------
-CameraState = Literal["starting", "live", "reconnecting", "stopped", "failed"]
+CameraState = Literal["starting", "live", "reconnecting", "offline", "stopped", "failed"]
 """What a camera is doing, as the console's camera wall and ``/api/v1/cameras`` show it:
-``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled), ``stopped``
-(stream ended or the pipeline stopped), ``failed`` (reader or pipeline error).
+``starting`` (no frame yet), ``live``, ``reconnecting`` (source lost or stalled, not tried
+again yet), ``offline`` (a live source that could not be opened: at start, or on the attempts
+after a loss; retried with back-off), ``stopped`` (stream ended or the pipeline stopped),
+``failed`` (reader or pipeline error).
 `CameraReader.state` works it out for a reader in this process; the cluster driver reports a
 camera on a Ray actor with the state its group's reader gave."""
 
@@ -264,6 +270,7 @@ class ReaderStats:
     last_frame_at: float = field(default_factory=time.monotonic)
     resolution_wh: tuple[int, int] | None = None
     connected: bool = False
+    open_failures: int = 0  # failed attempts to open the source since it last opened
 
 
 class CameraReader:
@@ -285,8 +292,15 @@ class CameraReader:
         reconnect_initial_s: first delay before reopening a live source, seconds.
         reconnect_max_s: longest delay between reopen attempts, seconds.
         reconnect_factor: each failed attempt multiplies the delay by this.
+        reconnect_reset_s: the delay goes back to ``reconnect_initial_s`` only after a connection
+            gave frames for this many seconds (a source that opens and fails at once keeps
+            backing off).
         max_broken_frames: consecutive failed reads of a file tolerated (the decoder resumes at the next key frame) before it is treated as ended.
         opened: a source already opened (by the start-up probe) to read first instead of opening one.
+        on_first_frame: called (in the reader's thread) with the first frame this reader reads and
+            the source's frame rate, before the frame is queued: a camera that was offline at
+            start gets its zones and rules built for the real frame then. A `CampusGuardError`
+            it raises ends the reader (``reader failed: ...``, one log line).
         mask: privacy masks filled on every frame before it is queued; the attribute ``mask`` may be
             replaced while the reader runs (a reference swap, taken at the next frame).
     """
@@ -305,11 +319,13 @@ class CameraReader:
         fallback_fps: float = 10.0,
         stall_timeout_s: float = 10.0,
         reconnect_initial_s: float = 0.5,
-        reconnect_max_s: float = 10.0,
+        reconnect_max_s: float = 30.0,
         reconnect_factor: float = 2.0,
+        reconnect_reset_s: float = 60.0,
         max_broken_frames: int = 300,
         opened: FrameSource | None = None,
         mask: FrameMask | None = None,
+        on_first_frame: Callable[[np.ndarray, float | None], None] | None = None,
     ) -> None:
         self.camera_id = camera_id
         self.mask = mask
@@ -328,13 +344,26 @@ class CameraReader:
         self._reconnect_requested = threading.Event()
         self._backoff = Backoff(reconnect_initial_s, reconnect_max_s, reconnect_factor)
         self._delays = self._backoff.delays()
+        self.reconnect_reset_s = reconnect_reset_s
+        self.on_first_frame = on_first_frame
+        self.outage = OutageLog(log, f"camera {camera_id}")
+        self._lost_reason = "stream lost"
+        self._wait_first = False
         self._index = 0
         self._last_emitted_ts: float | None = None
         self.ended_reason: str | None = None  # set when `run` has returned (why the stream ended)
 
-    def request_reconnect(self) -> None:
-        """Ask the reader to drop and reopen its source (used by the watchdog)."""
+    def request_reconnect(self, reason: str = "reconnect requested") -> None:
+        """Ask the reader to drop and reopen its source (used by the watchdog); ``reason`` is logged."""
+        self._lost_reason = reason
         self._reconnect_requested.set()
+
+    def note_offline(self, reason: str) -> None:
+        """The source could not be opened before the reader started (the start-up probe): the camera
+        is ``offline`` from the start (logged once), and the first attempt waits the first delay."""
+        self.stats.open_failures += 1
+        self.outage.down(f"offline at start: {reason}; retrying with back-off up to {self._backoff.max_s:g} s")
+        self._wait_first = True
 
     def stalled(self, now: float | None = None) -> bool:
         """Connected, but no frame for more than ``stall_timeout_s`` seconds (``now``: `time.monotonic`)."""
@@ -347,6 +376,8 @@ class CameraReader:
             return "failed" if self.ended_reason.startswith("reader failed") or pipeline_failed else "stopped"
         if pipeline_failed:
             return "failed"
+        if self.live and not self.stats.connected and self.stats.open_failures > 0:
+            return "offline"
         if self.stats.frames_read == 0:
             return "starting"
         if not self.stats.connected or self.stalled(now):
@@ -358,6 +389,9 @@ class CameraReader:
         reason = "stopped"
         try:
             reason = self._run()
+        except CampusGuardError as exc:  # the first frame's checks (`on_first_frame`): one line
+            log.error("camera %s: %s; the camera is not watched", self.camera_id, exc)
+            reason = f"reader failed: {exc}"
         except Exception as exc:  # a reader must never die silently: end the stream with the reason
             log.exception("camera %s: reader failed", self.camera_id)
             reason = f"reader failed: {exc.__class__.__name__}: {exc}"
@@ -370,23 +404,30 @@ class CameraReader:
             self.queue.put(EndOfStream(self.camera_id, reason))
 
     def _run(self) -> str:
+        if self._wait_first:
+            self.stop.wait(next(self._delays))
         while not self.stop.is_set():
             try:
                 source, self._opened = (self._opened, None) if self._opened is not None else (self.open_source(), None)
             except SourceError as exc:
                 if not self.live:
                     return str(exc)
+                self.stats.open_failures += 1
                 delay = next(self._delays)
-                log.warning("camera %s: %s; retrying in %.1f s", self.camera_id, exc, delay)
+                if not self.outage.down(f"offline: {exc}; retrying with back-off up to {self._backoff.max_s:g} s"):
+                    log.debug("camera %s: %s; retrying in %.1f s", self.camera_id, exc, delay)
                 self.stop.wait(delay)
                 continue
             self.stats.connected = True
-            self._delays = self._backoff.delays()  # a good connection resets the back-off
+            self.stats.open_failures = 0
+            frames_before, opened_at = self.stats.frames_read, time.monotonic()
             try:
                 finished = self._read_all(source)
             finally:
                 source.close()
                 self.stats.connected = False
+            if self.stats.frames_read > frames_before and time.monotonic() - opened_at >= self.reconnect_reset_s:
+                self._delays = self._backoff.delays()  # a connection that gave frames long enough resets the back-off
             if finished:
                 if not self.loop:
                     return "end of stream"
@@ -396,7 +437,9 @@ class CameraReader:
                 break
             self.stats.reconnects += 1
             delay = next(self._delays)
-            log.warning("camera %s: stream lost; reconnecting in %.1f s", self.camera_id, delay)
+            reason, self._lost_reason = self._lost_reason, "stream lost"
+            if not self.outage.down(f"{reason}; reconnecting with back-off up to {self._backoff.max_s:g} s"):
+                log.debug("camera %s: stream lost again; reconnecting in %.1f s", self.camera_id, delay)
             self.stop.wait(delay)
         return "stopped"
 
@@ -427,6 +470,11 @@ class CameraReader:
             broken = 0
             now = time.monotonic()
             index = self._index
+            if self.outage.is_down:
+                self.outage.up(f"back, {image.shape[1]}x{image.shape[0]}")
+            if self.on_first_frame is not None:  # once, before this camera's first frame is queued
+                hook, self.on_first_frame = self.on_first_frame, None
+                hook(image, source.fps)
             if index == first_index:
                 log.debug(
                     "camera %s: first frame of this connection: %dx%d, frame %d, %g fps%s",

@@ -44,6 +44,12 @@ class Watchdog:
         failed: set here when a worker died.
         done: ends the watchdog's own loop (set once the pipeline has finished).
         period_s: seconds between checks.
+        heartbeat: called after every round that found no dead worker (systemd's watchdog ping,
+            `campusguard.app.infra.sdnotify.SystemdNotifier.watchdog`); a pipeline that failed or
+            a watchdog that hangs goes quiet, and systemd restarts the service.
+
+    ``threads`` is kept as given (not copied): a camera that comes online after the start adds
+    its analytics thread to it.
     """
 
     def __init__(
@@ -55,9 +61,11 @@ class Watchdog:
         *,
         done: threading.Event,
         period_s: float = 1.0,
+        heartbeat: Callable[[], object] | None = None,
     ) -> None:
         self.readers = list(readers)
-        self.threads = list(threads)
+        self.threads = threads
+        self.heartbeat = heartbeat
         self.stop = stop
         self.failed = failed
         self.done = done
@@ -69,15 +77,16 @@ class Watchdog:
         now = time.monotonic() if now is None else now
         for r in self.readers:
             if r.live and r.stalled(now):
-                log.warning("camera %s: no frame for %.1f s; reconnecting", r.camera_id, now - r.stats.last_frame_at)
+                r.request_reconnect(f"no frame for {now - r.stats.last_frame_at:.1f} s")  # the reader logs the outage
                 r.stats.last_frame_at = now  # one request per stall period
                 self.stalls += 1
-                r.request_reconnect()
-        dead = [t.name for t in self.threads if not t.is_alive() and not t.returned]
+        dead = [t.name for t in list(self.threads) if not t.is_alive() and not t.returned]
         if dead and not self.failed.is_set():
             log.error("worker %s died; stopping the pipeline", ", ".join(dead))
             self.failed.set()
             self.stop.set()
+        if not self.failed.is_set() and self.heartbeat is not None:
+            self.heartbeat()  # healthy round: systemd's WATCHDOG=1 (rate-limited by the notifier)
 
     def run(self) -> None:
         while not self.done.wait(self.period_s):

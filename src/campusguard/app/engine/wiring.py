@@ -59,6 +59,7 @@ __all__ = [
     "open_alert_sinks",
     "open_camera",
     "open_store_and_sinks",
+    "probe_of",
     "probe_source",
     "reader_for",
 ]
@@ -309,9 +310,10 @@ def reader_for(
     opener: Callable[[CameraConfig], FrameSource] = open_camera,
     opened: FrameSource | None = None,
     reference_wh: tuple[int, int] | None = None,
+    on_first_frame: Callable[[np.ndarray, float | None], None] | None = None,
 ) -> CameraReader:
     """The `CameraReader` of a camera section; ``reference_wh``: the frame size its privacy masks'
-    pixel coordinates are for (the probed first frame)."""
+    pixel coordinates are for (the probed first frame); ``on_first_frame``: see `CameraReader`."""
     return CameraReader(
         cam.id,
         queue,
@@ -326,8 +328,10 @@ def reader_for(
         reconnect_initial_s=cam.reconnect.initial_s,
         reconnect_max_s=cam.reconnect.max_s,
         reconnect_factor=cam.reconnect.factor,
+        reconnect_reset_s=cam.reconnect.reset_after_s,
         opened=opened,
         mask=frame_mask_for(cam.privacy, reference_wh),
+        on_first_frame=on_first_frame,
     )
 
 
@@ -355,8 +359,13 @@ def probe_source(
     except BaseException:
         source.close()
         raise
-    fps = float(source.fps or (cam.folder_fps if not cam.is_live() else 25.0))
-    return SourceProbe((int(image.shape[1]), int(image.shape[0])), fps), PrependedSource(source, image)
+    return probe_of(cam, image, source.fps), PrependedSource(source, image)
+
+
+def probe_of(cam: CameraConfig, image: np.ndarray, fps: float | None) -> SourceProbe:
+    """What a camera's first frame ``image`` and its source's frame rate ``fps`` (None: unknown) tell."""
+    rate = float(fps or (cam.folder_fps if not cam.is_live() else 25.0))
+    return SourceProbe((int(image.shape[1]), int(image.shape[0])), rate)
 
 
 def open_store_and_sinks(

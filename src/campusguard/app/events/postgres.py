@@ -47,6 +47,7 @@ from campusguard.app.events.store import (
 )
 from campusguard.app.events.urls import one_line, redact_url
 from campusguard.app.infra.backoff import Backoff
+from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import InvalidInputError, MissingDependencyError
 
 try:
@@ -187,6 +188,7 @@ class PostgresEventStore(UpsertingEventStore):
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
         self._stop_retrying = threading.Event()
+        self._outage = OutageLog(log, f"PostgreSQL event store {self.display}")
         try:
             conn = self._connect()
         except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
@@ -238,23 +240,20 @@ class PostgresEventStore(UpsertingEventStore):
                 try:
                     if self._conn is None or self._conn.closed:
                         self._conn = self._connect()
-                    return op(self._conn)
+                    result = op(self._conn)
+                    self._outage.up("reachable again")
+                    return result
                 except _RETRYABLE as exc:
                     self._discard()
                     delay = next(delays)
                     waited = time.monotonic() - start
+                    if not self._outage.down(f"{what} failed ({one_line(exc)}); retrying with back-off"):
+                        log.debug("PostgreSQL event store %s: %s failed again (%s)", self.display, what, one_line(exc))
                     if waited + delay > self.retry.budget_s or self._stop_retrying.is_set():
                         raise StoreUnavailableError(
                             f"PostgreSQL event store {self.display}: {what} failed {attempts} time(s) "
                             f"over {waited:.1f} s: {one_line(exc)}"
                         ) from None
-                    log.warning(
-                        "PostgreSQL event store %s: %s failed (%s); retrying in %.1f s",
-                        self.display,
-                        what,
-                        one_line(exc),
-                        delay,
-                    )
                     self._stop_retrying.wait(delay)
 
     def stop_retrying(self) -> None:

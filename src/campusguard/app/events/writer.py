@@ -33,7 +33,7 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
-from campusguard.app.infra.throttle import LogThrottle
+from campusguard.app.infra.throttle import OutageLog
 
 if TYPE_CHECKING:
     from campusguard.app.alerts.sinks import AlertSink
@@ -113,7 +113,7 @@ class EventWorker:
         self.store_retries = 0
         # a store that stays unavailable (server down, disk full) is retried every ``retry_s``: one
         # line per 30 s with the count held back, not one per retry for hours
-        self._retry_log = LogThrottle(log, interval_s=30.0)
+        self._store_outage = OutageLog(log, "event store")  # one line when it goes away, one when it is back
         self.stored = 0
         self.spooled = 0
         self.replayed = 0
@@ -320,20 +320,17 @@ class EventWorker:
         while True:
             try:
                 self.store.record(event)
+                self._store_outage.up("takes events again")
                 return True
             except StoreUnavailableError as exc:
                 self.store_retries += 1
                 self.heartbeat = time.monotonic()
                 if self.spool is not None and self._stopping():
                     return False
-                self._retry_log.log(
-                    logging.ERROR,
-                    "store-retry",
-                    "event %s is not stored yet (%s); retrying every %.1f s",
-                    event.event_id,
-                    exc,
-                    self.retry_s,
-                )
+                if not self._store_outage.down(
+                    f"event {event.event_id} is not stored yet ({exc}); retrying every {self.retry_s:.1f} s"
+                ):
+                    log.debug("event %s is still not stored (%s)", event.event_id, exc)
                 if self._stopping():
                     time.sleep(self.retry_s)
                 else:

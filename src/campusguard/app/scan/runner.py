@@ -73,6 +73,8 @@ class ScanSummary:
         incidents: distinct incidents (event ids) among them.
         seconds: wall time of the run.
         ignored: files named by the sources that are not videos.
+        stopped: the scan was stopped (SIGTERM, SIGINT) before every recording was scanned; the
+            ones not finished are scanned by the next run (the ledger has only the finished ones).
     """
 
     found: int = 0
@@ -84,6 +86,7 @@ class ScanSummary:
     incidents: int = 0
     seconds: float = 0.0
     ignored: int = 0
+    stopped: bool = False
 
     @property
     def frames_per_s(self) -> float:
@@ -100,6 +103,7 @@ class ScanSummary:
         extra = [f"{self.already_done} already done"] if self.already_done else []
         extra += [f"{len(self.failed)} failed"] if self.failed else []
         extra += [f"{self.ignored} non-video file(s) ignored"] if self.ignored else []
+        extra += ["stopped: the rest is scanned by the next run"] if self.stopped else []
         more = f" ({', '.join(extra)})" if extra else ""
         return (
             f"scanned {self.scanned} of {self.found} file(s){more}: {self.frames} frames, "
@@ -166,6 +170,7 @@ def run_scan(
     warn_synthetic_model: bool = False,
     out: TextIO | None = None,
     console: Console | None = None,
+    stop: threading.Event | None = None,
 ) -> ScanSummary:
     """Scan recorded footage with the config's camera section; commit events, sinks, ledger.
 
@@ -183,6 +188,8 @@ def run_scan(
             is about to scan anything but CampusGuard's own synthetic video (the CLI does).
         out: where the stdout alert sink writes (default: stdout).
         console: where the progress bar and failure lines go (default: stderr).
+        stop: set (by a signal handler) to stop: the units running are ended, the events of the
+            finished ones are committed and sent, and the summary says ``stopped``.
 
     Raises:
         CampusGuardError: bad sources, camera, detector, store or sinks (before anything runs).
@@ -235,7 +242,7 @@ def run_scan(
             reported: dict[str, int] = {}  # frames reported by running units
             finished: set[str] = set()
             pending = set(futures)
-            while pending:
+            while pending and not (stop is not None and stop.is_set()):
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for key, n in executor.progress():
                     if key in finished:
@@ -263,7 +270,8 @@ def run_scan(
                     summary.events += len(result.events)
                     bar.advance(frames_task, result.frames - reported.pop(rec.key, 0))
                     bar.advance(files_task, 1)
-        interrupted = False
+        interrupted = bool(pending)  # stopped before the last unit returned
+        summary.stopped = interrupted
     finally:
         executor.close(cancel=interrupted)
         writer.close()

@@ -8,7 +8,9 @@ import { api, el, eventStream, hasRole, showError } from "./api.js";
 const LIVE_LIMIT = 4; // browsers allow ~6 connections per site over HTTP/1.1: more cameras use stills
 const STATUS_EVERY_MS = 2000;
 const STILL_EVERY_MS = 1000;
-const STATE_LABELS = { starting: "Starting", live: "Live", reconnecting: "Reconnecting", stopped: "Stopped", failed: "Failed" };
+const STATE_LABELS = {
+  starting: "Starting", live: "Live", reconnecting: "Reconnecting", offline: "Offline", stopped: "Stopped", failed: "Failed",
+};
 
 const wall = document.getElementById("wall");
 const errorBox = document.getElementById("wall-error");
