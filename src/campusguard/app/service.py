@@ -14,7 +14,6 @@ a signal in `campusguard.app.signals`.
 
 from __future__ import annotations
 
-import logging
 import queue
 import sys
 import threading
@@ -47,12 +46,14 @@ from campusguard.app.engine.wiring import (
 from campusguard.app.events.interrupted import InterruptedIncidents
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
+from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame
-from campusguard.app.retention import MediaLayout, PrunableStore, Pruner, RetentionCleaner, RetentionPolicy
+from campusguard.app.retention import RetentionCleaner
+from campusguard.app.retention.stage import RetentionStage, start_retention
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]
@@ -67,7 +68,12 @@ class WatchService:
         opener: opens a camera source (injectable for tests).
         out: where metrics and stdout alerts go.
         on_event: called with every stored event update (after the sinks).
-        store: an event store to use instead of the one the config's storage section names.
+        store: an event store to use instead of the one the config's storage section names (the
+            partial stores of a scan runner or a cluster group; closed at the end of the streams).
+        shared_store: the config's event store as the embedding process opened it (``serve``: the
+            console's); used for events, the incidents a dead run left open and retention, and left
+            open at the end (its owner closes it). Typed `EventDatabase`, so a wrapper that drops a
+            capability fails the type check.
         on_frame: called by each camera's analytics thread with every processed frame (the
             console's live view and clip buffer); must return at once.
         stream_keys: camera id to the key of the recording it reads, put into its event ids
@@ -88,6 +94,7 @@ class WatchService:
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: EventRecorder | None = None,
+        shared_store: EventDatabase | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
         clips_dir: Path | None = None,
@@ -100,6 +107,7 @@ class WatchService:
         self.out = out or sys.stdout
         self.on_event = on_event
         self.store = store
+        self.shared_store = shared_store
         self.on_frame = on_frame
         self.stream_keys = stream_keys or {}
         self.owns_storage = owns_storage
@@ -119,7 +127,7 @@ class WatchService:
         self.reporter: MetricsReporter | None = None
         self.clips_dir = clips_dir  # serve's clip folder, looked after by retention
         self.retention: RetentionCleaner | None = None
-        self._retention_store: EventRecorder | None = None
+        self._retention_stage: RetentionStage | None = None
         # full volumes and failed writes (the console's /readyz and metrics); its ``on_full`` hook is
         # where the retention cleanup frees room when media writes find the disk full
         self.disk = disk_health()
@@ -136,7 +144,7 @@ class WatchService:
             self._probe_cameras()  # every source opens and gives a frame
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
-            store, sinks = open_store_and_sinks(self.loaded, self.out, self.store)
+            store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
         except BaseException:
             self._close_opened()
             raise
@@ -147,7 +155,7 @@ class WatchService:
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
-        self._start_retention(store)  # expire incidents, media and logs; keep media under its limits
+        self._start_retention()  # expire incidents, media and logs; keep media under its limits
         self._start_metrics_and_watchdog()
         self._started = True
 
@@ -298,32 +306,23 @@ class WatchService:
             interrupted=(  # a dead run's open ones
                 InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras}) if self.owns_storage else None
             ),
+            close_store=self.shared_store is None,
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
-    def _start_retention(self, store: EventRecorder) -> None:
+    def _start_retention(self) -> None:
         retention = self.config.retention
         if not retention.enabled or not self.owns_storage:
             return
-        prunable: PrunableStore | None = store if isinstance(store, PrunableStore) else None
-        if self.store is None:  # our own connection: the event worker closes its store before the last pass
-            from campusguard.app.events import open_event_store
-
-            try:
-                own = open_event_store(self.config.storage)
-            except CampusGuardError as exc:  # media and logs are still looked after; rows at the next start
-                logging.getLogger("campusguard.app.retention").warning("retention: no event store: %s", exc)
-            else:
-                self._retention_store = own
-                prunable = own if isinstance(own, PrunableStore) else None
-        pruner = Pruner(
-            RetentionPolicy.from_config(self.config),
-            MediaLayout.from_config(self.config, clips_dir=self.clips_dir),
-            prunable,
-            [c.id for c in self.config.cameras],
+        # the shared store (serve's) stays open until its owner closes it, after our last pass; else
+        # retention opens its own (the event worker closes its store before the last pass)
+        shared: PrunableStore | None = self.shared_store
+        if shared is None and isinstance(self.store, PrunableStore):
+            shared = self.store
+        self._retention_stage = start_retention(
+            self.config, shared, clips_dir=self.clips_dir, open_own=self.store is None
         )
-        self.retention = RetentionCleaner(pruner, interval_s=retention.interval_s, check_s=retention.check_s)
-        self.retention.start()
+        self.retention = self._retention_stage.cleaner
         # media yield to events: a media writer or the store that finds its volume full asks the
         # cleanup for room (oldest media first); it only wakes the cleaner, so no stage ever waits
         cleaner = self.retention
@@ -424,12 +423,9 @@ class WatchService:
             self._finished = True
             self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
-            if self.retention is not None:
+            if self._retention_stage is not None:
                 self.disk.on_full = None  # the process-wide disk state outlives this service
-                self.retention.stop()
-                self.retention.final_pass()  # what the last frames wrote, within the limits at exit too
-            if self._retention_store is not None:
-                self._retention_store.close()
+                self._retention_stage.finish()  # the last pass: what the last frames wrote, within the limits
             assert self.reporter is not None
             self.reporter.final()
         return done and not self.failed.is_set()

@@ -64,3 +64,13 @@ def apply_log_level(level: str | None) -> None:
     """Set the level a command's ``--log-level`` names; without one, the root callback's (``--verbose``) stands."""
     if level is not None:
         setup_logging(level)
+
+
+def repair_option() -> Any:
+    """``--repair`` of ``watch`` and ``serve`` (`campusguard.app.engine.wiring.check_storage_files`)."""
+    return typer.Option(
+        False,
+        "--repair",
+        help="Set an empty or damaged event database, delivery ledger or MQTT outbox aside "
+        "(renamed *.damaged-<time>) and begin a new one; without it such a file stops the start (exit 2).",
+    )

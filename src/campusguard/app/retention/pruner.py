@@ -26,13 +26,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from campusguard.app.config.retention import MEDIA_KINDS
+from campusguard.app.events.store import PrunableStore
 from campusguard.app.media.redact import redacted_path, sharp_path
 from campusguard.app.retention.policy import MediaLayout, RetentionPolicy, camera_of
 
@@ -42,23 +41,6 @@ log = logging.getLogger("campusguard.app.retention")
 
 _OPEN_FILE_S = 5.0  # a recording written to in the last seconds is the open one: never deleted
 _KINDS = ("incidents", *MEDIA_KINDS, "orphans", "dead_letters", "logs")
-
-
-@runtime_checkable
-class PrunableStore(Protocol):
-    """What retention needs of an event store (`SQLiteEventStore` and `PostgresEventStore` have it)."""
-
-    def expired(self, before: datetime, *, limit: int = ...) -> list[tuple[str, str, str | None, str]]: ...
-
-    def delete_events(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
-
-    def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
-
-    def media_rows(self) -> list[tuple[str, str, str, bool, bool, str]]: ...
-
-    def protected_ids(self) -> set[str]: ...
-
-    def reclaim_space(self, *, force: bool = ...) -> int: ...
 
 
 @dataclass(frozen=True)
