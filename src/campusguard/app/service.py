@@ -50,7 +50,7 @@ from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.infra.diskspace import disk_health
-from campusguard.app.media.annotate import AnnotatedVideoWriter
+from campusguard.app.media.annotate import AnnotatedVideoWriter, finish_dead_segments
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.retention import RetentionCleaner
 from campusguard.app.retention.stage import RetentionStage, start_retention
@@ -153,6 +153,7 @@ class WatchService:
         detected: dict[str, queue.Queue] = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
         events: queue.Queue = queue.Queue(maxsize=256)
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
+        self._finish_dead_segments()  # a killed run's .part recordings: finished or removed, before ours start
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
         self._start_retention()  # expire incidents, media and logs; keep media under its limits
@@ -235,6 +236,11 @@ class WatchService:
         for reader in self.readers:
             self._spawn(f"reader-{reader.camera_id}", reader.run)
         return queues
+
+    def _finish_dead_segments(self) -> None:
+        folder = self.config.outputs.annotated_video_dir
+        if folder and self.owns_storage:
+            finish_dead_segments(folder, [cam.id for _, cam in self.cameras])
 
     def _start_detection(
         self, inputs: dict[str, FrameQueue], outputs: dict[str, queue.Queue], doorbell: threading.Event
@@ -325,12 +331,16 @@ class WatchService:
         self.retention = self._retention_stage.cleaner
         # media yield to events: a media writer or the store that finds its volume full asks the
         # cleanup for room (oldest media first); it only wakes the cleaner, so no stage ever waits
+        # (a recording's request takes room from recordings only: never an incident's evidence)
         cleaner = self.retention
+        recordings = self.config.outputs.annotated_video_dir
+        recordings_dir = Path(recordings).resolve() if recordings else None
 
         def free_room(folder: Path, nbytes: int) -> None:
-            cleaner.make_room(nbytes)
+            cleaner.make_room(nbytes, recordings_only=recordings_dir is not None and folder.resolve() == recordings_dir)
 
         self.disk.on_full = free_room
+        self.disk.floor = cleaner.pruner.policy.min_free_bytes  # "room again" only above the floor too
 
     def build_camera_parts(self, loaded: LoadedConfig, camera_id: str) -> CameraParts:
         """A running camera's zones, lines and rules built from ``loaded`` (not applied yet).
@@ -424,7 +434,7 @@ class WatchService:
             self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
             if self._retention_stage is not None:
-                self.disk.on_full = None  # the process-wide disk state outlives this service
+                self.disk.on_full = self.disk.floor = None  # the process-wide disk state outlives this service
                 self._retention_stage.finish()  # the last pass: what the last frames wrote, within the limits
             assert self.reporter is not None
             self.reporter.final()

@@ -16,6 +16,7 @@ from campusguard.app.config import parse_config
 from campusguard.app.config.retention import parse_duration, parse_size
 from campusguard.app.events import Event
 from campusguard.app.events.store import UpsertingEventStore
+from campusguard.app.infra.durable import AppendLog
 from campusguard.app.retention import MediaLayout, Pruner, RetentionCleaner, RetentionPolicy
 from campusguard.cli.main import main
 from campusguard.errors import ConfigError
@@ -201,14 +202,17 @@ def test_dry_run_changes_nothing(store: UpsertingEventStore, make_event: Callabl
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and "events.db" not in p.name) == before
 
 
-def test_jsonl_lines_older_than_their_retention_are_dropped_in_place(tmp_path: Path) -> None:
+def test_jsonl_lines_older_than_their_retention_are_dropped_and_a_sink_appends_to_the_new_file(tmp_path: Path) -> None:
     log = tmp_path / "events.jsonl"
     old = (NOW - timedelta(days=40)).isoformat()
     new = (NOW - timedelta(days=1)).isoformat()
     log.write_text(f'{{"event_id": "a", "started_at": "{old}"}}\n{{"event_id": "b", "started_at": "{new}"}}\n')
-    with open(log, "a", encoding="utf-8") as appender:  # a sink holding it open goes on appending
-        report = Pruner(_policy(), MediaLayout(data_dir=tmp_path, logs=(log,)), None).run()
-        appender.write('{"event_id": "c"}\n')
+    appender = AppendLog(log)  # a sink holding it open (JsonlSink) goes on appending, to the new file
+    inode = log.stat().st_ino
+    report = Pruner(_policy(), MediaLayout(data_dir=tmp_path, logs=(log,)), None).run()
+    assert log.stat().st_ino != inode  # a new file renamed over the old one, not a rewrite in place
+    appender.append(b'{"event_id": "c"}\n')
+    appender.close()
     assert report.lines == {"logs": 1}
     assert [line[:17] for line in log.read_text().splitlines()] == ['{"event_id": "b",', '{"event_id": "c"}']
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Self
 
 from campusguard.app.infra.private import private_sqlite_file
-from campusguard.errors import CampusGuardError
+from campusguard.errors import InvalidInputError
 
 __all__ = [
     "DamagedFileError",
@@ -33,12 +33,13 @@ __all__ = [
 
 
 _BUSY_TIMEOUT_S = 5.0
+_NEW_FILE_S = 1.0  # an empty file that stays empty this long is damage, not another opener's new file
 _COMPANIONS = ("-wal", "-shm", "-journal")
 _checked: set[tuple[str, int, int]] = set()  # (path, size, mtime_ns) found sound by this process
 _checked_lock = threading.Lock()
 
 
-class DamagedFileError(CampusGuardError):
+class DamagedFileError(InvalidInputError):
     """A SQLite file of the app is empty or damaged. The message names the file and how to start
     afresh; the app never resets it on its own (``--repair`` sets it aside when asked)."""
 
@@ -74,8 +75,15 @@ def check_sqlite_file(path: Path, *, what: str) -> None:
 
 
 def _sqlite_problem(path: Path, size: int) -> str | None:
-    if size == 0:
-        return "an empty file: the app writes its schema when it creates one"
+    deadline = time.monotonic() + _NEW_FILE_S
+    while size == 0:  # another opener may have just created it: its first page follows at once
+        if time.monotonic() >= deadline:
+            return "an empty file: the app writes its schema when it creates one"
+        time.sleep(0.02)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
     try:
         conn = sqlite3.connect(
             f"file:{path.resolve()}?mode=ro", uri=True, isolation_level=None, timeout=_BUSY_TIMEOUT_S
