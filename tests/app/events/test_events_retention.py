@@ -174,21 +174,28 @@ def test_orphans_are_swept_after_the_grace_period(
     assert named.exists() and new_orphan.exists()
 
 
-def test_max_media_deletes_the_oldest_media_first_and_keeps_rows(
+def test_max_media_deletes_recordings_then_clips_then_snapshots_oldest_first_and_keeps_rows(
     store: UpsertingEventStore, make_event: Callable[..., Event], tmp_path: Path
 ) -> None:
-    for i in range(6):  # e0 is the oldest
+    for i in range(6):  # e0 is the oldest; each has a 100 kB snapshot and a 100 kB clip
         _incident(store, make_event, f"e{i}", tmp_path, ended_ago_s=600.0 - 60 * i, nbytes=100_000)
+    # recordings newer than every incident's media, and a dead run's unfinished segment
+    _file(tmp_path / "rec", "cam0_20260101T000000Z_0001.mp4", 300_000, age_s=30)
+    _file(tmp_path / "rec", ".cam0_20260101T000100Z_0002.part.mp4", 200_000, age_s=20)
     store.keep("e0", True, user="ops")
-    report = Pruner(_policy(max_media_bytes=500_000), _layout(tmp_path), store, ["cam0"]).run()
-    left = sorted(p.name for p in (tmp_path / "snaps").iterdir()) + sorted(
-        p.name for p in (tmp_path / "clips").iterdir()
-    )
-    assert sum(report.kept_bytes.values()) <= 500_000
-    assert "cam0_e0.jpg" in left and "e0.mp4" in left  # kept: never deleted for space
-    assert "cam0_e5.jpg" in left and "e5.mp4" in left  # the newest stay
-    assert "cam0_e1.jpg" not in left and "e1.mp4" not in left  # the oldest not kept went first
+    layout = dataclasses.replace(_layout(tmp_path), recordings_dir=tmp_path / "rec")
+    report = Pruner(_policy(max_media_bytes=900_000), layout, store, ["cam0"]).run()
+    snaps = sorted(p.name for p in (tmp_path / "snaps").iterdir())
+    clips = sorted(p.name for p in (tmp_path / "clips").iterdir())
+    assert sum(report.kept_bytes.values()) <= 900_000
+    assert report.files == {"recordings": 2, "clips": 3}  # the dead run's segment counted and deleted too
+    assert list((tmp_path / "rec").iterdir()) == []  # recordings first, though newer than the evidence
+    assert clips == ["e0.mp4", "e4.mp4", "e5.mp4"]  # then clips, oldest first; the kept one's never
+    assert snaps == [f"cam0_e{i}.jpg" for i in range(6)]  # every snapshot fits: all stay
     assert _ids(store) == {f"e{i}" for i in range(6)}  # every incident stays
+    report = Pruner(_policy(max_media_bytes=300_000), layout, store, ["cam0"]).run()
+    assert sorted(p.name for p in (tmp_path / "snaps").iterdir()) == ["cam0_e0.jpg", "cam0_e5.jpg"]
+    assert sorted(p.name for p in (tmp_path / "clips").iterdir()) == ["e0.mp4"]  # kept: over the limit, stays
     for rec in store.query_records(limit=None)[0]:
         assert rec.event.snapshot_path is None or Path(rec.event.snapshot_path).exists()
 

@@ -212,6 +212,8 @@ class LocalCameras:
     def stop(self, timeout_s: float) -> None:
         if self._service is not None:
             self._service.stop()
+            self._service.wait(timeout_s)  # streams ended, events committed
+            self.clips.close()  # the last clips are media too: written before retention's last pass
             self._service.finish(timeout_s)
 
     def close(self) -> None:

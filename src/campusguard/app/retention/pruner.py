@@ -18,8 +18,8 @@ sharp file and counts as that file's incident's media.
 
 Media of incidents that are kept or still open are never deleted. Over `max_media` or under
 the free-space floor, continuous recordings go first (oldest first, a dead run's temporary
-segments included), then incident evidence (snapshots and clips, oldest first) until both hold;
-event rows are never deleted for space. A recording that asks for room gets it from recordings
+segments included), then incident evidence: clips, then snapshots (oldest first in each), so
+the snapshots stay while they fit, until both hold. Event rows are never deleted for space. A recording that asks for room gets it from recordings
 only.
 """
 
@@ -45,6 +45,9 @@ log = logging.getLogger("campusguard.app.retention")
 
 _OPEN_FILE_S = 5.0  # a recording written to in the last seconds is the open one: never deleted
 _KINDS = ("incidents", *MEDIA_KINDS, "orphans", "dead_letters", "logs")
+# for space: continuous recordings first, then incident evidence, the large clips before the
+# snapshots (the evidence a row names, and the smallest), so the snapshots stay while they fit
+_SPACE_ORDER = {"recordings": 0, "clips": 1, "snapshots": 2}
 
 
 @dataclass(frozen=True)
@@ -312,7 +315,7 @@ class Pruner:
         never from the incidents' evidence).
 
         Over `max_media` or under the floor, continuous recordings go first, then incident evidence
-        (snapshots, clips), oldest first within each; media of kept or open incidents never.
+        (clips, then snapshots), oldest first within each; media of kept or open incidents never.
 
         The newest recording of each camera, when written to in the last seconds, is the one being
         written and is left alone, unless ``writers_idle`` (the pipeline has stopped)."""
@@ -344,7 +347,9 @@ class Pruner:
             writing = {p for m, p in newest.values() if m >= wall - _OPEN_FILE_S}
             # this run's segments under their temporary name are open (even while their camera is
             # silent); a dead run's are recordings like any other (finished or removed at start)
-            writing |= {p for p, _, m in media.get("recordings", []) if is_part_segment(p.name) and m >= self.started_at}
+            writing |= {
+                p for p, _, m in media.get("recordings", []) if is_part_segment(p.name) and m >= self.started_at
+            }
         plan.media_bytes = {kind: sum(n for _, n, _ in files) for kind, files in media.items()}
         sizes = {_resolved(p): n for files in media.values() for p, n, _ in files}
         clips_dir = self.layout.clips_dir
@@ -430,7 +435,7 @@ class Pruner:
                             continue  # perhaps not committed yet
                     elif (kind == "clips" and path.stem in protected) or (kind == "recordings" and path in writing):
                         continue
-                    candidates.append((0 if kind == "recordings" else 1, mtime, kind, path, nbytes, owner))
+                    candidates.append((_SPACE_ORDER[kind], mtime, kind, path, nbytes, owner))
             candidates.sort(key=lambda c: (c[0], c[1]))
             for _, _, kind, path, nbytes, owner in candidates:
                 if not (over > 0 or short > 0 or (asked > 0 and kind in need_kinds)):
