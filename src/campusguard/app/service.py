@@ -83,6 +83,10 @@ class WatchService:
             stage. False for the services a cluster driver or a scan runner drives with an
             in-memory store: their owner does all three, once, and two services in one process
             must not share the config's spool file.
+        recordings_retention: without ``owns_storage``, still look after this service's continuous
+            recordings where they are written (a cluster group on its node): a dead run's temporary
+            segments are finished or removed at start, and retention keeps the recordings within
+            their age, `max_media` and the free-space floor (`start_retention`, ``recordings_only``).
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class WatchService:
         stream_keys: dict[str, str] | None = None,
         clips_dir: Path | None = None,
         owns_storage: bool = True,
+        recordings_retention: bool = False,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -111,6 +116,7 @@ class WatchService:
         self.on_frame = on_frame
         self.stream_keys = stream_keys or {}
         self.owns_storage = owns_storage
+        self.recordings_retention = recordings_retention
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -237,9 +243,12 @@ class WatchService:
             self._spawn(f"reader-{reader.camera_id}", reader.run)
         return queues
 
+    def _own_recordings(self) -> bool:
+        return self.recordings_retention and bool(self.config.outputs.annotated_video_dir)
+
     def _finish_dead_segments(self) -> None:
         folder = self.config.outputs.annotated_video_dir
-        if folder and self.owns_storage:
+        if folder and (self.owns_storage or self._own_recordings()):
             finish_dead_segments(folder, [cam.id for _, cam in self.cameras])
 
     def _start_detection(
@@ -318,7 +327,7 @@ class WatchService:
 
     def _start_retention(self) -> None:
         retention = self.config.retention
-        if not retention.enabled or not self.owns_storage:
+        if not retention.enabled or not (self.owns_storage or self._own_recordings()):
             return
         # the shared store (serve's) stays open until its owner closes it, after our last pass; else
         # retention opens its own (the event worker closes its store before the last pass)
@@ -326,7 +335,11 @@ class WatchService:
         if shared is None and isinstance(self.store, PrunableStore):
             shared = self.store
         self._retention_stage = start_retention(
-            self.config, shared, clips_dir=self.clips_dir, open_own=self.store is None
+            self.config,
+            shared if self.owns_storage else None,
+            clips_dir=self.clips_dir,
+            open_own=self.store is None,
+            recordings_only=not self.owns_storage,
         )
         self.retention = self._retention_stage.cleaner
         # media yield to events: a media writer or the store that finds its volume full asks the

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol, TextIO
 
 from campusguard.app.cluster.group import (
@@ -161,10 +162,13 @@ class ClusterWatch:
         store: an event store to use instead of the config's.
         shared_store: the config's store as the embedding process opened it (``serve --ray``: the
             console's); used for events and retention, and left open at the end (its owner closes it).
+        clips_dir: the console's clip folder (``serve --ray`` copies the groups' clips there), looked
+            after by retention.
 
     The driver runs the retention stage (`campusguard.app.retention.stage`) like `WatchService`:
     incidents expire in the store, logs are trimmed, and the config's media folders are kept
-    within their limits where they are reachable from the driver.
+    within their limits where they are reachable from the driver; each group looks after its
+    continuous recordings on its own node (``recordings_retention`` of its `WatchService`).
     """
 
     def __init__(
@@ -176,6 +180,7 @@ class ClusterWatch:
         on_event: Callable[[Event], None] | None = None,
         store: EventRecorder | None = None,
         shared_store: EventDatabase | None = None,
+        clips_dir: Path | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -184,6 +189,7 @@ class ClusterWatch:
         self.on_event = on_event
         self.store = store
         self.shared_store = shared_store
+        self.clips_dir = clips_dir
         self.retention: RetentionCleaner | None = None
         self._retention_stage: RetentionStage | None = None
         self.stop_event = threading.Event()
@@ -240,7 +246,9 @@ class ClusterWatch:
         self._start_reporter()
         if self.config.retention.enabled:
             shared = self.shared_store or (self.store if isinstance(self.store, PrunableStore) else None)
-            self._retention_stage = start_retention(self.config, shared, open_own=self.store is None)
+            self._retention_stage = start_retention(
+                self.config, shared, clips_dir=self.clips_dir, open_own=self.store is None
+            )
             self.retention = self._retention_stage.cleaner
         self._thread = threading.Thread(target=self._run, name="cluster-driver", daemon=True)
         self._thread.start()

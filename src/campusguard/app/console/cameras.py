@@ -336,7 +336,9 @@ class ClusterCameras:
             detector_factory=self.detector_factory,
             media=MediaOptions(self.clips.pre_s, self.clips.post_s),
         )
-        service = ClusterWatch(loaded, self.executor, out=self.out, on_event=on_event, shared_store=store)
+        service = ClusterWatch(
+            loaded, self.executor, out=self.out, on_event=on_event, shared_store=store, clips_dir=self.clips.out_dir
+        )
         self._note_blur(loaded)
         self.media.start()  # before the groups' first events
         try:

@@ -24,6 +24,11 @@ __all__ = ["RetentionStage", "start_retention"]
 log = logging.getLogger("campusguard.app.retention")
 
 
+def _recordings_layout(config: WatchConfig) -> MediaLayout:
+    folder = Path(config.outputs.annotated_video_dir or ".")
+    return MediaLayout(data_dir=folder, recordings_dir=folder)
+
+
 class RetentionStage:
     """A started `RetentionCleaner` and the store connection it owns (if any)."""
 
@@ -41,15 +46,22 @@ class RetentionStage:
 
 
 def start_retention(
-    config: WatchConfig, shared_store: PrunableStore | None, *, clips_dir: Path | None = None, open_own: bool = True
+    config: WatchConfig,
+    shared_store: PrunableStore | None,
+    *,
+    clips_dir: Path | None = None,
+    open_own: bool = True,
+    recordings_only: bool = False,
 ) -> RetentionStage:
     """Build and start the retention stage of ``config``; ``shared_store``: the process's store
     (kept open by its owner), else a connection of its own is opened (rows are left for the next
     start when it cannot be: media and logs are still looked after); ``open_own=False``: media and
-    logs only."""
+    logs only. ``recordings_only``: the continuous recordings alone, without a store (a cluster
+    group's, on the node where it writes them: their age, `max_media` and the free-space floor
+    apply to them there; the driver looks after the rows, logs and evidence)."""
     store = shared_store
     own: EventDatabase | None = None
-    if store is None and open_own:
+    if store is None and open_own and not recordings_only:
         from campusguard.app.events import open_event_store
 
         try:
@@ -58,7 +70,7 @@ def start_retention(
             log.warning("retention: no event store: %s", exc)
     pruner = Pruner(
         RetentionPolicy.from_config(config),
-        MediaLayout.from_config(config, clips_dir=clips_dir),
+        _recordings_layout(config) if recordings_only else MediaLayout.from_config(config, clips_dir=clips_dir),
         store,
         [c.id for c in config.cameras],
     )

@@ -30,22 +30,22 @@ import cv2
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent / "console"))
+sys.path.insert(0, str(Path(__file__).parents[1]))
+sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
 from fakes_console import free_port  # noqa: E402
 from fakes_watch import RED  # noqa: E402
 
-from campusguard.app.events import read_events  # noqa: E402
+from campusguard.app.events import open_event_store, read_events  # noqa: E402
 from campusguard.app.infra.diskspace import DiskHealth  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SRC = str(ROOT / "src")
 COMMANDS = ("watch", "serve")
 
 # the real CLI, with the blob detector as every camera's model (``CG_FAKE_SECONDS_PER_IMAGE`` paces it)
 _CLI = f"""
 import os, sys, time
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path.insert(0, {str(Path(__file__).parents[1])!r})
 from fakes_watch import BlobDetector
 import campusguard.app.service as service
 pace = float(os.environ.get("CG_FAKE_SECONDS_PER_IMAGE", "0"))
@@ -121,6 +121,12 @@ def noisy_scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _noisy_scene(tmp_path_factory.mktemp("noisy") / "scene.mp4")
 
 
+@pytest.fixture(scope="module")
+def short_scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 6 s of `noisy_scene`'s kind: one intrusion (restarts and repairs run it to its end)."""
+    return _noisy_scene(tmp_path_factory.mktemp("short") / "scene.mp4", n=60)
+
+
 def _config(video: Path, tmp: Path, extra: str = "", *, storage: str | None = None) -> Path:
     text = f"""\
 detector:
@@ -160,13 +166,21 @@ def _media_bytes(tmp: Path) -> int:
 
 
 # Target 2 -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", COMMANDS)
-def test_max_media_keeps_the_budget_and_the_runs_snapshots(command: str, noisy_scene: Path, tmp_path: Path) -> None:
-    config = _config(noisy_scene, tmp_path, "retention:\n  max_media: 2MB\n  min_free: 1MB\n")
+@pytest.mark.parametrize(("command", "backend"), [("watch", "sqlite"), ("serve", "sqlite"), ("serve", "postgresql")])
+def test_max_media_keeps_the_budget_and_the_runs_snapshots(
+    command: str, backend: str, noisy_scene: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    pg = str(request.getfixturevalue("postgres_url")) if backend == "postgresql" else None
+    storage = f"  postgresql: '{pg}'\n" if pg else None
+    config = _config(noisy_scene, tmp_path, "retention:\n  max_media: 2MB\n  min_free: 1MB\n", storage=storage)
     code, err = _run_to_end(command, config, tmp_path, tmp_path / "events.jsonl", "--log-level", "info")
     assert code == 0, err[-3000:]
     assert "Traceback" not in err
-    events = read_events(tmp_path / "events.db")
+    if pg is None:
+        events = read_events(tmp_path / "events.db")
+    else:
+        with open_event_store(pg) as store:
+            events = [r.event for r in store.query_records(limit=None)[0]]
     assert len(events) == 3 and all(e.end_s is not None for e in events)
     assert "retention: deleted" in err, err[-2000:]  # the budget was crossed: recordings went
     assert _media_bytes(tmp_path) <= 2_200_000
@@ -236,23 +250,23 @@ def test_an_empty_or_damaged_store_file_is_one_line_and_exit_2(
     assert bad.exists() and not list(tmp_path.glob("*.damaged-*"))  # never reset without being asked
 
 
-def test_repair_sets_the_damaged_file_aside_and_starts_afresh(noisy_scene: Path, tmp_path: Path) -> None:
+def test_repair_sets_the_damaged_file_aside_and_starts_afresh(short_scene: Path, tmp_path: Path) -> None:
     """``--repair`` is one function for both commands (`check_storage_files`): checked on ``watch``."""
-    config = _config(noisy_scene, tmp_path)
+    config = _config(short_scene, tmp_path)
     _damage_page(tmp_path / "events.db")
     code, err = _run_to_end("watch", config, tmp_path, tmp_path / "events.jsonl", "--repair")
     assert code == 0, err[-3000:]
     (aside,) = [p for p in tmp_path.glob("events.db.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
     assert "--repair: event database" in err and str(aside) in err
-    assert len(read_events(tmp_path / "events.db")) == 3  # a new store, this run's incidents
+    assert len(read_events(tmp_path / "events.db")) == 1  # a new store, this run's incident
     with sqlite3.connect(aside) as conn:  # the damaged one kept for whoever wants to recover it
         assert conn.execute("PRAGMA quick_check").fetchone()[0] != "ok"
 
 
 # SIGKILL mid-run, restart -------------------------------------------------------------------------
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_killed_runs_part_segment_is_handled_at_the_restart(command: str, noisy_scene: Path, tmp_path: Path) -> None:
-    config = _config(noisy_scene, tmp_path)
+def test_a_killed_runs_part_segment_is_handled_at_the_restart(command: str, short_scene: Path, tmp_path: Path) -> None:
+    config = _config(short_scene, tmp_path)
     proc, _ = _start(command, config, tmp_path, CG_FAKE_SECONDS_PER_IMAGE="0.05")
     deadline = time.monotonic() + 60
     while not [p for p in (tmp_path / "video").glob(".*.part.mp4") if p.stat().st_size > 50_000]:
