@@ -333,3 +333,28 @@ def test_redacted_variants_go_with_their_sharp_media_and_are_no_orphans(
     assert report.rows == 1 and report.files == {"snapshots": 2, "clips": 2}  # old's sharp and redacted files
     assert not any(p.exists() for p in variants["old"])
     assert all(p.exists() for p in variants["kept"] + variants["young"])  # not orphans: their sharp file is named
+
+
+def test_evidence_never_goes_to_make_up_for_the_segment_being_written(
+    store: UpsertingEventStore, make_event: Callable[..., Event], tmp_path: Path
+) -> None:
+    """The open segment counts in ``max_media`` but cannot go while written: the snapshots stay
+    (they kept 0 bytes of evidence before); at the stop the finished segment goes first."""
+    for i in range(3):
+        _incident(store, make_event, f"e{i}", tmp_path, ended_ago_s=60.0 - 10 * i, nbytes=50_000)
+    for clip in (tmp_path / "clips").iterdir():
+        clip.unlink()
+    _file(tmp_path / "rec", "cam0_20260101T000000Z_0001.mp4", 400_000, age_s=300)  # finished
+    _file(tmp_path / "rec", ".cam0_20260101T000500Z_0002.part.mp4", 1_000_000)  # being written now
+    layout = dataclasses.replace(_layout(tmp_path), recordings_dir=tmp_path / "rec")
+    pruner = Pruner(_policy(max_media_bytes=500_000), layout, store, ["cam0"])
+    pruner.started_at -= 60  # the segment was opened by this run
+    report = pruner.run()
+    assert report.files == {"recordings": 1}  # the finished segment; no snapshot for the open one
+    assert len(list((tmp_path / "snaps").iterdir())) == 3
+    (tmp_path / "rec" / ".cam0_20260101T000500Z_0002.part.mp4").rename(
+        tmp_path / "rec" / "cam0_20260101T000500Z_0002.mp4"
+    )
+    report = pruner.run(writers_idle=True)  # the pass at the stop
+    assert report.files == {"recordings": 1} and list((tmp_path / "rec").iterdir()) == []
+    assert len(list((tmp_path / "snaps").iterdir())) == 3 and sum(report.kept_bytes.values()) <= 500_000

@@ -414,6 +414,10 @@ class Pruner:
         freed = sum(f.nbytes for f in plan.files)
         remaining = sum(plan.media_bytes.values()) - sum(f.nbytes for f in plan.files if f.kind in MEDIA_KINDS)
         over = 0 if policy.max_media_bytes is None else max(0, remaining - policy.max_media_bytes)
+        # the segments being written count, but evidence never goes to make up for them: they go
+        # (recordings first) once finished, at the latest in the pass at the stop
+        open_bytes = sum(n for p, n, _ in media.get("recordings", []) if p in writing)
+        over_evidence = over - open_bytes
         floor = policy.min_free_bytes(total)
         short = max(0, floor - free - freed)  # any media may go for the floor
         asked = max(0, floor + need_bytes - free - freed) - short  # only ``need_kinds`` for the request
@@ -438,12 +442,14 @@ class Pruner:
                     candidates.append((_SPACE_ORDER[kind], mtime, kind, path, nbytes, owner))
             candidates.sort(key=lambda c: (c[0], c[1]))
             for _, _, kind, path, nbytes, owner in candidates:
-                if not (over > 0 or short > 0 or (asked > 0 and kind in need_kinds)):
+                budget = over if kind == "recordings" else over_evidence
+                if not (budget > 0 or short > 0 or (asked > 0 and kind in need_kinds)):
                     continue
                 if owner is not None:
                     plan.cleared.append(owner)
                 add(kind, path, nbytes, "space")
                 over -= nbytes
+                over_evidence -= nbytes
                 asked -= nbytes if kind in need_kinds else max(0, nbytes - max(0, short))  # room beyond the floor
                 short -= nbytes
         return plan
