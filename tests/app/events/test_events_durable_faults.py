@@ -351,3 +351,51 @@ def test_a_full_volume_has_room_again_only_above_the_floor_plus_the_reserve(smal
     filler.unlink()  # all of it back: above floor plus reserve
     disk.ok(small_disk / "c.jpg")
     assert not disk.full_volumes()
+
+
+def test_a_readable_dead_segment_is_finished_and_an_unreadable_one_removed(tmp_path: Path) -> None:
+    from campusguard.app.media.annotate import AnnotatedVideoWriter, finish_dead_segments
+
+    writer = AnnotatedVideoWriter(tmp_path, "cam1", 10.0, segment_frames=10)
+    for k in range(10):
+        writer.write(np.full((90, 160, 3), 20 * k, np.uint8), time.time())
+    writer.close()
+    (done,) = writer.paths
+    readable = tmp_path / f".{done.stem}.part.mp4"  # its index was written: a stop between finishing and renaming
+    done.rename(readable)
+    (tmp_path / ".cam1_20260101T000000Z_0009.part.mp4").write_bytes(b"\0" * 4096)  # killed mid-segment
+    (tmp_path / ".other_20260101T000000Z_0001.part.mp4").write_bytes(b"\0")  # another config's camera: left alone
+    finished, removed = finish_dead_segments(tmp_path, ["cam1"])
+    assert finished == [done] and removed == 1
+    cap = cv2.VideoCapture(str(done))
+    frames = 0
+    while cap.read()[0]:
+        frames += 1
+    cap.release()
+    assert frames == 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other_20260101T000000Z_0001.part.mp4", done.name]
+
+
+def test_a_recordings_request_for_room_never_takes_an_incidents_snapshot(tmp_path: Path) -> None:
+    from campusguard.app.retention import MediaLayout, Pruner, RetentionPolicy
+
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    old = time.time() - 7200
+    for k in range(3):  # orphan-aged snapshots no row names: deletable for space
+        (snaps / f"cam1_{k}.jpg").write_bytes(b"\xff" * 10_000)
+        os.utime(snaps / f"cam1_{k}.jpg", (old, old))
+    layout = MediaLayout(data_dir=tmp_path, snapshots_dir=snaps, recordings_dir=tmp_path / "rec")
+    policy = RetentionPolicy(seconds=dict.fromkeys(RetentionPolicy.from_config(_cfg()).seconds, 1e9), min_free="0B")
+    pruner = Pruner(policy, layout, None, ["cam1"])
+    more_than_the_disk = 10**16
+    plan = pruner.plan(need_bytes=more_than_the_disk, need_kinds=("recordings",))  # no recording to take: nothing
+    assert plan.files == []
+    plan = pruner.plan(need_bytes=more_than_the_disk)  # a snapshot or the store asking: the oldest media go
+    assert len(plan.files) == 3
+
+
+def _cfg():  # noqa: ANN202 - a tiny config for the policy's kinds
+    from campusguard.app.config import parse_config
+
+    return parse_config("", "c.yaml").config
