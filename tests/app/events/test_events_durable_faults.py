@@ -334,6 +334,26 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
             subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_small_volume_that_fills_and_frees_never_stops_either_command(
+    command: str, noisy_scene: Path, small_disk: Path, tmp_path: Path
+) -> None:
+    """Store, snapshots, recording (and serve's clips) on a 4 MiB volume the scene overfills
+    (about 3 MB of recording alone): the run ends cleanly, every incident is stored and ended,
+    retention frees room (recordings first), and no row names a file that is not there."""
+    if not os.path.ismount(small_disk):
+        pytest.skip("no tmpfs (needs root): the fill-and-free logic is checked by the test below on this volume")
+    config = _config(noisy_scene, small_disk)
+    config.write_text(config.read_text().replace(str(small_disk / "events.jsonl"), str(tmp_path / "events.jsonl")))
+    code, err = _run_to_end(command, config, small_disk, tmp_path / "events.jsonl", "--log-level", "info")
+    assert code == 0 and "Traceback" not in err, err[-3000:]
+    events = read_events(small_disk / "events.db")
+    assert len(events) == 3 and all(e.end_s is not None for e in events)
+    assert all(Path(e.snapshot_path).is_file() for e in events if e.snapshot_path)
+    assert len([x for x in err.splitlines() if "disk full: volume" in x]) == 1  # it filled: said once
+    assert not list((small_disk / "video").glob(".*.part.mp4"))
+
+
 def test_a_full_volume_has_room_again_only_above_the_floor_plus_the_reserve(small_disk: Path) -> None:
     disk = DiskHealth(reserve_bytes=256 * 1024)
     free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize

@@ -36,6 +36,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.queues import DropOldestQueue
 from campusguard.app.media.live import LiveFrame, encode_jpeg, render_live_frame
 from campusguard.app.media.redact import redacted_path
@@ -120,27 +121,31 @@ def write_mp4(path: Path, frames: list[tuple[float, bytes]], *, crf: int = 26) -
     tmp = path.with_name(f".{path.name}.part")
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
-    with av.open(str(tmp), "w", format="mp4", options={"movflags": "+faststart"}) as container:
-        stream = container.add_stream("libx264", rate=rate)
-        stream.width, stream.height = size_wh
-        stream.pix_fmt = "yuv420p"
-        stream.time_base = 1 / rate
-        stream.options = {"preset": "veryfast", "crf": str(crf), "profile": "main"}
-        stream.codec_context.thread_count = 1
-        last_pts = -1
-        for t, jpeg in frames:
-            image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-            if image is None:
-                continue
-            if (image.shape[1], image.shape[0]) != size_wh:
-                image = cv2.resize(image, size_wh, interpolation=cv2.INTER_AREA)
-            frame = av.VideoFrame.from_ndarray(image, format="bgr24")
-            pts = max(last_pts + 1, round((t - stamps[0]) * float(rate)))
-            frame.pts = last_pts = pts
-            container.mux(stream.encode(frame))
-            written += 1
-        container.mux(stream.encode(None))
-    os.replace(tmp, path)
+    try:
+        with av.open(str(tmp), "w", format="mp4", options={"movflags": "+faststart"}) as container:
+            stream = container.add_stream("libx264", rate=rate)
+            stream.width, stream.height = size_wh
+            stream.pix_fmt = "yuv420p"
+            stream.time_base = 1 / rate
+            stream.options = {"preset": "veryfast", "crf": str(crf), "profile": "main"}
+            stream.codec_context.thread_count = 1
+            last_pts = -1
+            for t, jpeg in frames:
+                image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+                if image is None:
+                    continue
+                if (image.shape[1], image.shape[0]) != size_wh:
+                    image = cv2.resize(image, size_wh, interpolation=cv2.INTER_AREA)
+                frame = av.VideoFrame.from_ndarray(image, format="bgr24")
+                pts = max(last_pts + 1, round((t - stamps[0]) * float(rate)))
+                frame.pts = last_pts = pts
+                container.mux(stream.encode(frame))
+                written += 1
+            container.mux(stream.encode(None))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half clip taking room
+        raise
     return written
 
 
@@ -296,14 +301,24 @@ class ClipRecorder:
             if not job.frames:
                 log.warning("clip of event %s: no buffered frames of camera %s", job.event_id, job.camera)
                 continue
+            path = self.path_for(job.event_id)
+            disk = disk_health()
+            need = sum(len(j) for _, j, _ in job.frames)  # its JPEGs: more than the H.264 clip takes
+            if not (disk.has_room(self.out_dir, need) or disk.make_room(self.out_dir, need)):
+                self.failed += 1
+                disk.skip("clip", path, need)  # media yield to events: one rate-limited line
+                continue
             try:
-                path = self.path_for(job.event_id)
                 redacted = [(t, r) for t, _, r in job.frames if r is not None]  # sharp frames never go in
                 if redacted:  # blur on: the viewers' clip first
                     write_mp4(redacted_path(path), redacted)
                 n = write_mp4(path, [(t, j) for t, j, _ in job.frames])
                 self.written[job.event_id] = n
                 log.info("clip of event %s: %d frames", job.event_id, n)
+            except OSError as exc:
+                self.failed += 1
+                redacted_path(path).unlink(missing_ok=True)  # never a viewers' clip without its sharp one
+                disk.failed("clip", path, exc)  # a full disk: one rate-limited line, no traceback
             except Exception:  # a clip that cannot be written must not stop the console
                 self.failed += 1
                 log.exception("clip of event %s could not be written", job.event_id)
