@@ -35,7 +35,7 @@ __all__ = [
 _BUSY_TIMEOUT_S = 5.0
 _NEW_FILE_S = 1.0  # an empty file that stays empty this long is damage, not another opener's new file
 _COMPANIONS = ("-wal", "-shm", "-journal")
-_checked: set[tuple[str, int, int]] = set()  # (path, size, mtime_ns) found sound by this process
+_checked: set[str] = set()  # files found sound by this process (a start's check; not repeated per open)
 _checked_lock = threading.Lock()
 
 
@@ -49,7 +49,8 @@ def check_sqlite_file(path: Path, *, what: str) -> None:
 
     The app creates each of its files with its schema at once (the WAL switch alone writes the
     first page), so an empty file is damage, not a new store. A missing file is fine (it will be
-    created). A file found sound is not checked again by this process while it is unchanged.
+    created). A file found sound is not checked again by this process (the check reads the
+    whole file: once per start, not at every open of the same file).
 
     Raises:
         DamagedFileError: one line naming ``what``, the file, the problem and how to start afresh.
@@ -60,7 +61,7 @@ def check_sqlite_file(path: Path, *, what: str) -> None:
         return
     except OSError as exc:
         raise DamagedFileError(f"{what} {path} cannot be read: {exc}") from None
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    key = str(path.resolve())
     with _checked_lock:
         if key in _checked:
             return
