@@ -55,13 +55,15 @@ from campusguard.app.engine.wiring import (
 from campusguard.app.events.interrupted import InterruptedIncidents
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
+from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.sdnotify import systemd
-from campusguard.app.media.annotate import AnnotatedVideoWriter
+from campusguard.app.media.annotate import AnnotatedVideoWriter, finish_dead_segments
 from campusguard.app.media.live import LiveFrame
-from campusguard.app.retention import MediaLayout, PrunableStore, Pruner, RetentionCleaner, RetentionPolicy
+from campusguard.app.retention import RetentionCleaner
+from campusguard.app.retention.stage import RetentionStage, start_retention
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]
@@ -78,7 +80,12 @@ class WatchService:
         opener: opens a camera source (injectable for tests).
         out: where metrics and stdout alerts go.
         on_event: called with every stored event update (after the sinks).
-        store: an event store to use instead of the one the config's storage section names.
+        store: an event store to use instead of the one the config's storage section names (the
+            partial stores of a scan runner or a cluster group; closed at the end of the streams).
+        shared_store: the config's event store as the embedding process opened it (``serve``: the
+            console's); used for events, the incidents a dead run left open and retention, and left
+            open at the end (its owner closes it). Typed `EventDatabase`, so a wrapper that drops a
+            capability fails the type check.
         on_frame: called by each camera's analytics thread with every processed frame (the
             console's live view and clip buffer); must return at once.
         stream_keys: camera id to the key of the recording it reads, put into its event ids
@@ -88,6 +95,10 @@ class WatchService:
             stage. False for the services a cluster driver or a scan runner drives with an
             in-memory store: their owner does all three, once, and two services in one process
             must not share the config's spool file.
+        recordings_retention: without ``owns_storage``, still look after this service's continuous
+            recordings where they are written (a cluster group on its node): a dead run's temporary
+            segments are finished or removed at start, and retention keeps the recordings within
+            their age, `max_media` and the free-space floor (`start_retention`, ``recordings_only``).
     """
 
     def __init__(
@@ -99,10 +110,12 @@ class WatchService:
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: EventRecorder | None = None,
+        shared_store: EventDatabase | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
         clips_dir: Path | None = None,
         owns_storage: bool = True,
+        recordings_retention: bool = False,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -111,9 +124,11 @@ class WatchService:
         self.out = out or sys.stdout
         self.on_event = on_event
         self.store = store
+        self.shared_store = shared_store
         self.on_frame = on_frame
         self.stream_keys = stream_keys or {}
         self.owns_storage = owns_storage
+        self.recordings_retention = recordings_retention
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -131,7 +146,7 @@ class WatchService:
         self.reporter: MetricsReporter | None = None
         self.clips_dir = clips_dir  # serve's clip folder, looked after by retention
         self.retention: RetentionCleaner | None = None
-        self._retention_store: EventRecorder | None = None
+        self._retention_stage: RetentionStage | None = None
         # full volumes and failed writes (the console's /readyz and metrics); its ``on_full`` hook is
         # where the retention cleanup frees room when media writes find the disk full
         self.disk = disk_health()
@@ -151,7 +166,7 @@ class WatchService:
             self._probe_cameras(allow_offline=True)  # every source opens and gives a frame (network ones may be offline)
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
-            store, sinks = open_store_and_sinks(self.loaded, self.out, self.store)
+            store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
         except BaseException:
             self._close_opened()
             raise
@@ -160,9 +175,10 @@ class WatchService:
         frame_queues = self._start_readers(doorbell, events)  # camera -> FrameQueue
         detected = self._detected = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
+        self._finish_dead_segments()  # a killed run's .part recordings: finished or removed, before ours start
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
-        self._start_retention(store)  # expire incidents, media and logs; keep media under its limits
+        self._start_retention()  # expire incidents, media and logs; keep media under its limits
         self._start_metrics_and_watchdog()
         self._started = True
         self._wired.set()
@@ -293,6 +309,14 @@ class WatchService:
 
         return online
 
+    def _own_recordings(self) -> bool:
+        return self.recordings_retention and bool(self.config.outputs.annotated_video_dir)
+
+    def _finish_dead_segments(self) -> None:
+        folder = self.config.outputs.annotated_video_dir
+        if folder and (self.owns_storage or self._own_recordings()):
+            finish_dead_segments(folder, [cam.id for _, cam in self.cameras])
+
     def _start_detection(
         self, inputs: dict[str, FrameQueue], outputs: dict[str, queue.Queue], doorbell: threading.Event
     ) -> None:
@@ -369,40 +393,39 @@ class WatchService:
             interrupted=(  # a dead run's open ones
                 InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras}) if self.owns_storage else None
             ),
+            close_store=self.shared_store is None,
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
-    def _start_retention(self, store: EventRecorder) -> None:
+    def _start_retention(self) -> None:
         retention = self.config.retention
-        if not retention.enabled or not self.owns_storage:
+        if not retention.enabled or not (self.owns_storage or self._own_recordings()):
             return
-        prunable: PrunableStore | None = store if isinstance(store, PrunableStore) else None
-        if self.store is None:  # our own connection: the event worker closes its store before the last pass
-            from campusguard.app.events import open_event_store
-
-            try:
-                own = open_event_store(self.config.storage)
-            except CampusGuardError as exc:  # media and logs are still looked after; rows at the next start
-                logging.getLogger("campusguard.app.retention").warning("retention: no event store: %s", exc)
-            else:
-                self._retention_store = own
-                prunable = own if isinstance(own, PrunableStore) else None
-        pruner = Pruner(
-            RetentionPolicy.from_config(self.config),
-            MediaLayout.from_config(self.config, clips_dir=self.clips_dir),
-            prunable,
-            [c.id for c in self.config.cameras],
+        # the shared store (serve's) stays open until its owner closes it, after our last pass; else
+        # retention opens its own (the event worker closes its store before the last pass)
+        shared: PrunableStore | None = self.shared_store
+        if shared is None and isinstance(self.store, PrunableStore):
+            shared = self.store
+        self._retention_stage = start_retention(
+            self.config,
+            shared if self.owns_storage else None,
+            clips_dir=self.clips_dir,
+            open_own=self.store is None,
+            recordings_only=not self.owns_storage,
         )
-        self.retention = RetentionCleaner(pruner, interval_s=retention.interval_s, check_s=retention.check_s)
-        self.retention.start()
+        self.retention = self._retention_stage.cleaner
         # media yield to events: a media writer or the store that finds its volume full asks the
         # cleanup for room (oldest media first); it only wakes the cleaner, so no stage ever waits
+        # (a recording's request takes room from recordings only: never an incident's evidence)
         cleaner = self.retention
+        recordings = self.config.outputs.annotated_video_dir
+        recordings_dir = Path(recordings).resolve() if recordings else None
 
         def free_room(folder: Path, nbytes: int) -> None:
-            cleaner.make_room(nbytes)
+            cleaner.make_room(nbytes, recordings_only=recordings_dir is not None and folder.resolve() == recordings_dir)
 
         self.disk.on_full = free_room
+        self.disk.floor = cleaner.pruner.policy.min_free_bytes  # "room again" only above the floor too
 
     def build_camera_parts(self, loaded: LoadedConfig, camera_id: str) -> CameraParts:
         """A running camera's zones, lines and rules built from ``loaded`` (not applied yet).
@@ -505,12 +528,9 @@ class WatchService:
             self._finished = True
             self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
-            if self.retention is not None:
-                self.disk.on_full = None  # the process-wide disk state outlives this service
-                self.retention.stop()
-                self.retention.final_pass()  # what the last frames wrote, within the limits at exit too
-            if self._retention_store is not None:
-                self._retention_store.close()
+            if self._retention_stage is not None:
+                self.disk.on_full = self.disk.floor = None  # the process-wide disk state outlives this service
+                self._retention_stage.finish()  # the last pass: what the last frames wrote, within the limits
             assert self.reporter is not None
             self.reporter.final()
         return done and not self.failed.is_set()

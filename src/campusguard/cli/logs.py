@@ -79,3 +79,13 @@ def quiet_decoder_logs() -> None:
     from cv2.utils import logging as cv_logging
 
     cv_logging.setLogLevel(cv_logging.LOG_LEVEL_ERROR)
+
+
+def repair_option() -> Any:
+    """``--repair`` of ``watch`` and ``serve`` (`campusguard.app.engine.wiring.check_storage_files`)."""
+    return typer.Option(
+        False,
+        "--repair",
+        help="Set an empty or damaged event database, delivery ledger or MQTT outbox aside "
+        "(renamed *.damaged-<time>) and begin a new one; without it such a file stops the start (exit 2).",
+    )

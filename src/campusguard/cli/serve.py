@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from campusguard.app.infra.private import private_files
-from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs
+from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs, repair_option
 from campusguard.errors import InvalidInputError, require
 
 DEFAULT_USERS_DB = "campusguard-users.db"
@@ -108,6 +108,7 @@ def serve_console(
     detector_factory: Any = None,
     banner: str | None = None,
     ray_address: str | None = None,
+    repair: bool = False,
 ) -> None:
     """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped.
 
@@ -118,7 +119,8 @@ def serve_console(
 
     Files and folders it creates are private (``0600``/``0700``, `private_files`).
     ``trusted_proxies``: reverse proxies whose ``X-Forwarded-For`` is believed (none by default).
-    ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`)."""
+    ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`).
+    ``repair``: set an empty or damaged store file aside and begin a new one (`check_storage_files`)."""
     require("uvicorn", "console")
     require("fastapi", "console")
     from campusguard.app.console.auth import parse_trusted_proxies
@@ -129,7 +131,11 @@ def serve_console(
     check_bind(host, port, allow_remote)
     if not is_loopback(host):
         print(f"warning: listening on {host}; {TLS_HINT}", file=sys.stderr)
-    runtime = ConsoleRuntime(config, detector_factory=detector_factory, ray_address=ray_address)  # bad config: here
+    from campusguard.app.config import load_config
+    from campusguard.app.engine.wiring import check_storage_files
+
+    check_storage_files(load_config(config), repair=repair)  # bad config, empty or damaged store: one line
+    runtime = ConsoleRuntime(config, detector_factory=detector_factory, ray_address=ray_address)
     from campusguard.app.model_warning import warn_for_config
 
     warn_for_config(runtime.loaded.config)
@@ -215,6 +221,7 @@ def register(app: typer.Typer) -> None:
             help="Run the cameras in groups on Ray actors of this cluster; live view, incident media and "
             "zone edits go through the actors (docs/cluster.md). Needs the ray extra.",
         ),
+        repair: bool = repair_option(),
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
         apply_log_level(log_level)
@@ -229,6 +236,7 @@ def register(app: typer.Typer) -> None:
             trusted_proxies=trusted_proxy,
             log_level=log_level or "warning",
             ray_address=ray,
+            repair=repair,
         )
 
     @users_app.command("add")

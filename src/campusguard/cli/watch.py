@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from campusguard.app.infra.private import private_files
-from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs
+from campusguard.cli.logs import apply_log_level, log_level_option, quiet_decoder_logs, repair_option
 
 config_app = typer.Typer(name="config", help="The watch configuration: JSON Schema and checks.", no_args_is_help=True)
 
@@ -31,9 +31,11 @@ def register(app: typer.Typer) -> None:
             help="Run camera groups on Ray actors of this cluster (auto: the one on this machine); "
             "see the config's cluster section. Needs the ray extra.",
         ),
+        repair: bool = repair_option(),
     ) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
+        from campusguard.app.engine.wiring import check_storage_files
         from campusguard.app.model_warning import warn_for_config
         from campusguard.app.service import WatchService
         from campusguard.app.signals import StoppableService, run_until_stopped
@@ -41,6 +43,7 @@ def register(app: typer.Typer) -> None:
         apply_log_level(log_level)
         quiet_decoder_logs()  # a camera's outage is logged by the app, once when it starts and once when it ends
         loaded = load_config(config)
+        check_storage_files(loaded, repair=repair)  # an empty or damaged store: one line, exit 2
         warn_for_config(loaded.config)
         service: StoppableService
         if ray is None:

@@ -400,3 +400,35 @@ def test_the_driver_reports_the_motion_gates_counters_of_its_groups(videos: list
             one.frames_regions,
             one.frames_gate_busy,
         )
+
+
+def test_the_driver_and_the_groups_run_retention_where_rows_and_recordings_lie(
+    videos: list[Path], tmp_path: Path, make_event
+) -> None:
+    """``watch --ray``: the driver expires incidents in the store; each group finishes or removes a
+    dead run's recording segments and keeps its recordings within ``max_media`` on its node."""
+    from datetime import UTC, datetime, timedelta
+
+    from campusguard.app.events.store import SQLiteEventStore
+
+    text = cameras_config(
+        videos[:2], tmp_path, extra="retention:\n  incidents: 1d\n  max_media: 60kB\n  min_free: 0B\n"
+    )
+    text = text.replace("outputs:\n", f"outputs:\n  annotated_video_dir: {tmp_path / 'video'}\n")
+    loaded = parse_config(text)
+    old = datetime.now(UTC) - timedelta(days=3)
+    with SQLiteEventStore(tmp_path / "events.db") as store:
+        store.record(make_event(event_id="old", camera_id="cam0", phase="end", end_s=2.0, started_at=old, ended_at=old))
+    (tmp_path / "video").mkdir()
+    dead = tmp_path / "video" / ".cam0_20200101T000000Z_0001.part.mp4"
+    dead.write_bytes(b"\0" * 100_000)  # a killed run's segment: no MP4 index, unreadable
+    executor = LocalExecutor(loaded, detector_factory=factory)
+    driver = ClusterWatch(loaded, executor, out=io.StringIO())
+    driver.start()
+    assert driver.wait(30) and driver.finish()
+    assert driver.retention is not None and driver.retention.metrics.rows_pruned == 1
+    pruned = [g.service.retention.metrics.files_pruned for g in executor.groups if g.service.retention is not None]
+    assert len(pruned) == 1 and pruned[0].get("recordings", 0) >= 1  # one group (two cameras): recordings went
+    assert "old" not in {e.event_id for e in read_events(tmp_path / "events.db")}
+    assert not dead.exists()
+    assert sum(p.stat().st_size for p in (tmp_path / "video").iterdir()) <= 60_000

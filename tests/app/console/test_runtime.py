@@ -259,3 +259,29 @@ def test_zones_put_ends_the_open_events_of_the_replaced_rules(scene: Path, tmp_p
         assert stored is not None and stored.end_s is not None and stored.end_s - stored.start_s < 1.2
     finally:
         rt.stop()
+
+
+def test_serves_pipeline_runs_retention_on_the_consoles_store(scene: Path, tmp_path: Path, make_event) -> None:
+    """One composition: the console's store is the pipeline's, whole. Retention has it (expired
+    incidents deleted, as ``watch`` does), and the store stays open for the console after the
+    file source ended (the pipeline does not close what the console owns)."""
+    from datetime import UTC, datetime, timedelta
+
+    from campusguard.app.events.store import EventDatabase, SQLiteEventStore
+
+    config = tmp_path / "watch.yaml"
+    config.write_text(scene_config(scene, tmp_path, "retention:\n  incidents: 1d\n  min_free: 0B\n"))
+    old = datetime.now(UTC) - timedelta(days=3)
+    with SQLiteEventStore(tmp_path / "events.db") as store:
+        store.record(make_event(event_id="old", camera_id="cam1", phase="end", end_s=2.0, started_at=old, ended_at=old))
+    runtime = ConsoleRuntime(config, detector_factory=lambda *a: BlobDetector(), out=io.StringIO())
+    try:
+        runtime.start()
+        service = runtime.service
+        assert service is not None and service.wait(60)
+        assert isinstance(runtime.store, EventDatabase)
+        assert service.retention is not None and service.retention.pruner.store is runtime.store
+        wait_for(lambda: runtime.event_json("old") is None)  # deleted by serve's retention
+        assert runtime.store.query_records(limit=None)[1] >= 1  # this run's incidents, read after the end
+    finally:
+        runtime.stop()

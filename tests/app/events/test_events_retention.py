@@ -16,6 +16,7 @@ from campusguard.app.config import parse_config
 from campusguard.app.config.retention import parse_duration, parse_size
 from campusguard.app.events import Event
 from campusguard.app.events.store import UpsertingEventStore
+from campusguard.app.infra.durable import AppendLog
 from campusguard.app.retention import MediaLayout, Pruner, RetentionCleaner, RetentionPolicy
 from campusguard.cli.main import main
 from campusguard.errors import ConfigError
@@ -173,21 +174,28 @@ def test_orphans_are_swept_after_the_grace_period(
     assert named.exists() and new_orphan.exists()
 
 
-def test_max_media_deletes_the_oldest_media_first_and_keeps_rows(
+def test_max_media_deletes_recordings_then_clips_then_snapshots_oldest_first_and_keeps_rows(
     store: UpsertingEventStore, make_event: Callable[..., Event], tmp_path: Path
 ) -> None:
-    for i in range(6):  # e0 is the oldest
+    for i in range(6):  # e0 is the oldest; each has a 100 kB snapshot and a 100 kB clip
         _incident(store, make_event, f"e{i}", tmp_path, ended_ago_s=600.0 - 60 * i, nbytes=100_000)
+    # recordings newer than every incident's media, and a dead run's unfinished segment
+    _file(tmp_path / "rec", "cam0_20260101T000000Z_0001.mp4", 300_000, age_s=30)
+    _file(tmp_path / "rec", ".cam0_20260101T000100Z_0002.part.mp4", 200_000, age_s=20)
     store.keep("e0", True, user="ops")
-    report = Pruner(_policy(max_media_bytes=500_000), _layout(tmp_path), store, ["cam0"]).run()
-    left = sorted(p.name for p in (tmp_path / "snaps").iterdir()) + sorted(
-        p.name for p in (tmp_path / "clips").iterdir()
-    )
-    assert sum(report.kept_bytes.values()) <= 500_000
-    assert "cam0_e0.jpg" in left and "e0.mp4" in left  # kept: never deleted for space
-    assert "cam0_e5.jpg" in left and "e5.mp4" in left  # the newest stay
-    assert "cam0_e1.jpg" not in left and "e1.mp4" not in left  # the oldest not kept went first
+    layout = dataclasses.replace(_layout(tmp_path), recordings_dir=tmp_path / "rec")
+    report = Pruner(_policy(max_media_bytes=900_000), layout, store, ["cam0"]).run()
+    snaps = sorted(p.name for p in (tmp_path / "snaps").iterdir())
+    clips = sorted(p.name for p in (tmp_path / "clips").iterdir())
+    assert sum(report.kept_bytes.values()) <= 900_000
+    assert report.files == {"recordings": 2, "clips": 3}  # the dead run's segment counted and deleted too
+    assert list((tmp_path / "rec").iterdir()) == []  # recordings first, though newer than the evidence
+    assert clips == ["e0.mp4", "e4.mp4", "e5.mp4"]  # then clips, oldest first; the kept one's never
+    assert snaps == [f"cam0_e{i}.jpg" for i in range(6)]  # every snapshot fits: all stay
     assert _ids(store) == {f"e{i}" for i in range(6)}  # every incident stays
+    report = Pruner(_policy(max_media_bytes=300_000), layout, store, ["cam0"]).run()
+    assert sorted(p.name for p in (tmp_path / "snaps").iterdir()) == ["cam0_e0.jpg", "cam0_e5.jpg"]
+    assert sorted(p.name for p in (tmp_path / "clips").iterdir()) == ["e0.mp4"]  # kept: over the limit, stays
     for rec in store.query_records(limit=None)[0]:
         assert rec.event.snapshot_path is None or Path(rec.event.snapshot_path).exists()
 
@@ -201,14 +209,17 @@ def test_dry_run_changes_nothing(store: UpsertingEventStore, make_event: Callabl
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file() and "events.db" not in p.name) == before
 
 
-def test_jsonl_lines_older_than_their_retention_are_dropped_in_place(tmp_path: Path) -> None:
+def test_jsonl_lines_older_than_their_retention_are_dropped_and_a_sink_appends_to_the_new_file(tmp_path: Path) -> None:
     log = tmp_path / "events.jsonl"
     old = (NOW - timedelta(days=40)).isoformat()
     new = (NOW - timedelta(days=1)).isoformat()
     log.write_text(f'{{"event_id": "a", "started_at": "{old}"}}\n{{"event_id": "b", "started_at": "{new}"}}\n')
-    with open(log, "a", encoding="utf-8") as appender:  # a sink holding it open goes on appending
-        report = Pruner(_policy(), MediaLayout(data_dir=tmp_path, logs=(log,)), None).run()
-        appender.write('{"event_id": "c"}\n')
+    appender = AppendLog(log)  # a sink holding it open (JsonlSink) goes on appending, to the new file
+    inode = log.stat().st_ino
+    report = Pruner(_policy(), MediaLayout(data_dir=tmp_path, logs=(log,)), None).run()
+    assert log.stat().st_ino != inode  # a new file renamed over the old one, not a rewrite in place
+    appender.append(b'{"event_id": "c"}\n')
+    appender.close()
     assert report.lines == {"logs": 1}
     assert [line[:17] for line in log.read_text().splitlines()] == ['{"event_id": "b",', '{"event_id": "c"}']
 
@@ -322,3 +333,28 @@ def test_redacted_variants_go_with_their_sharp_media_and_are_no_orphans(
     assert report.rows == 1 and report.files == {"snapshots": 2, "clips": 2}  # old's sharp and redacted files
     assert not any(p.exists() for p in variants["old"])
     assert all(p.exists() for p in variants["kept"] + variants["young"])  # not orphans: their sharp file is named
+
+
+def test_evidence_never_goes_to_make_up_for_the_segment_being_written(
+    store: UpsertingEventStore, make_event: Callable[..., Event], tmp_path: Path
+) -> None:
+    """The open segment counts in ``max_media`` but cannot go while written: the snapshots stay
+    (they kept 0 bytes of evidence before); at the stop the finished segment goes first."""
+    for i in range(3):
+        _incident(store, make_event, f"e{i}", tmp_path, ended_ago_s=60.0 - 10 * i, nbytes=50_000)
+    for clip in (tmp_path / "clips").iterdir():
+        clip.unlink()
+    _file(tmp_path / "rec", "cam0_20260101T000000Z_0001.mp4", 400_000, age_s=300)  # finished
+    _file(tmp_path / "rec", ".cam0_20260101T000500Z_0002.part.mp4", 1_000_000)  # being written now
+    layout = dataclasses.replace(_layout(tmp_path), recordings_dir=tmp_path / "rec")
+    pruner = Pruner(_policy(max_media_bytes=500_000), layout, store, ["cam0"])
+    pruner.started_at -= 60  # the segment was opened by this run
+    report = pruner.run()
+    assert report.files == {"recordings": 1}  # the finished segment; no snapshot for the open one
+    assert len(list((tmp_path / "snaps").iterdir())) == 3
+    (tmp_path / "rec" / ".cam0_20260101T000500Z_0002.part.mp4").rename(
+        tmp_path / "rec" / "cam0_20260101T000500Z_0002.mp4"
+    )
+    report = pruner.run(writers_idle=True)  # the pass at the stop
+    assert report.files == {"recordings": 1} and list((tmp_path / "rec").iterdir()) == []
+    assert len(list((tmp_path / "snaps").iterdir())) == 3 and sum(report.kept_bytes.values()) <= 500_000

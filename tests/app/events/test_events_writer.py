@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 from campusguard.app.cluster.group import Outbox
-from campusguard.app.console.runtime import _KeepOpenStore
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events import SQLiteEventStore
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
+from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.scan.unit import _CollectedEvents
@@ -217,25 +216,24 @@ def test_the_cluster_groups_outbox_records_numbered_updates_until_closed() -> No
     assert outbox.pending(10) == (list(enumerate(updates, start=1)), True)
 
 
-def test_the_consoles_store_records_through_and_stays_open(tmp_path: Path) -> None:
+def test_a_shared_store_is_left_open_for_its_owner_and_a_stop_reaches_it(tmp_path: Path) -> None:
+    """``serve`` hands the console's store to the pipeline whole (no wrapper): the worker records
+    through it, leaves it open at the end, and a stop still cuts a retrying store's retries short."""
     store = SQLiteEventStore(tmp_path / "events.db")
-    kept = _KeepOpenStore(store)
-    assert isinstance(kept, EventRecorder)
-    kept.record(make_event("start"))
-    kept.close()  # ignored: the console still reads after the streams ended
-    got = store.get("e1")
+    inbox: queue.Queue = queue.Queue()
+    inbox.put(EventMessage(make_event("start")))
+    inbox.put(EndOfStream("c"))
+    EventWorker(inbox, store, [], ["c"], threading.Event(), close_store=False).run()
+    got = store.get("e1")  # still open: the console reads after a file source ended
     assert got is not None and got.phase == "start"
     store.close()
-
-
-def test_the_consoles_store_passes_a_stop_on_to_a_retrying_store() -> None:
     inner = _Interruptible()
-    kept = _KeepOpenStore(inner)
-    assert isinstance(kept, InterruptibleStore)
-    kept.stop_retrying()
-    kept.close()
+    worker = EventWorker(
+        queue.Queue(), inner, [], ["c"], threading.Event(), spool=EventSpool(tmp_path / "s.jsonl"), close_store=False
+    )
+    worker.stop_store_retries()
+    worker.close()
     assert inner.stopped and not inner.closed
-    _KeepOpenStore(RecordingStore([])).stop_retrying()  # a store without retries: nothing to stop
 
 
 def test_the_sql_stores_are_event_recorders(tmp_path: Path) -> None:

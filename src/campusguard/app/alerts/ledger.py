@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from campusguard.app.events.types import Event
+from campusguard.app.infra.sqlitedb import check_sqlite_file
 from campusguard.errors import InvalidInputError
 
 __all__ = ["DeliveryLedger", "ledger_path_for"]
@@ -64,6 +65,7 @@ class DeliveryLedger:
         self.sink = sink
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        check_sqlite_file(self.path, what="delivery ledger")
         try:
             self._db: sqlite3.Connection | None = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=30.0

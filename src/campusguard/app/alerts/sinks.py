@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import threading
 from collections import deque
@@ -15,7 +14,7 @@ from typing import Protocol, TextIO, runtime_checkable
 from campusguard.app.alerts.ledger import DeliveryLedger
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.diskspace import DiskHealth, disk_health
-from campusguard.app.infra.durable import append_lines
+from campusguard.app.infra.durable import AppendLog
 
 __all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event"]
 
@@ -116,7 +115,7 @@ class JsonlSink:
         self.dropped = 0
         self._pending: deque[tuple[Event, bytes]] = deque()
         self._lock = threading.Lock()
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._log: AppendLog | None = AppendLog(self.path)  # retention may trim it (a new file renamed over)
 
     def send(self, event: Event) -> None:
         if not self.phases.accepts(event):
@@ -125,7 +124,7 @@ class JsonlSink:
             return
         line = (json.dumps(event.to_dict(), default=str) + "\n").encode("utf-8")
         with self._lock:
-            if self._fd is None:
+            if self._log is None:
                 raise ValueError(f"JsonlSink {self.path} is closed")
             if len(self._pending) >= self.max_pending:
                 self._pending.popleft()
@@ -135,10 +134,10 @@ class JsonlSink:
 
     def _flush(self) -> None:
         """Write the waiting lines in one append (all or none); they stay waiting on an error."""
-        if not self._pending or self._fd is None:
+        if not self._pending or self._log is None:
             return
         try:
-            append_lines(self._fd, b"".join(line for _, line in self._pending))
+            self._log.append(b"".join(line for _, line in self._pending))
         except OSError as exc:
             self.failed_writes += 1
             self.disk.failed("alert log line", self.path, exc)
@@ -152,14 +151,14 @@ class JsonlSink:
 
     def close(self, timeout_s: float = 5.0) -> None:
         with self._lock:
-            if self._fd is not None:
+            if self._log is not None:
                 self._flush()
                 if self._pending:
                     log.error(
                         "%d alert line(s) could not be written to %s before the stop", len(self._pending), self.path
                     )
-                os.close(self._fd)
-                self._fd = None
+                self._log.close()
+                self._log = None
         if self.ledger is not None:
             self.ledger.close()
 

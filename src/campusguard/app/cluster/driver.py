@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol, TextIO
 
 from campusguard.app.cluster.group import (
@@ -51,9 +52,12 @@ from campusguard.app.engine.sources import CameraState, FrameSource
 from campusguard.app.engine.wiring import open_camera, open_store_and_sinks
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
+from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventWorker
 from campusguard.app.infra.sdnotify import systemd
+from campusguard.app.retention import RetentionCleaner
+from campusguard.app.retention.stage import RetentionStage, start_retention
 from campusguard.errors import ConfigError
 
 __all__ = ["ClusterWatch", "GroupExecutor", "LocalExecutor", "Unavailable", "update_key"]
@@ -157,6 +161,15 @@ class ClusterWatch:
         out: where metrics lines and stdout alerts go.
         on_event: called with every update handed to the sinks.
         store: an event store to use instead of the config's.
+        shared_store: the config's store as the embedding process opened it (``serve --ray``: the
+            console's); used for events and retention, and left open at the end (its owner closes it).
+        clips_dir: the console's clip folder (``serve --ray`` copies the groups' clips there), looked
+            after by retention.
+
+    The driver runs the retention stage (`campusguard.app.retention.stage`) like `WatchService`:
+    incidents expire in the store, logs are trimmed, and the config's media folders are kept
+    within their limits where they are reachable from the driver; each group looks after its
+    continuous recordings on its own node (``recordings_retention`` of its `WatchService`).
     """
 
     def __init__(
@@ -167,6 +180,8 @@ class ClusterWatch:
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: EventRecorder | None = None,
+        shared_store: EventDatabase | None = None,
+        clips_dir: Path | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -174,6 +189,10 @@ class ClusterWatch:
         self.out = out or sys.stdout
         self.on_event = on_event
         self.store = store
+        self.shared_store = shared_store
+        self.clips_dir = clips_dir
+        self.retention: RetentionCleaner | None = None
+        self._retention_stage: RetentionStage | None = None
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.groups: list[_GroupState] = []
@@ -199,7 +218,7 @@ class ClusterWatch:
         groups = camera_groups(self.loaded)
         if not groups:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
-        store, sinks = open_store_and_sinks(self.loaded, self.out, self.store)
+        store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
         self.event_worker = EventWorker(
             queue.Queue(),
             store,
@@ -209,6 +228,7 @@ class ClusterWatch:
             self.on_event,
             stop=self.stop_event,
             spool=EventSpool(self.config.storage.spool_path()),
+            close_store=self.shared_store is None,
         )
         self.groups = [_GroupState(ids) for ids in groups]
         for cam_id in self.cameras:
@@ -225,6 +245,12 @@ class ClusterWatch:
         for g, state in enumerate(self.groups):
             log.info("camera group %d (%s) on %s", g, ", ".join(state.cameras), self.executor.describe(g))
         self._start_reporter()
+        if self.config.retention.enabled:
+            shared = self.shared_store or (self.store if isinstance(self.store, PrunableStore) else None)
+            self._retention_stage = start_retention(
+                self.config, shared, clips_dir=self.clips_dir, open_own=self.store is None
+            )
+            self.retention = self._retention_stage.cleaner
         self._thread = threading.Thread(target=self._run, name="cluster-driver", daemon=True)
         self._thread.start()
         self._started = True
@@ -233,6 +259,8 @@ class ClusterWatch:
         """Ask every group to end its cameras (idempotent; safe from a signal handler); a store call
         retrying a lost connection gives up at once (its update is spooled, see `WatchService.stop`)."""
         self.stop_event.set()
+        if self.retention is not None:
+            self.retention.stop(timeout_s=0)  # a pass under way ends on its own; no new one starts
         if self.event_worker is not None:
             self.event_worker.stop_store_retries()
 
@@ -250,6 +278,8 @@ class ClusterWatch:
         if not self._finished and self._started:
             self._finished = True
             self._reporter_stop.set()
+            if self._retention_stage is not None:
+                self._retention_stage.finish()
             assert self.reporter is not None
             self.reporter.final()
             restarts = sum(g.restarts for g in self.groups)

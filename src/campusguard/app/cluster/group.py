@@ -310,7 +310,8 @@ class CameraGroup:
             store=self.outbox,
             on_event=self._on_event,
             on_frame=self._on_frame,
-            owns_storage=False,  # the driver spools, ends orphans and keeps retention
+            owns_storage=False,  # the driver spools, ends orphans and keeps the rows', logs' and evidence's retention
+            recordings_retention=True,  # the recordings' retention runs here, where they are written
         )
 
     def pull(self, ack: Ack | None = None, stop: bool = False, config: tuple[int, ConfigSpec] | None = None) -> Batch:

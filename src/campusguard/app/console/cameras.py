@@ -26,8 +26,7 @@ from campusguard.app.config import LoadedConfig
 from campusguard.app.console.cluster_media import ClusterMedia
 from campusguard.app.engine.sources import CameraState
 from campusguard.app.engine.wiring import DetectorFactory
-from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.store import EventStore
+from campusguard.app.events.store import EventDatabase, EventStore
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub
@@ -112,8 +111,11 @@ class CameraBackend(Protocol):
         """The running pipeline (metrics, event worker), or ``None`` before a successful `start`."""
         ...
 
-    def start(self, loaded: LoadedConfig, store: EventRecorder, on_event: Callable[[Event], None]) -> None:
+    def start(self, loaded: LoadedConfig, store: EventDatabase, on_event: Callable[[Event], None]) -> None:
         """Start the cameras of ``loaded``; events go to ``store``, then ``on_event`` after each commit.
+
+        ``store`` is the console's, shared whole with the pipeline (events, the incidents a dead run
+        left open, retention) and left open at the end: the console closes it.
 
         Raises:
             ConfigError, SourceError, ModelLoadError: what ``campusguard watch`` would refuse.
@@ -201,13 +203,13 @@ class LocalCameras:
     def service(self) -> WatchService | None:
         return self._service
 
-    def start(self, loaded: LoadedConfig, store: EventRecorder, on_event: Callable[[Event], None]) -> None:
+    def start(self, loaded: LoadedConfig, store: EventDatabase, on_event: Callable[[Event], None]) -> None:
         service = WatchService(
             loaded,
             detector_factory=self.detector_factory,
             out=self.out,
             on_event=on_event,
-            store=store,
+            shared_store=store,  # the console's: events, a dead run's incidents, retention; left open
             on_frame=self._on_frame,
             clips_dir=self.clips.out_dir,
         )
@@ -218,7 +220,11 @@ class LocalCameras:
         if self._service is None:
             return True
         self._service.stop()
-        return self._service.finish(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        done = self._service.wait(timeout_s)  # streams ended, events committed
+        # the last clips are media too: written before retention's last pass (`finish`)
+        self.clips.close(max(1.0, deadline - time.monotonic()))
+        return self._service.finish(max(0.0, deadline - time.monotonic())) and done
 
     def request_stop(self) -> None:
         if self._service is not None:
@@ -333,7 +339,7 @@ class ClusterCameras:
     def service(self) -> ClusterWatch | None:
         return self._service
 
-    def start(self, loaded: LoadedConfig, store: EventRecorder, on_event: Callable[[Event], None]) -> None:
+    def start(self, loaded: LoadedConfig, store: EventDatabase, on_event: Callable[[Event], None]) -> None:
         from campusguard.app.cluster.driver import ClusterWatch
         from campusguard.app.cluster.ray_executor import RayExecutor
 
@@ -343,7 +349,9 @@ class ClusterCameras:
             detector_factory=self.detector_factory,
             media=MediaOptions(self.clips.pre_s, self.clips.post_s),
         )
-        service = ClusterWatch(loaded, self.executor, out=self.out, on_event=on_event, store=store)
+        service = ClusterWatch(
+            loaded, self.executor, out=self.out, on_event=on_event, shared_store=store, clips_dir=self.clips.out_dir
+        )
         self._note_blur(loaded)
         self.media.start()  # before the groups' first events
         try:

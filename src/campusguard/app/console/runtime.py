@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import yaml
 
@@ -56,12 +56,11 @@ from campusguard.app.engine.metrics import FrameRates
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
-from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.records import EventRecord
-from campusguard.app.events.store import InterruptibleStore, RecordQuery, ReviewableEventStore
+from campusguard.app.events.store import EventDatabase
 from campusguard.app.events.types import Event
 from campusguard.app.infra.diskspace import VolumeState, disk_health
 from campusguard.app.infra.durable import replace_durably
+from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
 from campusguard.app.media.redact import redacted_path
@@ -101,29 +100,6 @@ class StorageStatus:
     max_media_bytes: int | None
     min_free_bytes: int
     full_volumes: list[VolumeState]
-
-
-class _KeepOpenStore:
-    """The store as the pipeline sees it (`EventRecorder`): its ``close`` at the end of the streams
-    is ignored, so the console can still read events after a file source ended; the runtime closes it.
-    A stop cuts a PostgreSQL store's retries short as it would the store's own (`InterruptibleStore`)."""
-
-    def __init__(self, store: EventRecorder) -> None:
-        self._store = store
-
-    def record(self, event: Event) -> None:
-        self._store.record(event)
-
-    def stop_retrying(self) -> None:
-        if isinstance(self._store, InterruptibleStore):
-            self._store.stop_retrying()
-
-    def query_records(self, *args: Any, **kwargs: Any) -> tuple[list[EventRecord], int]:
-        """Reads pass through: the start's look for incidents a dead run left open."""
-        return cast(RecordQuery, self._store).query_records(*args, **kwargs)
-
-    def close(self) -> None:
-        pass
 
 
 class ConsoleRuntime:
@@ -181,7 +157,9 @@ class ConsoleRuntime:
         self._camera_ids = [c.id for c in self.loaded.config.cameras if c.enabled]
         storage = self.loaded.config.storage
         try:
-            self.store: ReviewableEventStore = open_event_store(storage)
+            self.store: EventDatabase = open_event_store(storage)
+        except DamagedFileError:
+            raise  # names its own file and the way out; not a config problem
         except CampusGuardError as exc:
             raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
@@ -235,7 +213,7 @@ class ConsoleRuntime:
         Raises:
             ConfigError, SourceError, ModelLoadError: what ``campusguard watch`` would refuse.
         """
-        self.cameras.start(self.loaded, _KeepOpenStore(self.store), self._on_event)
+        self.cameras.start(self.loaded, self.store, self._on_event)  # one store: events, retention, reads
         self.clips.start()
         self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
         self._monitor.start()

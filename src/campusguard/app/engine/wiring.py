@@ -36,6 +36,7 @@ from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
 from campusguard.app.rules.engine import rule_fingerprint
 from campusguard.errors import CampusGuardError, InvalidInputError, SourceError
@@ -385,6 +386,8 @@ def open_store_and_sinks(
         storage = loaded.config.storage
         try:
             store = open_event_store(storage)
+        except DamagedFileError:
+            raise
         except CampusGuardError as exc:
             raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
     return store, open_alert_sinks(loaded, out)
@@ -429,5 +432,45 @@ def build_alert_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAler
             phases=cfg.phases,
             ledger=DeliveryLedger(ledger_path_for(storage.sqlite), f"webhook:{cfg.url}"),
         )
+    except DamagedFileError:
+        raise  # names its own file and the way out; not a config problem
     except (CampusGuardError, OSError) as exc:
         raise loaded.error(("alerts", index), str(exc)) from None
+
+
+def storage_files(loaded: LoadedConfig) -> list[tuple[str, Path]]:
+    """The SQLite files the config's storage keeps beside its events: ``(what, path)`` of the event
+    database (none with PostgreSQL), the sinks' delivery ledger and the MQTT outbox."""
+    from campusguard.app.alerts.ledger import ledger_path_for
+
+    storage = loaded.config.storage
+    files = [] if storage.postgresql else [("event database", Path(storage.sqlite))]
+    files.append(("delivery ledger", ledger_path_for(storage.sqlite)))
+    files.append(("mqtt outbox", Path(storage.sqlite).with_suffix(".mqtt-outbox.db")))
+    return files
+
+
+def check_storage_files(loaded: LoadedConfig, *, repair: bool = False) -> list[Path]:
+    """Check the storage's SQLite files before anything starts (`check_sqlite_file`: an empty or
+    damaged one is refused with one line naming it); with ``repair`` a damaged one is renamed aside
+    (`set_aside`, logged) so a new one is begun. Returns the files set aside.
+
+    Raises:
+        DamagedFileError: a file is empty or damaged and ``repair`` is off.
+    """
+    from campusguard.app.infra.sqlitedb import check_sqlite_file, set_aside
+
+    moved: list[Path] = []
+    for what, path in storage_files(loaded):
+        try:
+            check_sqlite_file(path, what=what)
+        except DamagedFileError as exc:
+            if not repair:
+                raise
+            aside = set_aside(path)
+            if aside is not None:
+                moved.append(aside)
+                log.warning(
+                    "--repair: %s; set aside as %s, a new one is begun", str(exc).split("; start with")[0], aside
+                )
+    return moved

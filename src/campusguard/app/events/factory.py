@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from campusguard.app.events.store import ReviewableEventStore, SQLiteEventStore
+from campusguard.app.events.store import EventDatabase, SQLiteEventStore
 from campusguard.app.events.urls import is_postgres_url, postgres_url_problem
 from campusguard.errors import InvalidInputError
 
@@ -21,7 +21,7 @@ def storage_backend(storage: StorageConfig) -> Literal["sqlite", "postgresql"]:
     return "postgresql" if storage.postgresql else "sqlite"
 
 
-def open_event_store(storage: StorageConfig | str | Path, *, read_only: bool = False) -> ReviewableEventStore:
+def open_event_store(storage: StorageConfig | str | Path, *, read_only: bool = False) -> EventDatabase:
     """Open the event store a storage section (or a SQLite path or PostgreSQL URL) names.
 
     Args:
@@ -55,7 +55,7 @@ def open_event_store(storage: StorageConfig | str | Path, *, read_only: bool = F
     return SQLiteEventStore(storage.sqlite, read_only=read_only)
 
 
-def _postgres(url: str, *, read_only: bool, retry: RetryPolicy | None = None) -> ReviewableEventStore:
+def _postgres(url: str, *, read_only: bool, retry: RetryPolicy | None = None) -> EventDatabase:
     problem = postgres_url_problem(url)
     if problem is not None:
         raise InvalidInputError(f"PostgreSQL URL {problem}")

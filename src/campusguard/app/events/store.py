@@ -58,6 +58,7 @@ from campusguard.app.infra.diskspace import disk_health, is_disk_full
 from campusguard.app.infra.sqlitedb import (
     SQLiteFile,
     apply_migrations,
+    check_sqlite_file,
     connect_durable,
     schema_version,
     write_transaction,
@@ -69,6 +70,8 @@ __all__ = [
     "InterruptibleStore",
     "RecordQuery",
     "ReviewableEventStore",
+    "PrunableStore",
+    "EventDatabase",
     "SQLiteEventStore",
     "UpsertingEventStore",
     "EventRecord",
@@ -248,6 +251,34 @@ class ReviewableEventStore(EventStore, Protocol):
     def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
         """Acknowledge or resolve an incident; committed when this returns."""
         ...
+
+
+@runtime_checkable
+class PrunableStore(Protocol):
+    """What retention (`campusguard.app.retention.Pruner`) needs of an event store."""
+
+    def expired(self, before: datetime, *, limit: int = ...) -> list[tuple[str, str, str | None, str]]: ...
+
+    def delete_events(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
+
+    def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
+
+    def media_rows(self) -> list[tuple[str, str, str, bool, bool, str]]: ...
+
+    def protected_ids(self) -> set[str]: ...
+
+    def reclaim_space(self, *, force: bool = ...) -> int: ...
+
+
+@runtime_checkable
+class EventDatabase(ReviewableEventStore, PrunableStore, Protocol):
+    """The event store as `open_event_store` opens it (`SQLiteEventStore`, `PostgresEventStore`):
+    lifecycle writes, reads and review (`ReviewableEventStore`) and retention (`PrunableStore`).
+
+    One process shares one: ``serve`` hands the console's store to its `WatchService`
+    (``shared_store``), typed by this protocol, so a wrapper that drops a capability (retention's,
+    say) fails the type check instead of running retention without a store.
+    """
 
 
 class UpsertingEventStore:
@@ -474,6 +505,7 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
         try:
             if read_only and not self.path.is_file():
                 raise InvalidInputError(f"event database {self.path} does not exist")
+            check_sqlite_file(self.path, what="event database")
             self._conn = connect_durable(self.path, read_only=read_only)
             self._migrate(read_only)
         except sqlite3.DatabaseError as exc:

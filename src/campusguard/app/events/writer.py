@@ -80,6 +80,8 @@ class EventWorker:
             writes every update there first (write-ahead, see the module doc).
         interrupted: the open incidents an earlier run left, ended once the spool is replayed
             (live cameras) or at the camera's end unless the new run raises them again (files).
+        close_store: close the store when every camera has ended; False for a store its owner
+            closes (``serve``'s console reads it after a file source ended).
 
     Attributes:
         store_retries: store writes that failed (`StoreUnavailableError`) and were retried or spooled.
@@ -100,8 +102,10 @@ class EventWorker:
         stop: threading.Event | None = None,
         spool: EventSpool | None = None,
         interrupted: InterruptedIncidents | None = None,
+        close_store: bool = True,
     ) -> None:
         self.inbox = inbox
+        self.close_store = close_store
         self.store = store
         self.retry_s = retry_s
         self.sinks = list(sinks)
@@ -370,7 +374,8 @@ class EventWorker:
                 sink.close()
             except Exception:
                 log.exception("closing alert sink %s failed", type(sink).__name__)
-        self.store.close()
+        if self.close_store:
+            self.store.close()
         left = self._in_spool or self.spooled
         if left:
             assert self.spool is not None

@@ -76,6 +76,18 @@ def free_bytes(path: Path) -> int:
         return -1
 
 
+def _usage(path: Path) -> tuple[int, int]:
+    """``(free, total)`` bytes of the volume of ``path`` (``(-1, 0)`` when it cannot be read)."""
+    p = Path(os.path.abspath(path))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        usage = shutil.disk_usage(p)
+    except OSError:
+        return -1, 0
+    return int(usage.free), int(usage.total)
+
+
 @dataclass
 class VolumeState:
     """One volume a write failed on: full until a later write to it goes through."""
@@ -95,6 +107,12 @@ class DiskHealth:
             rows and the spool still fit when the media stop.
         log_interval_s: at most one "volume full" line per volume this often.
         on_full: the hook `make_room` calls (see `DiskFullHook`); settable later.
+
+    Attributes:
+        floor: ``total bytes -> bytes`` the retention cleanup keeps free (its ``min_free``; set by
+            the service that runs it). A full volume has room again only with ``floor`` plus
+            ``reserve_bytes`` free, so ``/readyz`` does not say "room again" while the media
+            writers and the cleanup still see a full disk.
     """
 
     def __init__(
@@ -102,6 +120,7 @@ class DiskHealth:
     ) -> None:
         self.reserve_bytes = int(reserve_bytes)
         self.on_full = on_full
+        self.floor: Callable[[int], int] | None = None
         self._throttle = LogThrottle(log, log_interval_s)
         self._lock = threading.Lock()
         self._volumes: dict[str, VolumeState] = {}
@@ -151,8 +170,8 @@ class DiskHealth:
         self.failed(kind, path, f"{nbytes} bytes would leave less than {self.reserve_bytes} free, kept for event rows")
 
     def ok(self, path: Path) -> None:
-        """A write to ``path`` went through: its volume is no longer full once it has the reserve
-        free again (cheap when no volume is full)."""
+        """A write to ``path`` went through: its volume is no longer full once it has the ``floor``
+        and the reserve free again (cheap when no volume is full)."""
         if not self._volumes:
             return
         folder = Path(path).parent
@@ -161,8 +180,9 @@ class DiskHealth:
             state = self._volumes.get(vol)
             if state is None or not state.full:
                 return
-        free = free_bytes(folder)
-        if 0 <= free < self.reserve_bytes:
+        free, total = _usage(folder)
+        floor = self.floor
+        if 0 <= free < self.reserve_bytes + (floor(total) if floor is not None and total > 0 else 0):
             return
         with self._lock:
             state.full = False

@@ -4,6 +4,12 @@ the console's config rewrite (`campusguard.app.console.runtime`) and the media i
 cluster (`campusguard.app.console.cluster_media`); whole files that are complete or absent (incident
 snapshots); appends of whole lines (the JSONL alert log, the webhook's dead letters).
 
+An append-only log that retention trims (`campusguard.app.retention.pruner.trim_jsonl`) is
+rewritten as a new file renamed over the old one, so a crash mid-trim leaves the old file or the
+new one whole. Writers and the trim agree through an exclusive ``flock`` on the file: the trim
+holds it from its read to its rename, and `AppendLog` takes it for each append and, finding the
+path renamed over meanwhile, reopens it, so no line goes to the replaced file.
+
 On a full disk none of them leaves a partial file or line behind: the temporary file is removed,
 a cut append is truncated back, and the ``OSError`` (``ENOSPC``) goes to the caller."""
 
@@ -11,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["append_lines", "fsync_dir", "replace_durably", "write_whole"]
+__all__ = ["AppendLog", "append_lines", "fsync_dir", "locked_for_rewrite", "replace_durably", "write_whole"]
 
 
 def fsync_dir(folder: Path) -> None:
@@ -74,3 +82,75 @@ def append_lines(fd: int, data: bytes, *, sync: bool = True) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, start)
         raise
+
+
+@contextlib.contextmanager
+def locked_for_rewrite(path: Path) -> Iterator[int | None]:
+    """The file at ``path`` opened read-only and locked (``flock``) against `AppendLog` appends,
+    re-opened if it was replaced before the lock was had; ``None`` when there is no file. Rewrite
+    it with `replace_durably` inside: appenders wait, then reopen the new file."""
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if _same_file(fd, path):
+                yield fd
+                return
+        finally:
+            os.close(fd)  # the lock goes with it
+    raise OSError(errno.EAGAIN, f"{path} keeps being replaced")
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino)
+
+
+class AppendLog:
+    """An append-only file of whole lines, kept open, that a trim may replace (`locked_for_rewrite`).
+
+    Each `append` takes the file's ``flock``, reopens the path if it was renamed over since, and
+    appends all or nothing (`append_lines`).
+
+    Args:
+        path: the file (created ``mode`` when missing; its folder must exist).
+    """
+
+    def __init__(self, path: Path, mode: int = 0o644) -> None:
+        self.path = Path(path)
+        self.mode = mode
+        self._fd: int | None = self._open()
+
+    def _open(self) -> int:
+        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.mode)
+
+    def append(self, data: bytes, *, sync: bool = True) -> None:
+        """Append ``data`` (whole lines); ``OSError`` (a full disk: nothing written) is raised."""
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        for _ in range(5):
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                if _same_file(self._fd, self.path):
+                    append_lines(self._fd, data, sync=sync)
+                    return
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)  # replaced by a trim (or removed): append to the file at the path now
+            self._fd = None
+            self._fd = self._open()
+        raise OSError(errno.EAGAIN, f"{self.path} keeps being replaced")
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Self
 
 from campusguard.app.infra.private import private_sqlite_file
+from campusguard.errors import InvalidInputError
 
 __all__ = [
+    "DamagedFileError",
     "SQLiteFile",
+    "check_sqlite_file",
+    "set_aside",
     "connect_durable",
     "schema_version",
     "apply_migrations",
@@ -29,6 +33,89 @@ __all__ = [
 
 
 _BUSY_TIMEOUT_S = 5.0
+_NEW_FILE_S = 1.0  # an empty file that stays empty this long is damage, not another opener's new file
+_COMPANIONS = ("-wal", "-shm", "-journal")
+_checked: set[str] = set()  # files found sound by this process (a start's check; not repeated per open)
+_checked_lock = threading.Lock()
+
+
+class DamagedFileError(InvalidInputError):
+    """A SQLite file of the app is empty or damaged. The message names the file and how to start
+    afresh; the app never resets it on its own (``--repair`` sets it aside when asked)."""
+
+
+def check_sqlite_file(path: Path, *, what: str) -> None:
+    """Refuse a damaged ``path`` before it is used: zero bytes, not SQLite, or ``PRAGMA quick_check`` fails.
+
+    The app creates each of its files with its schema at once (the WAL switch alone writes the
+    first page), so an empty file is damage, not a new store. A missing file is fine (it will be
+    created). A file found sound is not checked again by this process (the check reads the
+    whole file: once per start, not at every open of the same file).
+
+    Raises:
+        DamagedFileError: one line naming ``what``, the file, the problem and how to start afresh.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise DamagedFileError(f"{what} {path} cannot be read: {exc}") from None
+    key = str(path.resolve())
+    with _checked_lock:
+        if key in _checked:
+            return
+    problem = _sqlite_problem(path, st.st_size)
+    if problem is not None:
+        raise DamagedFileError(
+            f"{what} {path} is damaged ({problem}); start with --repair to set it aside "
+            f"(renamed to {path.name}.damaged-<time>) and begin a new one, or restore it from a backup"
+        )
+    with _checked_lock:
+        _checked.add(key)
+
+
+def _sqlite_problem(path: Path, size: int) -> str | None:
+    deadline = time.monotonic() + _NEW_FILE_S
+    while size == 0:  # another opener may have just created it: its first page follows at once
+        if time.monotonic() >= deadline:
+            return "an empty file: the app writes its schema when it creates one"
+        time.sleep(0.02)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
+    try:
+        conn = sqlite3.connect(
+            f"file:{path.resolve()}?mode=ro", uri=True, isolation_level=None, timeout=_BUSY_TIMEOUT_S
+        )
+    except sqlite3.Error as exc:
+        return f"cannot be opened: {exc}"
+    try:
+        rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+    except sqlite3.Error as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    found = [str(r[0]) for r in rows]
+    if found == ["ok"]:
+        return None
+    text = " ".join("; ".join(found).split())  # one line: SQLite's report spans several
+    return "quick_check: " + text.replace("*** in database main *** ", "")[:200]
+
+
+def set_aside(path: Path) -> Path | None:
+    """Rename a damaged SQLite file and its companions to ``<name>.damaged-<UTC time>`` (``--repair``);
+    the new name of the file, or None when there is no file."""
+    if not path.exists():
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    for suffix in ("", *_COMPANIONS):
+        source = path.with_name(path.name + suffix)
+        if source.exists():
+            source.rename(target.with_name(target.name + suffix))
+    return target
 
 
 def _set_wal(conn: sqlite3.Connection) -> None:

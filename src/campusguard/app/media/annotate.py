@@ -9,7 +9,10 @@ a camera's recording as finished, playable segments and always releases its ``cv
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,7 +27,9 @@ from campusguard.errors import SourceError
 from campusguard.io.draw import BoxAnnotator, LabelAnnotator
 from campusguard.io.video_writer import H264Writer
 
-__all__ = ["AnnotatedVideoWriter", "draw_overlay", "recording_segments"]
+__all__ = ["AnnotatedVideoWriter", "draw_overlay", "finish_dead_segments", "recording_segments"]
+
+log = logging.getLogger(__name__)
 
 _ZONE_COLOR = (0, 200, 255)  # BGR amber
 _ALERT_COLOR = (0, 0, 255)  # BGR red
@@ -260,3 +265,61 @@ def recording_segments(folder: str | Path, camera_id: str) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.glob(f"{camera_id}_*Z_*.mp4") if not p.name.startswith("."))
+
+
+def finish_dead_segments(folder: str | Path, camera_ids: Sequence[str]) -> tuple[list[Path], int]:
+    """Finish the segments a dead run left under their temporary name (``.<name>.part.mp4``) in ``folder``.
+
+    Call it before this run's writers start. Each one of ``camera_ids`` is remuxed into its
+    final name (``ffmpeg -c copy``: a segment whose index was written plays as it is) when it can
+    be read, else removed: a run killed mid-segment leaves an MP4 without its index, which no
+    player opens. Returns ``(finished segments, segments removed)``; one log line when any.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return [], 0
+    finished: list[Path] = []
+    removed = 0
+    for part in sorted(folder.glob(".*.part.mp4")):
+        name = part.name[1 : -len(".part.mp4")]
+        if not any(name.startswith(f"{cam}_") for cam in camera_ids):
+            continue
+        final = folder / f"{name}.mp4"
+        if not final.exists() and _remux(part, final):
+            finished.append(final)
+        else:
+            removed += 1
+        part.unlink(missing_ok=True)
+    if finished or removed:
+        log.warning(
+            "recordings in %s: %d segment(s) a stopped run left unfinished were finished, %d unreadable removed",
+            folder,
+            len(finished),
+            removed,
+        )
+    return finished, removed
+
+
+def _remux(part: Path, final: Path) -> bool:
+    """Copy the streams of ``part`` into ``final`` (a hidden temporary name first); True when it plays."""
+    if not _readable(part):
+        return False
+    tmp = final.with_name(f".{final.stem}.remux.mp4")
+    ffmpeg = shutil.which("ffmpeg")
+    try:
+        if ffmpeg is None:
+            shutil.copyfile(part, tmp)
+        else:
+            subprocess.run(
+                [ffmpeg, "-v", "error", "-y", "-i", str(part), "-c", "copy", "-movflags", "+faststart", str(tmp)],
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+        if _readable(tmp):
+            os.replace(tmp, final)
+            return True
+    except (OSError, subprocess.SubprocessError):
+        pass
+    tmp.unlink(missing_ok=True)
+    return False

@@ -35,9 +35,11 @@ from typing import Any
 import cv2
 import numpy as np
 
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.queues import DropOldestQueue
 from campusguard.app.media.live import LiveFrame, encode_jpeg, render_live_frame
 from campusguard.app.media.redact import redacted_path
+from campusguard.errors import SourceError
 from campusguard.io.video_writer import H264Writer
 
 __all__ = ["ClipRecorder", "FrameRing", "write_mp4"]
@@ -111,12 +113,16 @@ def write_mp4(path: Path, frames: list[tuple[float, bytes]], *, crf: int = 26) -
         raise ValueError("the first frame of the clip is not a JPEG")
     tmp = path.with_name(f".{path.name}.part")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with H264Writer(tmp, fps, (first.shape[1], first.shape[0]), crf=crf) as writer:
-        for t, jpeg in frames:
-            image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-            if image is not None:
-                writer.write(image, t - float(stamps[0]))
-    os.replace(tmp, path)
+    try:
+        with H264Writer(tmp, fps, (first.shape[1], first.shape[0]), crf=crf) as writer:
+            for t, jpeg in frames:
+                image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+                if image is not None:
+                    writer.write(image, t - float(stamps[0]))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half clip taking room
+        raise
     return writer.frames
 
 
@@ -272,14 +278,24 @@ class ClipRecorder:
             if not job.frames:
                 log.warning("clip of event %s: no buffered frames of camera %s", job.event_id, job.camera)
                 continue
+            path = self.path_for(job.event_id)
+            disk = disk_health()
+            need = sum(len(j) for _, j, _ in job.frames)  # its JPEGs: more than the H.264 clip takes
+            if not (disk.has_room(self.out_dir, need) or disk.make_room(self.out_dir, need)):
+                self.failed += 1
+                disk.skip("clip", path, need)  # media yield to events: one rate-limited line
+                continue
             try:
-                path = self.path_for(job.event_id)
                 redacted = [(t, r) for t, _, r in job.frames if r is not None]  # sharp frames never go in
                 if redacted:  # blur on: the viewers' clip first
                     write_mp4(redacted_path(path), redacted)
                 n = write_mp4(path, [(t, j) for t, j, _ in job.frames])
                 self.written[job.event_id] = n
                 log.info("clip of event %s: %d frames", job.event_id, n)
+            except (OSError, SourceError) as exc:  # SourceError: the H.264 writer's file could not be written
+                self.failed += 1
+                redacted_path(path).unlink(missing_ok=True)  # never a viewers' clip without its sharp one
+                disk.failed("clip", path, exc)  # a full disk: one rate-limited line, no traceback
             except Exception:  # a clip that cannot be written must not stop the console
                 self.failed += 1
                 log.exception("clip of event %s could not be written", job.event_id)

@@ -13,8 +13,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from campusguard.app.config.retention import MEDIA_KINDS
 from campusguard.app.infra.throttle import LogThrottle
-from campusguard.app.retention.pruner import Pruner, PruneReport, _files
+from campusguard.app.retention.pruner import Pruner, PruneReport, media_files
 
 __all__ = ["RetentionCleaner", "RetentionMetrics"]
 
@@ -78,7 +79,8 @@ class RetentionCleaner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._need = 0
+        self._need = 0  # bytes asked for from any media
+        self._need_recordings = 0  # bytes asked for from recordings only
         self._done = threading.Condition(self._lock)
         self._generation = 0
         self._thread: threading.Thread | None = None
@@ -90,15 +92,20 @@ class RetentionCleaner:
         """Run a pass now (returns at once); safe from any thread."""
         self._wake.set()
 
-    def make_room(self, nbytes: int, *, wait_s: float = 0.0) -> bool:
-        """Ask for a pass now that frees ``nbytes`` beyond the free-space floor (oldest media first).
+    def make_room(self, nbytes: int, *, wait_s: float = 0.0, recordings_only: bool = False) -> bool:
+        """Ask for a pass now that frees ``nbytes`` beyond the free-space floor (recordings first,
+        then evidence, oldest first in each; ``recordings_only``: from recordings alone, as the
+        recording itself asks, so its room never costs an incident its snapshot).
 
         Returns at once unless ``wait_s`` > 0; then waits for that pass (at most ``wait_s`` seconds)
         and returns whether the volume now has ``nbytes`` free above the floor. Safe from any thread
         but the cleaner's own.
         """
         with self._lock:
-            self._need = max(self._need, int(nbytes))
+            if recordings_only:
+                self._need_recordings = max(self._need_recordings, int(nbytes))
+            else:
+                self._need = max(self._need, int(nbytes))
             # a pass under way may have read the need before this one: wait for the next
             target = self._generation + (2 if self._busy else 1)
         self._wake.set()
@@ -136,7 +143,7 @@ class RetentionCleaner:
             return True
         if policy.max_media_bytes is None:
             return False
-        used = sum(n for folder in self.pruner.layout.media_dirs().values() for _, n, _ in _files(folder))
+        used = sum(n for files in media_files(self.pruner.layout).values() for _, n, _ in files)
         return used > policy.max_media_bytes
 
     def final_pass(self) -> PruneReport | None:
@@ -151,10 +158,12 @@ class RetentionCleaner:
         """One pass now (with any room asked for); None when it failed (logged). ``writers_idle``:
         the pipeline has stopped, no recording is being written."""
         with self._lock:
-            need, self._need = self._need, 0
+            need, recordings = self._need, self._need_recordings
+            self._need = self._need_recordings = 0
             self._busy = True
+        kinds = MEDIA_KINDS if need or not recordings else ("recordings",)
         try:
-            report = self.pruner.run(need_bytes=need, writers_idle=writers_idle)
+            report = self.pruner.run(need_bytes=max(need, recordings), need_kinds=kinds, writers_idle=writers_idle)
         except Exception as exc:  # noqa: BLE001 - a failed pass is retried; cleanup never stops the app
             self.metrics.failures += 1
             self._warn.log(

@@ -9,15 +9,18 @@ keeps every row pointing at a file that exists:
 2. snapshots deleted on their own (expired sooner than their incident, or for space): the
    rows' ``snapshot_path`` is cleared and committed, then the files are deleted;
 3. clips, recordings and orphans (files no row names, older than the grace period);
-4. dead-letter and JSONL log lines older than their retention are dropped in place;
+4. dead-letter and JSONL log lines older than their retention are dropped (the lines kept are
+   written to a new file renamed over the old: a crash mid-trim leaves one of the two whole);
 5. the SQLite file is vacuumed when much of it is free pages (`reclaim_space`).
 
 A redacted variant (blur by role, `campusguard.app.media.redact.redacted_path`) goes with its
 sharp file and counts as that file's incident's media.
 
 Media of incidents that are kept or still open are never deleted. Over `max_media` or under
-the free-space floor, the oldest media (by modification time, any kind) go first until both
-hold; event rows are never deleted for space.
+the free-space floor, continuous recordings go first (oldest first, a dead run's temporary
+segments included), then incident evidence: clips, then snapshots (oldest first in each), so
+the snapshots stay while they fit, until both hold. Event rows are never deleted for space. A recording that asks for room gets it from recordings
+only.
 """
 
 from __future__ import annotations
@@ -26,13 +29,13 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from campusguard.app.config.retention import MEDIA_KINDS
+from campusguard.app.events.store import PrunableStore
+from campusguard.app.infra.durable import locked_for_rewrite, replace_durably
 from campusguard.app.media.redact import redacted_path, sharp_path
 from campusguard.app.retention.policy import MediaLayout, RetentionPolicy, camera_of
 
@@ -42,23 +45,9 @@ log = logging.getLogger("campusguard.app.retention")
 
 _OPEN_FILE_S = 5.0  # a recording written to in the last seconds is the open one: never deleted
 _KINDS = ("incidents", *MEDIA_KINDS, "orphans", "dead_letters", "logs")
-
-
-@runtime_checkable
-class PrunableStore(Protocol):
-    """What retention needs of an event store (`SQLiteEventStore` and `PostgresEventStore` have it)."""
-
-    def expired(self, before: datetime, *, limit: int = ...) -> list[tuple[str, str, str | None, str]]: ...
-
-    def delete_events(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
-
-    def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
-
-    def media_rows(self) -> list[tuple[str, str, str, bool, bool, str]]: ...
-
-    def protected_ids(self) -> set[str]: ...
-
-    def reclaim_space(self, *, force: bool = ...) -> int: ...
+# for space: continuous recordings first, then incident evidence, the large clips before the
+# snapshots (the evidence a row names, and the smallest), so the snapshots stay while they fit
+_SPACE_ORDER = {"recordings": 0, "clips": 1, "snapshots": 2}
 
 
 @dataclass(frozen=True)
@@ -160,14 +149,23 @@ def _human(n: int) -> str:
     return f"{value:.1f} GB"
 
 
-def _files(folder: Path) -> list[tuple[Path, int, float]]:
-    """``(path, bytes, mtime)`` of the plain files directly in ``folder`` (none when it is missing)."""
+def is_part_segment(name: str) -> bool:
+    """A recording segment still under its hidden temporary name (``.<name>.part.mp4``,
+    `campusguard.app.media.annotate.AnnotatedVideoWriter`): the open one, or one a dead run left."""
+    return name.startswith(".") and name.endswith(".part.mp4")
+
+
+def _files(folder: Path, *, parts: bool = False) -> list[tuple[Path, int, float]]:
+    """``(path, bytes, mtime)`` of the plain files directly in ``folder`` (none when it is missing);
+    hidden files are left out, but for ``parts`` the recording segments under their temporary name
+    (`is_part_segment`): they take room too, and a dead run's go like any recording."""
     out: list[tuple[Path, int, float]] = []
     try:
         with os.scandir(folder) as it:
             for entry in it:
                 try:
-                    if entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
+                    shown = not entry.name.startswith(".") or (parts and is_part_segment(entry.name))
+                    if entry.is_file(follow_symlinks=False) and shown:
                         st = entry.stat(follow_symlinks=False)
                         out.append((Path(entry.path), st.st_size, st.st_mtime))
                 except OSError:
@@ -175,6 +173,11 @@ def _files(folder: Path) -> list[tuple[Path, int, float]]:
     except (FileNotFoundError, NotADirectoryError):
         pass
     return out
+
+
+def media_files(layout: MediaLayout) -> dict[str, list[tuple[Path, int, float]]]:
+    """``{kind: [(path, bytes, mtime)]}`` of the media folders, recordings' temporary segments included."""
+    return {kind: _files(folder, parts=kind == "recordings") for kind, folder in layout.media_dirs().items()}
 
 
 def _resolved(path: str | Path) -> Path:
@@ -211,54 +214,68 @@ def _line_time(line: str) -> datetime | None:
 
 
 def _split_old(path: Path, cutoff: datetime) -> tuple[bytes, int, int] | None:
-    """``(text to keep, lines dropped, bytes dropped)`` of a JSONL file, or None when nothing is due.
-
-    Lines older than ``cutoff`` at the head of the file go; the file is append-only, so the
-    first line that is not old (or has no time) ends the scan.
-    """
+    """``(text to keep, lines dropped, bytes dropped)`` of a JSONL file, or None when nothing is due."""
     try:
         data = path.read_bytes()
     except OSError:
         return None
+    return _split_data(data, cutoff)
+
+
+def _split_data(data: bytes, cutoff: datetime) -> tuple[bytes, int, int] | None:
+    """`_split_old` of the file's bytes.
+
+    Lines older than ``cutoff`` at the head of the file go; the file is append-only, so the
+    first line that is not old ends the scan. A line that is not JSON (a write cut by a crash
+    before lines were appended whole) goes with the old line before it, so it never stops trims.
+    """
     pos = 0
     dropped = 0
     while pos < len(data):
         end = data.find(b"\n", pos)
         if end < 0:
             break  # a line still being written
-        when = _line_time(data[pos:end].decode("utf-8", errors="replace"))
-        if when is None or when >= cutoff:
+        text = data[pos:end].decode("utf-8", errors="replace")
+        when = _line_time(text)
+        if when is None and not (dropped and _broken(text)):
+            break
+        if when is not None and when >= cutoff:
             break
         pos = end + 1
         dropped += 1
     return (data[pos:], dropped, pos) if dropped else None
 
 
-def trim_jsonl(path: Path, cutoff: datetime) -> tuple[int, int]:
-    """Drop the lines of an append-only JSONL file older than ``cutoff``, in place; ``(lines, bytes)``.
+def _broken(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return True
+    return False
 
-    Rewritten in place (not replaced) so a sink holding the file open with ``O_APPEND`` goes on
-    appending to it; if the file grew while it was read, the read is done again (three tries).
+
+def trim_jsonl(path: Path, cutoff: datetime) -> tuple[int, int]:
+    """Drop the lines of an append-only JSONL file older than ``cutoff``; ``(lines, bytes)``.
+
+    The lines kept are written to a new file renamed over the old one (`replace_durably`): a
+    crash (SIGKILL) mid-trim leaves the old file or the new one, whole. The file's lock
+    (`locked_for_rewrite`) holds a sink's appends (`AppendLog`) from the read to the rename;
+    they then go to the new file.
     """
-    for _ in range(3):
-        split = _split_old(path, cutoff)
-        if split is None:
-            return 0, 0
-        keep, lines, nbytes = split
-        try:
-            with open(path, "r+b") as fh:
-                fh.seek(0, os.SEEK_END)
-                if fh.tell() != len(keep) + nbytes:
-                    continue  # appended to meanwhile: read again
-                fh.seek(0)
-                fh.write(keep)
-                fh.truncate()
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError:
-            return 0, 0
-        return lines, nbytes
-    return 0, 0
+    try:
+        with locked_for_rewrite(path) as fd:
+            if fd is None:
+                return 0, 0
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                split = _split_data(fh.read(), cutoff)
+            if split is None:
+                return 0, 0
+            keep, lines, nbytes = split
+            replace_durably(path, keep)
+    except OSError as exc:
+        log.warning("retention: cannot trim %s: %s", path, exc)
+        return 0, 0
+    return lines, nbytes
 
 
 class Pruner:
@@ -282,10 +299,23 @@ class Pruner:
         self.layout = layout
         self.store = store
         self.camera_ids = list(camera_ids or [])
+        self.started_at = time.time()  # temporary segments older than this are a dead run's
 
     # planning ---------------------------------------------------------------------------------
-    def plan(self, now: datetime | None = None, *, need_bytes: int = 0, writers_idle: bool = False) -> PrunePlan:
-        """What is due at ``now``; ``need_bytes``: free this much beyond the free-space floor too.
+    def plan(
+        self,
+        now: datetime | None = None,
+        *,
+        need_bytes: int = 0,
+        need_kinds: tuple[str, ...] = MEDIA_KINDS,
+        writers_idle: bool = False,
+    ) -> PrunePlan:
+        """What is due at ``now``; ``need_bytes``: free this much beyond the free-space floor too,
+        from media of ``need_kinds`` only (a recording asking for room takes it from recordings,
+        never from the incidents' evidence).
+
+        Over `max_media` or under the floor, continuous recordings go first, then incident evidence
+        (clips, then snapshots), oldest first within each; media of kept or open incidents never.
 
         The newest recording of each camera, when written to in the last seconds, is the one being
         written and is left alone, unless ``writers_idle`` (the pipeline has stopped)."""
@@ -306,7 +336,7 @@ class Pruner:
                 if kind in ("snapshots", "clips") and sharp_path(path) == path and _resolved(variant) in sizes:
                     add(kind, variant, sizes[_resolved(variant)], reason)  # the viewers' copy goes with it
 
-        media = {kind: _files(folder) for kind, folder in self.layout.media_dirs().items()}
+        media = media_files(self.layout)
         writing: set[Path] = set()  # each camera's newest recording, if it was written to just now
         if not writers_idle:
             newest: dict[str | None, tuple[float, Path]] = {}
@@ -315,6 +345,11 @@ class Pruner:
                 if cam not in newest or mtime > newest[cam][0]:
                     newest[cam] = (mtime, path)
             writing = {p for m, p in newest.values() if m >= wall - _OPEN_FILE_S}
+            # this run's segments under their temporary name are open (even while their camera is
+            # silent); a dead run's are recordings like any other (finished or removed at start)
+            writing |= {
+                p for p, _, m in media.get("recordings", []) if is_part_segment(p.name) and m >= self.started_at
+            }
         plan.media_bytes = {kind: sum(n for _, n, _ in files) for kind, files in media.items()}
         sizes = {_resolved(p): n for files in media.values() for p, n, _ in files}
         clips_dir = self.layout.clips_dir
@@ -373,15 +408,21 @@ class Pruner:
                     plan.trims.append((kind, path, cutoff_t))
                     plan.trim_counts[path] = (split[1], split[2])
 
-        # 5. space: max_media and the free-space floor, oldest media first
+        # 5. space: max_media and the free-space floor; recordings before evidence, oldest first in each
         free, total = self.layout.free_bytes()
         plan.free_bytes = free
         freed = sum(f.nbytes for f in plan.files)
         remaining = sum(plan.media_bytes.values()) - sum(f.nbytes for f in plan.files if f.kind in MEDIA_KINDS)
         over = 0 if policy.max_media_bytes is None else max(0, remaining - policy.max_media_bytes)
-        short = max(0, policy.min_free_bytes(total) + need_bytes - free - freed)
-        if over or short:
-            candidates: list[tuple[float, str, Path, int, str | None]] = []
+        # the segments being written count, but evidence never goes to make up for them: they go
+        # (recordings first) once finished, at the latest in the pass at the stop
+        open_bytes = sum(n for p, n, _ in media.get("recordings", []) if p in writing)
+        over_evidence = over - open_bytes
+        floor = policy.min_free_bytes(total)
+        short = max(0, floor - free - freed)  # any media may go for the floor
+        asked = max(0, floor + need_bytes - free - freed) - short  # only ``need_kinds`` for the request
+        if over or short or asked:
+            candidates: list[tuple[int, float, str, Path, int, str | None]] = []
             for kind, files in media.items():
                 for path, nbytes, mtime in files:
                     key = _resolved(path)
@@ -398,15 +439,18 @@ class Pruner:
                             continue  # perhaps not committed yet
                     elif (kind == "clips" and path.stem in protected) or (kind == "recordings" and path in writing):
                         continue
-                    candidates.append((mtime, kind, path, nbytes, owner))
-            candidates.sort(key=lambda c: c[0])
-            for _, kind, path, nbytes, owner in candidates:
-                if over <= 0 and short <= 0:
-                    break
+                    candidates.append((_SPACE_ORDER[kind], mtime, kind, path, nbytes, owner))
+            candidates.sort(key=lambda c: (c[0], c[1]))
+            for _, _, kind, path, nbytes, owner in candidates:
+                budget = over if kind == "recordings" else over_evidence
+                if not (budget > 0 or short > 0 or (asked > 0 and kind in need_kinds)):
+                    continue
                 if owner is not None:
                     plan.cleared.append(owner)
                 add(kind, path, nbytes, "space")
                 over -= nbytes
+                over_evidence -= nbytes
+                asked -= nbytes if kind in need_kinds else max(0, nbytes - max(0, short))  # room beyond the floor
                 short -= nbytes
         return plan
 
@@ -438,17 +482,22 @@ class Pruner:
                 report.bytes[kind] = report.bytes.get(kind, 0) + nbytes
         if self.store is not None and (report.rows or vacuum):
             report.reclaimed_db_bytes = self.store.reclaim_space(force=vacuum and report.rows > 0)
-        report.kept_bytes = {
-            kind: sum(n for _, n, _ in _files(folder)) for kind, folder in self.layout.media_dirs().items()
-        }
+        report.kept_bytes = {kind: sum(n for _, n, _ in files) for kind, files in media_files(self.layout).items()}
         report.free_bytes = self.layout.free_bytes()[0]
         return report
 
     def run(
-        self, now: datetime | None = None, *, need_bytes: int = 0, vacuum: bool = False, writers_idle: bool = False
+        self,
+        now: datetime | None = None,
+        *,
+        need_bytes: int = 0,
+        need_kinds: tuple[str, ...] = MEDIA_KINDS,
+        vacuum: bool = False,
+        writers_idle: bool = False,
     ) -> PruneReport:
         """`plan` then `apply`; the report."""
         t0 = time.monotonic()
-        report = self.apply(self.plan(now, need_bytes=need_bytes, writers_idle=writers_idle), vacuum=vacuum)
+        plan = self.plan(now, need_bytes=need_bytes, need_kinds=need_kinds, writers_idle=writers_idle)
+        report = self.apply(plan, vacuum=vacuum)
         log.debug("retention pass in %.2f s: %s", time.monotonic() - t0, report)
         return report
