@@ -95,20 +95,29 @@ def test_webhook_dead_receiver_then_recovery_loses_nothing(tmp_path, make_event,
     assert _dead_ids(dead) == [] and sink.redriven == 3
 
 
-def test_webhook_never_blocks_and_full_queue_goes_to_dead_letters(tmp_path, make_event, unused_port):
+def test_webhook_never_blocks_and_keeps_what_it_could_not_deliver_for_the_next_run(
+    tmp_path, make_event, receiver_factory, unused_port
+):
     dead = tmp_path / "dead.jsonl"
-    # a receiver that never answers would hold the worker; a refused port with long back-off does too
+    outbox = tmp_path / "hook.outbox.db"
+    # a refused port with long back-off: nothing can be delivered during this run
     sink = WebhookSink(
-        f"http://127.0.0.1:{unused_port}/", dead_letter_path=dead, retries=50, backoff_s=5.0, queue_size=2
+        f"http://127.0.0.1:{unused_port}/", dead_letter_path=dead, outbox_path=outbox, backoff_s=5.0, timeout_s=1.0
     )
     ids = [f"e{i}" for i in range(10)]
+    began = time.monotonic()
     for i in ids:
-        sink.send(make_event(event_id=i))  # returns at once even though nothing is delivered
-    assert sink.dead_lettered >= 7  # at most 1 in flight + 2 queued
-    sink.close(timeout_s=0.5)  # gives up retrying: the rest goes to the dead letters too
-    assert sorted(_dead_ids(dead)) == ids
-    sink.send(make_event(event_id="late"))
-    assert "late" in _dead_ids(dead)
+        sink.send(make_event(event_id=i))  # returns at once: committed to the outbox
+    assert time.monotonic() - began < 1.0
+    sink.send(make_event(event_id="e0"))  # the same update again (a replayed spool): put in once
+    sink.close(timeout_s=0.5)  # nothing is due within the close: all stay in the outbox, none dead-lettered
+    assert _dead_ids(dead) == [] and sink.delivered == 0
+    receiver = receiver_factory(port=unused_port)
+    again = WebhookSink(receiver.url, dead_letter_path=dead, outbox_path=outbox, backoff_s=0.01)
+    again.send(make_event(event_id="e3"))  # already in the outbox from the first run
+    assert _wait(lambda: len(receiver.ids) >= 10)
+    again.close(timeout_s=5)
+    assert sorted(receiver.ids) == ids and again.pending == 0
 
 
 def test_webhook_4xx_is_not_retried(tmp_path, make_event):
@@ -150,7 +159,8 @@ def test_webhook_4xx_is_not_retried(tmp_path, make_event):
         ({"url": "ftp://x"}, "http"),
         ({"url": "http://x", "retries": -1}, "retries"),
         ({"url": "http://x", "timeout_s": 0}, "timeout_s"),
-        ({"url": "http://x", "queue_size": 0}, "queue_size"),
+        ({"url": "http://x", "parallel": 0}, "parallel"),
+        ({"url": "http://x", "max_age_s": 0}, "max_age_s"),
     ],
 )
 def test_webhook_validation(tmp_path, kwargs, message):
@@ -162,9 +172,9 @@ def test_the_webhook_defaults_are_the_configs():
     """One default per setting: the class takes the config's (5 retries, once 3 in the class)."""
     import inspect
 
-    from campusguard.app.config.alerts import AlertSinkConfig
+    from campusguard.app.alerts.webhook import WebhookSinkConfig
 
     params = inspect.signature(WebhookSink).parameters
-    fields = AlertSinkConfig.model_fields
-    for name in ("retries", "backoff_s", "timeout_s"):
+    fields = WebhookSinkConfig.model_fields
+    for name in ("retries", "backoff_s", "backoff_max_s", "max_age_s", "parallel", "timeout_s"):
         assert params[name].default == fields[name].default, name

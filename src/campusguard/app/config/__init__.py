@@ -17,7 +17,8 @@ Modules:
     `rules`: one `...RuleConfig` per rule kind, `RULE_CONFIGS` and the `RuleConfig` union and
         `RULE_KINDS` derived from it, `class_ids`.
     `motion`: `MotionConfig`, a camera's motion gating.
-    `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
+    `detector`, `tracker`, `storage`, `outputs`: the shared sections.
+    `alerts`: the ``alerts`` union, derived from the sink registry (`campusguard.app.alerts.registry`).
     `cluster`: `ClusterConfig`, camera groups on Ray actors (`watch --ray`).
     `retention`: `RetentionConfig` (global) and `CameraRetentionConfig` (a camera's override).
     `root`: `WatchConfig` (the file), `LoadedConfig`, `parse_config`, `load_config`, `config_schema`.
@@ -26,7 +27,7 @@ Modules:
 A new section is a new module with its model, and one field on `WatchConfig`.
 """
 
-from campusguard.app.config.alerts import ALERT_SINK_KINDS, AlertSinkConfig, AnyAlertSinkConfig, MqttSinkConfig
+from campusguard.app.config.alerts import ALERT_SINK_KINDS, AnyAlertSinkConfig, SinkConfigBase
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig, ReconnectConfig, source_kind
 from campusguard.app.config.cluster import ClusterConfig
@@ -60,9 +61,8 @@ __all__ = [
     "ALERT_SINK_KINDS",
     "RULE_CONFIGS",
     "RULE_KINDS",
-    "AlertSinkConfig",
     "AnyAlertSinkConfig",
-    "MqttSinkConfig",
+    "SinkConfigBase",
     "CameraConfig",
     "CameraRetentionConfig",
     "ClusterConfig",

@@ -21,6 +21,7 @@ __all__ = [
     "RULE_CONFIGS",
     "RULE_KINDS",
     "ClassRef",
+    "EscalateConfig",
     "CrowdRuleConfig",
     "FireLaneRuleConfig",
     "IntrusionRuleConfig",
@@ -46,6 +47,21 @@ def _person() -> list[ClassRef]:
 
 def _vehicles() -> list[ClassRef]:
     return ["car", "truck", "bus", "motorcycle"]
+
+
+class EscalateConfig(ConfigModel):
+    """Who is told when an incident of the rule stays unacknowledged."""
+
+    after_s: float = Field(
+        300.0, gt=0, le=7 * 86400, title="After", description="Seconds an incident may stay unacknowledged."
+    )
+    to: list[str] = Field(
+        ...,
+        title="To",
+        description="Names of the alert sinks (`alerts[].name`, default their kind) the one `escalation` alert goes to.",
+        min_length=1,
+        max_length=32,
+    )
 
 
 class RuleConfigBase(ConfigModel):
@@ -82,6 +98,12 @@ class RuleConfigBase(ConfigModel):
         title="Time windows",
         description="Daily local wall-clock windows `HH:MM-HH:MM` (may wrap midnight, e.g. `22:00-06:00`) in which the rule is armed; empty means always.",
         max_length=24,
+    )
+
+    escalate: EscalateConfig | None = Field(
+        None,
+        title="Escalate",
+        description="Send one `escalation` alert to the named sinks when an incident is not acknowledged within `after_s`.",
     )
 
     def target(self) -> str | None:
