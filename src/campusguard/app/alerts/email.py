@@ -2,7 +2,8 @@
 
 One email per alert, or one digest for a storm: the first alert goes at once; alerts that come
 within ``digest_s`` of the last email wait and go together in one digest when ``digest_s`` has
-passed. The subject names the rule, zone and camera; the body is plain text and HTML (the same
+passed. The header ``X-CampusGuard-Alerts`` lists the updates an email carries
+(``event_id:phase:sequence``, comma-separated). The subject names the rule, zone and camera; the body is plain text and HTML (the same
 facts, and a link to the incident on the console when its ``public_url`` is known); the incident's
 snapshot is attached. Unless the sink's ``role`` is ``operator``, the snapshot is the redacted
 variant (`campusguard.app.media.redact.redacted_path`) for a camera whose privacy section blurs;
@@ -334,6 +335,8 @@ class EmailSink:
         msg["To"] = ", ".join(self.to)
         msg["Date"] = formatdate(localtime=True)
         msg["Message-ID"] = make_msgid(domain="campusguard")
+        # what the email carries, for a machine on the other side: event_id:phase:sequence, comma-separated
+        msg["X-CampusGuard-Alerts"] = ", ".join(f"{e.event_id}:{e.phase}:{e.sequence}" for e in events)
         text: list[str] = []
         rows: list[str] = []
         for e in events:
