@@ -58,7 +58,7 @@ def test_watch_and_the_cli_do_not_pull_the_console_extra():
 
 def test_the_config_package_is_schema_only():
     """`app/config/` (one module per section) imports no worker or store: validation stays pure. The sink
-    sections come from the sink registry, declared in the sinks' own modules (no sink is opened)."""
+    and rule sections come from their registries, declared in the sinks' and rules' own modules."""
     files = sorted((PACKAGE / "app" / "config").glob("*.py"))
     assert {"__init__.py", "root.py", "locate.py", "cameras.py", "zones.py", "rules.py"} <= {p.name for p in files}
     allowed = (
@@ -69,6 +69,8 @@ def test_the_config_package_is_schema_only():
         "campusguard.app.alerts.registry",
         "campusguard.app.alerts.spec",
         "campusguard.app.alerts.stdout",  # the default sink
+        "campusguard.app.rules.registry",
+        "campusguard.app.rules.spec",
     )
     offenders = {
         p.name: sorted(m for m in imported_modules(p) if m.startswith(APP_LAYERS) and not m.startswith(allowed))
@@ -309,3 +311,19 @@ def test_a_sink_is_its_module_and_one_registry_line():
     for rel in derived:
         named = imported_modules(PACKAGE / rel) & (modules - {"campusguard.app.alerts.stdout"})
         assert not named, f"{rel} names sink modules {sorted(named)}: derive from SINKS instead"
+
+
+def test_a_rule_is_its_module_and_one_registry_line():
+    """Issue 34: a new rule kind is two files: its module (section model, rule class, builder, entry) and its
+    entry in `RULES`; the config's union and kinds are derived from the registry, so no config module names a
+    rule module, and the registry's entries declare their section model beside their rule class."""
+    from campusguard.app.rules.registry import RULES
+
+    for entry in RULES:
+        module = entry.config.__module__
+        assert module == entry.rule_type.__module__ == entry.build.__module__, entry.kind
+        assert module in imported_modules(PACKAGE / "app" / "rules" / "registry.py")
+    rule_modules = {e.config.__module__ for e in RULES}
+    for path in sorted((PACKAGE / "app" / "config").glob("*.py")):
+        named = imported_modules(path) & rule_modules
+        assert not named, f"config/{path.name} names rule modules {sorted(named)}: derive from RULES instead"

@@ -14,8 +14,8 @@ Modules:
     `cameras`: `CameraConfig`, `ReconnectConfig`, `source_kind`.
     `zones`: `ZoneConfig`, `LineConfig`, checked by `campusguard.zones` and built into its
         `PolygonZone` and `LineZone`.
-    `rules`: one `...RuleConfig` per rule kind, `RULE_CONFIGS` and the `RuleConfig` union and
-        `RULE_KINDS` derived from it, `class_ids`.
+    `rules`: `RULE_CONFIGS`, `RULE_KINDS` and the `RuleConfig` union, derived from the rule
+        registry (each rule's section model lives in its rule module), `class_ids`.
     `motion`: `MotionConfig`, a camera's motion gating.
     `detector`, `tracker`, `storage`, `outputs`: the shared sections.
     `alerts`: the ``alerts`` union, derived from the sink registry (`campusguard.app.alerts.registry`).
@@ -39,12 +39,6 @@ from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema
 from campusguard.app.config.rules import (
     RULE_CONFIGS,
     RULE_KINDS,
-    CrowdRuleConfig,
-    FallRuleConfig,
-    FireLaneRuleConfig,
-    IntrusionRuleConfig,
-    LineCrossingRuleConfig,
-    LoiteringRuleConfig,
     RuleConfig,
     RuleConfigBase,
     ZoneRuleConfigBase,
@@ -67,16 +61,10 @@ __all__ = [
     "CameraRetentionConfig",
     "ClusterConfig",
     "ConfigModel",
-    "CrowdRuleConfig",
     "DetectorConfig",
-    "FireLaneRuleConfig",
-    "IntrusionRuleConfig",
-    "FallRuleConfig",
     "LineConfig",
-    "LineCrossingRuleConfig",
     "LoadedConfig",
     "Loc",
-    "LoiteringRuleConfig",
     "MotionConfig",
     "OutputsConfig",
     "ReconnectConfig",
