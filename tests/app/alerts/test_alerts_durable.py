@@ -155,6 +155,7 @@ def test_an_intrusion_emails_within_5_s_then_smtp_down_sigkill_up_emails_every_a
     while not arrived() and time.monotonic() - printed < 5.0:
         time.sleep(0.02)
     assert arrived(), "the intrusion start was not emailed within 5 s"
+    print(f"intrusion start emailed {time.monotonic() - printed:.2f} s after the watch printed it")
     email = next(m for m in server.messages if event_id in str(m["X-CampusGuard-Alerts"]))
     assert email["Subject"].startswith("[CampusGuard] intrusion started: intrusion:east in east on cam1")
     (stored,) = [e for e in read_events(run / "events.db") if e.event_id == event_id]

@@ -363,14 +363,15 @@ def probe_source(
 
 
 def open_store_and_sinks(
-    loaded: LoadedConfig, out: TextIO | None = None, store: EventRecorder | None = None
+    loaded: LoadedConfig, out: TextIO | None = None, store: EventRecorder | None = None, *, escalate: bool = True
 ) -> tuple[EventRecorder, list[AlertSink]]:
     """The config's event store (or ``store``) and alert sinks, opened.
 
     `WatchService.start` uses it, and so do the processes that own them while the cameras run
     elsewhere: the cluster driver (`campusguard.app.cluster`) and `campusguard scan`'s one writer,
     so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field
-    when one cannot be opened.
+    when one cannot be opened. ``escalate``: put the rules' `Escalator` first in the sinks (not
+    for `scan`: nobody is on duty for incidents found in old recordings).
     """
     if store is None:
         from campusguard.app.events import open_event_store
@@ -382,6 +383,8 @@ def open_store_and_sinks(
         except CampusGuardError as exc:
             raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
     sinks = open_alert_sinks(loaded, out)
+    if not escalate:
+        return store, sinks
     try:
         escalator = open_escalator(loaded, sinks, store)
     except BaseException:
