@@ -291,7 +291,8 @@ class WebhookSink:
             self._wake.set()
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Deliver what is due within ``timeout_s``; what is left stays in the outbox for the next run."""
+        """Deliver what is due now within ``timeout_s`` (not what waits for its back-off: a receiver
+        that just failed is not waited for); what is left stays in the outbox for the next run."""
         if self._closed:
             return
         self._closed = True
@@ -300,7 +301,7 @@ class WebhookSink:
             nxt = self.outbox.next_due()
             with self._busy_lock:
                 busy = bool(self._busy)
-            if not busy and (nxt is None or nxt > time.time() + max(0.0, deadline - time.monotonic())):
+            if not busy and (nxt is None or nxt > time.time()):
                 break
             self._wake.set()
             time.sleep(0.02)
@@ -362,10 +363,11 @@ class WebhookSink:
                 return
             self.outbox.remove([message.seq])
             key = self._record(message.payload)
-            self.delivered += 1
-            if key is not None and key in self._redriven_keys:
-                self._redriven_keys.discard(key)
-                self.redriven += 1
+            with self._busy_lock:
+                self.delivered += 1
+                if key is not None and key in self._redriven_keys:
+                    self._redriven_keys.discard(key)
+                    self.redriven += 1
             if self._outage_since is not None:
                 log.warning(
                     "webhook %s answers again after %.0f s; %d alert(s) waiting go out now",
@@ -425,7 +427,8 @@ class WebhookSink:
                 continue
             body = json.dumps(payload, default=str).encode("utf-8")
             self.outbox.add([(event.event_id, body, False)])
-            self._redriven_keys.add((event.event_id, event.phase, int(event.sequence)))
+            with self._busy_lock:
+                self._redriven_keys.add((event.event_id, event.phase, int(event.sequence)))
         self._wake.set()
 
 
