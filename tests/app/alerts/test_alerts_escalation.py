@@ -127,7 +127,10 @@ def test_the_wiring_gives_the_escalating_rules_an_escalator_that_reads_the_store
 @pytest.mark.parametrize(
     ("escalate", "message"),
     [
-        ("{after_s: 5, to: [pager]}", r"c.yaml:\d+: cameras\[0\].rules\[0\].escalate.to\[0\]: no alert sink is named 'pager'"),
+        (
+            "{after_s: 5, to: [pager]}",
+            r"c.yaml:\d+: cameras\[0\].rules\[0\].escalate.to\[0\]: no alert sink is named 'pager'",
+        ),
         ("{after_s: 0, to: [duty]}", r"escalate.after_s: Input should be greater than 0"),
         ("{after_s: 5, to: []}", r"escalate.to: List should have at least 1 item"),
     ],

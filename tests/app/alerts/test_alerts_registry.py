@@ -79,7 +79,9 @@ class Counter:
 
 
 COUNTER = SinkEntry(
-    CounterConfig, lambda cfg, ctx: Counter(), lambda cfg, sqlite: SinkFiles(dead_letters=sqlite.with_suffix(".c.jsonl"))
+    CounterConfig,
+    lambda cfg, ctx: Counter(),
+    lambda cfg, sqlite: SinkFiles(dead_letters=sqlite.with_suffix(".c.jsonl")),
 )
 
 

@@ -70,7 +70,10 @@ class EmailSinkConfig(SinkConfigBase):
     )
     sender: str | None = Field(None, title="Sender", description="The From address (required).", pattern=_ADDRESS)
     to: list[str] = Field(
-        default_factory=list, title="Recipients", description="Addresses the alerts go to (at least one).", max_length=100
+        default_factory=list,
+        title="Recipients",
+        description="Addresses the alerts go to (at least one).",
+        max_length=100,
     )
     digest_s: float = Field(
         60.0,
@@ -85,15 +88,23 @@ class EmailSinkConfig(SinkConfigBase):
         description="Whose eyes the email is for: `viewer` attaches redacted snapshots where a camera blurs, `operator` the sharp ones.",
     )
     timeout_s: float = Field(10.0, gt=0, le=300, title="Timeout", description="Seconds per SMTP conversation step.")
-    backoff_s: float = Field(1.0, ge=0, le=600, title="Back-off", description="First delay after a failure, doubled each time.")
+    backoff_s: float = Field(
+        1.0, ge=0, le=600, title="Back-off", description="First delay after a failure, doubled each time."
+    )
     backoff_max_s: float = Field(
         300.0, ge=0, le=3600, title="Longest back-off", description="Delays double up to this (seconds)."
     )
     max_age_s: float = Field(
-        86400.0, gt=0, le=30 * 86400, title="Maximum age", description="Seconds an alert is retried before the dead letters."
+        86400.0,
+        gt=0,
+        le=30 * 86400,
+        title="Maximum age",
+        description="Seconds an alert is retried before the dead letters.",
     )
     outbox: str | None = Field(
-        None, title="Outbox file", description="SQLite file keeping alerts until the server accepts them; default beside the store."
+        None,
+        title="Outbox file",
+        description="SQLite file keeping alerts until the server accepts them; default beside the store.",
     )
     dead_letter: str | None = Field(
         None, title="Dead-letter file", description="JSON-lines file for alerts given up on; default beside the store."
@@ -171,7 +182,9 @@ class EmailSink:
         ledger: DeliveryLedger | None = None,
     ) -> None:
         if security not in ("starttls", "tls", "none") or role not in ("viewer", "operator") or not to:
-            raise InvalidInputError("email sink: security must be starttls|tls|none, role viewer|operator, `to` not empty")
+            raise InvalidInputError(
+                "email sink: security must be starttls|tls|none, role viewer|operator, `to` not empty"
+            )
         if timeout_s <= 0 or digest_s < 0 or max_age_s <= 0 or max_digest < 1:
             raise InvalidInputError("email sink: need timeout_s > 0, digest_s >= 0, max_age_s > 0, max_digest >= 1")
         self.host, self.port = host, int(port)
@@ -235,7 +248,9 @@ class EmailSink:
         self._thread.join(max(0.1, deadline - time.monotonic()) + self.timeout_s)
         left = self._left = len(self.outbox)
         if left:
-            log.warning("email %s:%d: %d alert(s) not sent; kept in the outbox %s", self.host, self.port, left, self.outbox.path)
+            log.warning(
+                "email %s:%d: %d alert(s) not sent; kept in the outbox %s", self.host, self.port, left, self.outbox.path
+            )
         self.outbox.close()
         if self.ledger is not None:
             self.ledger.close()
@@ -274,7 +289,13 @@ class EmailSink:
         except (OSError, smtplib.SMTPException, ssl.SSLError) as exc:
             error = " ".join(f"{type(exc).__name__}: {exc}".split())
             if self.last_error is None:
-                log.warning("email %s:%d failed (%s); alerts wait in the outbox %s", self.host, self.port, error, self.outbox.path)
+                log.warning(
+                    "email %s:%d failed (%s); alerts wait in the outbox %s",
+                    self.host,
+                    self.port,
+                    error,
+                    self.outbox.path,
+                )
             self.last_error = error
             now = time.time()
             for m in messages:
@@ -347,7 +368,8 @@ class EmailSink:
             text.append(
                 f"{e.rule_kind} {what}: rule {e.rule_name}, zone {e.zone}, camera {e.camera_id}, {when}"
                 + (f", objects: {classes}" if classes else "")
-                + f"\nincident {e.event_id}" + (f": {link}" if link else "")
+                + f"\nincident {e.event_id}"
+                + (f": {link}" if link else "")
             )
             cells = [e.rule_kind + " " + what, e.rule_name, e.zone, e.camera_id, when, classes]
             linked = f'<a href="{html.escape(link)}">{html.escape(e.event_id)}</a>' if link else html.escape(e.event_id)
@@ -355,7 +377,7 @@ class EmailSink:
         msg.set_content("\n\n".join(text) + "\n")
         head = "".join(f"<th>{h}</th>" for h in ("Alert", "Rule", "Zone", "Camera", "When", "Objects", "Incident"))
         msg.add_alternative(
-            f"<html><body><table border=\"1\" cellpadding=\"4\"><tr>{head}</tr>{''.join(rows)}</table></body></html>",
+            f'<html><body><table border="1" cellpadding="4"><tr>{head}</tr>{"".join(rows)}</table></body></html>',
             subtype="html",
         )
         for e in events:
@@ -368,14 +390,18 @@ class EmailSink:
                 continue  # deleted meanwhile (retention): the email goes without it
             ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             maintype, subtype = ctype.split("/", 1)
-            msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=f"{e.camera_id}_{e.event_id}{path.suffix}")
+            msg.add_attachment(
+                data, maintype=maintype, subtype=subtype, filename=f"{e.camera_id}_{e.event_id}{path.suffix}"
+            )
         return msg
 
 
 def _files(cfg: EmailSinkConfig, sqlite: Path) -> SinkFiles:
     return SinkFiles(
         outbox=Path(cfg.outbox) if cfg.outbox else sqlite.with_suffix(f".{cfg.sink_name}.outbox.db"),
-        dead_letters=Path(cfg.dead_letter) if cfg.dead_letter else sqlite.with_suffix(f".{cfg.sink_name}.dead-letter.jsonl"),
+        dead_letters=Path(cfg.dead_letter)
+        if cfg.dead_letter
+        else sqlite.with_suffix(f".{cfg.sink_name}.dead-letter.jsonl"),
     )
 
 
@@ -384,7 +410,9 @@ def _build(cfg: EmailSinkConfig, ctx: SinkContext) -> EmailSink:
     if cfg.password_env:
         password = os.environ.get(cfg.password_env)
         if password is None:
-            raise InvalidInputError(f"email sink {cfg.sink_name}: the environment variable {cfg.password_env} is not set")
+            raise InvalidInputError(
+                f"email sink {cfg.sink_name}: the environment variable {cfg.password_env} is not set"
+            )
     files = _files(cfg, ctx.sqlite)
     assert files.outbox is not None and files.dead_letters is not None and cfg.sender is not None
     return EmailSink(

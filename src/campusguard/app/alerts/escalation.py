@@ -126,7 +126,12 @@ class Escalator:
         with self._lock:
             self._db.execute(
                 "INSERT OR IGNORE INTO escalations (event_id, due, targets, event) VALUES (?, ?, ?, ?)",
-                (event.event_id, started + rule.after_s, json.dumps(list(rule.to)), json.dumps(event.to_dict(), default=str)),
+                (
+                    event.event_id,
+                    started + rule.after_s,
+                    json.dumps(list(rule.to)),
+                    json.dumps(event.to_dict(), default=str),
+                ),
             )
 
     def pending(self) -> int:

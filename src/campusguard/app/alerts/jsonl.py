@@ -126,8 +126,6 @@ class JsonlSink:
             self.ledger.close()
 
 
-
-
 def _build(cfg: JsonlSinkConfig, ctx: SinkContext) -> JsonlSink:
     assert cfg.path is not None  # checked by the model
     ledger = DeliveryLedger(ctx.ledger_path, f"jsonl:{Path(cfg.path).resolve()}")

@@ -72,7 +72,9 @@ class SinkRegistry:
         try:
             return self._entries[kind]
         except KeyError:
-            raise UnknownSinkKindError(f"unknown alert sink kind {kind!r}; expected {', '.join(self.kinds())}") from None
+            raise UnknownSinkKindError(
+                f"unknown alert sink kind {kind!r}; expected {', '.join(self.kinds())}"
+            ) from None
 
     def config_models(self) -> tuple[type[SinkConfigBase], ...]:
         return tuple(e.config for e in self)

@@ -60,8 +60,6 @@ class StdoutSink:
         return None
 
 
-
-
 def _build(cfg: StdoutSinkConfig, ctx: SinkContext) -> StdoutSink:
     return StdoutSink(ctx.out, phases=cfg.phases)
 

@@ -62,7 +62,9 @@ class WebhookSinkConfig(SinkConfigBase):
     """POST each event's JSON to an HTTP receiver, through a persisted outbox."""
 
     kind: Literal["webhook"] = Field("webhook", title="Kind", description="`webhook`: HTTP POST of the event JSON.")
-    url: str | None = Field(None, title="URL", description="The receiver's http(s) URL (required).", pattern=r"^https?://")
+    url: str | None = Field(
+        None, title="URL", description="The receiver's http(s) URL (required).", pattern=r"^https?://"
+    )
     timeout_s: float = Field(WEBHOOK_TIMEOUT_S, gt=0, le=300, title="Timeout", description="Seconds per request.")
     retries: int | None = Field(
         None,
@@ -72,10 +74,18 @@ class WebhookSinkConfig(SinkConfigBase):
         description="Attempts after the first before the alert goes to the dead-letter file; none: until `max_age_s`.",
     )
     backoff_s: float = Field(
-        WEBHOOK_BACKOFF_S, ge=0, le=600, title="Back-off", description="First delay between attempts, doubled each time."
+        WEBHOOK_BACKOFF_S,
+        ge=0,
+        le=600,
+        title="Back-off",
+        description="First delay between attempts, doubled each time.",
     )
     backoff_max_s: float = Field(
-        WEBHOOK_BACKOFF_MAX_S, ge=0, le=3600, title="Longest back-off", description="Delays double up to this (seconds)."
+        WEBHOOK_BACKOFF_MAX_S,
+        ge=0,
+        le=3600,
+        title="Longest back-off",
+        description="Delays double up to this (seconds).",
     )
     max_age_s: float = Field(
         WEBHOOK_MAX_AGE_S,
@@ -97,7 +107,6 @@ class WebhookSinkConfig(SinkConfigBase):
         title="Outbox file",
         description="SQLite file keeping alerts until the receiver answers 2xx; default `<store>.<name>.outbox.db`.",
     )
-
 
     @model_validator(mode="after")
     def _needs(self) -> WebhookSinkConfig:
@@ -311,7 +320,9 @@ class WebhookSink:
         self._pool.shutdown(wait=True, cancel_futures=True)
         left = self._left = len(self.outbox)
         if left:
-            log.warning("webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.url, left, self.outbox.path)
+            log.warning(
+                "webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.url, left, self.outbox.path
+            )
         self.outbox.close()
         if self.ledger is not None:
             self.ledger.close()

@@ -79,8 +79,9 @@ class WatchConfig(ConfigModel):
         names: dict[str, int] = {}
         for si, sink in enumerate(self.alerts):
             if sink.sink_name in names:
+                used = f"alerts[{names[sink.sink_name]}]"
                 errors.append(
-                    (("alerts", si, "name"), f"alert sink name {sink.sink_name!r} is already used by alerts[{names[sink.sink_name]}]; give one a `name`")
+                    (("alerts", si, "name"), f"alert sink name {sink.sink_name!r} is already used by {used}; give one a `name`")
                 )
             names.setdefault(sink.sink_name, si)
         for ci, cam in enumerate(self.cameras):
