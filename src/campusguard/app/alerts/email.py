@@ -23,6 +23,7 @@ import logging
 import mimetypes
 import os
 import smtplib
+import sqlite3
 import ssl
 import threading
 import time
@@ -257,19 +258,32 @@ class EmailSink:
 
     # sender thread --------------------------------------------------------------------------
     def _run(self) -> None:
+        failing = False
         while not self._stop.is_set():
-            window = self._last_sent + self.digest_s - time.monotonic()
-            if window > 0 and not self._closed:
-                self._wake.wait(min(window, 0.5))
-                self._wake.clear()
-                continue
-            messages = self.outbox.due(self.max_digest)
-            if not messages:
-                nxt = self.outbox.next_due()
-                self._wake.wait(0.5 if nxt is None else min(0.5, max(0.01, nxt - time.time())))
-                self._wake.clear()
-                continue
-            self._send_batch(messages)
+            try:
+                self._step()
+            except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
+                if not failing:
+                    log.error("email outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
+                failing = True
+                self._stop.wait(1.0)
+            else:
+                failing = False
+
+    def _step(self) -> None:
+        """One round: hand what is due to the delivery, or wait for something to be."""
+        window = self._last_sent + self.digest_s - time.monotonic()
+        if window > 0 and not self._closed:
+            self._wake.wait(min(window, 0.5))
+            self._wake.clear()
+            return
+        messages = self.outbox.due(self.max_digest)
+        if not messages:
+            nxt = self.outbox.next_due()
+            self._wake.wait(0.5 if nxt is None else min(0.5, max(0.01, nxt - time.time())))
+            self._wake.clear()
+            return
+        self._send_batch(messages)
 
     def _send_batch(self, messages: list[OutboxMessage]) -> None:
         events: list[Event] = []

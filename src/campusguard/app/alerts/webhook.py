@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import threading
 import time
 import urllib.error
@@ -342,25 +343,38 @@ class WebhookSink:
             raise OSError(f"HTTP {exc.code}") from None
 
     def _run(self) -> None:
+        failing = False
         while not self._stop.is_set():
+            try:
+                self._step()
+            except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
+                if not failing:
+                    log.error("webhook outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
+                failing = True
+                self._stop.wait(1.0)
+            else:
+                failing = False
+
+    def _step(self) -> None:
+        """One round: hand what is due to the delivery, or wait for something to be."""
+        with self._busy_lock:
+            room = self.parallel - len(self._busy)
+            busy = set(self._busy)
+        messages = self.outbox.due(room, busy=busy) if room > 0 else []
+        for message in messages:
             with self._busy_lock:
-                room = self.parallel - len(self._busy)
-                busy = set(self._busy)
-            messages = self.outbox.due(room, busy=busy) if room > 0 else []
-            for message in messages:
+                self._busy.add(message.topic)
+            try:
+                self._pool.submit(self._attempt, message)
+            except RuntimeError:  # the pool is shut down: closing
                 with self._busy_lock:
-                    self._busy.add(message.topic)
-                try:
-                    self._pool.submit(self._attempt, message)
-                except RuntimeError:  # the pool is shut down: closing
-                    with self._busy_lock:
-                        self._busy.discard(message.topic)
-                    return
-            nxt = self.outbox.next_due()
-            wait = 0.5 if nxt is None else min(0.5, max(0.0, nxt - time.time()))
-            if not messages:
-                self._wake.wait(max(wait, 0.01))
-            self._wake.clear()
+                    self._busy.discard(message.topic)
+                return
+        nxt = self.outbox.next_due()
+        wait = 0.5 if nxt is None else min(0.5, max(0.0, nxt - time.time()))
+        if not messages:
+            self._wake.wait(max(wait, 0.01))
+        self._wake.clear()
 
     def _attempt(self, message: OutboxMessage) -> None:
         try:
