@@ -179,3 +179,59 @@ def test_the_webhook_defaults_are_the_configs():
     fields = WebhookSinkConfig.model_fields
     for name in ("retries", "backoff_s", "backoff_max_s", "max_age_s", "parallel", "timeout_s"):
         assert params[name].default == fields[name].default, name
+
+
+def test_webhook_delivers_in_parallel_up_to_its_bound_and_each_incident_in_order(tmp_path, make_event):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+    order: list[tuple[str, str]] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            with lock:
+                state["now"] += 1
+                state["most"] = max(state["most"], state["now"])
+            time.sleep(0.15)
+            with lock:
+                state["now"] -= 1
+                order.append((body["event_id"], body["phase"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sink = WebhookSink(
+            f"http://127.0.0.1:{server.server_address[1]}/", dead_letter_path=tmp_path / "d.jsonl", parallel=3
+        )
+        for i in range(6):
+            sink.send(make_event(event_id=f"i{i}"))
+            sink.send(make_event(event_id=f"i{i}", phase="end", end_s=20.0, sequence=1))
+        assert _wait(lambda: len(order) == 12)
+        sink.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert state["most"] == 3  # parallel, and never more than the bound
+    for i in range(6):
+        assert order.index((f"i{i}", "start")) < order.index((f"i{i}", "end"))
+
+
+def test_webhook_dead_letters_an_alert_older_than_max_age(tmp_path, make_event, unused_port):
+    dead = tmp_path / "dead.jsonl"
+    sink = WebhookSink(
+        f"http://127.0.0.1:{unused_port}/", dead_letter_path=dead, backoff_s=0.05, backoff_max_s=0.05, max_age_s=0.4
+    )
+    sink.send(make_event(event_id="old"))
+    time.sleep(0.2)
+    assert _dead_ids(dead) == [] and sink.pending == 1  # still retried
+    assert _wait(lambda: _dead_ids(dead) == ["old"], 5.0)
+    sink.close()
+    assert sink.pending == 0 and "ConnectionRefusedError" in json.loads(dead.read_text())["error"]
