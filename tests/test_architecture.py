@@ -57,10 +57,21 @@ def test_watch_and_the_cli_do_not_pull_the_console_extra():
 
 
 def test_the_config_package_is_schema_only():
-    """`app/config/` (one module per section) imports no worker, store or sink: validation stays pure."""
+    """`app/config/` (one module per section) imports no worker or store: validation stays pure. The sink
+    and rule sections come from their registries, declared in the sinks' and rules' own modules."""
     files = sorted((PACKAGE / "app" / "config").glob("*.py"))
     assert {"__init__.py", "root.py", "locate.py", "cameras.py", "zones.py", "rules.py"} <= {p.name for p in files}
-    allowed = ("campusguard.app.config", "campusguard.app.events.types", "campusguard.app.events.urls")
+    allowed = (
+        "campusguard.app.config",
+        "campusguard.app.events.types",
+        "campusguard.app.events.urls",
+        "campusguard.app.infra.configmodel",
+        "campusguard.app.alerts.registry",
+        "campusguard.app.alerts.spec",
+        "campusguard.app.alerts.stdout",  # the default sink
+        "campusguard.app.rules.registry",
+        "campusguard.app.rules.spec",
+    )
     offenders = {
         p.name: sorted(m for m in imported_modules(p) if m.startswith(APP_LAYERS) and not m.startswith(allowed))
         for p in files
@@ -278,3 +289,41 @@ def test_no_import_cycles():
     """No cycle among campusguard modules, counting imports inside functions (see `import_graph`)."""
     cycles = _cycles(import_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_a_sink_is_its_module_and_one_registry_line():
+    """Issue 34: a new alert sink is two files: its module (section model, builder, files it owns) and its
+    entry in `SINKS`. The config union, the wiring and retention's files are derived from the registry, so no
+    module outside `app/alerts/` names a sink module, and the registry's entries are each declared in one
+    module of their own."""
+    from campusguard.app.alerts.registry import SINKS
+
+    modules = set()
+    for entry in SINKS:
+        module = entry.config.__module__
+        assert entry.build.__module__ == module and entry.files.__module__ in (module, "campusguard.app.alerts.spec")
+        assert module.startswith("campusguard.app.alerts."), module
+        modules.add(module)
+    assert len(modules) == len(SINKS)  # one module per sink
+    registry = imported_modules(PACKAGE / "app" / "alerts" / "registry.py")
+    assert modules <= registry
+    derived = ["app/config/alerts.py", "app/config/root.py", "app/engine/wiring.py", "app/retention/policy.py"]
+    for rel in derived:
+        named = imported_modules(PACKAGE / rel) & (modules - {"campusguard.app.alerts.stdout"})
+        assert not named, f"{rel} names sink modules {sorted(named)}: derive from SINKS instead"
+
+
+def test_a_rule_is_its_module_and_one_registry_line():
+    """Issue 34: a new rule kind is two files: its module (section model, rule class, builder, entry) and its
+    entry in `RULES`; the config's union and kinds are derived from the registry, so no config module names a
+    rule module, and the registry's entries declare their section model beside their rule class."""
+    from campusguard.app.rules.registry import RULES
+
+    for entry in RULES:
+        module = entry.config.__module__
+        assert module == entry.rule_type.__module__ == entry.build.__module__, entry.kind
+        assert module in imported_modules(PACKAGE / "app" / "rules" / "registry.py")
+    rule_modules = {e.config.__module__ for e in RULES}
+    for path in sorted((PACKAGE / "app" / "config").glob("*.py")):
+        named = imported_modules(path) & rule_modules
+        assert not named, f"config/{path.name} names rule modules {sorted(named)}: derive from RULES instead"

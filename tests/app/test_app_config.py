@@ -9,7 +9,6 @@ import jsonschema
 import pytest
 
 from campusguard.app.config import (
-    CrowdRuleConfig,
     StorageConfig,
     WatchConfig,
     class_ids,
@@ -19,6 +18,7 @@ from campusguard.app.config import (
     polygon_problem,
     source_kind,
 )
+from campusguard.app.rules.zone_rules import CrowdRuleConfig
 from campusguard.errors import ConfigError
 from campusguard.zones import LineZone, PolygonZone, line_problem, units_problem
 

@@ -391,8 +391,8 @@ def test_an_update_already_in_the_outbox_is_not_published_again_by_the_next_sink
 
 def test_pulse_s_comes_from_the_config(tmp_path) -> None:
     """`pulse_s:` in an `mqtt` alert section reaches the sink (validated: positive, at most an hour)."""
-    from campusguard.app.alerts.mqtt import MqttSink
-    from campusguard.app.config import MqttSinkConfig, parse_config
+    from campusguard.app.alerts.mqtt import MqttSink, MqttSinkConfig
+    from campusguard.app.config import parse_config
     from campusguard.errors import ConfigError
 
     def config(extra: str) -> str:

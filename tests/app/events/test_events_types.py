@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from campusguard.app.alerts import JsonlSink, StdoutSink
-from campusguard.app.config import AlertSinkConfig
+from campusguard.app.alerts.registry import SINKS
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 
 
@@ -41,6 +41,7 @@ def test_the_sinks_take_their_phases_through_the_one_filter(tmp_path) -> None:
     assert JsonlSink(tmp_path / "e.jsonl", phases=["end"]).phases.phases == frozenset({"end"})
 
 
-def test_the_alerts_config_offers_the_same_phases() -> None:
-    schema = AlertSinkConfig.model_json_schema()
+@pytest.mark.parametrize("kind", SINKS.kinds())
+def test_the_alerts_config_offers_the_same_phases(kind) -> None:
+    schema = SINKS.entry(kind).config.model_json_schema()
     assert tuple(schema["properties"]["phases"]["items"]["enum"]) == EVENT_PHASES

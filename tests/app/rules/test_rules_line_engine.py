@@ -129,8 +129,9 @@ def test_rule_state_stays_bounded_over_many_tracks(make_detections):
 def test_carry_over_keeps_unchanged_rules_and_their_state(scene):
     """An engine rebuilt from an edited config takes over the running rules whose fingerprint is
     the same (their open incident goes on, one id); changed or removed ones are handed back to close."""
-    from campusguard.app.config import IntrusionRuleConfig, ZoneConfig
+    from campusguard.app.config import ZoneConfig
     from campusguard.app.rules.engine import rule_fingerprint
+    from campusguard.app.rules.zone_rules import IntrusionRuleConfig
 
     yard = ZoneConfig(name="yard", polygon=[(200, 100), (400, 100), (400, 300), (200, 300)])
     gate = ZoneConfig(name="gate", polygon=[(0, 0), (50, 0), (50, 50)])

@@ -5,16 +5,23 @@ Public API:
         ``close(timeout_s=5.0)`` (flush what it can; nothing is dropped silently).
     `StdoutSink(stream=sys.stdout)`: one line per event.
     `JsonlSink(path)`: one `Event.to_dict` JSON object per line, flushed and fsync'd per event.
-    `WebhookSink(url, retries=5, backoff_s=0.5, dead_letter_path=..., timeout_s=5.0, ...)`: HTTP
-        POST of the event JSON from a background thread with a bounded queue; after the retries
-        fail (or when the queue is full) the alert goes to a dead-letter JSONL file; dead letters
-        are re-driven after the next successful delivery.
+    `WebhookSink(url, dead_letter_path=..., backoff_s=0.5, max_age_s=86400, parallel=4, ...)`: HTTP
+        POST of the event JSON through a persisted outbox (`outbox.Outbox`), in parallel, with
+        back-off; dead letters after ``max_age_s``, re-driven after a later successful delivery.
+    `EmailSink(host, port, sender=..., to=[...], ...)`: email over SMTP (one each, or a digest
+        for a storm) with the (redacted) snapshot attached, through the same outbox.
+    `MqttSink` (`mqtt`): MQTT, through the same outbox.
     `MultiSink(sinks)`: sends to several sinks, isolating a failing one.
     `format_event(event) -> str`: the one-line text form.
 
+`campusguard.app.alerts.registry.SINKS`: the sink registry, one `spec.SinkEntry` per kind (its
+section model, builder and files), declared in the sink's own module; the config's ``alerts``
+union, the wiring and retention's files are derived from it. A new sink is its module and one
+line in the registry.
+
 `campusguard.app.alerts.ledger.DeliveryLedger`: what a sink delivered (event id, phase,
 sequence), on disk, so a restart repeats nothing; the JSONL and webhook sinks take one as
-``ledger``, the MQTT sink keeps its own in the outbox file.
+``ledger``; the outbox of the MQTT, webhook and email sinks also keeps the updates put into it.
 
 Every sink takes ``phases`` (default all of ``start``, ``update``, ``end``) to choose which
 lifecycle updates it reports.

@@ -36,117 +36,95 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import sqlite3
 import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
-from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from pydantic import Field, model_validator
+
+from campusguard.app.alerts.outbox import Outbox
+from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles, all_phases
+from campusguard.app.events.types import EVENT_PHASES, Event, LifecyclePhase, PhaseFilter
 from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import InvalidInputError, require
 
-if TYPE_CHECKING:
-    from campusguard.app.config import MqttSinkConfig
-
-__all__ = ["MqttSink", "topic_level"]
+__all__ = ["MQTT", "MqttSink", "MqttSinkConfig", "topic_level"]
 
 log = logging.getLogger(__name__)
 
-_EVENT_TYPES = {"start": "new", "update": "update", "end": "end"}
-_OUTBOX_SCHEMA = """
-CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    topic TEXT NOT NULL,
-    payload BLOB NOT NULL,
-    retain INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS delivered (
-    event_id TEXT NOT NULL,
-    phase    TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    at       REAL NOT NULL,
-    PRIMARY KEY (event_id, phase, sequence)
-);
-"""
-_LEDGER_KEEP_S = 90 * 86400.0
+_EVENT_TYPES = {"start": "new", "update": "update", "end": "end", "escalation": "escalation"}
+
+
+class MqttSinkConfig(SinkConfigBase):
+    """Publish events and per-camera/rule state to an MQTT broker (topics: docs/mqtt.md)."""
+
+    kind: Literal["mqtt"] = Field("mqtt", title="Kind", description="`mqtt`: publish to an MQTT broker.")
+    host: str = Field(
+        "127.0.0.1", title="Broker host", description="MQTT broker host name or address.", min_length=1, max_length=253
+    )
+    port: int = Field(1883, ge=1, le=65535, title="Broker port", description="MQTT broker TCP port.")
+    prefix: str = Field(
+        "campusguard",
+        title="Topic prefix",
+        description="First topic level(s): `<prefix>/events`, `<prefix>/<camera>/<rule>`, `<prefix>/available`.",
+        min_length=1,
+        max_length=128,
+        pattern=r"^[^+#]+$",
+    )
+    client_id: str = Field(
+        "", title="Client id", description="MQTT client id; empty lets the broker assign one.", max_length=128
+    )
+    username: str | None = Field(None, title="User name", description="Broker user name, if it needs one.")
+    password: str | None = Field(None, title="Password", description="Broker password.")
+    qos: Literal[1, 2] = Field(1, title="QoS", description="MQTT quality of service: 1 (at least once) or 2.")
+    keepalive_s: int = Field(30, ge=5, le=3600, title="Keep-alive", description="MQTT keep-alive in seconds.")
+    reconnect_min_s: int = Field(
+        1, ge=1, le=600, title="First reconnect delay", description="Seconds before the first reconnect attempt."
+    )
+    reconnect_max_s: int = Field(
+        30, ge=1, le=3600, title="Longest reconnect delay", description="Reconnect delays double up to this (seconds)."
+    )
+    outbox: str | None = Field(
+        None,
+        title="Outbox file",
+        description="SQLite file keeping messages until the broker acknowledges them; default beside the event store.",
+    )
+    max_outbox: int = Field(
+        100_000,
+        ge=1,
+        le=10_000_000,
+        title="Outbox size",
+        description="Most unacknowledged messages kept; beyond it the oldest are dropped (and logged).",
+    )
+    pulse_s: float = Field(
+        5.0,
+        gt=0,
+        le=3600,
+        title="Pulse",
+        description=(
+            "Seconds an update of a rule without an end phase (a line crossing) counts in its retained state "
+            "topic; the state returns to 0 once this passes without one."
+        ),
+    )
+    phases: list[LifecyclePhase] = Field(
+        default_factory=all_phases,
+        title="Phases",
+        description="Event lifecycle phases published.",
+    )
+
+    @model_validator(mode="after")
+    def _delays(self) -> MqttSinkConfig:
+        if self.reconnect_min_s > self.reconnect_max_s:
+            raise ValueError("reconnect_min_s must not exceed reconnect_max_s")
+        return self
+
 
 
 def topic_level(name: str) -> str:
     """``name`` made safe as one MQTT topic level: ``/``, ``+``, ``#`` and NUL become ``_``."""
     return "".join("_" if c in "/+#\0" else c for c in name) or "_"
-
-
-class _Outbox:
-    """Messages not yet acknowledged by the broker, in a SQLite file (WAL, one connection, locked)."""
-
-    def __init__(self, path: Path, max_messages: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.max_messages = max_messages
-        self._lock = threading.Lock()
-        try:
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_OUTBOX_SCHEMA)
-            self._db.execute("DELETE FROM delivered WHERE at < ?", (time.time() - _LEDGER_KEEP_S,))
-        except sqlite3.Error as exc:
-            raise InvalidInputError(f"mqtt outbox {path}: cannot open: {exc}") from None
-
-    def published(self, event: Event) -> bool:
-        """True when this update (any end, for an ``end``) was put into the outbox before."""
-        sql = "SELECT 1 FROM delivered WHERE event_id = ? AND phase = ?"
-        args: tuple[object, ...] = (event.event_id, event.phase)
-        if event.phase != "end":
-            sql += " AND sequence = ?"
-            args += (int(event.sequence),)
-        with self._lock:
-            return self._db.execute(sql + " LIMIT 1", args).fetchone() is not None
-
-    def add(self, messages: list[tuple[str, bytes, bool]], event: Event | None = None) -> int:
-        """Commit ``(topic, payload, retain)`` messages together (with ``event``'s ledger row);
-        return how many old ones were dropped."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            if event is not None:
-                self._db.execute(
-                    "INSERT OR IGNORE INTO delivered (event_id, phase, sequence, at) VALUES (?, ?, ?, ?)",
-                    (event.event_id, event.phase, int(event.sequence), time.time()),
-                )
-            self._db.executemany(
-                "INSERT INTO outbox (topic, payload, retain) VALUES (?, ?, ?)",
-                [(t, p, int(r)) for t, p, r in messages],
-            )
-            (count,) = self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()
-            excess = max(0, int(count) - self.max_messages)
-            if excess:
-                self._db.execute(
-                    "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)", (excess,)
-                )
-            self._db.execute("COMMIT")
-            return excess
-
-    def after(self, seq: int, limit: int) -> list[tuple[int, str, bytes, bool]]:
-        """Up to ``limit`` messages with a sequence number above ``seq``, oldest first."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, topic, payload, retain FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
-            ).fetchall()
-        return [(int(s), str(t), bytes(p), bool(r)) for s, t, p, r in rows]
-
-    def remove(self, seqs: Collection[int]) -> None:
-        with self._lock:
-            self._db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
-
-    def __len__(self) -> int:
-        with self._lock:
-            (count,) = self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()
-        return int(count)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
 
 
 class MqttSink:
@@ -216,7 +194,7 @@ class MqttSink:
         self.skipped = 0
         self.pulse_s = float(pulse_s)
         self.last_error: str | None = None
-        self._outbox = _Outbox(Path(outbox_path), max_outbox)
+        self._outbox = Outbox(outbox_path, max_outbox, what="mqtt outbox")
         self._open: dict[str, dict[str, Any]] = {}  # event id -> last published event JSON
         self._active: dict[str, set[str]] = {}  # state topic -> open event ids
         self._pulses: dict[str, list[float]] = {}  # state topic -> monotonic expiry of instantaneous updates
@@ -307,7 +285,10 @@ class MqttSink:
         with self._state_lock:
             before = self._open.pop(event.event_id, None)
             active = self._active.setdefault(topic, set())
-            if instant:
+            if event.phase == "escalation":  # about the incident, not a change of it: the state stays
+                if before is not None:
+                    self._open[event.event_id] = before
+            elif instant:
                 self._pulses.setdefault(topic, []).append(time.monotonic() + self.pulse_s)
             elif event.phase == "end":
                 active.discard(event.event_id)
@@ -449,3 +430,16 @@ class MqttSink:
             info = self._client.publish(topic, payload, qos=self.qos, retain=retain)
             self._inflight[info.mid] = seq
             self._cursor = seq
+
+
+def _files(cfg: MqttSinkConfig, sqlite: Path) -> SinkFiles:
+    return SinkFiles(outbox=Path(cfg.outbox) if cfg.outbox else sqlite.with_suffix(".mqtt-outbox.db"))
+
+
+def _build(cfg: MqttSinkConfig, ctx: SinkContext) -> MqttSink:
+    outbox = _files(cfg, ctx.sqlite).outbox
+    assert outbox is not None
+    return MqttSink.from_config(cfg, default_outbox=outbox)
+
+
+MQTT = SinkEntry(MqttSinkConfig, _build, _files)

@@ -1,20 +1,15 @@
-"""The `AlertSink` protocol and the local sinks: stdout, JSON lines, fan-out."""
+"""The `AlertSink` protocol and the fan-out to several sinks (`MultiSink`); the stdout and JSON-lines
+sinks live in their own modules (`stdout`, `jsonl`) and are re-exported here."""
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
-import threading
-from collections import deque
-from collections.abc import Collection, Sequence
-from pathlib import Path
-from typing import Protocol, TextIO, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
-from campusguard.app.alerts.ledger import DeliveryLedger
-from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
-from campusguard.app.infra.diskspace import DiskHealth, disk_health
-from campusguard.app.infra.durable import AppendLog
+from campusguard.app.alerts.jsonl import JsonlSink
+from campusguard.app.alerts.stdout import StdoutSink, format_event
+from campusguard.app.events.types import Event
 
 __all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event"]
 
@@ -33,134 +28,6 @@ class AlertSink(Protocol):
     def close(self, timeout_s: float = 5.0) -> None:
         """Flush pending alerts, waiting at most ``timeout_s`` seconds, and release resources."""
         ...
-
-
-def format_event(event: Event) -> str:
-    """One line: ``[phase] camera rule(kind) zone t=start..end ids=[..] classes=[..]``."""
-    end = "" if event.end_s is None else f"..{event.end_s:.2f}"
-    classes = ",".join(event.class_names) if event.class_names else ",".join(map(str, event.class_ids))
-    extra = ""
-    if event.count is not None:
-        extra += f" count={event.count}"
-    if event.direction is not None:
-        extra += f" direction={event.direction}"
-    return (
-        f"[{event.phase}] {event.camera_id} {event.rule_name}({event.rule_kind}) zone={event.zone} "
-        f"t={event.start_s:.2f}{end}s ids={list(event.tracker_ids)} classes=[{classes}]{extra} id={event.event_id}"
-    )
-
-
-class StdoutSink:
-    """Print one line per event (`format_event`).
-
-    Args:
-        stream: text stream (default ``sys.stdout``, looked up at each send).
-        phases: lifecycle phases reported.
-    """
-
-    def __init__(self, stream: TextIO | None = None, *, phases: Collection[str] = EVENT_PHASES) -> None:
-        self.stream = stream
-        self.phases = PhaseFilter(phases)
-        self._lock = threading.Lock()
-
-    def send(self, event: Event) -> None:
-        if not self.phases.accepts(event):
-            return
-        stream = self.stream or sys.stdout
-        with self._lock:
-            print(format_event(event), file=stream, flush=True)
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        return None
-
-
-class JsonlSink:
-    """Append one JSON object (`Event.to_dict`, ``sequence`` included) per line; each line fsync'd.
-
-    A line the disk has no room for is not lost and not cut: the file is truncated back to its
-    last whole line, the line is kept in memory (at most ``max_pending``; beyond that the oldest
-    are dropped and counted) and written, in order, before the next one; ``close`` tries once
-    more. The full volume is reported to ``disk`` (one rate-limited log line), never raised.
-    An update goes into the ``ledger`` only once its line is on disk.
-
-    Args:
-        path: the file; its folder is created. Appends to an existing file.
-        phases: lifecycle phases written.
-        max_pending: lines kept in memory while the disk is full.
-        disk: where full volumes are reported (default: the process's `disk_health()`).
-        ledger: where the lines written are remembered (`DeliveryLedger`); an update already in
-            it is not written again (a restart, a re-read file). None: every update is written.
-
-    Attributes:
-        failed_writes: writes that failed (each retried with the next line).
-        dropped: lines dropped because more than ``max_pending`` were waiting.
-    """
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        phases: Collection[str] = EVENT_PHASES,
-        max_pending: int = 10_000,
-        disk: DiskHealth | None = None,
-        ledger: DeliveryLedger | None = None,
-    ) -> None:
-        self.path = Path(path)
-        self.ledger = ledger
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.phases = PhaseFilter(phases)
-        self.max_pending = max_pending
-        self.disk = disk or disk_health()
-        self.failed_writes = 0
-        self.dropped = 0
-        self._pending: deque[tuple[Event, bytes]] = deque()
-        self._lock = threading.Lock()
-        self._log: AppendLog | None = AppendLog(self.path)  # retention may trim it (a new file renamed over)
-
-    def send(self, event: Event) -> None:
-        if not self.phases.accepts(event):
-            return
-        if self.ledger is not None and self.ledger.delivered(event):
-            return
-        line = (json.dumps(event.to_dict(), default=str) + "\n").encode("utf-8")
-        with self._lock:
-            if self._log is None:
-                raise ValueError(f"JsonlSink {self.path} is closed")
-            if len(self._pending) >= self.max_pending:
-                self._pending.popleft()
-                self.dropped += 1
-            self._pending.append((event, line))
-            self._flush()
-
-    def _flush(self) -> None:
-        """Write the waiting lines in one append (all or none); they stay waiting on an error."""
-        if not self._pending or self._log is None:
-            return
-        try:
-            self._log.append(b"".join(line for _, line in self._pending))
-        except OSError as exc:
-            self.failed_writes += 1
-            self.disk.failed("alert log line", self.path, exc)
-            return
-        if self.failed_writes:
-            self.disk.ok(self.path)
-        if self.ledger is not None:
-            for event, _ in self._pending:
-                self.ledger.record(event)
-        self._pending.clear()
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        with self._lock:
-            if self._log is not None:
-                self._flush()
-                if self._pending:
-                    log.error(
-                        "%d alert line(s) could not be written to %s before the stop", len(self._pending), self.path
-                    )
-                self._log.close()
-                self._log = None
-        if self.ledger is not None:
-            self.ledger.close()
 
 
 class MultiSink:

@@ -1,17 +1,23 @@
-"""`WebhookSink`: HTTP POST of events from a background thread, with retries, exponential
-back-off and a dead-letter file, so a slow or dead receiver never blocks detection and never
-loses an alert.
+"""`WebhookSink`: HTTP POST of events through a persisted outbox, delivered in parallel with
+back-off, so a slow or dead receiver never blocks detection and a crash loses no alert.
 
-Every alert ends in exactly one of two places: delivered (a 2xx answer) or appended to the
-dead-letter JSONL file (``{"event": {...}, "url", "error", "failed_at"}`` per line, fsync'd).
-It goes to the dead-letter file when every retry failed, when the bounded queue is full at
-``send`` time, or when ``close`` runs out of time. After any successful delivery the sink
-re-drives up to ``redrive_batch`` dead letters (one attempt each; the ones that fail again
-stay in the file), so a receiver that comes back gets the backlog without operator action.
+`send` commits the alert to the sink's outbox (`campusguard.app.alerts.outbox.Outbox`, a SQLite
+file beside the event store) and returns; it is on disk then. Delivery threads (at most
+``parallel`` requests at once) POST what is due; a 2xx removes it and records it in the delivery
+ledger; a failure holds it for a back-off that doubles from ``backoff_s`` up to ``backoff_max_s``.
+An incident's updates go in order (its ``start`` before its ``end``); different incidents go in
+parallel, so one slow incident's retries do not hold the others.
 
-The body is `Event.to_dict`, so it carries ``event_id``, ``phase`` and ``sequence``: a receiver
-drops an update it has seen. With a ``ledger`` (`DeliveryLedger`) every 2xx is remembered on
-disk and an update already delivered is not sent again (a restart, a re-read file).
+An alert goes to the dead-letter JSONL file (``{"event": {...}, "url", "error", "failed_at"}`` per
+line, fsync'd) when it is older than ``max_age_s``, when the receiver rejects it (a 4xx other than
+408 or 429: retrying will not help) or after ``retries`` failed attempts when that is set. After a
+successful delivery the dead letters are put back into the outbox (at most once a minute), so a
+receiver that comes back gets the backlog without operator action.
+
+Exactly once across crashes: an update is put into the outbox once (the outbox's ledger of the
+updates put in, committed with the message), and removed only once answered 2xx; what a killed run
+left goes at the next start. A crash between the answer and the removal repeats that one alert;
+the body (`Event.to_dict`) carries ``event_id``, ``phase`` and ``sequence``, so a receiver drops it.
 """
 
 from __future__ import annotations
@@ -19,55 +25,199 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
+import sqlite3
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
 
 from campusguard.app.alerts.ledger import DeliveryLedger
-from campusguard.app.config.alerts import WEBHOOK_BACKOFF_S, WEBHOOK_RETRIES, WEBHOOK_TIMEOUT_S
+from campusguard.app.alerts.outbox import Outbox, OutboxMessage
+from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
-from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import append_lines, replace_durably
 from campusguard.errors import InvalidInputError
 
-__all__ = ["WebhookSink"]
+__all__ = ["WEBHOOK", "WebhookSink", "WebhookSinkConfig", "DeadLetters", "retry_delay"]
 
 log = logging.getLogger(__name__)
 
-_STOP = object()
+WEBHOOK_BACKOFF_S = 0.5
+WEBHOOK_BACKOFF_MAX_S = 60.0
+WEBHOOK_TIMEOUT_S = 5.0
+WEBHOOK_MAX_AGE_S = 86400.0
+WEBHOOK_PARALLEL = 4
+_REDRIVE_EVERY_S = 60.0
+
+
+class WebhookSinkConfig(SinkConfigBase):
+    """POST each event's JSON to an HTTP receiver, through a persisted outbox."""
+
+    kind: Literal["webhook"] = Field("webhook", title="Kind", description="`webhook`: HTTP POST of the event JSON.")
+    url: str | None = Field(
+        None, title="URL", description="The receiver's http(s) URL (required).", pattern=r"^https?://"
+    )
+    timeout_s: float = Field(WEBHOOK_TIMEOUT_S, gt=0, le=300, title="Timeout", description="Seconds per request.")
+    retries: int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        title="Retries",
+        description="Attempts after the first before the alert goes to the dead-letter file; none: until `max_age_s`.",
+    )
+    backoff_s: float = Field(
+        WEBHOOK_BACKOFF_S,
+        ge=0,
+        le=600,
+        title="Back-off",
+        description="First delay between attempts, doubled each time.",
+    )
+    backoff_max_s: float = Field(
+        WEBHOOK_BACKOFF_MAX_S,
+        ge=0,
+        le=3600,
+        title="Longest back-off",
+        description="Delays double up to this (seconds).",
+    )
+    max_age_s: float = Field(
+        WEBHOOK_MAX_AGE_S,
+        gt=0,
+        le=30 * 86400,
+        title="Maximum age",
+        description="Seconds an alert is retried before it goes to the dead-letter file.",
+    )
+    parallel: int = Field(
+        WEBHOOK_PARALLEL, ge=1, le=64, title="Parallel requests", description="Most requests in flight at once."
+    )
+    dead_letter: str | None = Field(
+        None,
+        title="Dead-letter file",
+        description="JSON-lines file for alerts given up on; default `<store>.dead-letter.jsonl` beside the event store.",
+    )
+    outbox: str | None = Field(
+        None,
+        title="Outbox file",
+        description="SQLite file keeping alerts until the receiver answers 2xx; default `<store>.<name>.outbox.db`.",
+    )
+
+    @model_validator(mode="after")
+    def _needs(self) -> WebhookSinkConfig:
+        if not self.url:
+            raise ValueError("a webhook alert sink needs `url`")
+        return self
+
+
+def retry_delay(attempts: int, backoff_s: float, backoff_max_s: float) -> float:
+    """Seconds to wait after the ``attempts``-th failed attempt: ``backoff_s`` doubled each time, capped."""
+    return min(backoff_max_s, backoff_s * (2.0 ** max(0, attempts - 1)))
+
+
+class DeadLetters:
+    """The dead-letter JSONL file of a sink: appended fsync'd, never cut; on a full disk the lines
+    wait in memory (at most 10,000, then the oldest are dropped and counted) and go out first next time.
+
+    Attributes:
+        written: lines written; failures: writes that failed; dropped: lines dropped.
+    """
+
+    def __init__(self, path: str | Path, *, target: str, what: str = "dead letter") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.target = target
+        self.what = what
+        self.written = 0
+        self.failures = 0
+        self.dropped = 0
+        self.disk = disk_health()
+        self._pending: deque[bytes] = deque()
+        self._max_pending = 10_000
+        self.lock = threading.Lock()
+
+    def add(self, payload: dict[str, Any], error: str) -> None:
+        record = {"event": payload, "url": self.target, "error": error, "failed_at": datetime.now(UTC).isoformat()}
+        line = (json.dumps(record, default=str) + "\n").encode("utf-8")
+        with self.lock:
+            if len(self._pending) >= self._max_pending:
+                self._pending.popleft()
+                self.dropped += 1
+            self._pending.append(line)
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    append_lines(fd, b"".join(self._pending))
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self.failures += 1
+                self.disk.failed(self.what, self.path, exc)
+                return
+            self.written += len(self._pending)
+            self._pending.clear()
+
+    def take(self) -> list[dict[str, Any]]:
+        """Every dead letter of this target (its ``url``), as event payloads; the file keeps the
+        other targets' lines and those that are not ours to judge (unreadable ones, for a human).
+        [] when the file cannot be rewritten."""
+        with self.lock:
+            if not self.path.is_file() or self.path.stat().st_size == 0:
+                return []
+            taken: list[dict[str, Any]] = []
+            keep: list[str] = []
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    payload = record["event"]
+                    if not isinstance(payload, dict) or record.get("url", self.target) != self.target:
+                        raise TypeError
+                except (ValueError, KeyError, TypeError):
+                    keep.append(line)
+                    continue
+                taken.append(payload)
+            try:
+                replace_durably(self.path, "".join(f"{line}\n" for line in keep).encode("utf-8"))
+            except OSError as exc:
+                self.disk.failed(self.what, self.path, exc)
+                return []
+            return taken
+
+
+class _Rejected(Exception):
+    """The receiver refused this alert for good (a 4xx other than 408/429)."""
 
 
 class WebhookSink:
-    """POST each event's JSON (`Event.to_dict`) to ``url`` from a background thread.
+    """POST each event's JSON (`Event.to_dict`) to ``url`` through a persisted outbox.
 
     Args:
         url: ``http://`` or ``https://`` receiver.
-        dead_letter_path: JSONL file for alerts that could not be delivered.
-        retries: extra attempts after the first (>= 0).
-        backoff_s: wait before the first retry; doubles each retry (seconds, >= 0).
+        dead_letter_path: JSONL file for alerts given up on.
+        outbox_path: SQLite outbox (default: beside the dead-letter file, ``<name>.outbox.db``).
+        retries: failed attempts after the first before the dead letters; None: until ``max_age_s``.
+        backoff_s: wait after the first failed attempt; doubles each time (seconds, >= 0).
         backoff_max_s: cap on one wait (seconds).
+        max_age_s: an alert older than this goes to the dead letters (seconds, > 0).
         timeout_s: HTTP connect/read timeout per attempt (seconds, > 0).
-        queue_size: bounded queue length (>= 1); a full queue sends the alert to the dead letters.
+        parallel: most requests in flight at once (>= 1).
         headers: extra HTTP headers (e.g. an authorisation token).
-        redrive: re-drive dead letters after a successful delivery.
-        redrive_batch: most dead letters re-driven per successful delivery.
+        redrive: put the dead letters back into the outbox after a successful delivery.
         phases: lifecycle phases sent.
-        ledger: where deliveries are remembered; updates in it are skipped. None: send all.
+        ledger: where deliveries are remembered; updates in it are skipped. None: the outbox's own
+            ledger of updates put in still keeps each once.
 
     Attributes:
-        delivered: alerts delivered (re-driven ones included).
-        dead_lettered: alerts written to the dead-letter file.
-        redriven: dead letters delivered later.
-        dead_letter_failures: dead-letter writes that failed (a full disk); their lines wait in
-            memory (at most 10,000, then the oldest are dropped: ``dead_letters_dropped``) and
-            are written before the next dead letter.
+        delivered: alerts delivered (re-driven ones included); redriven: dead letters delivered
+        later; dead_lettered: alerts written to the dead-letter file.
     """
 
     def __init__(
@@ -75,203 +225,267 @@ class WebhookSink:
         url: str,
         *,
         dead_letter_path: str | Path,
-        retries: int = WEBHOOK_RETRIES,
+        outbox_path: str | Path | None = None,
+        retries: int | None = None,
         backoff_s: float = WEBHOOK_BACKOFF_S,
-        backoff_max_s: float = 30.0,
+        backoff_max_s: float = WEBHOOK_BACKOFF_MAX_S,
+        max_age_s: float = WEBHOOK_MAX_AGE_S,
         timeout_s: float = WEBHOOK_TIMEOUT_S,
-        queue_size: int = 1000,
+        parallel: int = WEBHOOK_PARALLEL,
         headers: Mapping[str, str] | None = None,
         redrive: bool = True,
-        redrive_batch: int = 100,
         phases: Collection[str] = EVENT_PHASES,
         ledger: DeliveryLedger | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise InvalidInputError(f"webhook url {url!r} must start with http:// or https://")
-        if retries < 0 or backoff_s < 0 or backoff_max_s < 0 or timeout_s <= 0 or queue_size < 1:
-            raise InvalidInputError(f"webhook {url}: need retries >= 0, backoff_s >= 0, timeout_s > 0, queue_size >= 1")
+        if (retries is not None and retries < 0) or backoff_s < 0 or backoff_max_s < 0:
+            raise InvalidInputError(f"webhook {url}: need retries >= 0, backoff_s >= 0, backoff_max_s >= 0")
+        if timeout_s <= 0 or max_age_s <= 0 or parallel < 1:
+            raise InvalidInputError(f"webhook {url}: need timeout_s > 0, max_age_s > 0, parallel >= 1")
         self.url = url
         self.dead_letter_path = Path(dead_letter_path)
-        self.dead_letter_path.parent.mkdir(parents=True, exist_ok=True)
-        self.retries = int(retries)
+        self.dead = DeadLetters(self.dead_letter_path, target=url, what="webhook dead letter")
+        self.retries = retries
         self.backoff_s = float(backoff_s)
         self.backoff_max_s = float(backoff_max_s)
-        self._backoff = Backoff(self.backoff_s, self.backoff_max_s, factor=2.0)
+        self.max_age_s = float(max_age_s)
         self.timeout_s = float(timeout_s)
+        self.parallel = int(parallel)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.redrive = redrive
-        self.redrive_batch = int(redrive_batch)
         self.phases = PhaseFilter(phases)
         self.ledger = ledger
         self.delivered = 0
-        self.dead_lettered = 0
         self.redriven = 0
-        self.dead_letter_failures = 0
-        self.dead_letters_dropped = 0
-        self.disk = disk_health()
-        self._dead_pending: deque[bytes] = deque()  # dead letters waiting for room on the disk
-        self._dead_pending_max = 10_000
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=int(queue_size))
-        self._dead_lock = threading.Lock()
-        self._abort = threading.Event()
+        path = Path(outbox_path) if outbox_path else self.dead_letter_path.with_suffix(".outbox.db")
+        self.outbox = Outbox(path, what="webhook outbox")
+        self.outbox.all_due()  # what an earlier run held back for its back-off goes now
+        self._busy: set[str] = set()  # topics (incidents) with a request in flight
+        self._redriven_keys: set[tuple[str, str, int]] = set()  # updates that came from the dead letters
+        self._busy_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
         self._closed = False
+        self._left: int | None = None  # what the outbox held when closed
+        self._last_redrive = 0.0
+        self._outage_since: float | None = None
+        self._pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="webhook")
         self._thread = threading.Thread(target=self._run, name=f"webhook-{url}", daemon=True)
         self._thread.start()
+        left = len(self.outbox)
+        if left:
+            log.info("webhook %s: %d alert(s) left by an earlier run go out now", url, left)
+
+    @property
+    def dead_lettered(self) -> int:
+        return self.dead.written
+
+    @property
+    def pending(self) -> int:
+        """Alerts in the outbox, not yet delivered."""
+        return self._left if self._left is not None else len(self.outbox)
 
     # caller side ----------------------------------------------------------------------------
     def send(self, event: Event) -> None:
-        """Queue one event for delivery; never blocks. A full queue dead-letters it at once."""
+        """Commit the alert to the outbox and wake the delivery; never waits for the network."""
         if not self.phases.accepts(event):
             return
         if self.ledger is not None and self.ledger.delivered(event):
             return
-        if self._closed:
-            self._dead_letter(event.to_dict(), "sink closed")
-            return
-        try:
-            self._queue.put_nowait(event.to_dict())
-        except queue.Full:
-            self._dead_letter(event.to_dict(), "queue full")
+        payload = json.dumps(event.to_dict(), default=str).encode("utf-8")
+        added, dropped = self.outbox.add_once(event.event_id, payload, event)
+        if dropped:
+            log.error("webhook %s: outbox full, dropped the %d oldest alert(s)", self.url, dropped)
+        if added:
+            self._wake.set()
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Deliver what is queued within ``timeout_s``; dead-letter the rest; stop the thread."""
+        """Deliver what is due now within ``timeout_s`` (not what waits for its back-off: a receiver
+        that just failed is not waited for); what is left stays in the outbox for the next run."""
         if self._closed:
             return
         self._closed = True
-        try:
-            self._queue.put(_STOP, timeout=max(timeout_s, 0.001))
-        except queue.Full:
-            self._abort.set()
-        self._thread.join(timeout_s)
-        if self._thread.is_alive():
-            self._abort.set()  # stop retrying: remaining alerts go to the dead letters
-            self._thread.join(self.timeout_s + 1.0)
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            nxt = self.outbox.next_due()
+            with self._busy_lock:
+                busy = bool(self._busy)
+            if not busy and (nxt is None or nxt > time.time()):
                 break
-            if item is not _STOP:
-                self._dead_letter(item, "not delivered before close")
+            self._wake.set()
+            time.sleep(0.02)
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(max(0.1, deadline - time.monotonic()) + 1.0)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        left = self._left = len(self.outbox)
+        if left:
+            log.warning(
+                "webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.url, left, self.outbox.path
+            )
+        self.outbox.close()
         if self.ledger is not None:
             self.ledger.close()
 
-    # worker side ----------------------------------------------------------------------------
-    def _post(self, payload: dict[str, Any]) -> None:
-        """One attempt; raises on anything but a 2xx answer."""
-        body = json.dumps(payload, default=str).encode("utf-8")
+    # delivery -------------------------------------------------------------------------------
+    def _post(self, body: bytes) -> None:
+        """One attempt; raises on anything but a 2xx answer (`_Rejected` for a final 4xx)."""
         request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-            response.read()
-            if not 200 <= response.status < 300:
-                raise urllib.error.HTTPError(self.url, response.status, "not 2xx", response.headers, None)
-
-    def _deliver(self, payload: dict[str, Any], attempts: int) -> str | None:
-        """Try up to ``attempts`` times with back-off; return ``None`` on success, else the last error."""
-        error = "not attempted"
-        waits = self._backoff.waits(self._abort)
-        for attempt in range(attempts):
-            if attempt and next(waits):
-                break
-            try:
-                self._post(payload)
-                return None
-            except urllib.error.HTTPError as exc:
-                error = f"HTTP {exc.code}"
-                if 400 <= exc.code < 500 and exc.code not in (408, 429):
-                    break  # the receiver rejects this alert; retrying will not help
-            except (OSError, ValueError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            if self._abort.is_set():
-                break
-        return error
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                response.read()
+                if not 200 <= response.status < 300:
+                    raise OSError(f"HTTP {response.status}")
+        except urllib.error.HTTPError as exc:
+            if 400 <= exc.code < 500 and exc.code not in (408, 429):
+                raise _Rejected(f"HTTP {exc.code}") from None
+            raise OSError(f"HTTP {exc.code}") from None
 
     def _run(self) -> None:
-        while True:
+        failing = False
+        while not self._stop.is_set():
             try:
-                item = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                if self._abort.is_set():
-                    return  # closing and nothing left (close may not have managed to queue _STOP)
-                continue
-            if item is _STOP:
-                return
-            if self._abort.is_set():
-                self._dead_letter(item, "not delivered before close")
-                continue
-            error = self._deliver(item, 1 + self.retries)
-            if error is None:
-                self._ledger(item)
-                self.delivered += 1
-                if self.redrive and not self._abort.is_set():
-                    self._redrive()
+                self._step()
+            except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
+                if not failing:
+                    log.error("webhook outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
+                failing = True
+                self._stop.wait(1.0)
             else:
-                log.warning("webhook %s failed for event %s: %s", self.url, item.get("event_id"), error)
-                self._dead_letter(item, error)
+                failing = False
 
-    def _ledger(self, payload: dict[str, Any]) -> None:
-        if self.ledger is not None and isinstance(payload, dict) and payload.get("event_id"):
-            self.ledger.record_key(
-                str(payload["event_id"]), str(payload.get("phase")), int(payload.get("sequence") or 0)
-            )
-
-    def _dead_letter(self, payload: dict[str, Any], error: str) -> None:
-        """Append the alert to the dead letters (fsync'd). On a full disk the line waits in memory
-        (bounded) and goes out before the next one; it is never cut, and the sink goes on."""
-        record = {"event": payload, "url": self.url, "error": error, "failed_at": datetime.now(UTC).isoformat()}
-        line = (json.dumps(record, default=str) + "\n").encode("utf-8")
-        with self._dead_lock:
-            if len(self._dead_pending) >= self._dead_pending_max:
-                self._dead_pending.popleft()
-                self.dead_letters_dropped += 1
-            self._dead_pending.append(line)
-            self._write_dead_letters()
-
-    def _write_dead_letters(self) -> None:
-        """Append the waiting dead letters in one all-or-nothing write (hold ``_dead_lock``)."""
-        if not self._dead_pending:
-            return
-        try:
-            fd = os.open(self.dead_letter_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    def _step(self) -> None:
+        """One round: hand what is due to the delivery, or wait for something to be."""
+        with self._busy_lock:
+            room = self.parallel - len(self._busy)
+            busy = set(self._busy)
+        messages = self.outbox.due(room, busy=busy) if room > 0 else []
+        for message in messages:
+            with self._busy_lock:
+                self._busy.add(message.topic)
             try:
-                append_lines(fd, b"".join(self._dead_pending))
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            self.dead_letter_failures += 1
-            self.disk.failed("webhook dead letter", self.dead_letter_path, exc)
+                self._pool.submit(self._attempt, message)
+            except RuntimeError:  # the pool is shut down: closing
+                with self._busy_lock:
+                    self._busy.discard(message.topic)
+                return
+        nxt = self.outbox.next_due()
+        wait = 0.5 if nxt is None else min(0.5, max(0.0, nxt - time.time()))
+        if not messages:
+            self._wake.wait(max(wait, 0.01))
+        self._wake.clear()
+
+    def _attempt(self, message: OutboxMessage) -> None:
+        try:
+            try:
+                self._post(message.payload)
+            except _Rejected as exc:
+                self._give_up(message, str(exc))
+                return
+            except (OSError, ValueError) as exc:
+                self._failed(message, _one_line(exc))
+                return
+            self.outbox.remove([message.seq])
+            key = self._record(message.payload)
+            with self._busy_lock:
+                self.delivered += 1
+                if key is not None and key in self._redriven_keys:
+                    self._redriven_keys.discard(key)
+                    self.redriven += 1
+            if self._outage_since is not None:
+                log.warning(
+                    "webhook %s answers again after %.0f s; %d alert(s) waiting go out now",
+                    self.url,
+                    time.monotonic() - self._outage_since,
+                    len(self.outbox),
+                )
+                self._outage_since = None
+            if self.redrive and time.monotonic() - self._last_redrive >= _REDRIVE_EVERY_S:
+                self._last_redrive = time.monotonic()
+                self._redrive()
+        finally:
+            with self._busy_lock:
+                self._busy.discard(message.topic)
+            self._wake.set()
+
+    def _failed(self, message: OutboxMessage, error: str) -> None:
+        attempts = message.attempts + 1
+        too_old = time.time() - message.created >= self.max_age_s
+        if too_old or (self.retries is not None and attempts > self.retries):
+            self._give_up(message, error)
             return
-        self.dead_lettered += len(self._dead_pending)
-        self._dead_pending.clear()
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+            log.warning("webhook %s failed (%s); alerts wait in the outbox %s", self.url, error, self.outbox.path)
+        self.outbox.retry(message.seq, time.time() + retry_delay(attempts, self.backoff_s, self.backoff_max_s), error)
+
+    def _give_up(self, message: OutboxMessage, error: str) -> None:
+        try:
+            payload = json.loads(message.payload)
+        except ValueError:
+            payload = {"raw": message.payload.decode("utf-8", "replace")}
+        log.warning("webhook %s: alert %s goes to the dead letters (%s)", self.url, payload.get("event_id"), error)
+        self.dead.add(payload, error)
+        self.outbox.remove([message.seq])
+
+    def _record(self, body: bytes) -> tuple[str, str, int] | None:
+        """Put a delivered body in the ledger; its ``(event_id, phase, sequence)``."""
+        try:
+            payload = json.loads(body)
+            key = (str(payload["event_id"]), str(payload["phase"]), int(payload.get("sequence") or 0))
+        except (ValueError, KeyError, TypeError):
+            return None
+        if self.ledger is not None:
+            self.ledger.record_key(*key)
+        return key
 
     def _redrive(self) -> None:
-        """Re-send up to ``redrive_batch`` dead letters once each, stopping at the first failure;
-        what is not delivered stays in the file."""
-        with self._dead_lock:
-            if not self.dead_letter_path.is_file() or self.dead_letter_path.stat().st_size == 0:
-                return
-            lines = self.dead_letter_path.read_text(encoding="utf-8").splitlines()
-            keep: list[str] = []
-            failed = False
-            for i, line in enumerate(lines):
-                if not line.strip():
-                    continue
-                if failed or i >= self.redrive_batch or self._abort.is_set():
-                    keep.append(line)
-                    continue
-                try:
-                    payload = json.loads(line)["event"]
-                except (ValueError, KeyError, TypeError):
-                    keep.append(line)  # not ours to judge: leave it for a human
-                    continue
-                if self._deliver(payload, 1) is None:
-                    self._ledger(payload)
-                    self.delivered += 1
-                    self.redriven += 1
-                else:
-                    keep.append(line)
-                    failed = True  # the receiver is down again: stop, do not pay a timeout per line
+        """Put the dead letters back into the outbox (those not delivered since)."""
+        for payload in self.dead.take():
             try:
-                replace_durably(self.dead_letter_path, "".join(f"{line}\n" for line in keep).encode("utf-8"))
-            except OSError as exc:  # the file keeps every line: the ones just delivered are sent again later
-                self.disk.failed("webhook dead letters", self.dead_letter_path, exc)
+                event = Event.from_dict(payload)
+            except (TypeError, ValueError):
+                self.dead.add(payload, "not an event")
+                continue
+            if self.ledger is not None and self.ledger.delivered(event):
+                continue
+            body = json.dumps(payload, default=str).encode("utf-8")
+            self.outbox.add([(event.event_id, body, False)])
+            with self._busy_lock:
+                self._redriven_keys.add((event.event_id, event.phase, int(event.sequence)))
+        self._wake.set()
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
+        return f"{type(exc.reason).__name__}: {exc.reason}"
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _files(cfg: WebhookSinkConfig, sqlite: Path) -> SinkFiles:
+    return SinkFiles(
+        outbox=Path(cfg.outbox) if cfg.outbox else sqlite.with_suffix(f".{cfg.sink_name}.outbox.db"),
+        dead_letters=Path(cfg.dead_letter) if cfg.dead_letter else sqlite.with_suffix(".dead-letter.jsonl"),
+    )
+
+
+def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
+    files = _files(cfg, ctx.sqlite)
+    assert files.dead_letters is not None and cfg.url is not None  # the url: checked by the model
+    return WebhookSink(
+        cfg.url,
+        dead_letter_path=files.dead_letters,
+        outbox_path=files.outbox,
+        retries=cfg.retries,
+        backoff_s=cfg.backoff_s,
+        backoff_max_s=cfg.backoff_max_s,
+        max_age_s=cfg.max_age_s,
+        timeout_s=cfg.timeout_s,
+        parallel=cfg.parallel,
+        phases=cfg.phases,
+        ledger=DeliveryLedger(ctx.ledger_path, f"webhook:{cfg.url}"),
+    )
+
+
+WEBHOOK = SinkEntry(WebhookSinkConfig, _build, _files)

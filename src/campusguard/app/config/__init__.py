@@ -14,10 +14,11 @@ Modules:
     `cameras`: `CameraConfig`, `ReconnectConfig`, `source_kind`.
     `zones`: `ZoneConfig`, `LineConfig`, checked by `campusguard.zones` and built into its
         `PolygonZone` and `LineZone`.
-    `rules`: one `...RuleConfig` per rule kind, `RULE_CONFIGS` and the `RuleConfig` union and
-        `RULE_KINDS` derived from it, `class_ids`.
+    `rules`: `RULE_CONFIGS`, `RULE_KINDS` and the `RuleConfig` union, derived from the rule
+        registry (each rule's section model lives in its rule module), `class_ids`.
     `motion`: `MotionConfig`, a camera's motion gating.
-    `detector`, `tracker`, `alerts`, `storage`, `outputs`: the shared sections.
+    `detector`, `tracker`, `storage`, `outputs`: the shared sections.
+    `alerts`: the ``alerts`` union, derived from the sink registry (`campusguard.app.alerts.registry`).
     `cluster`: `ClusterConfig`, camera groups on Ray actors (`watch --ray`).
     `retention`: `RetentionConfig` (global) and `CameraRetentionConfig` (a camera's override).
     `service`: `ServiceConfig`, how the process stops.
@@ -27,7 +28,7 @@ Modules:
 A new section is a new module with its model, and one field on `WatchConfig`.
 """
 
-from campusguard.app.config.alerts import ALERT_SINK_KINDS, AlertSinkConfig, AnyAlertSinkConfig, MqttSinkConfig
+from campusguard.app.config.alerts import ALERT_SINK_KINDS, AnyAlertSinkConfig, SinkConfigBase
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig, ReconnectConfig, source_kind
 from campusguard.app.config.cluster import ClusterConfig
@@ -39,12 +40,6 @@ from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema
 from campusguard.app.config.rules import (
     RULE_CONFIGS,
     RULE_KINDS,
-    CrowdRuleConfig,
-    FallRuleConfig,
-    FireLaneRuleConfig,
-    IntrusionRuleConfig,
-    LineCrossingRuleConfig,
-    LoiteringRuleConfig,
     RuleConfig,
     RuleConfigBase,
     ZoneRuleConfigBase,
@@ -62,23 +57,16 @@ __all__ = [
     "ALERT_SINK_KINDS",
     "RULE_CONFIGS",
     "RULE_KINDS",
-    "AlertSinkConfig",
     "AnyAlertSinkConfig",
-    "MqttSinkConfig",
+    "SinkConfigBase",
     "CameraConfig",
     "CameraRetentionConfig",
     "ClusterConfig",
     "ConfigModel",
-    "CrowdRuleConfig",
     "DetectorConfig",
-    "FireLaneRuleConfig",
-    "IntrusionRuleConfig",
-    "FallRuleConfig",
     "LineConfig",
-    "LineCrossingRuleConfig",
     "LoadedConfig",
     "Loc",
-    "LoiteringRuleConfig",
     "MotionConfig",
     "OutputsConfig",
     "ReconnectConfig",

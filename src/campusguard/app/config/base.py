@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from campusguard.app.infra.configmodel import ConfigModel
 from campusguard.models.info import check_imgsz
 
 __all__ = ["ConfigModel", "Loc", "validate_imgsz"]
 
 Loc = tuple[int | str, ...]
 """Where a field sits in the file, as pydantic spells it: ``("cameras", 0, "zones", 1, "polygon")``."""
-
-
-class ConfigModel(BaseModel):
-    """Base of every section: unknown keys are errors and defaults are validated too."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 def validate_imgsz(value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:

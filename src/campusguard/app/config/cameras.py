@@ -13,7 +13,7 @@ from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.privacy import PrivacyConfig
 from campusguard.app.config.retention import CameraRetentionConfig
-from campusguard.app.config.rules import LineCrossingRuleConfig, RuleConfig, ZoneRuleConfigBase
+from campusguard.app.config.rules import RuleConfig, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
 from campusguard.ops.privacy import shape_inside_polygon
@@ -204,12 +204,13 @@ class CameraConfig(ConfigModel):
                 errors.append(
                     (("rules", ri), f"rule name {rule_names[ri]!r} is used twice in camera {self.id!r}; give `name`")
                 )
-            if isinstance(rule, LineCrossingRuleConfig):
-                if rule.line not in line_names:
+            if rule.watches_line:
+                line = rule.target()
+                if line not in line_names:
                     errors.append(
                         (
                             ("rules", ri, "line"),
-                            f"rule names unknown line {rule.line!r}; camera {self.id!r} has lines {line_names}",
+                            f"rule names unknown line {line!r}; camera {self.id!r} has lines {line_names}",
                         )
                     )
             elif not isinstance(rule, ZoneRuleConfigBase):

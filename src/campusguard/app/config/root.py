@@ -13,7 +13,8 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from campusguard.app.config.alerts import AlertSinkConfig, AnyAlertSinkConfig
+from campusguard.app.alerts.stdout import StdoutSinkConfig
+from campusguard.app.config.alerts import AnyAlertSinkConfig
 from campusguard.app.config.base import ConfigModel, Loc
 from campusguard.app.config.cameras import CameraConfig
 from campusguard.app.config.cluster import ClusterConfig
@@ -31,7 +32,7 @@ __all__ = ["LoadedConfig", "WatchConfig", "config_schema", "load_config", "parse
 
 
 def _one_stdout_sink() -> list[AnyAlertSinkConfig]:
-    return [AlertSinkConfig()]
+    return [StdoutSinkConfig()]
 
 
 class WatchConfig(ConfigModel):
@@ -87,6 +88,27 @@ class WatchConfig(ConfigModel):
                 )
             seen.setdefault(cam.id, ci)
             errors.extend((("cameras", ci, *loc), msg) for loc, msg in cam.reference_errors())
+        names: dict[str, int] = {}
+        for si, sink in enumerate(self.alerts):
+            if sink.sink_name in names:
+                used = f"alerts[{names[sink.sink_name]}]"
+                errors.append(
+                    (("alerts", si, "name"), f"alert sink name {sink.sink_name!r} is already used by {used}; give one a `name`")
+                )
+            names.setdefault(sink.sink_name, si)
+        for ci, cam in enumerate(self.cameras):
+            for ri, rule in enumerate(cam.rules):
+                if rule.escalate is None:
+                    continue
+                for ti, target in enumerate(rule.escalate.to):
+                    if target not in names:
+                        known = ", ".join(names) or "none"
+                        errors.append(
+                            (
+                                ("cameras", ci, "rules", ri, "escalate", "to", ti),
+                                f"no alert sink is named {target!r} (alert sinks: {known})",
+                            )
+                        )
         return errors
 
 

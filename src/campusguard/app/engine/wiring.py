@@ -20,13 +20,14 @@ from typing import Literal, TextIO
 
 import numpy as np
 
+from campusguard.app.alerts.registry import SINKS
 from campusguard.app.alerts.sinks import AlertSink
+from campusguard.app.alerts.spec import SinkContext
 from campusguard.app.config import (
     AnyAlertSinkConfig,
     CameraConfig,
     LineConfig,
     LoadedConfig,
-    MqttSinkConfig,
     RuleConfig,
     TrackerConfig,
     WatchConfig,
@@ -59,10 +60,12 @@ __all__ = [
     "motion_gate_for",
     "open_alert_sinks",
     "open_camera",
+    "open_escalator",
     "open_store_and_sinks",
     "probe_of",
     "probe_source",
     "reader_for",
+    "sink_context",
 ]
 
 log = logging.getLogger("campusguard.app.engine.wiring")
@@ -370,14 +373,15 @@ def probe_of(cam: CameraConfig, image: np.ndarray, fps: float | None) -> SourceP
 
 
 def open_store_and_sinks(
-    loaded: LoadedConfig, out: TextIO | None = None, store: EventRecorder | None = None
+    loaded: LoadedConfig, out: TextIO | None = None, store: EventRecorder | None = None, *, escalate: bool = True
 ) -> tuple[EventRecorder, list[AlertSink]]:
     """The config's event store (or ``store``) and alert sinks, opened.
 
     `WatchService.start` uses it, and so do the processes that own them while the cameras run
     elsewhere: the cluster driver (`campusguard.app.cluster`) and `campusguard scan`'s one writer,
     so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field
-    when one cannot be opened.
+    when one cannot be opened. ``escalate``: put the rules' `Escalator` first in the sinks (not
+    for `scan`: nobody is on duty for incidents found in old recordings).
     """
     if store is None:
         from campusguard.app.events import open_event_store
@@ -390,7 +394,43 @@ def open_store_and_sinks(
             raise
         except CampusGuardError as exc:
             raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
-    return store, open_alert_sinks(loaded, out)
+    sinks = open_alert_sinks(loaded, out)
+    if not escalate:
+        return store, sinks
+    try:
+        escalator = open_escalator(loaded, sinks, store)
+    except BaseException:
+        for sink in sinks:
+            sink.close(0.5)
+        raise
+    return store, ([escalator] if escalator is not None else []) + sinks  # closed first: it sends to the others
+
+
+def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRecorder) -> AlertSink | None:
+    """The `Escalator` of the rules with ``escalate``, sending to ``sinks`` (the config's ``alerts``,
+    in order) and reading review states from ``store``; None when no rule escalates."""
+    from campusguard.app.alerts.escalation import EscalationRule, Escalator, escalations_path_for
+
+    config = loaded.config
+    rules = {
+        (cam.id, rule.display_name()): EscalationRule(rule.escalate.after_s, tuple(rule.escalate.to))
+        for cam in config.cameras
+        for rule in cam.rules
+        if rule.escalate is not None
+    }
+    if not rules:
+        return None
+    targets = {cfg.sink_name: sink for cfg, sink in zip(config.alerts, sinks, strict=True)}
+    get_record = getattr(store, "get_record", None)  # the stores that keep review states
+
+    def review_state(event_id: str) -> str | None:
+        record = get_record(event_id) if get_record is not None else None
+        return None if record is None else str(record.state)
+
+    try:
+        return Escalator(escalations_path_for(config.storage.sqlite), rules, targets, review_state)
+    except CampusGuardError as exc:
+        raise loaded.error(("cameras",), str(exc)) from None
 
 
 def open_alert_sinks(loaded: LoadedConfig, out: TextIO | None = None) -> list[AlertSink]:
@@ -398,40 +438,24 @@ def open_alert_sinks(loaded: LoadedConfig, out: TextIO | None = None) -> list[Al
     return [build_alert_sink(loaded, out or sys.stdout, k, s) for k, s in enumerate(loaded.config.alerts)]
 
 
+def sink_context(loaded: LoadedConfig, out: TextIO) -> SinkContext:
+    """What the sinks' builders need from the rest of the config (`SinkContext`)."""
+    config = loaded.config
+    console = getattr(config, "console", None)  # the console section, where this config has one
+    return SinkContext(
+        sqlite=Path(config.storage.sqlite),
+        out=out,
+        blur={cam.id: cam.privacy.blur for cam in config.cameras},
+        public_url=getattr(console, "public_url", None),
+    )
+
+
 def build_alert_sink(loaded: LoadedConfig, out: TextIO, index: int, cfg: AnyAlertSinkConfig) -> AlertSink:
-    """Alert sink ``index`` of the config; `ConfigError` naming it when it cannot be opened.
-
-    An MQTT sink's outbox and a webhook's default dead-letter file sit next to the SQLite file, and
-    so does the delivery ledger of the JSONL and webhook sinks (``<sqlite>.delivered.db``; the MQTT
-    outbox keeps its own), so a restart re-sends nothing they delivered.
-    """
-    from campusguard.app.alerts import JsonlSink, StdoutSink, WebhookSink
-    from campusguard.app.alerts.ledger import DeliveryLedger, ledger_path_for
-
-    storage = loaded.config.storage
+    """Alert sink ``index`` of the config, built by its registry entry (`SINKS`); `ConfigError`
+    naming it when it cannot be opened. Outboxes, dead letters and the delivery ledger default to
+    files beside the SQLite file (`SinkEntry.files`), so a restart re-sends nothing delivered."""
     try:
-        if isinstance(cfg, MqttSinkConfig):
-            from campusguard.app.alerts.mqtt import MqttSink
-
-            outbox = Path(storage.sqlite).with_suffix(".mqtt-outbox.db")
-            return MqttSink.from_config(cfg, default_outbox=outbox)
-        if cfg.kind == "stdout":
-            return StdoutSink(out, phases=cfg.phases)
-        if cfg.kind == "jsonl":
-            assert cfg.path is not None
-            ledger = DeliveryLedger(ledger_path_for(storage.sqlite), f"jsonl:{Path(cfg.path).resolve()}")
-            return JsonlSink(cfg.path, phases=cfg.phases, ledger=ledger)
-        assert cfg.url is not None
-        dead = cfg.dead_letter or str(Path(storage.sqlite).with_suffix(".dead-letter.jsonl"))
-        return WebhookSink(
-            cfg.url,
-            dead_letter_path=dead,
-            retries=cfg.retries,
-            backoff_s=cfg.backoff_s,
-            timeout_s=cfg.timeout_s,
-            phases=cfg.phases,
-            ledger=DeliveryLedger(ledger_path_for(storage.sqlite), f"webhook:{cfg.url}"),
-        )
+        return SINKS.build(cfg, sink_context(loaded, out))
     except DamagedFileError:
         raise  # names its own file and the way out; not a config problem
     except (CampusGuardError, OSError) as exc:
@@ -446,7 +470,13 @@ def storage_files(loaded: LoadedConfig) -> list[tuple[str, Path]]:
     storage = loaded.config.storage
     files = [] if storage.postgresql else [("event database", Path(storage.sqlite))]
     files.append(("delivery ledger", ledger_path_for(storage.sqlite)))
-    files.append(("mqtt outbox", Path(storage.sqlite).with_suffix(".mqtt-outbox.db")))
+    from campusguard.app.alerts.escalation import escalations_path_for
+
+    for cfg in loaded.config.alerts:  # each sink's outbox, as its registry entry names it
+        outbox = SINKS.files(cfg, storage.sqlite).outbox
+        if outbox is not None and outbox not in {path for _, path in files}:
+            files.append((f"{cfg.kind} outbox", outbox))
+    files.append(("escalation deadlines", escalations_path_for(storage.sqlite)))
     return files
 
 

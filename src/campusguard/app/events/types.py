@@ -12,15 +12,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, cast, get_args
 
-__all__ = ["Event", "EventPhase", "EVENT_PHASES", "INTERRUPTED_SEQUENCE", "PhaseFilter", "RuleKind", "event_id_for"]
+__all__ = ["ESCALATION", "Event", "EventPhase", "EVENT_PHASES", "LifecyclePhase", "INTERRUPTED_SEQUENCE", "PhaseFilter", "RuleKind", "event_id_for"]
 
 INTERRUPTED_SEQUENCE = 1_000_000_000
 """The ``sequence`` of the end given to an incident a dead run left open: the store keeps no
 sequence, so it is one above any update's, and still the last of its incident."""
 
-EventPhase = Literal["start", "update", "end"]
-EVENT_PHASES: tuple[EventPhase, ...] = get_args(EventPhase)
-"""Every phase, in lifecycle order: ``start``, ``update``, ``end``."""
+LifecyclePhase = Literal["start", "update", "end"]
+EVENT_PHASES: tuple[LifecyclePhase, ...] = get_args(LifecyclePhase)
+"""Every lifecycle phase, in order: ``start``, ``update``, ``end`` (what a sink's ``phases`` chooses from)."""
+
+EventPhase = Literal["start", "update", "end", "escalation"]
+"""An update's phase: a lifecycle phase, or ``escalation``: the one alert sent, to the sinks a
+rule's ``escalate.to`` names, about an incident nobody acknowledged in time (never stored)."""
+
+ESCALATION: Literal["escalation"] = "escalation"
 
 
 class _HasPhase(Protocol):
@@ -47,11 +53,12 @@ class PhaseFilter:
         unknown = chosen.difference(EVENT_PHASES)
         if unknown:
             raise ValueError(f"unknown event phase(s) {sorted(unknown)}; expected some of {list(EVENT_PHASES)}")
-        self.phases = cast(frozenset[EventPhase], chosen)
+        self.phases = cast(frozenset[LifecyclePhase], chosen)
 
     def accepts(self, event: _HasPhase) -> bool:
-        """True when the event's phase is one of the chosen ones."""
-        return event.phase in self.phases
+        """True when the event's phase is one of the chosen ones, or an escalation (those go only
+        to the sinks a rule names, whatever phases they report)."""
+        return event.phase in self.phases or event.phase == ESCALATION
 
     def __repr__(self) -> str:
         return f"PhaseFilter({[p for p in EVENT_PHASES if p in self.phases]})"
@@ -110,7 +117,7 @@ class Event:
 
     Attributes:
         event_id: 32 hex digits, unique per incident and deterministic (`event_id_for`).
-        phase: ``"start"``, ``"update"`` or ``"end"``.
+        phase: ``"start"``, ``"update"`` or ``"end"`` (or ``"escalation"``, see `EventPhase`).
         camera_id: camera that saw it.
         rule_name: the configured rule's name.
         rule_kind: a kind of the rule registry (`campusguard.app.rules.registry.RULES`).

@@ -6,7 +6,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from campusguard.app.config.alerts import AlertSinkConfig
+from campusguard.app.alerts.registry import SINKS
 from campusguard.app.config.retention import RETENTION_KINDS, parse_duration, parse_free
 from campusguard.app.config.root import WatchConfig
 
@@ -23,7 +23,7 @@ class MediaLayout:
         snapshots_dir: incident snapshots (JPEG), named by the rows' ``snapshot_path``.
         clips_dir: incident clips, ``<event_id>.mp4``.
         recordings_dir: annotated recordings, ``<camera>...`` files.
-        dead_letters: webhook dead-letter JSONL files.
+        dead_letters: the sinks' dead-letter JSONL files.
         logs: JSONL alert logs.
     """
 
@@ -50,14 +50,12 @@ class MediaLayout:
         snapshots = outputs.snapshots_dir or (str(media / "snapshots") if serve_defaults else None)
         dead: list[Path] = []
         logs: list[Path] = []
-        for sink in config.alerts:
-            if not isinstance(sink, AlertSinkConfig):
-                continue
-            if sink.kind == "jsonl" and sink.path:
-                logs.append(Path(sink.path))
-            if sink.kind == "webhook":
-                own = sink.dead_letter
-                dead.append(Path(own) if own else Path(config.storage.sqlite).with_suffix(".dead-letter.jsonl"))
+        for sink in config.alerts:  # each sink's files, as its registry entry names them
+            files = SINKS.files(sink, config.storage.sqlite)
+            if files.log is not None:
+                logs.append(files.log)
+            if files.dead_letters is not None:
+                dead.append(files.dead_letters)
         return cls(
             data_dir=Path(config.storage.sqlite).parent,
             snapshots_dir=Path(snapshots) if snapshots else None,

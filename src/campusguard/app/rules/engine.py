@@ -7,13 +7,16 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from campusguard.app.config.rules import RuleConfigBase, ZoneRuleConfigBase
-from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.app.events.types import Event
 from campusguard.app.rules.base import Rule
+from campusguard.app.rules.spec import RuleConfigBase, ZoneRuleConfigBase
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from campusguard.app.config.zones import LineConfig, ZoneConfig
 
 __all__ = ["RuleEngine", "rule_fingerprint"]
 

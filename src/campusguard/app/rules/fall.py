@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import Field
 
-from campusguard.app.config.rules import FallRuleConfig
 from campusguard.app.events.types import Event, RuleKind
-from campusguard.app.rules.spec import RuleContext, RuleEntry
+from campusguard.app.rules.spec import RuleContext, RuleEntry, ZoneRuleConfigBase
 from campusguard.app.rules.zone_rules import FireLaneRule
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
@@ -61,6 +61,54 @@ def whole_frame_zone(resolution_wh: tuple[int, int], name: str = "frame") -> Pol
     """A zone covering the whole frame, for a fall rule that watches anywhere."""
     w, h = resolution_wh
     return PolygonZone([(0, 0), (w, 0), (w, h), (0, h)], name, resolution_wh=resolution_wh)
+
+
+class FallRuleConfig(ZoneRuleConfigBase):
+    """A person down (fallen) for at least T seconds, in a zone or anywhere: a medical incident."""
+
+    kind: Literal["fall"] = Field("fall", title="Kind", description="Rule kind.")
+    zone_optional: ClassVar[bool] = True
+    zone: str | None = Field(
+        None, title="Zone", description="Name of the zone the rule watches; none watches the whole frame."
+    )
+    min_duration_s: float = Field(
+        3.0, ge=0, le=3600, title="Minimum duration", description="Seconds a person must be down before the event starts."
+    )
+    signal: Literal["auto", "detector-class", "track-shape"] = Field(
+        "auto",
+        title="Signal",
+        description="What says a person is down: the detector's fallen class (`detector-class`, e.g. model "
+        "fall-yolov8s), the track's shape over time (`track-shape`: upright before, then a box much wider "
+        "than tall, not moving), or `auto`: the detector's class where the model has one, else the shape.",
+    )
+    down_aspect: float = Field(
+        1.2, gt=0, le=20, title="Down aspect", description="track-shape: box width / height at or above which a person is down."
+    )
+    upright_aspect: float = Field(
+        1.5,
+        gt=0,
+        le=20,
+        title="Upright aspect",
+        description="track-shape: box height / width at or above which a person is upright (needed before a fall).",
+    )
+    max_movement: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        title="Stationary movement",
+        description="track-shape: not moving means the anchor moved less than this fraction of the frame width over `stationary_window_s`.",
+    )
+    stationary_window_s: float = Field(
+        1.0, gt=0, le=600, title="Stationary window", description="track-shape: seconds over which movement is measured."
+    )
+    duplicate_overlap: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        title="Duplicate overlap",
+        description="A down person's track whose box lies at least this share of its area on the box of a person "
+        "down for longer is that same person (two boxes on one body): it raises no incident of its own.",
+    )
 
 
 class FallRule(FireLaneRule):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import Field
 
-from campusguard.app.config.rules import LineCrossingRuleConfig
 from campusguard.app.events.types import Event, RuleKind, event_id_for
 from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
-from campusguard.app.rules.spec import RuleContext, RuleEntry
+from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import LineZone
@@ -19,6 +19,27 @@ from campusguard.zones import LineZone
 __all__ = ["LineCrossingRule", "LINE_CROSSING"]
 
 Direction = Literal["in", "out", "both"]
+
+
+class LineCrossingRuleConfig(RuleConfigBase):
+    """A tracked object crossing a line in a given direction; counts kept per direction."""
+
+    kind: Literal["line_crossing"] = Field("line_crossing", title="Kind", description="Rule kind.")
+    watches_line: ClassVar[bool] = True
+    line: str = Field("line", title="Line", description="Name of the line (a line of the same camera).")
+    direction: Literal["in", "out", "both"] = Field(
+        "in", title="Direction", description="Crossing direction that raises an event."
+    )
+    hysteresis_px: float = Field(
+        0.0,
+        ge=0,
+        le=1000,
+        title="Hysteresis",
+        description="Anchors closer than this many pixels to the line keep their previous side (debounces jitter).",
+    )
+
+    def target(self) -> str | None:
+        return self.line
 
 
 class LineCrossingRule:

@@ -1,14 +1,11 @@
 """The rule registry: one `RuleEntry` per rule kind, from which every list of kinds is derived.
 
 `RULES` gives the kinds (`RuleKind` values), their labels and end phases (the console's
-filters, `GET /api/v1/rule-kinds`), the rule classes, the builder `wiring` calls, and the
-CLI's ``--kind`` help. The config's `RuleConfig` union is built from
-`campusguard.app.config.rules.RULE_CONFIGS`, which this module checks, when imported, to be
-exactly the registry's config models (the config package imports no rule, so it keeps that one
-tuple itself; a mismatch fails at import, not at run time).
+filters, `GET /api/v1/rule-kinds`), the rule classes, the builder `wiring` calls, the CLI's ``--kind``
+help, and the config's `RuleConfig` union (`campusguard.app.config.rules`: derived from here).
 
-A new rule kind: its section model in `campusguard.app.config.rules` (and `RULE_CONFIGS`), a
-module here with the rule class and its `RuleEntry`, and that entry in `RULES` below.
+A new rule kind is two files: a module here with its section model (a `spec.RuleConfigBase`),
+the rule class and its `RuleEntry`, and that entry in `RULES` below.
 """
 
 from __future__ import annotations
@@ -16,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from campusguard.app.config.rules import RULE_CONFIGS, RuleConfigBase, rule_config_union
 from campusguard.app.rules.base import Rule
 from campusguard.app.rules.fall import FALL
 from campusguard.app.rules.line_rules import LINE_CROSSING
-from campusguard.app.rules.spec import RuleContext, RuleEntry
+from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry, rule_config_union
 from campusguard.app.rules.zone_rules import CROWD, FIRE_LANE, INTRUSION, LOITERING
 from campusguard.errors import InvalidInputError
 
@@ -116,23 +112,7 @@ class RuleRegistry:
             )
         return entry.build(cfg, ctx)
 
-    def check_configs(self, models: Iterable[type[RuleConfigBase]]) -> None:
-        """Check that ``models`` (the config's `RULE_CONFIGS`) are the registry's models, in order.
-
-        Raises:
-            TypeError: they differ; the message names the kinds on either side only.
-        """
-        models = tuple(models)
-        if models != self.config_models():
-            config_only = sorted(m.__name__ for m in set(models) - set(self.config_models()))
-            registry_only = sorted(m.__name__ for m in set(self.config_models()) - set(models))
-            raise TypeError(
-                "campusguard.app.config.rules.RULE_CONFIGS and the rule registry differ: "
-                f"only in the config {config_only}, only in the registry {registry_only} (or the order differs)"
-            )
-
 
 RULES = RuleRegistry([INTRUSION, CROWD, FIRE_LANE, LOITERING, LINE_CROSSING, FALL])
 """Every rule kind of the app."""
 
-RULES.check_configs(RULE_CONFIGS)

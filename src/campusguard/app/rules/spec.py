@@ -1,5 +1,6 @@
-"""What a rule module declares next to its class: a `RuleEntry` (kind, config model, builder,
-label, end phase), and the `RuleContext` its builder gets from the camera.
+"""What a rule module declares next to its class: its config section (a `RuleConfigBase` or
+`ZoneRuleConfigBase`, with what every rule section has), a `RuleEntry` (kind, config model,
+builder, label, end phase), and the `RuleContext` its builder gets from the camera.
 
 Kept apart from `campusguard.app.rules.registry` so that the rule modules can declare their
 entries without importing the registry that collects them.
@@ -7,17 +8,169 @@ entries without importing the registry that collects them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar, Union
 
-from campusguard.app.config.rules import RuleConfigBase, ZoneRuleConfigBase, class_ids, kind_of
-from campusguard.app.config.zones import LineConfig
+from pydantic import Field
+
+from campusguard.app.infra.configmodel import ConfigModel
 from campusguard.app.rules.base import Rule
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
 
-__all__ = ["RuleContext", "RuleEntry"]
+if TYPE_CHECKING:
+    from campusguard.app.config.zones import LineConfig
+
+__all__ = [
+    "ClassRef",
+    "EscalateConfig",
+    "RuleConfigBase",
+    "RuleContext",
+    "RuleEntry",
+    "ZoneRuleConfigBase",
+    "class_ids",
+    "kind_of",
+    "rule_config_union",
+]
+
+_WINDOW = r"^([01]?\d|2[0-3]):[0-5]\d-(([01]?\d|2[0-3]):[0-5]\d|24:00)$"
+
+ClassRef = Annotated[int | str, Field(description="A class name (as the model names it) or a class id.")]
+
+
+def _person() -> list[ClassRef]:
+    return ["person"]
+
+
+class EscalateConfig(ConfigModel):
+    """Who is told when an incident of the rule stays unacknowledged."""
+
+    after_s: float = Field(
+        300.0, gt=0, le=7 * 86400, title="After", description="Seconds an incident may stay unacknowledged."
+    )
+    to: list[str] = Field(
+        ...,
+        title="To",
+        description="Names of the alert sinks (`alerts[].name`, default their kind) the one `escalation` alert goes to.",
+        min_length=1,
+        max_length=32,
+    )
+
+
+class RuleConfigBase(ConfigModel):
+    """What every rule has: a name, the classes it watches, a cooldown and time windows.
+
+    Each concrete model adds ``kind: Literal["<kind>"]`` with that kind as its default.
+    """
+
+    if TYPE_CHECKING:  # declared by every concrete model as a one-value Literal field
+        kind: str
+
+    watches_line: ClassVar[bool] = False
+    """Whether `target` is a line of the camera (else a zone, or nothing)."""
+
+    name: str | None = Field(
+        None,
+        title="Name",
+        description="Rule name for events, unique per camera; default `<kind>:<zone or line>`.",
+        max_length=64,
+    )
+    classes: list[ClassRef] = Field(
+        default_factory=_person,
+        title="Classes",
+        description="Classes the rule applies to, by name or id.",
+        min_length=1,
+        max_length=100,
+    )
+    cooldown_s: float = Field(
+        0.0,
+        ge=0,
+        le=86400,
+        title="Cooldown",
+        description="Seconds after an event starts before the same rule (per track for loitering) can start another.",
+    )
+    time_windows: list[Annotated[str, Field(pattern=_WINDOW)]] = Field(
+        default_factory=list,
+        title="Time windows",
+        description="Daily local wall-clock windows `HH:MM-HH:MM` (may wrap midnight, e.g. `22:00-06:00`) in which the rule is armed; empty means always.",
+        max_length=24,
+    )
+
+    escalate: EscalateConfig | None = Field(
+        None,
+        title="Escalate",
+        description="Send one `escalation` alert to the named sinks when an incident is not acknowledged within `after_s`.",
+    )
+
+    def target(self) -> str | None:
+        """The zone or line the rule watches."""
+        return None
+
+    def display_name(self) -> str:
+        """``name``, or ``<kind>:<zone or line>``."""
+        return self.name or f"{self.kind}:{self.target() or 'frame'}"
+
+
+class ZoneRuleConfigBase(RuleConfigBase):
+    """What every zone rule has: its zone and the debouncing of presence in it."""
+
+    zone_optional: ClassVar[bool] = False
+    """Whether the rule may go without ``zone`` (and then watch the whole frame)."""
+
+    zone: str | None = Field(
+        None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera); required."
+    )
+    inertia: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        title="Inertia",
+        description="Frames an object's anchor must be inside the zone before it counts (debouncing).",
+    )
+    max_gap_s: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        title="Gap tolerance",
+        description="Seconds an object may vanish or step out without losing its time in the zone.",
+    )
+    end_grace_s: float = Field(
+        2.0, ge=0, le=3600, title="End grace", description="Seconds the condition may lapse before an open event ends."
+    )
+
+    def target(self) -> str | None:
+        return self.zone
+
+
+def kind_of(model: type[RuleConfigBase]) -> str:
+    """The ``kind`` a rule model is told apart by (its ``kind`` field's one value).
+
+    Raises:
+        TypeError: the model has no ``kind`` field with a default.
+    """
+    field = model.model_fields.get("kind")
+    if field is None or not isinstance(field.default, str):
+        raise TypeError(f"{model.__name__} has no `kind` field with the rule kind as its default")
+    return field.default
+
+
+def rule_config_union(models: Iterable[type[RuleConfigBase]]) -> Any:
+    """The discriminated union (on ``kind``) of ``models``: the type of a camera's ``rules`` items."""
+    members = tuple(models)
+    return Annotated[Union[members], Field(discriminator="kind")]  # noqa: UP007 (a runtime tuple of types)
+
+
+def class_ids(refs: Iterable[int | str], names: dict[int, str]) -> list[int]:
+    """Resolve class names or ids to ids with the model's ``names`` (id to name); unknown ones are skipped."""
+    by_name = {v: k for k, v in names.items()}
+    out = []
+    for ref in refs:
+        cid = ref if isinstance(ref, int) else by_name.get(ref)
+        if cid is not None and cid in names:
+            out.append(int(cid))
+    return out
+
 
 C = TypeVar("C", bound=RuleConfigBase)
 

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import Literal
 
 import numpy as np
+from pydantic import Field
 
-from campusguard.app.config.rules import CrowdRuleConfig, FireLaneRuleConfig, IntrusionRuleConfig, LoiteringRuleConfig
 from campusguard.app.events.types import Event, RuleKind
 from campusguard.app.rules.base import (
     ClassNames,
@@ -40,7 +41,7 @@ from campusguard.app.rules.base import (
     in_time_windows,
     parse_time_windows,
 )
-from campusguard.app.rules.spec import RuleContext, RuleEntry
+from campusguard.app.rules.spec import ClassRef, RuleContext, RuleEntry, ZoneRuleConfigBase
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
@@ -58,6 +59,81 @@ __all__ = [
 ]
 
 VEHICLE_CLASS_IDS: tuple[int, ...] = (2, 3, 5, 7)  # COCO car, motorcycle, bus, truck
+
+
+def _vehicles() -> list[ClassRef]:
+    return ["car", "truck", "bus", "motorcycle"]
+
+
+class IntrusionRuleConfig(ZoneRuleConfigBase):
+    """An object of the given classes inside a restricted zone."""
+
+    kind: Literal["intrusion"] = Field("intrusion", title="Kind", description="Rule kind.")
+    min_seconds: float = Field(
+        0.0,
+        ge=0,
+        le=86400,
+        title="Minimum seconds",
+        description="Seconds an object must stay inside before the event starts.",
+    )
+    per_track: bool = Field(
+        True, title="Per track", description="One event per intruding object (true) or one per zone episode (false)."
+    )
+
+
+class CrowdRuleConfig(ZoneRuleConfigBase):
+    """At least N objects inside a zone for at least T seconds."""
+
+    kind: Literal["crowd"] = Field("crowd", title="Kind", description="Rule kind.")
+    min_count: int = Field(5, ge=1, le=10000, title="Minimum count", description="Objects needed in the zone at once.")
+    min_seconds: float = Field(
+        5.0, ge=0, le=86400, title="Minimum seconds", description="Seconds the count must hold before the event starts."
+    )
+
+
+class FireLaneRuleConfig(ZoneRuleConfigBase):
+    """An object stationary inside the fire lane for at least T seconds."""
+
+    kind: Literal["fire_lane"] = Field("fire_lane", title="Kind", description="Rule kind.")
+    classes: list[ClassRef] = Field(
+        default_factory=_vehicles,
+        title="Classes",
+        description="Classes the rule applies to, by name or id.",
+        min_length=1,
+        max_length=100,
+    )
+    min_seconds: float = Field(
+        10.0, ge=0, le=86400, title="Minimum seconds", description="Seconds an object must stand still in the lane."
+    )
+    max_movement: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        title="Stationary movement",
+        description="Stationary means the anchor moved less than this fraction of the frame width over `stationary_window_s`.",
+    )
+    max_movement_px: float | None = Field(
+        None,
+        ge=0,
+        le=10000,
+        title="Stationary movement (pixels)",
+        description="The same threshold in pixels; overrides `max_movement`.",
+    )
+    stationary_window_s: float = Field(
+        1.0, gt=0, le=600, title="Stationary window", description="Seconds over which movement is measured."
+    )
+    per_track: bool = Field(
+        True, title="Per track", description="One event per stopped vehicle (true) or one per zone episode (false)."
+    )
+
+
+class LoiteringRuleConfig(ZoneRuleConfigBase):
+    """One tracked object inside a zone for at least T seconds."""
+
+    kind: Literal["loitering"] = Field("loitering", title="Kind", description="Rule kind.")
+    min_seconds: float = Field(
+        20.0, ge=0, le=86400, title="Minimum seconds", description="Seconds one tracked object must stay in the zone."
+    )
 
 
 class _ZoneRule:

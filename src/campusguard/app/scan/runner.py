@@ -217,7 +217,7 @@ def run_scan(
         raise
     summary = ScanSummary(found=len(recordings), ignored=ignored)
     try:
-        event_store, sinks = open_store_and_sinks(loaded, out or sys.stdout, store)
+        event_store, sinks = open_store_and_sinks(loaded, out or sys.stdout, store, escalate=False)  # old footage
     except BaseException:
         ledger.close()
         executor.close(cancel=True)

@@ -6,13 +6,11 @@ this route, so a rule kind added to the registry (`campusguard.app.rules.registr
 
 from __future__ import annotations
 
-from typing import get_args
-
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from campusguard.app.console.rule_form import RuleFormOut, rule_form
-from campusguard.app.events.types import EventPhase
+from campusguard.app.events.types import EVENT_PHASES
 from campusguard.app.rules import registry
 
 __all__ = ["RuleKindOut", "RuleKindsOut", "router"]
@@ -46,5 +44,5 @@ def rule_kinds() -> RuleKindsOut:
             RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end, **dict(rule_form(e.config)))
             for e in registry.RULES
         ],
-        phases=list(get_args(EventPhase)),
+        phases=list(EVENT_PHASES),
     )
