@@ -72,6 +72,12 @@ class ConsoleUnderTest:
         return self.users.audit_entries(limit=1)[1]
 
 
+def put_zones(client: Any, camera: str, body: Any, headers: dict[str, str]) -> Any:
+    """PUT a camera's zones as the editor does: ``If-Match`` with the ``ETag`` of a GET just before."""
+    etag = client.get(f"/api/v1/cameras/{camera}/zones", headers=headers).headers.get("etag", '"none"')
+    return client.put(f"/api/v1/cameras/{camera}/zones", json=body, headers={**headers, "If-Match": etag})
+
+
 def make_console(
     config: Path, tmp: Path, *, start: bool = False, limiter: LoginLimiter | None = None, **app_kw: Any
 ) -> ConsoleUnderTest:

@@ -7,6 +7,7 @@ import time
 
 import pytest
 import yaml
+from fakes_console import put_zones
 
 from campusguard.app.config import load_config
 
@@ -20,7 +21,7 @@ NEW = {
 
 
 def put(c, body, user="ada"):
-    return c.client().put("/api/v1/cameras/cam1/zones", json=body, headers=c.bearer(user))
+    return put_zones(c.client(), "cam1", body, c.bearer(user))
 
 
 def test_get_and_put_zones(console):
