@@ -66,6 +66,7 @@ from campusguard.app.infra.diskspace import VolumeState, disk_health
 from campusguard.app.infra.durable import replace_durably
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
+from campusguard.app.media.policy import media_blur
 from campusguard.app.media.redact import redacted_path
 from campusguard.errors import CampusGuardError, ConfigError
 
@@ -389,10 +390,17 @@ class ConsoleRuntime:
         self._check_camera(camera)
         return self.hub.open_viewer(camera, maxsize, redacted)
 
-    def camera_blur(self, camera: str) -> BlurMode:
-        """The camera's ``privacy.blur`` as now configured (``none`` for a camera no longer in the config)."""
+    def camera_blur(self, camera: str) -> BlurMode | None:
+        """The camera's ``privacy.blur`` as now configured; ``None`` for a camera the config no longer names."""
         cam = next((c for c in self.loaded.config.cameras if c.id == camera), None)
-        return "none" if cam is None else cam.privacy.blur
+        return None if cam is None else cam.privacy.blur
+
+    def media_blur(self, camera: str, recorded: str | None) -> str:
+        """The blur viewers get on an incident's media (`campusguard.app.media.policy.media_blur`):
+        the stricter of ``recorded`` (the event's ``media_blur``, the policy its media were made
+        under) and the camera's blur now; unknown (``None``, a camera no longer in the config) is
+        the strictest."""
+        return media_blur(recorded, self.camera_blur(camera))
 
     # events ---------------------------------------------------------------------------------
     def event_json(self, event_id: str) -> dict[str, Any] | None:
@@ -410,17 +418,23 @@ class ConsoleRuntime:
         self.bus.publish(event)
 
     def event_media(
-        self, event_id: str, kind: Literal["snapshot", "clip"], *, viewer_of: str | None = None
+        self,
+        event_id: str,
+        kind: Literal["snapshot", "clip"],
+        *,
+        viewer_of: str | None = None,
+        recorded_blur: str | None = None,
     ) -> Path | None:
         """The event's snapshot JPEG or clip MP4, only if it is a file under the runtime's media folders.
 
-        ``viewer_of`` (a viewer-role client; the event's camera, from the record the caller holds):
-        where that camera has blur on, the redacted variant only
-        (`campusguard.app.media.redact.redacted_path`), never the sharp file: ``None`` when there is
-        none (media written before the blur was switched on).
+        ``viewer_of`` (a viewer-role client; the event's camera, from the record the caller holds,
+        with ``recorded_blur``, the record's ``media_blur``): unless `media_blur` is ``none`` (the
+        media were made without blur and the camera, still in the config, has none), the redacted
+        variant only (`campusguard.app.media.redact.redacted_path`), never the sharp file: ``None``
+        when there is none (media written before the blur was switched on).
         """
         sharp = self._sharp_media(event_id, kind)
-        if sharp is None or viewer_of is None or self.camera_blur(viewer_of) == "none":
+        if sharp is None or viewer_of is None or self.media_blur(viewer_of, recorded_blur) == "none":
             return sharp
         variant = redacted_path(sharp)
         return variant if variant.is_file() else None

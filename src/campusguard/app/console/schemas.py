@@ -133,6 +133,11 @@ class EventOut(BaseModel):
     direction: str | None
     details: dict[str, Any]
     has_snapshot: bool
+    media_blur: str | None = Field(
+        None,
+        description="The camera's blur when the incident's media were made (none, persons, faces); "
+        "null: unknown (treated as the strictest).",
+    )
     acknowledged_by: str | None
     acknowledged_at: str | None
     resolved_by: str | None

@@ -3,6 +3,7 @@ the camera geometry it draws."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -196,6 +197,11 @@ class AnalyticsWorker:
         return events
 
     def _emit(self, ev: Event, frame: Frame | None, redact: np.ndarray | None = None) -> None:
+        # the policy the incident's media are made under, fixed at its start (what viewers may be given)
+        known = self._open.get(ev.event_id)
+        policy = known.media_blur if known is not None and known.media_blur is not None else self.blur
+        if ev.media_blur != policy:
+            ev = dataclasses.replace(ev, media_blur=policy)
         if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
             snapshot = self._snapshot(ev, frame, redact)
             if snapshot is not None:

@@ -54,12 +54,15 @@ def event_json(state: ConsoleState, data: dict[str, Any], request: Request) -> d
     eid = data["id"]
     runtime = state.runtime
     viewer_of = None if sees_sharp(request) else data["camera"]
+    recorded = data.get("media_blur")  # the policy its media were made under (None: unknown, the strictest)
     return {
         **data,
         "snapshot_url": f"/api/v1/events/{eid}/snapshot.jpg"
-        if runtime.event_media(eid, "snapshot", viewer_of=viewer_of)
+        if runtime.event_media(eid, "snapshot", viewer_of=viewer_of, recorded_blur=recorded)
         else None,
-        "clip_url": f"/api/v1/events/{eid}/clip.mp4" if runtime.event_media(eid, "clip", viewer_of=viewer_of) else None,
+        "clip_url": f"/api/v1/events/{eid}/clip.mp4"
+        if runtime.event_media(eid, "clip", viewer_of=viewer_of, recorded_blur=recorded)
+        else None,
     }
 
 
@@ -162,16 +165,19 @@ def get_event(event_id: EventId, request: Request) -> EventOut:
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
-    """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
-    an operator's or admin's download of the sharp file of such a camera is audited."""
+    """Blur by role: a viewer gets the redacted variant where the incident's media policy blurs (the
+    stricter of the blur its media were made under and the camera's now; unknown, or a camera the
+    config no longer names, is the strictest); an operator's or admin's download of the sharp file
+    of such an incident is audited."""
     state = console_state(request)
-    camera = _stored(state, event_id)["camera"]
+    stored = _stored(state, event_id)
+    camera, recorded = stored["camera"], stored.get("media_blur")
     sharp = sees_sharp(request)
-    # resolved under its media folder; a viewer gets the redacted variant where the camera blurs
-    path = state.runtime.event_media(event_id, kind, viewer_of=None if sharp else camera)
+    # resolved under its media folder; a viewer gets the redacted variant where the policy blurs
+    path = state.runtime.event_media(event_id, kind, viewer_of=None if sharp else camera, recorded_blur=recorded)
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
-    blur = state.runtime.camera_blur(camera)
+    blur = state.runtime.media_blur(camera, recorded)
     # once per download: a player's later range requests (one range after byte 0: the rest of a clip)
     # are the same download; any request that can return byte 0 is audited
     later_part = _LATER_RANGE.match(request.headers.get("range", "").replace(" ", "")) is not None
