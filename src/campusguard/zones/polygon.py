@@ -130,10 +130,11 @@ def _self_intersection(poly: np.ndarray) -> tuple[int, int] | None:
         pi = pi + start
         pax, pay, pbx, pby = ax[pi], ay[pi], bx[pi], by[pi]
         qax, qay, qbx, qby = ax[pj], ay[pj], bx[pj], by[pj]
-        d1 = _orient_xy(qax, qay, qbx, qby, pax, pay)
-        d2 = _orient_xy(qax, qay, qbx, qby, pbx, pby)
-        d3 = _orient_xy(pax, pay, pbx, pby, qax, qay)
-        d4 = _orient_xy(pax, pay, pbx, pby, qbx, qby)
+        with np.errstate(over="ignore", invalid="ignore"):  # huge coordinates: inf/nan, as Python floats give
+            d1 = _orient_xy(qax, qay, qbx, qby, pax, pay)
+            d2 = _orient_xy(qax, qay, qbx, qby, pbx, pby)
+            d3 = _orient_xy(pax, pay, pbx, pby, qax, qay)
+            d4 = _orient_xy(pax, pay, pbx, pby, qbx, qby)
         proper = (((d1 > 0) & (d2 < 0)) | ((d1 < 0) & (d2 > 0))) & (((d3 > 0) & (d4 < 0)) | ((d3 < 0) & (d4 > 0)))
         touch = (
             ((d1 == 0) & _within_box(qax, qay, qbx, qby, pax, pay))

@@ -182,7 +182,9 @@ def test_a_stale_save_shows_the_conflict_and_offers_a_reload(live_server, open_p
     assert page.locator("#reload-zones").is_visible()
     shots.take(page, "zones-conflict")
     camera = saved_camera(live_server)
-    assert [z["name"] for z in camera["zones"]] == ["east", "parking", "west"] and camera["privacy"]["blur"] == "persons"
+    assert [z["name"] for z in camera["zones"]] == ["east", "parking", "west"] and camera["privacy"][
+        "blur"
+    ] == "persons"
     page.click("#reload-zones")
     page.locator("#shape-list button", has_text="west").wait_for()
     assert page.locator("#privacy-blur").input_value() == "persons" and page.locator("#reload-zones").is_hidden()

@@ -6,6 +6,9 @@ A new section is a new module with its model, and one field on `WatchConfig` her
 from __future__ import annotations
 
 import json
+import math
+import re
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -134,42 +137,89 @@ class LoadedConfig:
 
 
 YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 """The safe YAML loader, libyaml's (C) where PyYAML has it: the same documents, about 10 times
 faster (a config with 95 shapes of 256 points parses in a fraction of a second, not 15 s)."""
 
 
-class _ConfigDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """The safe dumper (libyaml's where installed), writing a point or colour (a list of at most
-    four numbers) on one line, ``[x, y]``, instead of one line per number."""
+def _float_text(value: float) -> str:
+    """A float as PyYAML's safe dumper spells it (``1.0e-05``, ``.inf``, ``.nan``), so it loads as a float."""
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value).lower()
+    return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
 
 
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-_INT_TAG = "tag:yaml.org,2002:int"
-
-
-def _number_node(dumper: yaml.SafeDumper, value: int | float) -> yaml.Node:
-    """A number's node, built directly for the common finite ones (the representer's own path costs
-    several calls per number, and a config with 95 polygons of 256 points has 48,640 of them)."""
+def _number_text(value: object) -> str | None:
+    """A number's YAML text, or None for anything else (booleans are not numbers here)."""
+    if isinstance(value, bool):
+        return None
     if isinstance(value, int):
-        return yaml.ScalarNode(_INT_TAG, str(value))
-    text = repr(value)
-    if "e" in text or "n" in text:  # exponents, inf, nan: PyYAML's own spelling (1.0e-05, .inf, .nan)
-        return dumper.represent_float(value)
-    return yaml.ScalarNode(_FLOAT_TAG, text)
+        return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    return None
 
 
-def _represent_list(dumper: yaml.SafeDumper, value: list[object]) -> yaml.Node:
-    if len(value) <= 4 and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
-        return yaml.SequenceNode("tag:yaml.org,2002:seq", [_number_node(dumper, v) for v in value], flow_style=True)  # type: ignore[arg-type]
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", value)
-
-
-_ConfigDumper.add_representer(list, _represent_list)
+def _point_texts(value: object) -> list[str] | None:
+    """``[x, y]`` (or up to 4 numbers: a colour) as YAML flow text per item, if ``value`` is a list of them."""
+    if not isinstance(value, list) or not value:
+        return None
+    out = []
+    for item in value:
+        if not isinstance(item, list | tuple) or not 1 <= len(item) <= 4:
+            return None
+        numbers = [_number_text(v) for v in item]
+        if any(n is None for n in numbers):
+            return None
+        out.append(f"[{', '.join(numbers)}]")  # type: ignore[arg-type]
+    return out
 
 
 def dump_config_yaml(data: dict[str, object]) -> str:
-    """A config mapping as YAML text (keys in their order; points as ``[x, y]``), for `parse_config`."""
-    return str(yaml.dump(data, Dumper=_ConfigDumper, sort_keys=False))
+    """A config mapping as YAML text (keys in their order), for `parse_config`.
+
+    Lists of points (polygons, lines) are written one ``- [x, y]`` per line, by text rather than
+    through PyYAML's representer (which builds several objects per number: a config with 95
+    polygons of 256 points took most of a second): each such list is dumped as a placeholder,
+    then replaced by its lines.
+    """
+    token = f"cg-points-{uuid.uuid4().hex}-"
+    blocks: list[list[str]] = []
+
+    class Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+        pass
+
+    def represent_list(dumper: yaml.SafeDumper, value: list[object]) -> yaml.Node:
+        points = _point_texts(value)
+        if points is not None:
+            blocks.append(points)
+            return dumper.represent_str(f"{token}{len(blocks) - 1}")
+        short = [_number_text(v) for v in value] if len(value) <= 4 else None
+        if short and all(t is not None for t in short):  # a point or a colour: [x, y] on one line
+            return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", value)
+
+    Dumper.add_representer(list, represent_list)
+    text = str(yaml.dump(data, Dumper=Dumper, sort_keys=False, width=1 << 16))
+    if not blocks:
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        at = line.find(token)
+        if at < 0:
+            out.append(line)
+            continue
+        points = blocks[int(line[at + len(token) :].strip())]
+        head = line[:at]
+        if head.rstrip().endswith(":"):  # `key: <list>`: the items below, as PyYAML indents them
+            indent = " " * len(re.match(r"[ ]*(?:- )*", head).group(0))  # type: ignore[union-attr]  # the key's column
+            out.append(head.rstrip() + "\n" + "".join(f"{indent}- {p}\n" for p in points))
+        else:  # anywhere else: one flow sequence in place
+            out.append(f"{head}[{', '.join(points)}]\n")
+    return "".join(out)
 
 
 def parse_config(text: str, path: str = "<config>") -> LoadedConfig:

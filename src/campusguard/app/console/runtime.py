@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 import yaml
 
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
-from campusguard.app.config import YAML_LOADER, CameraConfig, dump_config_yaml, load_config, validate_config
+from campusguard.app.config import (
+    YAML_LOADER,
+    CameraConfig,
+    LoadedConfig,
+    dump_config_yaml,
+    load_config,
+    validate_config,
+)
 from campusguard.app.config.privacy import BlurMode
 from campusguard.app.config.retention import parse_free
 from campusguard.app.console.cameras import (
@@ -522,15 +529,18 @@ class ConsoleRuntime:
                     cam_data[key] = body[key]
             try:
                 checked = validate_config(data, _SENT)
-                after = _camera_parts(checked.config.cameras[index])
-                if after == before and state.cameras == [c for c in self.loaded.config.cameras]:
+                new_cam = checked.config.cameras[index]
+                for rule in new_cam.rules:  # written with its name, so later edits keep it
+                    rule.name = rule.display_name()
+                after = _camera_parts(new_cam)
+                if after == before and state.cameras == list(self.loaded.config.cameras):
                     return ZonesSave(self.get_zones(camera), state.revision, changed=False)
                 cam_data.update(after)
                 if "privacy" not in after:
                     cam_data.pop("privacy", None)
-                text = dump_config_yaml(data)
-                loaded = validate_config(data, str(self.config_path), text)
-                loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
+                text = dump_config_yaml(data)  # `checked` is this text's config: validated once, not again
+                config = checked.config.model_copy(update={"outputs": self.loaded.config.outputs})
+                loaded = LoadedConfig(config, str(self.config_path), None, text)
                 apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
             except ConfigError as exc:
                 raise ConfigError(self._as_sent(str(exc), index)) from None
