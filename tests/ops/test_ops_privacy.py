@@ -12,6 +12,7 @@ from campusguard.ops.privacy import (
     redact_boxes,
     redaction_boxes,
     shape_inside_polygon,
+    shapes_inside_polygons,
 )
 
 
@@ -127,3 +128,25 @@ def test_pixel_masks_keep_covering_the_same_scene_part_at_another_resolution() -
     assert np.all(scaled[46:, 61:] == 0) and scaled[:44].any()
     unscaled = FrameMask([(corner, "pixels")]).apply(_noise(60, 80))  # without a reference: off the frame
     assert unscaled[46:, 61:].any()
+
+
+def test_each_shape_gets_the_first_polygon_it_lies_inside_among_many() -> None:
+    """One query for every shape against every polygon (an STRtree): the first holding polygon by
+    index, boundary included; a shape across two polygons, or outside all, gets None."""
+    squares = [
+        np.array([[x, y], [x + 10, y], [x + 10, y + 10], [x, y + 10]], float)
+        for y in range(0, 100, 10)
+        for x in range(0, 100, 10)
+    ]
+    big = np.array([[0, 0], [100, 0], [100, 100], [0, 100]], float)  # holds everything: index 100
+    polygons = [*squares, big]
+    shapes = [
+        (np.array([[52, 31], [58, 31], [55, 38]], float), True),  # inside square (5, 3): index 35
+        (np.array([[50, 30], [60, 30], [60, 40], [50, 40]], float), True),  # equal to it: on its boundary
+        (np.array([[15, 15], [25, 15], [20, 18]], float), True),  # across two squares: only the big one
+        (np.array([[71, 95], [79, 95]], float), False),  # a line inside square (7, 9): index 97
+        (np.array([[-5, 5], [5, 5], [0, 8]], float), True),  # partly outside everything
+    ]
+    assert shapes_inside_polygons(shapes, polygons) == [35, 35, 100, 97, None]
+    assert shapes_inside_polygons(shapes, squares) == [35, 35, None, 97, None]
+    assert shapes_inside_polygons([], polygons) == [] and shapes_inside_polygons(shapes, []) == [None] * 5

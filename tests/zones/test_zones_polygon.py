@@ -125,3 +125,61 @@ def test_units_problem(points, units, problem):
 def test_to_pixels_is_the_one_fraction_conversion():
     np.testing.assert_allclose(to_pixels(np.array([[0.5, 0.25]]), (640, 360), "fraction", "z"), [[320, 90]])
     np.testing.assert_allclose(to_pixels(np.array([[0.5, 0.25]]), None, "pixels", "z"), [[0.5, 0.25]])
+
+
+def _touching_edges_by_pairs(poly: np.ndarray) -> tuple[int, int] | None:
+    """The reference: every pair of non-adjacent edges in order, with exact rational arithmetic."""
+    from fractions import Fraction
+
+    pts = [(Fraction(float(x)), Fraction(float(y))) for x, y in poly]
+    k = len(pts)
+
+    def orient(a, b, c):  # type: ignore[no-untyped-def]
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    def on(a, b, c):  # type: ignore[no-untyped-def]
+        return min(a[0], b[0]) <= c[0] <= max(a[0], b[0]) and min(a[1], b[1]) <= c[1] <= max(a[1], b[1])
+
+    for i in range(k):
+        for j in range(i + 2, k):
+            if i == 0 and j == k - 1:
+                continue
+            p1, p2, q1, q2 = pts[i], pts[(i + 1) % k], pts[j], pts[(j + 1) % k]
+            d1, d2, d3, d4 = orient(q1, q2, p1), orient(q1, q2, p2), orient(p1, p2, q1), orient(p1, p2, q2)
+            if (d1 * d2 < 0 and d3 * d4 < 0) or any(
+                d == 0 and on(a, b, c)
+                for d, a, b, c in ((d1, q1, q2, p1), (d2, q1, q2, p2), (d3, p1, p2, q1), (d4, p1, p2, q2))
+            ):
+                return i, j
+    return None
+
+
+def test_the_vectorised_crossing_test_finds_the_pair_a_pair_loop_finds() -> None:
+    """Polygons on a small integer grid (many shared points, touching and collinear edges): the
+    vectorised test names the same first pair of edges as testing every pair in order."""
+    from campusguard.zones.polygon import _self_intersection
+
+    rng = np.random.default_rng(0)
+    found = 0
+    for _ in range(400):
+        poly = rng.integers(0, 6, size=(int(rng.integers(3, 10)), 2)).astype(np.float64)
+        expected = _touching_edges_by_pairs(poly)
+        assert _self_intersection(poly) == expected, poly.tolist()
+        found += expected is not None
+    assert 100 < found < 400  # both answers were tried
+
+
+def test_big_polygons_are_checked_by_blocks_with_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 256-point star and the same with one vertex pulled across: blocks of a few rows at a time
+    (as a polygon of thousands of points is checked) give the answer of one block."""
+    from campusguard.zones import polygon as module
+
+    angles = np.arange(256) * 2 * np.pi / 256
+    radii = 100 * (0.8 + 0.2 * np.random.default_rng(1).random(256))
+    star = np.stack([500 + radii * np.cos(angles), 500 + radii * np.sin(angles)], 1)
+    crossed = star.copy()
+    crossed[10] = [500 + 150 * np.cos(angles[140]), 500 + 150 * np.sin(angles[140])]
+    whole = [module._self_intersection(p) for p in (star, crossed)]
+    assert whole[0] is None and whole[1] is not None and polygon_problem(crossed) is not None
+    monkeypatch.setattr(module, "_PAIR_BLOCK", 256 * 3)  # 3 rows per block
+    assert [module._self_intersection(p) for p in (star, crossed)] == whole

@@ -7,8 +7,8 @@
   `HEAD_FRACTION` (``faces``: the head of an upright person, shoulders included).
 - `redact_boxes`: each box's pixels shrunk to a few cells (`REDACT_CELLS` along its longer side)
   and stretched back bilinearly, a heavy blur under which no face or clothing detail is left.
-- `shape_inside_polygon`: whether a polygon or a segment lies inside a mask (a zone or line
-  there would never see anything).
+- `shapes_inside_polygons`, `shape_inside_polygon`: which polygon (a mask) each polygon or
+  segment lies inside (a zone or line there would never see anything), with Shapely.
 
 Coordinates are frame pixels (x right, y down) unless ``units`` says fractions; images are
 ``(H, W, 3) uint8`` BGR.
@@ -21,8 +21,9 @@ from typing import Literal
 
 import cv2
 import numpy as np
+import shapely
 
-from campusguard.zones.polygon import Units, points_in_polygon, segments_cross, to_pixels
+from campusguard.zones.polygon import Units, to_pixels
 
 __all__ = [
     "HEAD_FRACTION",
@@ -33,6 +34,7 @@ __all__ = [
     "redact_boxes",
     "redaction_boxes",
     "shape_inside_polygon",
+    "shapes_inside_polygons",
 ]
 
 RedactMode = Literal["persons", "faces"]
@@ -146,29 +148,47 @@ def redact_boxes(image: np.ndarray, xyxy: np.ndarray, *, cells: int = REDACT_CEL
     return image
 
 
+def shapes_inside_polygons(
+    shapes: Sequence[tuple[np.ndarray | Sequence[Sequence[float]], bool]], polygons: Sequence[np.ndarray]
+) -> list[int | None]:
+    """For each shape, the index of the first polygon it lies inside (boundary included), or None.
+
+    Args:
+        shapes: ``[(points, closed)]``: each ``(K, 2)`` vertices of a polygon (``closed``: the last
+            vertex joins the first) or of a polyline, such as a line's two end points.
+        polygons: ``(M, 2)`` simple polygons (already checked, `polygon_problem`), same units.
+
+    One Shapely ``STRtree`` of the polygons answers every shape at once (``covered_by``: no point of
+    the shape outside the polygon; exact for any simple polygon, concave ones included): only the
+    polygons whose bounding box holds the shape's are tested, with prepared geometries.
+    """
+    out: list[int | None] = [None] * len(shapes)
+    if not shapes or not polygons:
+        return out
+    tree = shapely.STRtree([shapely.Polygon(np.asarray(p, np.float64).reshape(-1, 2)) for p in polygons])
+    geoms, which = [], []
+    for n, (points, closed) in enumerate(shapes):
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        if len(pts) >= (3 if closed else 2):
+            geoms.append(shapely.Polygon(pts) if closed else shapely.LineString(pts))
+            which.append(n)
+    if not geoms:
+        return out
+    shape_idx, polygon_idx = tree.query(geoms, predicate="covered_by")
+    for s, p in zip(shape_idx.tolist(), polygon_idx.tolist(), strict=True):
+        n = which[s]
+        current = out[n]
+        out[n] = p if current is None else min(current, p)
+    return out
+
+
 def shape_inside_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray, *, closed: bool) -> bool:
-    """Whether a shape lies inside a polygon (boundary included).
+    """Whether a shape lies inside a polygon (boundary included): `shapes_inside_polygons` of one.
 
     Args:
         points_xy: ``(K, 2)`` the shape's vertices: a polygon (``closed``) or a polyline, such as a
             line's two end points.
         polygon_xy: ``(M, 2)`` the polygon, same units.
         closed: the shape's last vertex joins its first.
-
-    Every vertex inside and no edge of the shape crossing an edge of the polygon: exact for any
-    simple polygon, concave ones included.
     """
-    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
-    poly = np.asarray(polygon_xy, dtype=np.float64).reshape(-1, 2)
-    if len(pts) == 0 or not bool(np.all(points_in_polygon(pts, poly))):
-        return False
-    n = len(pts) if closed else len(pts) - 1
-    for i in range(n):
-        a, b = pts[i], pts[(i + 1) % len(pts)]
-        for j in range(len(poly)):
-            if segments_cross(a, b, poly[j], poly[(j + 1) % len(poly)]):
-                return False
-        mid = (a + b) / 2  # an edge between two boundary vertices may still pass outside a concave polygon
-        if not bool(points_in_polygon(mid[None], poly)[0]):
-            return False
-    return True
+    return shapes_inside_polygons([(points_xy, closed)], [polygon_xy])[0] is not None

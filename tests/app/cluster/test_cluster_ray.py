@@ -224,7 +224,9 @@ def test_the_console_on_ray_serves_events_frames_and_incident_media(cluster: Any
             assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
             assert jpeg_shape(r.content) == (180, 320, 3)
         # a zone edit after the file ended: checked and sent to the actor, which still runs
-        r = client.put("/api/v1/cameras/cam1/zones", json={"zones": [LIVE_ZONE]}, headers=c.bearer("ada"))
+        r = client.put(
+            "/api/v1/cameras/cam1/zones", json={"zones": [LIVE_ZONE]}, headers={**c.bearer("ada"), "If-Match": "*"}
+        )
         assert r.status_code == 200 and r.json()["zones"][0]["polygon"] == LIVE_ZONE["polygon"], r.text
         # incident media: written by the actors in their own folders, copied into the console's
         wait_for(lambda: runtime.cameras.media.pending() == 0, 30, "the incidents' media to be copied")
@@ -290,7 +292,7 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         # a zone that leaves the frame: refused by the actor's check with the config's error, nothing saved
         before = config.read_text()
         bad = {"zones": [{"name": "east", "polygon": [[0, 0], [400, 0], [400, 40]]}]}
-        r = client.put("/api/v1/cameras/cam0/zones", json=bad, headers=auth)
+        r = client.put("/api/v1/cameras/cam0/zones", json=bad, headers={**auth, "If-Match": "*"})
         assert r.status_code == 422, r.text
         detail = r.json()["detail"]  # as without Ray: the field of what was sent, never a server path
         assert detail.startswith("zones[0].polygon: "), detail
@@ -298,7 +300,7 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         assert "camera 'cam0'" in detail, detail
         assert config.read_text() == before
 
-        r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE]}, headers=auth)
+        r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE]}, headers={**auth, "If-Match": "*"})
         assert r.status_code == 200, r.text
         assert load_config(config).config.cameras[0].zones[0].model_dump(mode="json")["polygon"] == LIVE_ZONE["polygon"]
         actor = runtime.cameras.executor.actor_of("cam0")
@@ -316,7 +318,11 @@ def test_the_console_on_ray_streams_live_frames_and_edits_zones_across_a_restart
         saved = config.read_text()
         r = client.get("/api/v1/cameras/cam0/snapshot.jpg", headers=auth)
         assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
-        r = client.put("/api/v1/cameras/cam0/zones", json={"zones": [LIVE_ZONE], "lines": []}, headers=auth)
+        edit = {
+            "zones": [{**LIVE_ZONE, "anchor": "center"}],
+            "lines": [],
+        }  # a change (a save of no change writes nothing)
+        r = client.put("/api/v1/cameras/cam0/zones", json=edit, headers={**auth, "If-Match": "*"})
         assert r.status_code == 503 and "did not answer" in r.json()["detail"], r.text
         assert config.read_text() == saved  # nothing changed
         runtime.cameras.timeout_s = 5.0

@@ -72,6 +72,40 @@ class ConsoleUnderTest:
         return self.users.audit_entries(limit=1)[1]
 
 
+def ring(cx: float, cy: float, radius: float, points: int, seed: int) -> list[list[float]]:
+    """A simple (star-shaped) polygon of ``points`` vertices around ``(cx, cy)``: radii 0.8..1.0 x ``radius``."""
+    rng = np.random.default_rng(seed)
+    angles = np.arange(points) * 2 * np.pi / points
+    radii = radius * (0.8 + 0.2 * rng.random(points))
+    return np.round(np.stack([cx + radii * np.cos(angles), cy + radii * np.sin(angles)], 1), 1).tolist()
+
+
+def many_shapes_body(
+    resolution_wh: tuple[int, int], *, zones: int = 63, masks: int = 32, points: int = 256
+) -> dict[str, Any]:
+    """A valid zones body with many big shapes (issue 32: 63 zones and 32 masks of 256 points, about
+    350 KB of JSON): zones on a 9 x 7 grid of the frame, masks over the grid's corners, each mask
+    overlapping four zones without holding any."""
+    w, h = resolution_wh
+    cell_w, cell_h = w / 9, h / 7
+    r = min(cell_w, cell_h)
+    zone_list = [
+        {"name": f"zone-{k}", "polygon": ring((k % 9 + 0.5) * cell_w, (k // 9 + 0.5) * cell_h, 0.45 * r, points, k)}
+        for k in range(zones)
+    ]
+    mask_list = [
+        {"name": f"mask-{k}", "polygon": ring((k % 8 + 1) * cell_w, (k // 8 + 1) * cell_h, 0.3 * r, points, 100 + k)}
+        for k in range(masks)
+    ]
+    return {"zones": zone_list, "lines": [], "rules": [], "privacy": {"masks": mask_list, "blur": "persons"}}
+
+
+def put_zones(client: Any, camera: str, body: Any, headers: dict[str, str]) -> Any:
+    """PUT a camera's zones as the editor does: ``If-Match`` with the ``ETag`` of a GET just before."""
+    etag = client.get(f"/api/v1/cameras/{camera}/zones", headers=headers).headers.get("etag", '"none"')
+    return client.put(f"/api/v1/cameras/{camera}/zones", json=body, headers={**headers, "If-Match": etag})
+
+
 def make_console(
     config: Path, tmp: Path, *, start: bool = False, limiter: LoginLimiter | None = None, **app_kw: Any
 ) -> ConsoleUnderTest:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes_console import console_yaml, served_console
+from fakes_console import console_yaml, put_zones, served_console
 
 from campusguard.app.events.store import EventFilter
 
@@ -22,7 +22,7 @@ MASK = {"name": "windows", "polygon": [[0, 0], [0.5, 0], [0.5, 0.1], [0, 0.1]], 
 
 
 def put(c: Any, body: dict[str, Any], user: str = "ada") -> Any:
-    return c.client().put("/api/v1/cameras/cam1/zones", json=body, headers=c.bearer(user))
+    return put_zones(c.client(), "cam1", body, c.bearer(user))
 
 
 def saved_camera(c: Any) -> dict[str, Any]:

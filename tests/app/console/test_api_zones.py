@@ -7,6 +7,7 @@ import time
 
 import pytest
 import yaml
+from fakes_console import put_zones
 
 from campusguard.app.config import load_config
 
@@ -20,7 +21,7 @@ NEW = {
 
 
 def put(c, body, user="ada"):
-    return c.client().put("/api/v1/cameras/cam1/zones", json=body, headers=c.bearer(user))
+    return put_zones(c.client(), "cam1", body, c.bearer(user))
 
 
 def test_get_and_put_zones(console):
@@ -109,3 +110,28 @@ def test_zone_edit_applies_to_the_running_pipeline(live_server):
             break
         assert time.monotonic() < deadline, f"no intrusion after the zone came back ({intrusions()} events)"
         time.sleep(0.2)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"zones": [{"name": "east", "polygon": [[True, 1], [100, 0], [100, 100]]}]},
+        {"zones": [{"name": "east", "polygon": [["10", 0], [100, 0], [100, 100]]}]},
+        {"lines": [{"name": "gate", "points": [[0, False], [100, 100]]}]},
+        {"privacy": {"masks": [{"name": "m", "polygon": [[0, 0], [True, 0], [1, 1]]}]}},
+        {"privacy": {"fill_bgr": [True, 0, 0]}},
+    ],
+    ids=["bool-x", "string-x", "line-bool", "mask-bool", "colour-bool"],
+)
+def test_booleans_and_strings_are_not_numbers(console, body):
+    text, audit_before = console.config.read_text(), console.audit_count()
+    r = put(console, {"zones": NEW["zones"], **body} if "zones" not in body else body)
+    assert r.status_code == 422, r.text
+    assert "valid number" in r.text or "valid integer" in r.text
+    assert console.config.read_text() == text and console.audit_count() == audit_before
+
+
+@pytest.mark.parametrize("kept", ["yes", 1, "true", None])
+def test_kept_is_a_json_boolean_only(console, kept):
+    r = console.client().post("/api/v1/events/e1/keep", json={"kept": kept}, headers=console.bearer("otto"))
+    assert r.status_code == 422 and "valid boolean" in r.text, r.text

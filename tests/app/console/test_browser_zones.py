@@ -165,3 +165,30 @@ def test_a_privacy_mask_is_drawn_saved_and_audited(live_server, open_page, shots
     login(viewer, live_server.url, "vera", next_path="/zones/cam1")
     viewer.locator("#shape-list button", has_text="dorm-windows").wait_for()
     assert viewer.locator("#privacy-blur").is_disabled() and viewer.locator("#add-mask").is_hidden()
+
+
+def test_a_stale_save_shows_the_conflict_and_offers_a_reload(live_server, open_page, shots):
+    """Another admin saves while this editor is open: its save is refused (409, nothing overwritten),
+    the editor says so and offers a reload, which shows the other admin's zone and blur."""
+    page = open_editor(live_server, open_page)
+    west = {"name": "west", "polygon": [[0, 0], [150, 0], [150, 130], [0, 130]]}
+    other = live_server.console.runtime.put_zones(
+        "cam1", {"zones": [EAST, PARKING, west], "privacy": {"blur": "persons"}}
+    )  # the other admin's save, made after this page loaded
+    page.select_option("#privacy-blur", "faces")
+    save(page)
+    assert page.locator("#zones-status").inner_text() == "Not saved."
+    assert "another admin saved" in page.locator("#zones-error").inner_text()
+    assert page.locator("#reload-zones").is_visible()
+    shots.take(page, "zones-conflict")
+    camera = saved_camera(live_server)
+    assert [z["name"] for z in camera["zones"]] == ["east", "parking", "west"] and camera["privacy"][
+        "blur"
+    ] == "persons"
+    page.click("#reload-zones")
+    page.locator("#shape-list button", has_text="west").wait_for()
+    assert page.locator("#privacy-blur").input_value() == "persons" and page.locator("#reload-zones").is_hidden()
+    page.select_option("#privacy-blur", "faces")  # made again on the fresh copy, it saves
+    save(page)
+    assert page.locator("#zones-status").inner_text().startswith("Saved at"), page.locator("#zones-error").inner_text()
+    assert saved_camera(live_server)["privacy"]["blur"] == "faces" and other["zones"][2]["name"] == "west"

@@ -24,7 +24,13 @@ def seeded(console, make_event):
     ok, jpeg = cv2.imencode(".jpg", np.zeros((20, 30, 3), np.uint8))
     (snaps / "e1.jpg").write_bytes(jpeg.tobytes())
     (console.tmp / "secret.txt").write_text(SECRET)
-    console.runtime.store.add(make_event(event_id="e1", started_at=T0, snapshot_path=str(snaps / "e1.jpg")))
+    # of a camera in the config, recorded without blur as the pipeline stores it (an unknown camera or
+    # policy would withhold it from viewers)
+    console.runtime.store.add(
+        make_event(
+            event_id="e1", camera_id="cam1", started_at=T0, snapshot_path=str(snaps / "e1.jpg"), media_blur="none"
+        )
+    )
     console.runtime.store.add(
         make_event(event_id="e2", started_at=T0, snapshot_path=str(snaps / ".." / ".." / "secret.txt"))
     )

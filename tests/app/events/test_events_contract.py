@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -78,8 +78,8 @@ class Backend:
             conn = sqlite3.connect(self.target)
             conn.executescript(_SCHEMA_V1)
             conn.execute(
-                f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                SQLITE.event_row(event, now),
+                f"INSERT INTO events ({', '.join(V1_COLUMNS)}) VALUES ({', '.join('?' * len(V1_COLUMNS))})",
+                _v1_row(SQLITE.event_row(event, now)),
             )
             conn.execute("PRAGMA user_version=1")
             conn.commit()
@@ -99,9 +99,17 @@ class Backend:
                     pg.execute(statement)
             pg.execute("INSERT INTO campusguard_schema (version) VALUES (1)")
             pg.execute(
-                f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join(['%s'] * len(COLUMNS))})",
-                dialect.event_row(event, now),
+                f"INSERT INTO events ({', '.join(V1_COLUMNS)}) VALUES ({', '.join(['%s'] * len(V1_COLUMNS))})",
+                _v1_row(dialect.event_row(event, now)),
             )
+
+
+V1_COLUMNS = tuple(c for c in COLUMNS if c != "media_blur")  # the pipeline's columns of schema v1
+
+
+def _v1_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    values = dict(zip(COLUMNS, row, strict=True))
+    return tuple(values[c] for c in V1_COLUMNS)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -383,7 +391,7 @@ def test_an_empty_database_is_migrated_to_the_current_schema(
             backend.open(read_only=True)
     with backend.open() as store:  # type: ignore[attr-defined]
         store.record(make_event())
-    assert backend.version() == SCHEMA_VERSION == 3
+    assert backend.version() == SCHEMA_VERSION == 4
     with backend.open() as store, backend.open(read_only=True) as reader:  # type: ignore[attr-defined]
         assert store.get("e1") == reader.get("e1") == make_event()
     assert backend.version() == SCHEMA_VERSION  # opening again migrates nothing
@@ -400,6 +408,23 @@ def test_a_v1_database_is_migrated_and_keeps_its_events(backend: Backend, make_e
     assert backend.version() == SCHEMA_VERSION
     with pytest.raises(Exception, match="(?i)check"):  # the state column keeps its CHECK constraint
         backend.sql("UPDATE events SET state = 'bogus'")
+
+
+def test_the_media_policy_of_an_incident_is_its_first_known_one(
+    backend: Backend, make_event: Callable[..., Event]
+) -> None:
+    """``media_blur`` (schema v4) is the policy the incident's media were made under: a later update
+    (another policy, or none known) never changes it; a row from before it holds None (unknown)."""
+    with backend.open() as store:  # type: ignore[attr-defined]
+        store.record(make_event(event_id="e1", media_blur="persons"))
+        store.record(replace(make_event(event_id="e1", media_blur="none"), phase="update", sequence=1))
+        store.record(replace(make_event(event_id="e1"), phase="end", end_s=9.0, sequence=2))
+        store.record(make_event(event_id="e2"))
+        assert store.get("e1").media_blur == "persons"  # type: ignore[union-attr]
+        assert store.get_record("e1").to_dict()["media_blur"] == "persons"  # type: ignore[union-attr]
+        assert store.get("e2").media_blur is None  # type: ignore[union-attr]
+        store.record(replace(make_event(event_id="e2", media_blur="faces"), phase="update", sequence=1))
+        assert store.get("e2").media_blur == "faces"  # type: ignore[union-attr]
 
 
 def test_a_newer_schema_is_refused_in_one_line(backend: Backend) -> None:
@@ -440,4 +465,4 @@ def test_concurrent_openers_of_an_empty_database_migrate_it_once(
             s.close()
     assert backend.version() == SCHEMA_VERSION
     if backend.name == "postgresql":
-        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,)]
+        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,), (4,)]

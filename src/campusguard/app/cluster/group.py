@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
 from campusguard.app.engine.sources import CameraState, FrameSource
 from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, open_camera
@@ -176,8 +174,7 @@ class ConfigSpec:
 
     def load(self) -> LoadedConfig:
         """The `LoadedConfig` again (validated; with line numbers when the text came along)."""
-        root = yaml.compose(self.text, Loader=yaml.SafeLoader) if self.text else None
-        return LoadedConfig(WatchConfig.model_validate(self.data), self.path, root)
+        return LoadedConfig(WatchConfig.model_validate(self.data), self.path, None, self.text)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,16 @@ from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.retention import CameraRetentionConfig, RetentionConfig
-from campusguard.app.config.root import LoadedConfig, WatchConfig, config_schema, load_config, parse_config
+from campusguard.app.config.root import (
+    YAML_LOADER,
+    LoadedConfig,
+    WatchConfig,
+    config_schema,
+    dump_config_yaml,
+    load_config,
+    parse_config,
+    validate_config,
+)
 from campusguard.app.config.rules import (
     RULE_CONFIGS,
     RULE_KINDS,
@@ -84,7 +93,10 @@ __all__ = [
     "kind_of",
     "rule_config_union",
     "load_config",
+    "dump_config_yaml",
+    "YAML_LOADER",
     "parse_config",
+    "validate_config",
     "polygon_problem",
     "source_kind",
 ]

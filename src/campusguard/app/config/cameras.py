@@ -16,7 +16,7 @@ from campusguard.app.config.retention import CameraRetentionConfig
 from campusguard.app.config.rules import RuleConfig, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
 from campusguard.errors import InvalidInputError
-from campusguard.ops.privacy import shape_inside_polygon
+from campusguard.ops.privacy import shapes_inside_polygons
 from campusguard.zones import to_pixels
 
 __all__ = ["CameraConfig", "ReconnectConfig", "source_kind"]
@@ -249,27 +249,42 @@ class CameraConfig(ConfigModel):
         shapes += [
             (("lines", i, "points"), f"line {ln.name!r}", ln.points, ln.units, False) for i, ln in enumerate(self.lines)
         ]
-        for loc, what, points, units, closed in shapes:
-            for mask in self.privacy.masks:
-                if resolution_wh is None and units != mask.units:
+        masks = self.privacy.masks
+        if not masks:
+            return errors
+        # one batch per units compared (without a frame size: only shapes in the mask's own units)
+        groups = [(None, resolution_wh)] if resolution_wh is not None else [("pixels", None), ("fraction", None)]
+        found: dict[int, int] = {}  # shape -> first mask it lies inside
+        for only, wh in groups:
+            frame = wh or (1, 1)  # same units: compared as they are
+            chosen_masks, polygons = [], []
+            for k, mask in enumerate(masks):
+                if only is None or mask.units == only:
+                    try:
+                        polygons.append(to_pixels(np.asarray(mask.polygon, float), frame, mask.units, "privacy mask"))
+                    except InvalidInputError:
+                        continue
+                    chosen_masks.append(k)
+            chosen_shapes, placed = [], []
+            for n, (_, what, points, units, closed) in enumerate(shapes):
+                if only is not None and units != only:
                     continue
-                wh = resolution_wh or (1, 1)  # same units: compared as they are
                 try:
-                    inside = shape_inside_polygon(
-                        to_pixels(np.asarray(points, float), wh, units, what),
-                        to_pixels(np.asarray(mask.polygon, float), wh, mask.units, "privacy mask"),
-                        closed=closed,
-                    )
+                    placed.append((to_pixels(np.asarray(points, float), frame, units, what), closed))
                 except InvalidInputError:
                     continue  # a shape that cannot be placed is reported by its own check
-                if inside:
-                    errors.append(
-                        (
-                            loc,
-                            f"{what} lies inside privacy mask {mask.name!r}, so it would never see anything; move it or the mask",
-                        )
+                chosen_shapes.append(n)
+            for n, inside in zip(chosen_shapes, shapes_inside_polygons(placed, polygons), strict=True):
+                if inside is not None:
+                    found[n] = chosen_masks[inside]
+        for n, (loc, what, *_rest) in enumerate(shapes):
+            if n in found:
+                errors.append(
+                    (
+                        loc,
+                        f"{what} lies inside privacy mask {masks[found[n]].name!r}, so it would never see anything; move it or the mask",
                     )
-                    break
+                )
         return errors
 
 

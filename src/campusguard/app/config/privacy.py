@@ -3,9 +3,9 @@ shown to viewers who only need counts."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, Strict, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel
 from campusguard.app.config.zones import PolygonShapeConfig
@@ -36,7 +36,7 @@ class PrivacyConfig(ConfigModel):
         description="Areas filled solid on the decoded frame before detection: never analysed, stored, streamed or exported.",
         max_length=32,
     )
-    fill_bgr: tuple[int, int, int] = Field(
+    fill_bgr: tuple[Annotated[int, Strict()], Annotated[int, Strict()], Annotated[int, Strict()]] = Field(
         (0, 0, 0), title="Mask colour", description="Fill colour of the masks as [blue, green, red], 0..255."
     )
     blur: BlurMode = Field(

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, Strict, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel
 from campusguard.zones import FrameUnits, LineZone, PolygonZone, line_problem, polygon_problem, units_problem
 
 __all__ = ["LineConfig", "PolygonShapeConfig", "ZoneConfig"]
 
-Point = tuple[float, float]
+Coordinate = Annotated[float, Strict()]
+"""A coordinate: a number (an int or a float), never a boolean or a string (``[true, 1]`` is no point)."""
+Point = tuple[Coordinate, Coordinate]
 
 
 def _checked(problem: str | None) -> None:

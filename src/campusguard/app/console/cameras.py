@@ -402,7 +402,8 @@ class ClusterCameras:
         """Copy the incident's snapshot and clip from the camera's actor, on the media thread."""
         if not MEDIA_EVENT_ID.match(event.event_id):
             return
-        blurred = event.camera_id in self._blurred  # the viewers' variants, written by the actor beside the sharp ones
+        # the viewers' variants, written by the actor beside the sharp ones under the incident's own policy
+        blurred = event.camera_id in self._blurred if event.media_blur is None else event.media_blur != "none"
         if event.snapshot_path:
             copy = self._snapshot_copy(event.event_id)
             self.media.request(event.camera_id, "snapshot", event.event_id, copy, 30.0)

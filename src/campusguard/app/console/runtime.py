@@ -26,6 +26,7 @@ Everything here is thread-safe and synchronous; the web layer calls it from work
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import sys
@@ -39,7 +40,14 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import yaml
 
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
-from campusguard.app.config import load_config, parse_config
+from campusguard.app.config import (
+    YAML_LOADER,
+    CameraConfig,
+    LoadedConfig,
+    dump_config_yaml,
+    load_config,
+    validate_config,
+)
 from campusguard.app.config.privacy import BlurMode
 from campusguard.app.config.retention import parse_free
 from campusguard.app.console.cameras import (
@@ -52,6 +60,7 @@ from campusguard.app.console.cameras import (
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
 from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry
+from campusguard.app.console.revisions import RevisionConflictError, config_revision, keep_revision
 from campusguard.app.engine.metrics import FrameRates
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
@@ -63,6 +72,7 @@ from campusguard.app.infra.durable import replace_durably
 from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
+from campusguard.app.media.policy import media_blur
 from campusguard.app.media.redact import redacted_path
 from campusguard.errors import CampusGuardError, ConfigError
 
@@ -77,6 +87,8 @@ __all__ = [
     "ConfigSaveError",
     "ConsoleRuntime",
     "GroupUnavailableError",
+    "RevisionConflictError",
+    "ZonesSave",
 ]
 
 EDITABLE_PARTS = ("zones", "lines", "rules", "privacy")
@@ -88,6 +100,41 @@ _SENT = "<edit>"  # where parse errors of an edit point: replaced by the body's 
 class ConfigSaveError(CampusGuardError):
     """The config file could not be read back or rewritten (a server problem, not the request's);
     the message names the file, for the server's log only."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ZonesSave:
+    """What `ConsoleRuntime.save_zones` did: the camera's zones now, the config revision, whether it wrote."""
+
+    zones: dict[str, Any]
+    revision: str
+    changed: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class _FileState:
+    """The config file at one revision: its mapping (as read) and its validated cameras."""
+
+    revision: str
+    data: dict[str, Any]
+    cameras: list[CameraConfig]
+
+
+def _camera_parts(cam: CameraConfig) -> dict[str, Any]:
+    """A camera's editable parts as the console writes them: defaults left out, every rule named
+    (``name`` first, then ``kind``), no ``privacy`` section when it has nothing."""
+    parts: dict[str, Any] = {
+        "zones": [z.model_dump(mode="json", exclude_defaults=True) for z in cam.zones],
+        "lines": [ln.model_dump(mode="json", exclude_defaults=True) for ln in cam.lines],
+        "rules": [
+            {"name": r.display_name(), "kind": r.kind, **r.model_dump(mode="json", exclude_defaults=True)}
+            for r in cam.rules
+        ],
+    }
+    privacy = cam.privacy.model_dump(mode="json", exclude_defaults=True)
+    if privacy:
+        parts["privacy"] = privacy
+    return parts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +238,7 @@ class ConsoleRuntime:
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
         self._zones_lock = threading.Lock()
+        self._state: _FileState | None = None  # the config file as last read or written (`_file_state`)
         self._monitor_stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self._stopped = False
@@ -338,10 +386,17 @@ class ConsoleRuntime:
         self._check_camera(camera)
         return self.hub.open_viewer(camera, maxsize, redacted)
 
-    def camera_blur(self, camera: str) -> BlurMode:
-        """The camera's ``privacy.blur`` as now configured (``none`` for a camera no longer in the config)."""
+    def camera_blur(self, camera: str) -> BlurMode | None:
+        """The camera's ``privacy.blur`` as now configured; ``None`` for a camera the config no longer names."""
         cam = next((c for c in self.loaded.config.cameras if c.id == camera), None)
-        return "none" if cam is None else cam.privacy.blur
+        return None if cam is None else cam.privacy.blur
+
+    def media_blur(self, camera: str, recorded: str | None) -> str:
+        """The blur viewers get on an incident's media (`campusguard.app.media.policy.media_blur`):
+        the stricter of ``recorded`` (the event's ``media_blur``, the policy its media were made
+        under) and the camera's blur now; unknown (``None``, a camera no longer in the config) is
+        the strictest."""
+        return media_blur(recorded, self.camera_blur(camera))
 
     # events ---------------------------------------------------------------------------------
     def event_json(self, event_id: str) -> dict[str, Any] | None:
@@ -359,17 +414,23 @@ class ConsoleRuntime:
         self.bus.publish(event)
 
     def event_media(
-        self, event_id: str, kind: Literal["snapshot", "clip"], *, viewer_of: str | None = None
+        self,
+        event_id: str,
+        kind: Literal["snapshot", "clip"],
+        *,
+        viewer_of: str | None = None,
+        recorded_blur: str | None = None,
     ) -> Path | None:
         """The event's snapshot JPEG or clip MP4, only if it is a file under the runtime's media folders.
 
-        ``viewer_of`` (a viewer-role client; the event's camera, from the record the caller holds):
-        where that camera has blur on, the redacted variant only
-        (`campusguard.app.media.redact.redacted_path`), never the sharp file: ``None`` when there is
-        none (media written before the blur was switched on).
+        ``viewer_of`` (a viewer-role client; the event's camera, from the record the caller holds,
+        with ``recorded_blur``, the record's ``media_blur``): unless `media_blur` is ``none`` (the
+        media were made without blur and the camera, still in the config, has none), the redacted
+        variant only (`campusguard.app.media.redact.redacted_path`), never the sharp file: ``None``
+        when there is none (media written before the blur was switched on).
         """
         sharp = self._sharp_media(event_id, kind)
-        if sharp is None or viewer_of is None or self.camera_blur(viewer_of) == "none":
+        if sharp is None or viewer_of is None or self.media_blur(viewer_of, recorded_blur) == "none":
             return sharp
         variant = redacted_path(sharp)
         return variant if variant.is_file() else None
@@ -386,26 +447,49 @@ class ConsoleRuntime:
 
     # zones ----------------------------------------------------------------------------------
     def get_zones(self, camera: str) -> dict[str, Any]:
-        """``{"zones", "lines", "rules", "privacy"}`` of a camera, as in the config file; ``KeyError`` if unknown."""
+        """``{"zones", "lines", "rules", "privacy"}`` of a camera, as in the config file (every rule
+        with its name: `RuleConfigBase.display_name` where the file gives none); ``KeyError`` if unknown."""
         self._check_camera(camera)
         cam = next(c for c in self.loaded.config.cameras if c.id == camera)
         return {
             "zones": [z.model_dump(mode="json") for z in cam.zones],
             "lines": [ln.model_dump(mode="json") for ln in cam.lines],
-            "rules": [r.model_dump(mode="json") for r in cam.rules],
+            "rules": [{**r.model_dump(mode="json"), "name": r.display_name()} for r in cam.rules],
             "privacy": cam.privacy.model_dump(mode="json"),
         }
 
-    def put_zones(self, camera: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Replace a camera's zones, lines, rules and privacy masks: validate, apply live, rewrite the
-        YAML (previous kept as ``.bak``).
-
-        ``body`` has any of `EDITABLE_PARTS` (a missing key keeps what the camera has). Rules naming a
-        zone or line that no longer exists make it invalid. Rules the edit leaves as they were (and
-        whose zone or line is unchanged) keep running: their ongoing incidents go on.
+    def zones_revision(self, camera: str) -> tuple[dict[str, Any], str]:
+        """`get_zones` and the config revision they belong to (the ``ETag`` of the zones API).
 
         Raises:
             KeyError: unknown camera.
+            ConfigSaveError: the config file cannot be read.
+        """
+        with self._zones_lock:
+            return self.get_zones(camera), self._file_state().revision
+
+    def put_zones(self, camera: str, body: dict[str, Any], if_match: str | None = None) -> dict[str, Any]:
+        """`save_zones`, answering the camera's zones as saved."""
+        return self.save_zones(camera, body, if_match).zones
+
+    def save_zones(self, camera: str, body: dict[str, Any], if_match: str | None = None) -> ZonesSave:
+        """Replace a camera's zones, lines, rules and privacy masks: validate, apply live, rewrite the
+        YAML (the previous version kept as ``.bak`` and among the last `REVISIONS_KEPT` revisions).
+
+        ``body`` has any of `EDITABLE_PARTS` (a missing key keeps what the camera has). Rules naming a
+        zone or line that no longer exists make it invalid. Rules the edit leaves as they were (and
+        whose zone or line is unchanged) keep running: their ongoing incidents go on. Every rule is
+        written with its name (generated as ``<kind>:<zone or line>`` where it has none), so later
+        edits and the audit know it by that name. A save that changes nothing writes nothing.
+
+        Args:
+            camera: the camera's id.
+            body: the edit.
+            if_match: the config revision the edit was made on (`zones_revision`); ``None``: any.
+
+        Raises:
+            KeyError: unknown camera.
+            RevisionConflictError: the config is no longer at ``if_match`` (someone saved since).
             ConfigError: the body is invalid, a zone leaves the camera's frame, or a rule names an
                 unknown class; the message names the field of the body (``rules[0].zone: ...``) and
                 never the server's config path.
@@ -421,35 +505,39 @@ class ConsoleRuntime:
         if unknown:
             raise ConfigError(f"unknown key {unknown[0]!r}; expected {', '.join(map(repr, EDITABLE_PARTS))}")
         with self._zones_lock:
-            data = self._config_data()
+            state = self._file_state()
+            if if_match is not None and if_match != state.revision:
+                raise RevisionConflictError(state.revision)
             index = next(i for i, c in enumerate(self.loaded.config.cameras) if c.id == camera)
+            # shallow copies: only this camera's editable parts are replaced
+            data = {**state.data, "cameras": [dict(c) for c in state.data["cameras"]]}
             cam_data = data["cameras"][index]
+            before = _camera_parts(state.cameras[index]) if index < len(state.cameras) else None
             for key in EDITABLE_PARTS:
                 if key in body:
                     cam_data[key] = body[key]
             try:
-                loaded = parse_config(yaml.safe_dump(data, sort_keys=False), _SENT)
-                new_cam = loaded.config.cameras[index]
-                cam_data["zones"] = [z.model_dump(mode="json", exclude_defaults=True) for z in new_cam.zones]
-                cam_data["lines"] = [ln.model_dump(mode="json", exclude_defaults=True) for ln in new_cam.lines]
-                cam_data["rules"] = [
-                    {"kind": r.kind, **r.model_dump(mode="json", exclude_defaults=True)} for r in new_cam.rules
-                ]
-                privacy = new_cam.privacy.model_dump(mode="json", exclude_defaults=True)
-                if privacy:
-                    cam_data["privacy"] = privacy
-                else:
+                checked = validate_config(data, _SENT)
+                new_cam = checked.config.cameras[index]
+                for rule in new_cam.rules:  # written with its name, so later edits keep it
+                    rule.name = rule.display_name()
+                after = _camera_parts(new_cam)
+                if after == before and state.cameras == list(self.loaded.config.cameras):
+                    return ZonesSave(self.get_zones(camera), state.revision, changed=False)
+                cam_data.update(after)
+                if "privacy" not in after:
                     cam_data.pop("privacy", None)
-                text = yaml.safe_dump(data, sort_keys=False)
-                loaded = parse_config(text, str(self.config_path))
-                loaded.config = loaded.config.model_copy(update={"outputs": self.loaded.config.outputs})
+                text = dump_config_yaml(data)  # `checked` is this text's config: validated once, not again
+                config = checked.config.model_copy(update={"outputs": self.loaded.config.outputs})
+                loaded = LoadedConfig(config, str(self.config_path), None, text)
                 apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
             except ConfigError as exc:
                 raise ConfigError(self._as_sent(str(exc), index)) from None
-            self._write_config(text)
+            revision = self._write_config(text, state)
+            self._state = _FileState(revision, data, list(loaded.config.cameras))
             apply()
             self.loaded = loaded
-        return self.get_zones(camera)
+            return ZonesSave(self.get_zones(camera), revision, changed=True)
 
     def _as_sent(self, message: str, index: int) -> str:
         """A config error as the editor shows it: the field of the sent body (``rules[0].zone: ...``),
@@ -463,26 +551,51 @@ class ConsoleRuntime:
             message = message.replace(path, "the config file")
         return message
 
-    def _config_data(self) -> dict[str, Any]:
+    def _file_state(self) -> _FileState:
+        """The config file as it is now: its revision, its mapping and its cameras (parsed again only
+        when the file changed since the runtime last read or wrote it)."""
         try:
-            data = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
+            raw = self.config_path.read_bytes()
+        except OSError as exc:
+            raise ConfigSaveError(
+                f"{self.config_path}: cannot read the config file: {exc.__class__.__name__}"
+            ) from None
+        revision = config_revision(raw)
+        state = self._state
+        if state is not None and state.revision == revision:
+            return state
+        try:
+            text = raw.decode("utf-8")
+            data = yaml.load(text, Loader=YAML_LOADER)  # noqa: S506 - the safe loader
+        except (UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ConfigSaveError(
                 f"{self.config_path}: cannot read the config file: {exc.__class__.__name__}"
             ) from None
         if not isinstance(data, dict) or not isinstance(data.get("cameras"), list):
             raise ConfigSaveError(f"{self.config_path}: the config file no longer has a cameras list")
-        return data
+        try:
+            cameras = list(validate_config(data, str(self.config_path), text).config.cameras)
+        except ConfigError:
+            cameras = []  # edited by hand into an invalid file: every camera counts as changed
+        state = self._state = _FileState(revision, data, cameras)
+        return state
 
-    def _write_config(self, text: str) -> None:
-        """Write the config durably (`campusguard.app.infra.durable.replace_durably`); keep the old one as ``.bak``."""
+    def _write_config(self, text: str, previous: _FileState) -> str:
+        """Write the config durably (`campusguard.app.infra.durable.replace_durably`); the previous
+        file is kept as ``.bak`` and in the revisions folder (`keep_revision`); returns the new revision."""
         path = self.config_path
         header = f"# rewritten by the CampusGuard console (zones/rules edit); previous version in {path.name}.bak\n"
+        data = (header + text).encode("utf-8")
         try:
-            shutil.copy2(path, path.with_name(path.name + ".bak"))
-            replace_durably(path, (header + text).encode("utf-8"))
+            old = path.read_bytes()
+            keep_revision(path, old, previous.revision)
+            bak = path.with_name(path.name + ".bak")
+            replace_durably(bak, old)
+            os.chmod(bak, 0o600)
+            replace_durably(path, data)
         except OSError as exc:
             raise ConfigSaveError(f"{path}: cannot rewrite the config file: {exc}") from None
+        return config_revision(data)
 
     # metrics --------------------------------------------------------------------------------
     def _prom_sample(self) -> PipelineSample:

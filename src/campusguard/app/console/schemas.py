@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from campusguard.app.config import LineConfig, ZoneConfig
 from campusguard.app.config.privacy import PrivacyConfig
@@ -52,6 +52,9 @@ Responses = dict[int | str, dict[str, Any]]  # the `responses=` of a route (Open
 
 
 class _Request(BaseModel):
+    """A request body: unknown fields are errors; booleans are JSON booleans only (``"yes"`` and ``1``
+    are not), and the shapes' coordinates numbers only (`campusguard.app.config.zones.Coordinate`)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -95,7 +98,7 @@ class PasswordChange(_Request):
 
 class TokenCreate(_Request):
     label: str | None = Field(None, max_length=120, description="What the token is for.")
-    days: int = Field(365, ge=1, le=3650, description="Days until it expires.")
+    days: Annotated[int, Strict()] = Field(365, ge=1, le=3650, description="Days until it expires (a JSON integer).")
 
 
 class TokenOut(BaseModel):
@@ -109,7 +112,10 @@ class NoteRequest(_Request):
 
 
 class KeepRequest(_Request):
-    kept: bool = Field(True, description="True: never delete this incident nor its media (retention); false: undo.")
+    kept: Annotated[bool, Strict()] = Field(
+        True,
+        description="True: never delete this incident nor its media (retention); false: undo. A JSON boolean only.",
+    )
 
 
 class EventOut(BaseModel):
@@ -133,6 +139,11 @@ class EventOut(BaseModel):
     direction: str | None
     details: dict[str, Any]
     has_snapshot: bool
+    media_blur: str | None = Field(
+        None,
+        description="The camera's blur when the incident's media were made (none, persons, faces); "
+        "null: unknown (treated as the strictest).",
+    )
     acknowledged_by: str | None
     acknowledged_at: str | None
     resolved_by: str | None

@@ -247,6 +247,11 @@ class AnalyticsWorker:
             boxes = self._open[ev.event_id].details.get(TRIGGER_BOXES)
             if boxes is not None:
                 ev = dataclasses.replace(ev, details={**ev.details, TRIGGER_BOXES: boxes})
+        # the policy the incident's media are made under, fixed at its start (what viewers may be given)
+        known = self._open.get(ev.event_id)
+        policy = known.media_blur if known is not None and known.media_blur is not None else self.blur
+        if ev.media_blur != policy:
+            ev = dataclasses.replace(ev, media_blur=policy)
         if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
             snapshot = self._snapshot(ev, frame, redact)
             if snapshot is not None:

@@ -86,6 +86,7 @@ class EventRecord:
             "direction": ev.direction,
             "details": ev.details,
             "has_snapshot": ev.snapshot_path is not None,
+            "media_blur": ev.media_blur,
             "acknowledged_by": self.acknowledged_by,
             "acknowledged_at": self.acknowledged_at,
             "resolved_by": self.resolved_by,

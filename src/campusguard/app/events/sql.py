@@ -7,7 +7,7 @@ holds those two things. Every value is a bound parameter: no SQL is built from i
 Semantics (both stores):
     - ``record`` upserts on ``event_id``: the first write inserts, later ones replace the
       pipeline's columns (`COLUMNS` less ``event_id`` and ``recorded_at``), never the review
-      columns; ``time_utc`` (the wall-clock sort time) only moves when the update carries a
+      columns; ``media_blur`` (the policy the media were made under) keeps its first known value; ``time_utc`` (the wall-clock sort time) only moves when the update carries a
       wall-clock start.
     - a review action changes the review columns only when the incident is in a state the
       action may start from (`REVIEW_FROM`), checked and changed in one statement.
@@ -64,6 +64,7 @@ COLUMNS: tuple[str, ...] = (
     "time_utc",
     "recorded_at",
     "updated_at",
+    "media_blur",
 )
 """The pipeline's columns: one `Event` and the store's times; `record` writes these."""
 REVIEW_COLUMNS: tuple[str, ...] = (
@@ -143,11 +144,13 @@ class Dialect:
 
     def upsert_sql(self) -> str:
         """Insert one `event_row`, or replace the pipeline's columns of the stored incident."""
-        keep = {"event_id", "recorded_at", "time_utc"}
+        keep = {"event_id", "recorded_at", "time_utc", "media_blur"}
         sets = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in keep)
         return (
             f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join([self.param] * len(COLUMNS))}) "
             f"ON CONFLICT (event_id) DO UPDATE SET {sets}, "
+            # the media policy is the one the incident's media were made under: its first write holds
+            "media_blur = COALESCE(events.media_blur, excluded.media_blur), "
             # an update never moves the wall-clock sort time of an event recorded without one
             "time_utc = CASE WHEN excluded.started_at IS NULL THEN events.time_utc ELSE excluded.time_utc END"
         )

@@ -23,6 +23,10 @@ nor its media. The retention reads and deletes (``expired``, ``delete_events``, 
 ``media_rows``, ``protected_ids``, ``reclaim_space``) are on `UpsertingEventStore`, shared by both
 stores; deletes go in batches of ids.
 
+Media policy (schema v4): ``media_blur``, the camera's ``privacy.blur`` when the incident's
+snapshot and clip were made (`Event.media_blur`); rows from before it hold NULL, which the console
+takes as the strictest policy (`campusguard.app.media.policy`).
+
 Review (schema v2): an operator acknowledges and resolves incidents with a note
 (`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
 separate from the pipeline's lifecycle columns: `record` never touches them, and `review` never
@@ -146,8 +150,12 @@ ALTER TABLE events ADD COLUMN kept_at TEXT;
 CREATE INDEX IF NOT EXISTS events_status_ended ON events (status, ended_at);
 """
 
+_SCHEMA_V4 = """
+ALTER TABLE events ADD COLUMN media_blur TEXT;
+"""
+
 # migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
 

@@ -138,6 +138,10 @@ class Event:
         ended_at: wall-clock time at ``end_s`` when known.
         snapshot_path: path of a snapshot image, attached by the pipeline.
         details: small JSON-serialisable extras (e.g. dwell seconds).
+        media_blur: the camera's ``privacy.blur`` (``none``, ``persons``, ``faces``) when the
+            incident's snapshot and clip were made, fixed at its start: what a viewer may be given
+            of them (`media_policy`); ``None``: unknown (recorded before it was kept), taken as the
+            strictest.
         sequence: the update's number within its incident: ``start`` 0, each later update one
             more, the ``end`` last (`INTERRUPTED_SEQUENCE` for the end of an incident a dead run
             left open). With ``event_id`` and ``phase`` it names one delivery: the alert sinks
@@ -166,6 +170,7 @@ class Event:
     snapshot_path: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     sequence: int = 0
+    media_blur: str | None = None
 
     @property
     def is_open(self) -> bool:

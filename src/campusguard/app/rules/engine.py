@@ -59,7 +59,10 @@ def rule_fingerprint(
     watched = [s.model_dump(mode="json") for s in shapes if target is not None and s.name == target]
     return json.dumps(
         {
-            "rule": rule.model_dump(mode="json"),
+            "rule": {
+                **rule.model_dump(mode="json"),
+                "name": rule.display_name(),
+            },  # a generated name written out is the same rule
             "watches": watched,
             "names": {str(k): v for k, v in sorted(names.items())},
             "resolution_wh": list(resolution_wh),

@@ -126,7 +126,7 @@ def scan_config(loaded: LoadedConfig, camera_index: int, threads: int = 1) -> Lo
             "detector": cfg.detector.model_copy(update={"threads": threads}),
         }
     )
-    return LoadedConfig(config, loaded.path, loaded.root)
+    return LoadedConfig(config, loaded.path, loaded.root, loaded.text)
 
 
 # one detector per process and settings, reused by the recordings this process runs in turn
@@ -222,7 +222,9 @@ def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResu
     rec = job.recording
     cameras = list(job.loaded.config.cameras)
     cameras[job.camera_index] = cameras[job.camera_index].model_copy(update={"source": str(rec.path)})
-    loaded = LoadedConfig(job.loaded.config.model_copy(update={"cameras": cameras}), job.loaded.path, job.loaded.root)
+    loaded = LoadedConfig(
+        job.loaded.config.model_copy(update={"cameras": cameras}), job.loaded.path, job.loaded.root, job.loaded.text
+    )
     store = _CollectedEvents(rec.key)
     reporter = _FrameReporter(rec.key, progress)
     parquet = DetectionsParquet(job.detections_dir / rec.output_name(".parquet")) if job.detections_dir else None

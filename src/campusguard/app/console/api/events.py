@@ -56,10 +56,11 @@ def event_json(state: ConsoleState, data: dict[str, Any], request: Request) -> d
     eid = data["id"]
     runtime = state.runtime
     viewer_of = None if sees_sharp(request) else data["camera"]
+    recorded = data.get("media_blur")  # the policy its media were made under (None: unknown, the strictest)
     out = {**data}
     media: tuple[tuple[Literal["snapshot", "clip"], str], ...] = (("snapshot", "snapshot.jpg"), ("clip", "clip.mp4"))
     for kind, suffix in media:
-        shown = runtime.event_media(eid, kind, viewer_of=viewer_of)
+        shown = runtime.event_media(eid, kind, viewer_of=viewer_of, recorded_blur=recorded)
         out[f"{kind}_url"] = f"/api/v1/events/{eid}/{suffix}" if shown else None
         out[f"{kind}_withheld"] = shown is None and viewer_of is not None and runtime.event_media(eid, kind) is not None
     return out
@@ -168,18 +169,21 @@ def get_event(event_id: EventId, request: Request) -> EventOut:
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
-    """Blur by role: a viewer gets the redacted variant where the event's camera has blur on;
-    an operator's or admin's download of the sharp file of such a camera is audited once per
-    download (`DownloadLog`: a request without ``Range`` is a download; the first byte range of a
-    file by a user opens one, that user's later ranges of it within 10 minutes belong to it)."""
+    """Blur by role: a viewer gets the redacted variant where the incident's media policy blurs (the
+    stricter of the blur its media were made under and the camera's now; unknown, or a camera the
+    config no longer names, is the strictest); an operator's or admin's download of the sharp file
+    of such an incident is audited once per download (`DownloadLog`: a request without ``Range`` is
+    a download; the first byte range of a file by a user opens one, that user's later ranges of it
+    within 10 minutes belong to it)."""
     state = console_state(request)
-    camera = _stored(state, event_id)["camera"]
+    stored = _stored(state, event_id)
+    camera, recorded = stored["camera"], stored.get("media_blur")
     sharp = sees_sharp(request)
-    # resolved under its media folder; a viewer gets the redacted variant where the camera blurs
-    path = state.runtime.event_media(event_id, kind, viewer_of=None if sharp else camera)
+    # resolved under its media folder; a viewer gets the redacted variant where the policy blurs
+    path = state.runtime.event_media(event_id, kind, viewer_of=None if sharp else camera, recorded_blur=recorded)
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"event {event_id!r} has no {kind}")
-    blur = state.runtime.camera_blur(camera)
+    blur = state.runtime.media_blur(camera, recorded)
     if sharp and blur != "none":
         ranged = "range" in request.headers
         if state.downloads.opens_download(request.state.user.name, f"{kind}:{event_id}", ranged=ranged):
@@ -196,8 +200,10 @@ def event_thumbnail(event_id: EventId, request: Request) -> Response:
     """A small snapshot for lists (at most 160 px wide), for every role the redacted one where the
     camera blurs: the incident list never hands out sharp images, so it writes no audit entry."""
     state = console_state(request)
-    camera = _stored(state, event_id)["camera"]
-    path = state.runtime.event_media(event_id, "snapshot", viewer_of=camera)
+    stored = _stored(state, event_id)
+    path = state.runtime.event_media(
+        event_id, "snapshot", viewer_of=stored["camera"], recorded_blur=stored.get("media_blur")
+    )
     try:
         jpeg = None if path is None else _thumbnail(str(path), path.stat().st_mtime_ns)
     except OSError:  # deleted meanwhile (retention)

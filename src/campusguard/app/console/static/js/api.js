@@ -22,9 +22,10 @@ export function cookie(name) {
 }
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, body = null) {
     super(message);
     this.status = status;
+    this.body = body; // the parsed error body (a 409 of the zones carries the current `revision`)
   }
 }
 
@@ -46,10 +47,19 @@ export function loginUrl() {
  * Call the API. JSON in and out; writes carry X-CSRF-Token from the cg_csrf cookie.
  * A 401 means the session is gone: go to the login page.
  */
-export async function api(path, { method = "GET", body } = {}) {
+export async function api(path, options = {}) {
+  return (await apiVersioned(path, options)).data;
+}
+
+/**
+ * `api`, also answering the response's ETag: `{data, etag}`. `ifMatch` is sent as If-Match (a
+ * conditional write: a 409 `ApiError` when the resource changed since that ETag).
+ */
+export async function apiVersioned(path, { method = "GET", body, ifMatch } = {}) {
   const headers = { Accept: "application/json" };
   if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = cookie("cg_csrf");
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (ifMatch) headers["If-Match"] = ifMatch;
   const response = await fetch(path, {
     method,
     headers,
@@ -69,8 +79,8 @@ export async function api(path, { method = "GET", body } = {}) {
       data = null;
     }
   }
-  if (!response.ok) throw new ApiError(response.status, detailText(data, response.status));
-  return data;
+  if (!response.ok) throw new ApiError(response.status, detailText(data, response.status), data);
+  return { data, etag: response.headers.get("ETag") };
 }
 
 /** Build an element: el("a", {href: "/x", class: "b"}, "text", child). Text is never parsed as HTML. */

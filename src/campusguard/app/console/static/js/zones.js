@@ -3,11 +3,13 @@
 // /api/v1/cameras/{name}/zones with zones, lines, rules and privacy; the server validates with the
 // config models, applies it to the running camera (rules left as they were keep their incidents)
 // and rewrites the config file. Each shape keeps the units it has in the config (pixels or fractions).
+// Saves are conditional: the PUT carries If-Match with the ETag of the zones as loaded, so a copy
+// another admin has saved over since is refused (409) and the editor offers to reload theirs.
 //
 // Rule forms come from GET /api/v1/rule-kinds: each kind's target (zone or line) and the fields of
 // its config model (type, bounds, default, choices), so no list of fields is written here.
 import "./nav.js";
-import { ApiError, api, el, hasRole, loadKinds, showError } from "./api.js";
+import { ApiError, api, apiVersioned, el, hasRole, loadKinds, showError } from "./api.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const camera = document.body.dataset.camera;
@@ -26,6 +28,7 @@ const inSide = document.getElementById("shape-in-side");
 const info = document.getElementById("shape-info");
 const statusLine = document.getElementById("zones-status");
 const errorBox = document.getElementById("zones-error");
+const reloadButton = document.getElementById("reload-zones"); // offered when someone else saved since
 const doneButton = document.getElementById("done-drawing");
 const addPointsButton = document.getElementById("add-points");
 const ruleList = document.getElementById("rule-list");
@@ -47,6 +50,7 @@ let dragging = null;
 let dirty = false;
 let lastDown = null; // the last pointer-down on a point, to tell a double click
 let saved = null; // the last body read from or saved to the server
+let revision = null; // its config revision (the ETag): sent as If-Match, so a stale copy is never saved
 
 document.getElementById("zones-title").textContent = `Zones of ${camera}`;
 if (!canEdit) {
@@ -81,6 +85,13 @@ function kindOf(kind) {
 function targetKey(kind) {
   const k = kindOf(kind);
   return k && k.target ? k.target : null;
+}
+
+/** Load the camera's saved zones and their revision from the server. */
+async function loadSaved() {
+  const answer = await apiVersioned(zonesPath);
+  revision = answer.etag;
+  load(answer.data);
 }
 
 function load(body) {
@@ -668,28 +679,45 @@ if (canEdit) {
       return;
     }
     statusLine.textContent = "Saving…";
+    reloadButton.hidden = true;
     try {
       const names = new Map(shapes.map((s, i) => [i, `${s.type}:${s.data.name}`]));
       const was = selected >= 0 ? names.get(selected) : null;
-      load(await api(zonesPath, { method: "PUT", body: body() }));
+      const answer = await apiVersioned(zonesPath, { method: "PUT", body: body(), ifMatch: revision });
+      revision = answer.etag;
+      load(answer.data);
       selected = was ? shapes.findIndex((s) => `${s.type}:${s.data.name}` === was) : -1;
       render();
       statusLine.textContent = `Saved at ${new Date().toLocaleTimeString()}: applied to the running camera.`;
     } catch (err) {
       const status = err instanceof ApiError ? err.status : 0;
       statusLine.textContent = "Not saved.";
-      showError(errorBox, status === 403 ? "Only an admin can change zones, rules and masks." : `Not saved: ${err.message}`);
+      if (status === 409 || status === 428) {
+        // someone else saved since this copy was loaded: never overwrite their work; offer theirs
+        showError(
+          errorBox,
+          "Not saved: another admin saved this camera's zones, rules or masks after you opened them. " +
+            "Reload to see their version (your unsaved changes here are then discarded), and make your change again.",
+        );
+        reloadButton.hidden = false;
+        reloadButton.focus();
+      } else {
+        showError(errorBox, status === 403 ? "Only an admin can change zones, rules and masks." : `Not saved: ${err.message}`);
+      }
     }
   });
-  document.getElementById("revert").addEventListener("click", async () => {
+  async function reload(message) {
     showError(errorBox, "");
+    reloadButton.hidden = true;
     try {
-      load(await api(zonesPath));
-      statusLine.textContent = "Reverted to the saved zones.";
+      await loadSaved();
+      statusLine.textContent = message;
     } catch (err) {
       showError(errorBox, err.message);
     }
-  });
+  }
+  document.getElementById("revert").addEventListener("click", () => reload("Reverted to the saved zones."));
+  reloadButton.addEventListener("click", () => reload("Reloaded the saved zones."));
   window.addEventListener("beforeunload", (event) => {
     if (dirty) event.preventDefault();
   });
@@ -727,7 +755,7 @@ async function init() {
     const me = cameras.find((c) => c.name === camera);
     if (me && me.width && me.height) frame = { w: me.width, h: me.height };
     kinds = (await loadKinds()).kinds;
-    load(await api(zonesPath));
+    await loadSaved();
   } catch (err) {
     showError(errorBox, err.message);
   }
