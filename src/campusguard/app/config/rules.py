@@ -49,7 +49,7 @@ def _vehicles() -> list[ClassRef]:
 
 
 class RuleConfigBase(ConfigModel):
-    """What every rule has: a name, the classes it watches, a cooldown and time windows.
+    """What every rule has: a name, the classes it watches, a cooldown, time windows and a checklist (`sop`).
 
     Each concrete model adds ``kind: Literal["<kind>"]`` with that kind as its default.
     """
@@ -82,6 +82,13 @@ class RuleConfigBase(ConfigModel):
         title="Time windows",
         description="Daily local wall-clock windows `HH:MM-HH:MM` (may wrap midnight, e.g. `22:00-06:00`) in which the rule is armed; empty means always.",
         max_length=24,
+    )
+    sop: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list,
+        title="Checklist",
+        description="The standard operating procedure of this rule's incidents: steps an operator ticks off on the "
+        "incident page (each tick audited); resolving with steps left unticked needs a note.",
+        max_length=30,
     )
 
     def target(self) -> str | None:

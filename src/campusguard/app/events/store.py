@@ -23,6 +23,10 @@ nor its media. The retention reads and deletes (``expired``, ``delete_events``, 
 ``media_rows``, ``protected_ids``, ``reclaim_space``) are on `UpsertingEventStore`, shared by both
 stores; deletes go in batches of ids.
 
+Checklists (schema v4): table ``event_steps``, one row per incident and step text of its rule's
+``sop`` (ticked or not, by whom, when): `UpsertingEventStore.set_step` and ``checklists``; retention
+deletes the rows of the incidents it deletes.
+
 Review (schema v2): an operator acknowledges and resolves incidents with a note
 (`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
 separate from the pipeline's lifecycle columns: `record` never touches them, and `review` never
@@ -43,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
+from campusguard.app.events.checklist import StepMark
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.records import (
     REVIEW_STATES,
@@ -143,8 +148,19 @@ ALTER TABLE events ADD COLUMN kept_at TEXT;
 CREATE INDEX IF NOT EXISTS events_status_ended ON events (status, ended_at);
 """
 
+_SCHEMA_V4 = """
+CREATE TABLE IF NOT EXISTS event_steps (
+    event_id   TEXT NOT NULL,
+    step       TEXT NOT NULL,
+    checked    INTEGER NOT NULL CHECK (checked IN (0, 1)),
+    changed_by TEXT NOT NULL,
+    changed_at TEXT NOT NULL,
+    PRIMARY KEY (event_id, step)
+);
+"""
+
 # migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
 
@@ -359,8 +375,39 @@ class UpsertingEventStore:
         ]
 
     def delete_events(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
-        """Delete incidents by id (kept ones are skipped), ``batch`` per statement; the number deleted."""
-        return self._by_id_batches("deleting events", self.dialect.delete_sql, event_ids, batch)
+        """Delete incidents by id (kept ones are skipped), ``batch`` per statement, and their checklist
+        rows; the number deleted."""
+        deleted = self._by_id_batches("deleting events", self.dialect.delete_sql, event_ids, batch)
+        if deleted:
+            self._execute_count("deleting checklists", self.dialect.orphan_steps_sql(), ())
+        return deleted
+
+    # checklists ---------------------------------------------------------------------------------
+    def set_step(self, event_id: str, step: str, checked: bool, *, user: str) -> StepMark:
+        """Tick (or untick) one checklist step of an incident, recording who and when; committed when
+        this returns.
+
+        Raises:
+            KeyError: no incident has this id.
+        """
+        now = datetime.now(UTC)
+        d = self.dialect
+        args = d.step_args(event_id, step, checked, user, now)
+        if not self._execute_count(f"checking a step of event {event_id}", d.step_sql(), args):
+            raise KeyError(event_id)
+        return StepMark(step=step, checked=bool(checked), by=user, at=utc_iso(now))
+
+    def checklists(self, event_ids: Sequence[str], *, batch: int = 500) -> dict[str, dict[str, StepMark]]:
+        """The stored step marks of incidents: ``{event_id: {step: StepMark}}`` (incidents without any are absent)."""
+        ids = list(dict.fromkeys(event_ids))
+        out: dict[str, dict[str, StepMark]] = {}
+        for i in range(0, len(ids), batch):
+            chunk = tuple(ids[i : i + batch])
+            rows = self._fetch("reading checklists", self.dialect.steps_sql(len(chunk)), chunk)
+            for eid, step, checked, by, at in rows:
+                at_text = at if isinstance(at, str) else utc_iso(at)
+                out.setdefault(str(eid), {})[str(step)] = StepMark(str(step), bool(checked), str(by), at_text)
+        return out
 
     def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
         """Forget the snapshot path of incidents by id (before their files are deleted); the number changed."""
