@@ -48,6 +48,8 @@ _FEATURES = [
     "events",
     "prune",
     "serve",
+    "evidence",
+    "report",
     "plan",
     "models",
 ]
