@@ -9,10 +9,9 @@ config no longer has is kept (and shown) but does not count towards ``done``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from campusguard.app.config.root import WatchConfig
+from typing import Any, Protocol
 
 __all__ = ["Checklist", "StepMark", "sop_of"]
 
@@ -72,8 +71,27 @@ class Checklist:
         return {"done": self.done, "total": self.total, "steps": rows}
 
 
-def sop_of(config: WatchConfig, camera_id: str, rule_name: str) -> tuple[str, ...]:
-    """The checklist steps of the rule named ``rule_name`` (its display name) on ``camera_id``; ``()``
+class _Rule(Protocol):
+    sop: list[str]
+
+    def display_name(self) -> str: ...
+
+
+class _Camera(Protocol):
+    id: str
+
+    @property
+    def rules(self) -> Sequence[_Rule]: ...
+
+
+class _Config(Protocol):
+    @property
+    def cameras(self) -> Sequence[_Camera]: ...
+
+
+def sop_of(config: _Config, camera_id: str, rule_name: str) -> tuple[str, ...]:
+    """The checklist steps of the rule named ``rule_name`` (its display name) on ``camera_id`` of a
+    `campusguard.app.config.WatchConfig` (typed structurally: the event store does not import the config); ``()``
     when the camera or rule is gone from the config or the rule has none."""
     for cam in config.cameras:
         if cam.id != camera_id:
