@@ -66,7 +66,7 @@ def export(
     if bool(event) == (camera is not None or since is not None or until is not None):
         raise InvalidInputError("give either --event ID ... or --camera ID --since T --until T")
     if not event and (camera is None or since is None or until is None):
-        raise InvalidInputError("--camera needs --since and --until")
+        raise InvalidInputError("without --event, give all of --camera ID --since T --until T")
     users = users_audit(users_db)
     source = CaseSource.from_config(config, audit=None if users is None else users.audit_about)
     try:
