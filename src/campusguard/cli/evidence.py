@@ -52,7 +52,9 @@ def export(
     since: str | None = typer.Option(None, "--since", help="Incidents started at or after: ISO time or 8h, 2d ago."),
     until: str | None = typer.Option(None, "--until", help="Incidents started before: ISO time or a duration ago."),
     out: Path = typer.Option(..., "--out", help="The bundle to write (CASE.zip)."),
-    reason: str = typer.Option(..., "--reason", help="Why the evidence is exported (recorded and signed)."),
+    reason: str | None = typer.Option(
+        None, "--reason", help="Why the evidence is exported: who asked, what for (recorded and signed)."
+    ),
     by: str | None = typer.Option(None, "--by", help="Who exports (default: cli:<login name>)."),
     users_db: Path | None = _users_db_option(),
 ) -> None:
@@ -67,6 +69,10 @@ def export(
         raise InvalidInputError("give either --event ID ... or --camera ID --since T --until T")
     if not event and (camera is None or since is None or until is None):
         raise InvalidInputError("without --event, give all of --camera ID --since T --until T")
+    why = (reason or "").strip()
+    if not why:
+        typer.echo("note: no --reason given; the bundle and the audit log record the reason as not given", err=True)
+        why = "not given"
     users = users_audit(users_db)
     source = CaseSource.from_config(config, audit=None if users is None else users.audit_about)
     try:
@@ -76,7 +82,7 @@ def export(
         key = load_or_create_key(key_path(source.loaded.config))
         user = by or default_user()
         selection = {"events": event} if event else {"camera": camera, "since": str(lo), "until": str(hi)}
-        result = export_case(source, records, out, key=key, user=user, reason=reason, selection=selection)
+        result = export_case(source, records, out, key=key, user=user, reason=why, selection=selection)
         if users is not None:
             users.audit_many(
                 user,
@@ -84,7 +90,7 @@ def export(
                     (
                         "evidence.export",
                         eid,
-                        {"reason": reason, "case": out.name, "manifest_sha256": result.manifest_sha256},
+                        {"reason": why, "case": out.name, "manifest_sha256": result.manifest_sha256},
                     )
                     for eid in result.incidents
                 ],

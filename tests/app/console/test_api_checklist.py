@@ -130,3 +130,18 @@ def test_the_console_exports_evidence_for_operators_with_a_reason(sop_console: C
     from campusguard.app.evidence.bundle import verify_bundle
 
     assert verify_bundle(bundle).ok
+
+
+def test_the_incident_report_for_operators(sop_console: ConsoleUnderTest) -> None:
+    c = sop_console
+    client = c.client()
+    tick(c, "otto", "inc0", 0)
+    tick(c, "otto", "inc0", 3)
+    assert client.get("/api/v1/events/inc0/report.html", headers=c.bearer("vera")).status_code == 403
+    assert client.get("/api/v1/events/ghost/report.html", headers=c.bearer("otto")).status_code == 404
+    page = client.get("/api/v1/events/inc0/report.html", headers=c.bearer("otto"))
+    assert page.status_code == 200 and "Checklist: 2 of 4 steps" in page.text and "Incident inc0" in page.text
+    pdf = client.get("/api/v1/events/inc0/report.pdf", headers=c.bearer("ada"))
+    assert (
+        pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
+    )

@@ -293,6 +293,66 @@ def check_step(event_id: EventId, body: StepRequest, request: Request) -> EventO
     return out
 
 
+def _case_source(state: ConsoleState) -> Any:
+    """The console's site as an evidence export or a report reads it (`CaseSource`): its store, media and audit log."""
+    from campusguard.app.evidence.case import CaseSource
+
+    runtime = state.runtime
+    store = runtime.store
+    if not isinstance(store, UpsertingEventStore):
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store cannot export evidence")
+    recordings = runtime.loaded.config.outputs.annotated_video_dir
+    return CaseSource(
+        loaded=runtime.loaded,
+        config_text=runtime.config_path.read_text(encoding="utf-8"),
+        store=store,
+        snapshot_roots=(runtime.snapshots_dir, runtime.media_dir),
+        clips_dir=runtime.clips_dir,
+        recordings_dir=None if recordings is None else PathType(recordings),
+        audit=state.users.audit_about,
+    )
+
+
+@router.get(
+    "/events/{event_id}/report.{fmt}",
+    dependencies=[Depends(require_role("operator"))],
+    response_class=FileResponse,
+    responses={200: {"content": {"text/html": {}, "application/pdf": {}}}, **_NOT_FOUND},
+)
+def incident_report(event_id: EventId, fmt: Literal["html", "pdf"], request: Request) -> Any:
+    """The incident report (operator or admin: the snapshot is sharp): facts, the snapshot with the
+    rule's zone drawn, timeline, notes, checklist and media hashes; PDF needs the ``reports`` extra."""
+    import tempfile
+
+    from starlette.background import BackgroundTask
+    from starlette.responses import HTMLResponse
+
+    from campusguard.app.evidence.report import incident_report_html, incident_report_pdf
+    from campusguard.errors import MissingDependencyError
+
+    source = _case_source(console_state(request))
+    record = source.store.get_record(event_id)
+    if record is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
+    cases = source.incidents([record])
+    if fmt == "html":
+        return HTMLResponse(incident_report_html(source, cases), headers=MEDIA_HEADERS)
+    folder = PathType(tempfile.mkdtemp(prefix="campusguard-report-"))
+    out = folder / f"incident-{event_id}.pdf"
+    try:
+        incident_report_pdf(source, cases, out)
+    except MissingDependencyError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, str(exc)) from exc
+    return FileResponse(
+        out,
+        media_type="application/pdf",
+        filename=out.name,
+        headers=MEDIA_HEADERS,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
+
+
 @router.post(
     "/evidence",
     dependencies=[Depends(require_role("operator"))],
@@ -307,26 +367,12 @@ def export_evidence(body: EvidenceRequest, request: Request) -> FileResponse:
 
     from starlette.background import BackgroundTask
 
-    from campusguard.app.evidence.case import CaseSource
     from campusguard.app.evidence.export import export_case
     from campusguard.app.evidence.keys import key_path, load_or_create_key
 
     state = console_state(request)
-    runtime = state.runtime
-    store = runtime.store
-    if not isinstance(store, UpsertingEventStore):
-        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store cannot export evidence")
-    config = runtime.loaded.config
-    recordings = config.outputs.annotated_video_dir
-    source = CaseSource(
-        loaded=runtime.loaded,
-        config_text=runtime.config_path.read_text(encoding="utf-8"),
-        store=store,
-        snapshot_roots=(runtime.snapshots_dir, runtime.media_dir),
-        clips_dir=runtime.clips_dir,
-        recordings_dir=None if recordings is None else PathType(recordings),
-        audit=state.users.audit_about,
-    )
+    source = _case_source(state)
+    config = state.runtime.loaded.config
     try:
         records = source.select(body.ids)
     except InvalidInputError as exc:
@@ -334,15 +380,19 @@ def export_evidence(body: EvidenceRequest, request: Request) -> FileResponse:
     user = request.state.user.name
     folder = PathType(tempfile.mkdtemp(prefix="campusguard-evidence-"))
     name = f"campusguard-evidence-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.zip"
-    result = export_case(
-        source,
-        records,
-        folder / name,
-        key=load_or_create_key(key_path(config)),
-        user=user,
-        reason=body.reason,
-        selection={"events": body.ids},
-    )
+    try:
+        result = export_case(
+            source,
+            records,
+            folder / name,
+            key=load_or_create_key(key_path(config)),
+            user=user,
+            reason=body.reason,
+            selection={"events": body.ids},
+        )
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     state.users.audit_many(
         user,
         [

@@ -115,6 +115,8 @@ function render(event) {
   if (event.checklist !== undefined) lastChecklist = event.checklist;
   renderChecklist(lastChecklist);
   evidence.hidden = !hasRole("operator");
+  document.getElementById("report-pdf").href = `${path}/report.pdf`;
+  document.getElementById("report-html").href = `${path}/report.html`;
   review.hidden = !hasRole("operator");
   ackButton.disabled = event.state !== "open";
   resolveButton.disabled = event.state === "resolved";
