@@ -214,8 +214,8 @@ def test_a_changed_added_or_removed_file_or_a_wrong_key_fails_naming_it(
     assert rc == 1 and "signature:" in err and str(other) in err
     not_a_key = tmp_path / "nokey.pem"
     not_a_key.write_text("hello")
-    done = run_cli("evidence", "verify", str(bundle), "--key", str(not_a_key))
-    assert done.returncode != 0 and "not a PEM Ed25519 key" in done.stderr and "Traceback" not in done.stderr
+    rc, err = verify(capsys, str(bundle), "--key", str(not_a_key))
+    assert rc == 1 and "not a PEM Ed25519 key" in err and "Traceback" not in err
 
 
 def test_the_shift_report_renders_with_every_incident_and_a_chart(

@@ -136,13 +136,18 @@ def verify_bundle(path: str | Path, key_pem: bytes | None = None, *, key_name: s
         key_name: how problems name ``key_pem`` (its file name).
 
     Raises:
-        InvalidInputError: ``path`` is missing or not a ZIP, or ``key_pem`` is not a key.
+        InvalidInputError: ``path`` is missing or not a ZIP (a ``key_pem`` that is no Ed25519 key is a problem).
     """
     path = Path(path)
-    expected = None if key_pem is None else load_public_key(key_pem, key_name)
     if not path.is_file():
         raise InvalidInputError(f"evidence bundle {path} does not exist")
     check = BundleCheck()
+    expected = None
+    if key_pem is not None:
+        try:
+            expected = load_public_key(key_pem, key_name)
+        except InvalidInputError as exc:  # an RSA key, or no key: the bundle is not signed by it
+            check.problems.append(f"signature: {exc}; the bundle cannot be signed by it")
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
