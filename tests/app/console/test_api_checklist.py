@@ -145,3 +145,21 @@ def test_the_incident_report_for_operators(sop_console: ConsoleUnderTest) -> Non
     assert (
         pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
     )
+
+
+def test_the_zone_editor_keeps_a_checklist_and_the_rule_kinds_offer_it(sop_console: ConsoleUnderTest) -> None:
+    """Steps go through the editor's save unchanged (commas included) and are a free-text list in its form."""
+    c = sop_console
+    client = c.client()
+    zones = client.get("/api/v1/cameras/cam1/zones", headers=c.bearer("ada")).json()
+    assert zones["rules"][0]["sop"] == SOP
+    steps = ["Call the patrol, then the duty officer", "Write the log"]
+    zones["rules"][0]["sop"] = steps
+    assert client.put("/api/v1/cameras/cam1/zones", json=zones, headers=c.bearer("ada")).status_code == 200
+    assert client.get("/api/v1/cameras/cam1/zones", headers=c.bearer("vera")).json()["rules"][0]["sop"] == steps
+    assert f"- {steps[0]}" in c.config.read_text()
+    kinds = client.get("/api/v1/rule-kinds", headers=c.bearer("vera")).json()
+    fields = {f["name"]: f for k in kinds["kinds"] for f in k["fields"] if k["kind"] == "intrusion"}
+    assert fields["sop"]["type"] == "list" and fields["sop"]["pattern"] is None
+    got = client.get("/api/v1/events/inc0", headers=c.bearer("vera")).json()  # the incident follows the config
+    assert [s["step"] for s in got["checklist"]["steps"]] == steps
