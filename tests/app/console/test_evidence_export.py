@@ -137,7 +137,7 @@ def test_an_export_of_20_incidents_verifies_and_keeps_them(
     printed = run_cli("evidence", "key", str(site.config))
     assert printed.returncode == 0 and manifest["signer"] in printed.stdout
     pem = tmp_path / "site.pem"
-    pem.write_text(printed.stdout.split("fingerprint:")[0])
+    pem.write_text(printed.stdout)  # all of it, as `evidence key CONFIG > site.pem` saves it
 
     # verified by a process that loads neither the console nor a database driver nor the detector
     code = (
@@ -203,6 +203,17 @@ def test_a_changed_added_or_removed_file_or_a_wrong_key_fails_naming_it(
     flipped.write_bytes(bytes(raw))
     rc, err = verify(capsys, str(flipped))
     assert rc == 1 and f"changed: {clip}" in err
+
+    # the folder a recipient extracted it into: intact, then with a clip changed and a file left behind
+    folder = tmp_path / "extracted"
+    with zipfile.ZipFile(bundle) as zf:
+        zf.extractall(folder)
+    assert verify(capsys, str(folder))[0] == 0
+    extracted = folder / clip
+    extracted.write_bytes(extracted.read_bytes()[:-1] + b"\x00")
+    (folder / "notes.txt").write_text("mine")
+    rc, err = verify(capsys, str(folder))
+    assert rc == 1 and f"changed: {clip}" in err and "added: notes.txt" in err
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 

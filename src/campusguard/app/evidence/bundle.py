@@ -1,7 +1,7 @@
 """The evidence bundle: a ZIP whose ``manifest.json`` lists every other file with its SHA-256 and
 size, signed with Ed25519 (``manifest.sig``) by the key whose public half is ``public_key.pem``.
 
-`verify_bundle` checks a bundle offline: the signature (by the embedded key, and by a key the
+`verify_bundle` checks a bundle (the ZIP, or the folder it was extracted into) offline: the signature (by the embedded key, and by a key the
 recipient got another way when given one), then every file against the manifest: a changed,
 missing or added file is named. It imports only the standard library and ``cryptography``,
 so `campusguard evidence verify` runs on a machine with nothing but the core install.
@@ -14,9 +14,11 @@ import hashlib
 import json
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -115,10 +117,18 @@ class BundleCheck:
         )
 
 
-def _digest(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str, int]:
+Opener = Callable[[], IO[bytes]]
+_DAMAGED = (zipfile.BadZipFile, OSError, ValueError)  # a CRC error: bytes changed inside the ZIP
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    return path.open("rb")
+
+
+def _digest(open_file: Opener) -> tuple[str, int]:
     h = hashlib.sha256()
     size = 0
-    with zf.open(info) as fh:
+    with open_file() as fh:
         while chunk := fh.read(_CHUNK):
             h.update(chunk)
             size += len(chunk)
@@ -129,17 +139,18 @@ def verify_bundle(path: str | Path, key_pem: bytes | None = None, *, key_name: s
     """Check a bundle: its signature, then every file against the manifest.
 
     Args:
-        path: the ZIP.
+        path: the ZIP, or the folder it was extracted into.
         key_pem: the signer's public key as the recipient got it (PEM); the bundle must be signed
             by it. Without it the embedded ``public_key.pem`` is used and its fingerprint reported,
             to be compared with the one the site gave.
         key_name: how problems name ``key_pem`` (its file name).
 
     Raises:
-        InvalidInputError: ``path`` is missing or not a ZIP (a ``key_pem`` that is no Ed25519 key is a problem).
+        InvalidInputError: ``path`` is missing, or neither a ZIP nor a folder (a ``key_pem`` that is no
+            Ed25519 key is a problem of the check, not an error).
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInputError(f"evidence bundle {path} does not exist")
     check = BundleCheck()
     expected = None
@@ -148,42 +159,53 @@ def verify_bundle(path: str | Path, key_pem: bytes | None = None, *, key_name: s
             expected = load_public_key(key_pem, key_name)
         except InvalidInputError as exc:  # an RSA key, or no key: the bundle is not signed by it
             check.problems.append(f"signature: {exc}; the bundle cannot be signed by it")
+    if path.is_dir():
+        files: dict[str, Opener] = {
+            f.relative_to(path).as_posix(): partial(_open_binary, f) for f in sorted(path.rglob("*")) if f.is_file()
+        }
+        _check(check, files, expected, key_name)
+        return check
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise InvalidInputError(f"{path} is not a ZIP evidence bundle: {exc}") from None
     with zf:
-        infos = {i.filename: i for i in zf.infolist() if not i.is_dir()}
         for name, n in sorted(Counter(i.filename for i in zf.infolist()).items()):
             if n > 1:
                 check.problems.append(f"added: {name} ({n - 1} more cop{'y' if n == 2 else 'ies'} under the same name)")
-        manifest_bytes = _read(zf, infos, MANIFEST, check)
-        sig_text = _read(zf, infos, SIGNATURE, check)
-        embedded_pem = _read(zf, infos, PUBLIC_KEY, check)
-        if manifest_bytes is None:
-            return check
-        try:
-            check.manifest = json.loads(manifest_bytes)
-            if not isinstance(check.manifest, dict) or check.manifest.get("format") != FORMAT:
-                raise ValueError(f"not a {FORMAT} manifest")
-        except ValueError as exc:
-            check.problems.append(f"changed: {MANIFEST} (not a readable manifest: {exc})")
-            check.manifest = {}
-            return check
-        _check_signature(check, manifest_bytes, sig_text, embedded_pem, expected, key_name)
-        _check_files(check, zf, infos)
+        files = {i.filename: partial(zf.open, i) for i in zf.infolist() if not i.is_dir()}
+        _check(check, files, expected, key_name)
     return check
 
 
-def _read(zf: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], name: str, check: BundleCheck) -> bytes | None:
-    info = infos.get(name)
-    if info is None:
+def _check(check: BundleCheck, files: dict[str, Opener], expected: Ed25519PublicKey | None, key_name: str) -> None:
+    manifest_bytes = _read(files, MANIFEST, check)
+    sig_text = _read(files, SIGNATURE, check)
+    embedded_pem = _read(files, PUBLIC_KEY, check)
+    if manifest_bytes is None:
+        return
+    try:
+        check.manifest = json.loads(manifest_bytes)
+        if not isinstance(check.manifest, dict) or check.manifest.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} manifest")
+    except ValueError as exc:
+        check.problems.append(f"changed: {MANIFEST} (not a readable manifest: {exc})")
+        check.manifest = {}
+        return
+    _check_signature(check, manifest_bytes, sig_text, embedded_pem, expected, key_name)
+    _check_files(check, files)
+
+
+def _read(files: dict[str, Opener], name: str, check: BundleCheck) -> bytes | None:
+    open_file = files.get(name)
+    if open_file is None:
         check.problems.append(f"missing: {name}")
         return None
     try:
-        return zf.read(info)
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        check.problems.append(f"changed: {name} (damaged in the ZIP: {exc})")
+        with open_file() as fh:
+            return fh.read()
+    except _DAMAGED as exc:
+        check.problems.append(f"changed: {name} (damaged: {exc})")
         return None
 
 
@@ -227,7 +249,7 @@ def _check_signature(
             check.problems.append(f"signature: {MANIFEST} is not signed by {name} ({fingerprint(key)})")
 
 
-def _check_files(check: BundleCheck, zf: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo]) -> None:
+def _check_files(check: BundleCheck, files: dict[str, Opener]) -> None:
     listed: dict[str, dict[str, Any]] = {}
     for entry in check.manifest.get("files") or []:
         if isinstance(entry, dict) and isinstance(entry.get("path"), str):
@@ -236,19 +258,19 @@ def _check_files(check: BundleCheck, zf: zipfile.ZipFile, infos: dict[str, zipfi
     check.size = sum(int(e.get("size") or 0) for e in listed.values())
     for name in sorted(listed):
         entry = listed[name]
-        info = infos.get(name)
-        if info is None:
+        open_file = files.get(name)
+        if open_file is None:
             check.problems.append(f"missing: {name}")
             continue
         try:
-            sha, size = _digest(zf, info)
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:  # a CRC error: bytes changed inside the ZIP
-            check.problems.append(f"changed: {name} (damaged in the ZIP: {exc})")
+            sha, size = _digest(open_file)
+        except _DAMAGED as exc:
+            check.problems.append(f"changed: {name} (damaged: {exc})")
             continue
         if sha != entry.get("sha256") or size != entry.get("size"):
             check.problems.append(
                 f"changed: {name} (sha256 {sha[:16]}..., {size} bytes; the manifest says "
                 f"{str(entry.get('sha256'))[:16]}..., {entry.get('size')} bytes)"
             )
-    for name in sorted(set(infos) - set(listed) - _UNLISTED):
+    for name in sorted(set(files) - set(listed) - _UNLISTED):
         check.problems.append(f"added: {name} (not in the manifest)")
