@@ -159,6 +159,9 @@ CREATE TABLE IF NOT EXISTS event_steps (
 );
 """
 
+_OWN_TABLES = frozenset({"events", "event_steps"})
+"""The tables the migrations create (a new file holding any other table is not ours)."""
+
 # migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 SCHEMA_VERSION = max(_MIGRATIONS)
@@ -542,7 +545,8 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
                 f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
             )
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if version == 0 and tables - {"events"}:
+        # (another opener may be migrating the new file right now: its tables are ours)
+        if version == 0 and tables - _OWN_TABLES:
             raise InvalidInputError(f"event database {self.path} holds other tables; refusing to use it")
         apply_migrations(self._conn, _MIGRATIONS, version)
 
