@@ -338,7 +338,7 @@ class ShiftReport:
         return rows
 
     _HEAD = ("incident", "started (UTC)", "camera", "rule", "state", "checklist")
-    _WIDTHS = (0.37, 0.2, 0.07, 0.16, 0.1, 0.1)
+    _WIDTHS = (0.34, 0.19, 0.1, 0.17, 0.1, 0.1)
 
     def html(self) -> str:
         p = [
