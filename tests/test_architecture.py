@@ -56,6 +56,27 @@ def test_watch_and_the_cli_do_not_pull_the_console_extra():
     assert out == "[]"
 
 
+def test_evidence_verification_needs_only_the_standard_library_and_cryptography():
+    """`app/evidence/bundle.py` (what `campusguard evidence verify` runs) imports nothing of the app, the
+    console, a database driver or the detector: a recipient verifies a bundle with the core install only.
+    The evidence package's ``__init__`` imports none of its modules, and nothing in it imports the console."""
+    import sys
+
+    bundle = PACKAGE / "app" / "evidence" / "bundle.py"
+    stdlib = set(sys.stdlib_module_names)
+    outside = sorted(
+        m for m in imported_modules(bundle) if m.split(".")[0] not in stdlib and m.split(".")[0] != "cryptography"
+    )
+    assert outside == ["campusguard.errors"]
+    init = PACKAGE / "app" / "evidence" / "__init__.py"
+    assert imported_modules(init) <= {"__future__"}
+    console = {
+        p.name: sorted(m for m in imported_modules(p) if m.startswith(("campusguard.app.console", "campusguard.cli")))
+        for p in (PACKAGE / "app" / "evidence").glob("*.py")
+    }
+    assert {k: v for k, v in console.items() if v} == {}
+
+
 def test_the_config_package_is_schema_only():
     """`app/config/` (one module per section) imports no worker or store: validation stays pure. The sink
     and rule sections come from their registries, declared in the sinks' and rules' own modules."""

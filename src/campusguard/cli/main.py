@@ -64,6 +64,8 @@ _FEATURES = [
     "events",
     "prune",
     "serve",
+    "evidence",
+    "report",
     "plan",
     "models",
 ]

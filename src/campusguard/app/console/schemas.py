@@ -164,6 +164,28 @@ class EventOut(BaseModel):
         False,
         description="A clip exists but is withheld from you (a viewer: the camera blurs and no blurred copy exists).",
     )
+    checklist: dict[str, Any] | None = Field(
+        None,
+        description="The rule's checklist: `done`, `total` and `steps` (`index`, `step`, `checked`, `by`, `at`).",
+    )
+
+
+class StepRequest(_Request):
+    """Tick or untick one step of the incident's checklist (its rule's `sop`)."""
+
+    index: int = Field(..., ge=0, le=1000, description="The step's place in the rule's `sop` list (0 first).")
+    checked: bool = Field(True, description="True ticks the step, false unticks it.")
+
+
+class EvidenceRequest(_Request):
+    """Export incidents as one signed evidence bundle."""
+
+    ids: Annotated[list[Annotated[str, Field(pattern=EVENT_ID_PATTERN)]], Field(min_length=1, max_length=1000)] = Field(
+        ..., description="Event ids (1 to 1000)."
+    )
+    reason: str = Field(
+        ..., min_length=1, max_length=2000, description="Why the evidence is exported (who asked, what for)."
+    )
 
 
 class EventPage(BaseModel):

@@ -19,7 +19,7 @@ import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -524,6 +524,24 @@ class UserStore(SQLiteFile):
             AuditEntry(id=r[0], time=r[1], user=r[2], action=r[3], target=r[4], details=json.loads(r[5])) for r in rows
         ]
         return entries, total
+
+    def audit_about(self, targets: Sequence[str], *, batch: int = 500) -> list[dict[str, Any]]:
+        """Every audit entry whose target is one of ``targets`` (oldest first), as dicts
+        (``id``, ``time``, ``user``, ``action``, ``target``, ``details``): an evidence export's audit trail."""
+        ids = list(dict.fromkeys(targets))
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(ids), batch):
+            chunk = tuple(ids[i : i + batch])
+            rows = self._read(
+                "SELECT id, time, user_name, action, target, details FROM audit "
+                f"WHERE target IN ({', '.join('?' * len(chunk))}) ORDER BY id",
+                chunk,
+            )
+            out += [
+                {"id": r[0], "time": r[1], "user": r[2], "action": r[3], "target": r[4], "details": json.loads(r[5])}
+                for r in rows
+            ]
+        return sorted(out, key=lambda e: e["id"])
 
     def audit_facets(self) -> tuple[list[str], list[str]]:
         """The users and the actions the audit log names (sorted): the choices of its filters."""

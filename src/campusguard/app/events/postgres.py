@@ -121,7 +121,18 @@ _SCHEMA_V4 = """
 ALTER TABLE events ADD COLUMN media_blur TEXT
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+_SCHEMA_V5 = """
+CREATE TABLE event_steps (
+    event_id   TEXT NOT NULL REFERENCES events (event_id) ON DELETE CASCADE,
+    step       TEXT NOT NULL,
+    checked    BOOLEAN NOT NULL,
+    changed_by TEXT NOT NULL,
+    changed_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (event_id, step)
+)
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 """Migration N brings a database from schema N-1 to N (the same numbers as SQLite's)."""
 assert max(MIGRATIONS) == SCHEMA_VERSION, "PostgreSQL and SQLite schema versions must move together"
 

@@ -193,6 +193,34 @@ class Dialect:
         p = self.param
         return f"UPDATE events SET kept = {p}, kept_by = {p}, kept_at = {p} WHERE event_id = {p}"
 
+    # checklists (`campusguard.app.events.checklist`) -----------------------------------------
+    def step_sql(self) -> str:
+        """Tick or untick one step of an existing incident (table ``event_steps``, one row per
+        incident and step text); parameters from `step_args`. Changes no row when there is no such incident."""
+        p = self.param
+        return (
+            "INSERT INTO event_steps (event_id, step, checked, changed_by, changed_at) "
+            f"SELECT {p}, {p}, {p}, {p}, {p} WHERE EXISTS (SELECT 1 FROM events WHERE event_id = {p}) "
+            "ON CONFLICT (event_id, step) DO UPDATE SET checked = excluded.checked, "
+            "changed_by = excluded.changed_by, changed_at = excluded.changed_at"
+        )
+
+    def step_args(self, event_id: str, step: str, checked: bool, user: str, now: datetime) -> tuple[Any, ...]:
+        """The parameters of `step_sql`."""
+        return (event_id, step, bool(checked), user, self.encode_time(now), event_id)
+
+    def steps_sql(self, n: int) -> str:
+        """The step rows of ``n`` incidents by id: ``event_id, step, checked, changed_by, changed_at``."""
+        ids = ", ".join([self.param] * n)
+        return (
+            "SELECT event_id, step, checked, changed_by, changed_at FROM event_steps "
+            f"WHERE event_id IN ({ids}) ORDER BY event_id, changed_at"
+        )
+
+    def orphan_steps_sql(self) -> str:
+        """Delete the step rows of incidents that no longer exist (after retention deleted them)."""
+        return "DELETE FROM event_steps WHERE event_id NOT IN (SELECT event_id FROM events)"
+
     # retention (`campusguard.app.retention`) ------------------------------------------------
     def expired_sql(self) -> str:
         """Ended, not kept incidents that ended before a time, oldest first: ``event_id, camera_id,

@@ -27,6 +27,10 @@ Media policy (schema v4): ``media_blur``, the camera's ``privacy.blur`` when the
 snapshot and clip were made (`Event.media_blur`); rows from before it hold NULL, which the console
 takes as the strictest policy (`campusguard.app.media.policy`).
 
+Checklists (schema v5): table ``event_steps``, one row per incident and step text of its rule's
+``sop`` (ticked or not, by whom, when): `UpsertingEventStore.set_step` and ``checklists``; retention
+deletes the rows of the incidents it deletes.
+
 Review (schema v2): an operator acknowledges and resolves incidents with a note
 (`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
 separate from the pipeline's lifecycle columns: `record` never touches them, and `review` never
@@ -47,6 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
+from campusguard.app.events.checklist import StepMark
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.records import (
     REVIEW_STATES,
@@ -154,8 +159,22 @@ _SCHEMA_V4 = """
 ALTER TABLE events ADD COLUMN media_blur TEXT;
 """
 
+_SCHEMA_V5 = """
+CREATE TABLE IF NOT EXISTS event_steps (
+    event_id   TEXT NOT NULL,
+    step       TEXT NOT NULL,
+    checked    INTEGER NOT NULL CHECK (checked IN (0, 1)),
+    changed_by TEXT NOT NULL,
+    changed_at TEXT NOT NULL,
+    PRIMARY KEY (event_id, step)
+);
+"""
+
+_OWN_TABLES = frozenset({"events", "event_steps"})
+"""The tables the migrations create (a new file holding any other table is not ours)."""
+
 # migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
 
@@ -398,8 +417,39 @@ class UpsertingEventStore:
         ]
 
     def delete_events(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
-        """Delete incidents by id (kept ones are skipped), ``batch`` per statement; the number deleted."""
-        return self._by_id_batches("deleting events", self.dialect.delete_sql, event_ids, batch)
+        """Delete incidents by id (kept ones are skipped), ``batch`` per statement, and their checklist
+        rows; the number deleted."""
+        deleted = self._by_id_batches("deleting events", self.dialect.delete_sql, event_ids, batch)
+        if deleted:
+            self._execute_count("deleting checklists", self.dialect.orphan_steps_sql(), ())
+        return deleted
+
+    # checklists ---------------------------------------------------------------------------------
+    def set_step(self, event_id: str, step: str, checked: bool, *, user: str) -> StepMark:
+        """Tick (or untick) one checklist step of an incident, recording who and when; committed when
+        this returns.
+
+        Raises:
+            KeyError: no incident has this id.
+        """
+        now = datetime.now(UTC)
+        d = self.dialect
+        args = d.step_args(event_id, step, checked, user, now)
+        if not self._execute_count(f"checking a step of event {event_id}", d.step_sql(), args):
+            raise KeyError(event_id)
+        return StepMark(step=step, checked=bool(checked), by=user, at=utc_iso(now))
+
+    def checklists(self, event_ids: Sequence[str], *, batch: int = 500) -> dict[str, dict[str, StepMark]]:
+        """The stored step marks of incidents: ``{event_id: {step: StepMark}}`` (incidents without any are absent)."""
+        ids = list(dict.fromkeys(event_ids))
+        out: dict[str, dict[str, StepMark]] = {}
+        for i in range(0, len(ids), batch):
+            chunk = tuple(ids[i : i + batch])
+            rows = self._fetch("reading checklists", self.dialect.steps_sql(len(chunk)), chunk)
+            for eid, step, checked, by, at in rows:
+                at_text = at if isinstance(at, str) else utc_iso(at)
+                out.setdefault(str(eid), {})[str(step)] = StepMark(str(step), bool(checked), str(by), at_text)
+        return out
 
     def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = 500) -> int:
         """Forget the snapshot path of incidents by id (before their files are deleted); the number changed."""
@@ -535,7 +585,8 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
                 f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
             )
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if version == 0 and tables - {"events"}:
+        # (another opener may be migrating the new file right now: its tables are ours)
+        if version == 0 and tables - _OWN_TABLES:
             raise InvalidInputError(f"event database {self.path} holds other tables; refusing to use it")
         apply_migrations(self._conn, _MIGRATIONS, version)
 

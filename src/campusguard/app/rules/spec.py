@@ -96,6 +96,13 @@ class RuleConfigBase(ConfigModel):
         description="Daily local wall-clock windows `HH:MM-HH:MM` (may wrap midnight, e.g. `22:00-06:00`) in which the rule is armed; empty means always.",
         max_length=24,
     )
+    sop: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list,
+        title="Checklist",
+        description="The standard operating procedure of this rule's incidents: steps an operator ticks off on the "
+        "incident page (each tick audited); resolving with steps left unticked needs a note.",
+        max_length=30,
+    )
 
     escalate: EscalateConfig | None = Field(
         None,

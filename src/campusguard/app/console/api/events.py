@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path as PathType
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
@@ -20,13 +22,17 @@ from campusguard.app.console.schemas import (
     BulkReviewRequest,
     EventOut,
     EventPage,
+    EvidenceRequest,
     KeepRequest,
     NoteRequest,
     OpenIncidents,
     Responses,
+    StepRequest,
 )
 from campusguard.app.console.sessions import stream_guard
 from campusguard.app.console.users import role_at_least
+from campusguard.app.events.checklist import Checklist, sop_of
+from campusguard.app.events.records import EventRecord
 from campusguard.app.events.store import (
     EventFilter,
     ReviewAction,
@@ -34,6 +40,7 @@ from campusguard.app.events.store import (
     UpsertingEventStore,
     csv_lines,
 )
+from campusguard.errors import InvalidInputError
 
 router = APIRouter(tags=["events"])
 EventId = Annotated[str, Path(pattern=EVENT_ID_PATTERN, description="Event id (letters, digits, _ and -).")]
@@ -93,7 +100,30 @@ def list_events(
     """A page of events, newest first, matching every given filter, and the number of all matching."""
     state = console_state(request)
     records, total = state.runtime.store.query_records(where, limit=limit, offset=offset)
-    return EventPage(items=[EventOut(**event_json(state, r.to_dict(), request)) for r in records], total=total)
+    lists = checklists(state, records)
+    return EventPage(
+        items=[EventOut(**event_json(state, r.to_dict(), request), checklist=lists[r.event.event_id]) for r in records],
+        total=total,
+    )
+
+
+def checklists(state: ConsoleState, records: list[EventRecord]) -> dict[str, dict[str, Any] | None]:
+    """Each incident's checklist (`Checklist.to_dict`), or ``None`` where its rule has none and nothing is ticked."""
+    store = state.runtime.store
+    ids = [r.event.event_id for r in records]
+    marks = store.checklists(ids) if isinstance(store, UpsertingEventStore) and ids else {}
+    config = state.runtime.loaded.config
+    out: dict[str, dict[str, Any] | None] = {}
+    for r in records:
+        cl = Checklist(sop_of(config, r.event.camera_id, r.event.rule_name), marks.get(r.event.event_id, {}))
+        out[r.event.event_id] = cl.to_dict() if cl.total or cl.marks else None
+    return out
+
+
+def _with_checklist(state: ConsoleState, record: EventRecord, request: Request) -> EventOut:
+    return EventOut(
+        **event_json(state, record.to_dict(), request), checklist=checklists(state, [record])[record.event.event_id]
+    )
 
 
 def _chunks(lines: Iterator[str], rows: int = 1000) -> Iterator[str]:
@@ -165,7 +195,10 @@ def _stored(state: ConsoleState, event_id: str) -> dict[str, Any]:
 def get_event(event_id: EventId, request: Request) -> EventOut:
     """One event with its review state and media URLs."""
     state = console_state(request)
-    return EventOut(**event_json(state, _stored(state, event_id), request))
+    record = state.runtime.store.get_record(event_id)
+    if record is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
+    return _with_checklist(state, record, request)
 
 
 def _media(request: Request, event_id: str, kind: Literal["snapshot", "clip"]) -> FileResponse:
@@ -250,8 +283,24 @@ def event_clip(event_id: EventId, request: Request) -> FileResponse:
     return _media(request, event_id, "clip")
 
 
+def _unticked(state: ConsoleState, records: list[EventRecord]) -> dict[str, int]:
+    """Incidents whose rule's checklist has steps left unticked: id -> how many."""
+    out = {}
+    for eid, cl in checklists(state, records).items():
+        if cl and cl["done"] < cl["total"]:
+            out[eid] = cl["total"] - cl["done"]
+    return out
+
+
 def _review(request: Request, event_id: str, action: ReviewAction, note: str) -> EventOut:
     state = console_state(request)
+    if action == "resolve" and not note.strip():
+        record = state.runtime.store.get_record(event_id)
+        if record is not None and (left := _unticked(state, [record])):
+            raise HTTPException(
+                422,
+                f"{left[event_id]} checklist step(s) are not ticked: resolving needs a note saying why",
+            )
     try:
         record = state.runtime.store.review(event_id, action, user=request.state.user.name, note=note)
     except KeyError as exc:
@@ -261,7 +310,153 @@ def _review(request: Request, event_id: str, action: ReviewAction, note: str) ->
     audit(request, f"event.{action}", event_id, note=note)
     data = event_json(state, record.to_dict(), request)
     state.runtime.publish_event_update(data)
-    return EventOut(**data)
+    return _with_checklist(state, record, request)
+
+
+@router.post(
+    "/events/{event_id}/checklist",
+    dependencies=[Depends(require_role("operator"))],
+    responses={**_NOT_FOUND, 422: {"description": "The rule has no such step."}},
+)
+def check_step(event_id: EventId, body: StepRequest, request: Request) -> EventOut:
+    """Tick or untick one step of the incident's checklist (operator or admin); audited with the step."""
+    state = console_state(request)
+    store = state.runtime.store
+    record = store.get_record(event_id)
+    if record is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
+    if not isinstance(store, UpsertingEventStore):
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store keeps no checklists")
+    steps = sop_of(state.runtime.loaded.config, record.event.camera_id, record.event.rule_name)
+    if body.index >= len(steps):
+        raise HTTPException(
+            422,
+            f"the rule {record.event.rule_name!r} has {len(steps)} checklist step(s)",
+        )
+    try:
+        store.set_step(event_id, steps[body.index], body.checked, user=request.state.user.name)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}") from exc
+    audit(request, "event.checklist", event_id, step=steps[body.index], index=body.index, checked=body.checked)
+    out = _with_checklist(state, record, request)
+    state.runtime.publish_event_update(out.model_dump())
+    return out
+
+
+def _case_source(state: ConsoleState) -> Any:
+    """The console's site as an evidence export or a report reads it (`CaseSource`): its store, media and audit log."""
+    from campusguard.app.evidence.case import CaseSource
+
+    runtime = state.runtime
+    store = runtime.store
+    if not isinstance(store, UpsertingEventStore):
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store cannot export evidence")
+    recordings = runtime.loaded.config.outputs.annotated_video_dir
+    return CaseSource(
+        loaded=runtime.loaded,
+        config_text=runtime.config_path.read_text(encoding="utf-8"),
+        store=store,
+        snapshot_roots=(runtime.snapshots_dir, runtime.media_dir),
+        clips_dir=runtime.clips_dir,
+        recordings_dir=None if recordings is None else PathType(recordings),
+        audit=state.users.audit_about,
+    )
+
+
+@router.get(
+    "/events/{event_id}/report.{fmt}",
+    dependencies=[Depends(require_role("operator"))],
+    response_class=FileResponse,
+    responses={200: {"content": {"text/html": {}, "application/pdf": {}}}, **_NOT_FOUND},
+)
+def incident_report(event_id: EventId, fmt: Literal["html", "pdf"], request: Request) -> Any:
+    """The incident report (operator or admin: the snapshot is sharp): facts, the snapshot with the
+    rule's zone drawn, timeline, notes, checklist and media hashes; PDF needs the ``reports`` extra."""
+    import tempfile
+
+    from starlette.background import BackgroundTask
+    from starlette.responses import HTMLResponse
+
+    from campusguard.app.evidence.report import incident_report_html, incident_report_pdf
+    from campusguard.errors import MissingDependencyError
+
+    source = _case_source(console_state(request))
+    record = source.store.get_record(event_id)
+    if record is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}")
+    cases = source.incidents([record])
+    if fmt == "html":
+        return HTMLResponse(incident_report_html(source, cases), headers=MEDIA_HEADERS)
+    folder = PathType(tempfile.mkdtemp(prefix="campusguard-report-"))
+    out = folder / f"incident-{event_id}.pdf"
+    try:
+        incident_report_pdf(source, cases, out)
+    except MissingDependencyError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, str(exc)) from exc
+    return FileResponse(
+        out,
+        media_type="application/pdf",
+        filename=out.name,
+        headers=MEDIA_HEADERS,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
+
+
+@router.post(
+    "/evidence",
+    dependencies=[Depends(require_role("operator"))],
+    response_class=FileResponse,
+    responses={200: {"content": {"application/zip": {}}}, **_NOT_FOUND},
+)
+def export_evidence(body: EvidenceRequest, request: Request) -> FileResponse:
+    """Export incidents as one signed evidence bundle (ZIP; operator or admin): sharp media, history,
+    checklist, audit entries, config and camera facts, signed by the site's key. Each incident is
+    kept (legal hold) and audited (``evidence.export`` with the reason)."""
+    import tempfile
+
+    from starlette.background import BackgroundTask
+
+    from campusguard.app.evidence.export import export_case
+    from campusguard.app.evidence.keys import key_path, load_or_create_key
+
+    state = console_state(request)
+    source = _case_source(state)
+    config = state.runtime.loaded.config
+    try:
+        records = source.select(body.ids)
+    except InvalidInputError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from exc
+    user = request.state.user.name
+    folder = PathType(tempfile.mkdtemp(prefix="campusguard-evidence-"))
+    name = f"campusguard-evidence-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.zip"
+    try:
+        result = export_case(
+            source,
+            records,
+            folder / name,
+            key=load_or_create_key(key_path(config)),
+            user=user,
+            reason=body.reason,
+            selection={"events": body.ids},
+        )
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    state.users.audit_many(
+        user,
+        [
+            ("evidence.export", eid, {"reason": body.reason, "case": name, "manifest_sha256": result.manifest_sha256})
+            for eid in result.incidents
+        ],
+    )
+    return FileResponse(
+        result.path,
+        media_type="application/zip",
+        filename=name,
+        headers=MEDIA_HEADERS,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
 
 
 _REVIEW_RESPONSES: Responses = {**_NOT_FOUND, 409: {"description": "Not possible in the event's state."}}
@@ -317,6 +512,14 @@ def bulk_review(body: BulkReviewRequest, request: Request) -> BulkReviewOut:
     if not isinstance(store, UpsertingEventStore):
         raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "this event store cannot review in bulk")
     user = request.state.user.name
+    if body.action == "resolve" and not body.note.strip():
+        found = [r for r in (store.get_record(eid) for eid in dict.fromkeys(body.ids)) if r is not None]
+        if left := _unticked(state, found):
+            raise HTTPException(
+                422,
+                f"{len(left)} incident(s) have checklist steps not ticked ({', '.join(sorted(left)[:5])}): "
+                "resolving them needs a note saying why",
+            )
     result = store.review_many(body.ids, body.action, user=user, note=body.note)
     asked = len(set(body.ids))
     state.users.audit_many(

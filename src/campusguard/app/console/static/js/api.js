@@ -83,6 +83,36 @@ export async function apiVersioned(path, { method = "GET", body, ifMatch } = {})
   return { data, etag: response.headers.get("ETag") };
 }
 
+/**
+ * POST a JSON body and save the file the answer carries (a download, e.g. an evidence bundle);
+ * the file name comes from Content-Disposition. Errors are thrown as `ApiError` with the API's message.
+ */
+export async function downloadPost(path, body, fallbackName) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-CSRF-Token": cookie("cg_csrf") },
+    body: JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  if (!response.ok) {
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+    throw new ApiError(response.status, detailText(data, response.status));
+  }
+  const blob = await response.blob();
+  const match = /filename="?([^";]+)"?/.exec(response.headers.get("content-disposition") || "");
+  const link = el("a", { href: URL.createObjectURL(blob), download: match ? match[1] : fallbackName, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  return blob.size;
+}
+
 /** Build an element: el("a", {href: "/x", class: "b"}, "text", child). Text is never parsed as HTML. */
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);

@@ -2,7 +2,8 @@
 // (acknowledge / resolve with a note, operator and admin). Updates of this incident arrive live.
 import "./nav.js";
 import {
-  ApiError, STATE_LABELS, api, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds, showError,
+  ApiError, STATE_LABELS, api, downloadPost, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds,
+  showError,
 } from "./api.js";
 
 const id = document.body.dataset.eventId;
@@ -19,10 +20,49 @@ const ackButton = document.getElementById("ack");
 const resolveButton = document.getElementById("resolve");
 const keepButton = document.getElementById("keep");
 const note = document.getElementById("note");
+const checklist = document.getElementById("checklist");
+const checklistSteps = document.getElementById("checklist-steps");
+const checklistCount = document.getElementById("checklist-count");
+const checklistError = document.getElementById("checklist-error");
+const evidence = document.getElementById("evidence");
+const evidenceReason = document.getElementById("evidence-reason");
+const evidenceStatus = document.getElementById("evidence-status");
 let clipPolls = 0;
 const WITHHELD =
   "Withheld: this camera blurs people and this incident's media has no blurred copy, so viewers cannot see it. " +
   "An operator or admin can.";
+
+let lastChecklist = null; // live updates of the pipeline carry no checklist: keep the last one
+
+/** The rule's steps with a checkbox each (operators tick them; each tick is audited with who and when). */
+function renderChecklist(list) {
+  checklist.hidden = !list;
+  if (!list) return;
+  checklistCount.textContent = `${list.done} of ${list.total} steps`;
+  checklistSteps.replaceChildren(
+    ...list.steps.map((step) => {
+      const box = el("input", { type: "checkbox", checked: step.checked, disabled: !hasRole("operator") || step.index === null });
+      box.addEventListener("change", async () => {
+        showError(checklistError, "");
+        box.disabled = true;
+        try {
+          render(await api(`${path}/checklist`, { method: "POST", body: { index: step.index, checked: box.checked } }));
+        } catch (err) {
+          showError(checklistError, err.message);
+          load();
+        }
+      });
+      const who = step.by ? `${step.checked ? "ticked" : "unticked"} by ${step.by}, ${formatTime(step.at)}` : "";
+      return el(
+        "li",
+        { class: step.checked ? "done" : "" },
+        el("label", { class: "inline" }, box, " ", step.step),
+        who ? el("span", { class: "muted" }, ` (${who})`) : null,
+        step.index === null ? el("span", { class: "muted" }, " (no longer in the rule)") : null,
+      );
+    }),
+  );
+}
 
 function fact(label, value) {
   if (value === null || value === undefined || value === "") return [];
@@ -83,6 +123,11 @@ function render(event) {
     ...fact("Event id", event.id),
   );
 
+  if (event.checklist !== undefined) lastChecklist = event.checklist;
+  renderChecklist(lastChecklist);
+  evidence.hidden = !hasRole("operator");
+  document.getElementById("report-pdf").href = `${path}/report.pdf`;
+  document.getElementById("report-html").href = `${path}/report.html`;
   review.hidden = !hasRole("operator");
   ackButton.disabled = event.state !== "open";
   resolveButton.disabled = event.state === "resolved";
@@ -118,6 +163,25 @@ async function act(action) {
   }
 }
 
+evidence.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const button = document.getElementById("export-evidence");
+  button.disabled = true;
+  evidenceStatus.hidden = false;
+  evidenceStatus.className = "notice";
+  evidenceStatus.textContent = "Exporting…";
+  try {
+    const size = await downloadPost("/api/v1/evidence", { ids: [id], reason: evidenceReason.value.trim() }, `evidence-${id}.zip`);
+    evidenceStatus.textContent = `Exported (${size.toLocaleString()} bytes, signed); the incident is kept.`;
+    evidenceReason.value = "";
+    load();
+  } catch (err) {
+    evidenceStatus.className = "error";
+    evidenceStatus.textContent = err.message;
+  } finally {
+    button.disabled = false;
+  }
+});
 ackButton.addEventListener("click", () => act("ack"));
 resolveButton.addEventListener("click", () => act("resolve"));
 keepButton.addEventListener("click", async () => {

@@ -24,6 +24,9 @@ const bulkNote = document.getElementById("bulk-note");
 const bulkAck = document.getElementById("bulk-ack");
 const bulkResolve = document.getElementById("bulk-resolve");
 const bulkResult = document.getElementById("bulk-result");
+const bulkReason = document.getElementById("bulk-reason");
+const bulkEvidence = document.getElementById("bulk-evidence");
+const checklists = new Map(); // id -> the checklist last read (live updates of the pipeline carry none)
 const canReview = hasRole("operator");
 const selected = new Set(); // ids of the checked incidents
 let offset = 0;
@@ -95,6 +98,8 @@ function renderItem(event) {
     actions.append(button);
   }
   actions.append(el("a", { class: "button quiet", href }, "Details"));
+  if (event.checklist !== undefined) checklists.set(event.id, event.checklist);
+  const steps = checklists.get(event.id);
   const reviewer = event.resolved_by
     ? `resolved by ${event.resolved_by}`
     : event.acknowledged_by ? `acknowledged by ${event.acknowledged_by}` : "";
@@ -117,6 +122,7 @@ function renderItem(event) {
         event.open ? el("span", { class: "badge ongoing" }, "ongoing") : el("span", { class: "badge" }, `ended after ${duration}`),
         event.class_names && event.class_names.length ? el("span", { class: "muted" }, event.class_names.join(", ")) : null,
         reviewer ? el("span", { class: "muted reviewer" }, reviewer) : null,
+        steps ? el("span", { class: "badge steps" }, `${steps.done} of ${steps.total} steps`) : null,
       ),
     ),
     actions,
@@ -134,12 +140,14 @@ function updateBulk() {
   bulkCount.textContent = tooMany ? `${selected.size} selected (at most ${BULK_MAX} at once)` : `${selected.size} selected`;
   bulkCount.className = tooMany ? "error" : "muted";
   bulkAck.disabled = bulkResolve.disabled = selected.size === 0 || tooMany;
+  bulkEvidence.disabled = selected.size === 0 || !bulkReason.value.trim();
   selectAll.checked = boxes.length > 0 && boxes.every((b) => b.checked);
   selectAll.indeterminate = !selectAll.checked && boxes.some((b) => b.checked);
 }
 
 /** Acknowledge or resolve every selected incident with the one note; report what was skipped. */
 async function bulkReview(action) {
+  bulkResult.className = "notice";
   const ids = [...selected];
   if (!ids.length) return;
   bulkAck.disabled = bulkResolve.disabled = true;
@@ -286,6 +294,24 @@ if (canReview) {
   });
   bulkAck.addEventListener("click", () => bulkReview("acknowledge"));
   bulkResolve.addEventListener("click", () => bulkReview("resolve"));
+  bulkReason.addEventListener("input", updateBulk);
+  bulkEvidence.addEventListener("click", async () => {
+    const ids = [...selected];
+    bulkEvidence.disabled = true;
+    bulkResult.hidden = false;
+    bulkResult.className = "notice";
+    bulkResult.textContent = `Exporting ${ids.length} incident(s)…`;
+    try {
+      const size = await downloadPost("/api/v1/evidence", { ids, reason: bulkReason.value.trim() }, "evidence.zip");
+      bulkResult.textContent = `Exported ${ids.length} incident(s) (${size.toLocaleString()} bytes, signed); they are kept.`;
+      bulkReason.value = "";
+    } catch (err) {
+      bulkResult.className = "error";
+      bulkResult.textContent = err.message;
+    } finally {
+      updateBulk();
+    }
+  });
   bulk.addEventListener("submit", (e) => e.preventDefault());
 }
 init();

@@ -339,6 +339,10 @@ function fieldInput(r, f) {
       min: f.minimum ?? null, max: f.maximum ?? null, value: value ?? "",
       placeholder: f.nullable ? "none" : f.default ?? "",
     });
+  } else if (f.type === "list" && !f.pattern) {
+    // free texts (a checklist's steps may hold commas): one item per line
+    input = el("textarea", { ...attrs, rows: 3, placeholder: "one per line" });
+    input.value = Array.isArray(value) ? value.join("\n") : value ?? "";
   } else {
     const shown = Array.isArray(value) ? value.join(", ") : value ?? "";
     const placeholder = f.name === "name" ? `${r.data.kind}:${r.shape ? r.shape.data.name : "frame"}` : f.type === "list" ? "none" : "";
@@ -356,7 +360,8 @@ function readField(f, input) {
     return Number.isFinite(n) ? n : text; // the server names a bad number
   }
   if (f.type === "classes" || f.type === "list") {
-    const items = text.split(",").map((t) => t.trim()).filter(Boolean);
+    const separator = f.type === "list" && !f.pattern ? "\n" : ",";
+    const items = text.split(separator).map((t) => t.trim()).filter(Boolean);
     return f.type === "classes" ? items.map((t) => (/^\d+$/.test(t) ? Number(t) : t)) : items;
   }
   if (f.type === "text") return text === "" && f.nullable ? null : text;

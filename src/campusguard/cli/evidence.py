@@ -1,0 +1,148 @@
+"""`campusguard evidence export|key|verify`: signed case bundles of incidents, checked offline.
+
+``verify`` imports only `campusguard.app.evidence.bundle` (the standard library and
+``cryptography``): a recipient runs it with the core install, no server, database or network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from campusguard.errors import InvalidInputError
+
+evidence_app = typer.Typer(
+    name="evidence",
+    help="Signed evidence bundles: export incidents, print the site's key, verify a bundle.",
+    no_args_is_help=True,
+)
+
+
+def users_audit(users_db: Path | None) -> Any:
+    """The audit reader of the console's users database (``--users-db`` or `serve`'s default), or
+    ``None`` when there is none (or the console extra is missing: then the bundle has no audit entries)."""
+    from campusguard.cli.serve import default_users_db
+    from campusguard.errors import MissingDependencyError
+
+    path = users_db or default_users_db()
+    if not path.is_file():
+        if users_db is not None:
+            raise InvalidInputError(f"users database {users_db} does not exist")
+        return None
+    try:
+        from campusguard.app.console.users import UserStore
+
+        return UserStore(path)
+    except MissingDependencyError as exc:
+        typer.echo(f"note: the audit log is not exported: {exc}", err=True)
+        return None
+
+
+def _users_db_option() -> Any:
+    return typer.Option(None, "--users-db", help="Users database with the audit log (default: serve's).")
+
+
+@evidence_app.command("export")
+def export(
+    config: Path = typer.Argument(..., help="The watch/serve config file."),
+    event: list[str] = typer.Option([], "--event", help="An incident id (repeat for more)."),
+    camera: str | None = typer.Option(None, "--camera", help="With --since/--until: every incident of this camera."),
+    since: str | None = typer.Option(None, "--since", help="Incidents started at or after: ISO time or 8h, 2d ago."),
+    until: str | None = typer.Option(None, "--until", help="Incidents started before: ISO time or a duration ago."),
+    out: Path = typer.Option(..., "--out", help="The bundle to write (CASE.zip)."),
+    reason: str | None = typer.Option(
+        None, "--reason", help="Why the evidence is exported: who asked, what for (recorded and signed)."
+    ),
+    by: str | None = typer.Option(None, "--by", help="Who exports (default: cli:<login name>)."),
+    users_db: Path | None = _users_db_option(),
+) -> None:
+    """Export incidents (by id, or a camera's over a time range) with their media, history, audit
+    entries, config and camera facts into one signed ZIP; the incidents are kept (legal hold)."""
+    from campusguard.app.evidence.case import CaseSource
+    from campusguard.app.evidence.export import default_user, export_case
+    from campusguard.app.evidence.keys import key_path, load_or_create_key
+    from campusguard.cli.events import parse_since
+
+    if bool(event) == (camera is not None or since is not None or until is not None):
+        raise InvalidInputError("give either --event ID ... or --camera ID --since T --until T")
+    if not event and (camera is None or since is None or until is None):
+        raise InvalidInputError("without --event, give all of --camera ID --since T --until T")
+    why = (reason or "").strip()
+    if not why:
+        typer.echo("note: no --reason given; the bundle and the audit log record the reason as not given", err=True)
+        why = "not given"
+    users = users_audit(users_db)
+    source = CaseSource.from_config(config, audit=None if users is None else users.audit_about)
+    try:
+        lo = None if since is None else parse_since(since)
+        hi = None if until is None else parse_since(until)
+        records = source.select(event, camera=camera, since=lo, until=hi)
+        key = load_or_create_key(key_path(source.loaded.config))
+        user = by or default_user()
+        selection = {"events": event} if event else {"camera": camera, "since": str(lo), "until": str(hi)}
+        result = export_case(source, records, out, key=key, user=user, reason=why, selection=selection)
+        if users is not None:
+            users.audit_many(
+                user,
+                [
+                    (
+                        "evidence.export",
+                        eid,
+                        {"reason": why, "case": out.name, "manifest_sha256": result.manifest_sha256},
+                    )
+                    for eid in result.incidents
+                ],
+            )
+    finally:
+        source.close()
+        if users is not None:
+            users.close()
+    typer.echo(
+        f"exported {len(result.incidents)} incident(s), {result.files} files, {result.size:,} bytes to {out} "
+        f"in {result.seconds:.2f} s; signed by {result.signer}; the incidents are kept (legal hold)"
+    )
+
+
+@evidence_app.command("key")
+def key(config: Path = typer.Argument(..., help="The watch/serve config file.")) -> None:
+    """Print the site's evidence public key (PEM) and its fingerprint; the key is made at first use."""
+    from campusguard.app.config import load_config
+    from campusguard.app.evidence.bundle import fingerprint, public_pem
+    from campusguard.app.evidence.keys import key_path, load_or_create_key
+
+    path = key_path(load_config(config).config)
+    public = load_or_create_key(path).public_key()
+    typer.echo(public_pem(public).decode(), nl=False)
+    typer.echo(f"fingerprint: {fingerprint(public)}")
+    typer.echo(f"private key: {path}", err=True)
+
+
+@evidence_app.command("verify")
+def verify(
+    bundle: Path = typer.Argument(..., help="The evidence bundle (CASE.zip)."),
+    key: Path | None = typer.Option(None, "--key", help="The site's public key PEM, as you received it."),
+) -> None:
+    """Check a bundle's signature and every file: exit 0 with a summary, or 1 naming each fault."""
+    from campusguard.app.evidence.bundle import verify_bundle
+
+    pem = None
+    if key is not None:
+        try:
+            pem = key.read_bytes()
+        except OSError as exc:
+            raise InvalidInputError(f"--key {key}: {exc.strerror}") from None
+    check = verify_bundle(bundle, pem, key_name=str(key))
+    if not check.ok:
+        for problem in check.problems:
+            typer.echo(f"FAILED {problem}", err=True)
+        typer.echo(f"{bundle}: NOT verified ({len(check.problems)} problem(s))", err=True)
+        raise typer.Exit(1)
+    typer.echo(check.summary())
+    if key is None:
+        typer.echo("note: compare the signer's fingerprint with the one the site gave you, or pass --key", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(evidence_app)
