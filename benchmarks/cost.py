@@ -12,12 +12,18 @@ Contenders (the bundled model, the example config's imgsz 480, conf 0.25, IoU 0.
 
 - ``ultralytics``: Ultralytics' ONNX predict loop on the same ONNX file, ``stream=True`` over the
   same video file (its own decode, letterbox, NMS; warmed up on one frame first);
+- ``ultralytics-openvino``: Ultralytics' OpenVINO predict loop (what ``format=openvino`` exports run
+  with) on the same network: the ONNX file converted to an OpenVINO IR (``ov.convert_model``, FP32
+  weights) in a ``*_openvino_model`` folder with Ultralytics' ``metadata.yaml``, the CPU plugin's defaults
+  (BF16 where the CPU has it), the same loop as above;
 - ``app-fp32-whole`` / ``app-int8-whole``: `watch` on every whole frame (motion gating off);
 - ``app-defaults``: `watch` with its defaults for a live camera: motion gating on, ``precision: auto``
   (the precision it picked is recorded);
 - ``app-int8-gated``: `watch` with motion gating on and ``precision: int8``;
 - ``app-int8-gated-before``: the same with ``busy_hold_s: 0``, the motion gate as it was before it
-  learnt to stop looking on busy stretches (its before/after in one run).
+  learnt to stop looking on busy stretches (its before/after in one run);
+- ``app-openvino-whole``: `watch` on every whole frame with ``backend: openvino`` forced (``precision:
+  auto`` then chooses among OpenVINO's precisions).
 
 The app runs the demo's config (tracking, every rule, the event store, snapshots, a JSONL sink)
 without the annotated video (Ultralytics' loop draws nothing either). One-time set-up is left out
@@ -61,8 +67,11 @@ APP_VARIANTS: dict[str, dict[str, Any]] = {
     "app-int8-gated": {"precision": "int8", "motion": True},
     # the gate before it learnt to stop looking on busy stretches: its before/after in the same run
     "app-int8-gated-before": {"precision": "int8", "motion": {"enabled": True, "busy_hold_s": 0}},
+    # the OpenVINO engine forced, every whole frame: the engine against Ultralytics' OpenVINO loop
+    "app-openvino-whole": {"precision": "auto", "motion": False, "backend": "openvino"},
 }
-CONTENDERS = ("ultralytics", *APP_VARIANTS)
+ANCHORS = ("ultralytics", "ultralytics-openvino")  # Ultralytics' own predict loops: the ratios' denominators
+CONTENDERS = (*ANCHORS, *APP_VARIANTS)
 
 
 def _cpu_s() -> float:
@@ -75,7 +84,30 @@ def _cpu_s() -> float:
 
 
 # -- children: one contender on one scene, a JSON line on stdout ---------------------------------
-def run_ultralytics(video: Path) -> dict[str, Any]:
+def openvino_model_dir(onnx: Path, folder: Path) -> Path:
+    """An Ultralytics ``*_openvino_model`` folder of ``onnx``: its IR and the ``metadata.yaml`` Ultralytics writes."""
+    import ast
+
+    import onnx as onnx_lib
+    import openvino as ov
+    import yaml
+
+    out = folder / f"{onnx.stem}_openvino_model"
+    out.mkdir(parents=True, exist_ok=True)
+    ov.save_model(ov.convert_model(str(onnx)), str(out / f"{onnx.stem}.xml"), compress_to_fp16=False)
+    meta = {p.key: p.value for p in onnx_lib.load(str(onnx), load_external_data=False).metadata_props}
+    parsed: dict[str, Any] = {}
+    for key in ("stride", "batch", "imgsz", "names", "task", "description", "author", "version"):
+        if key in meta:
+            try:
+                parsed[key] = ast.literal_eval(meta[key])
+            except (ValueError, SyntaxError):
+                parsed[key] = meta[key]
+    (out / "metadata.yaml").write_text(yaml.safe_dump(parsed, sort_keys=False))
+    return out
+
+
+def run_ultralytics(video: Path, folder: Path | None = None, openvino: bool = False) -> dict[str, Any]:
     os.environ.setdefault("YOLO_OFFLINE", "1")
     os.environ.setdefault("YOLO_AUTOINSTALL", "false")
     import numpy as np
@@ -83,7 +115,8 @@ def run_ultralytics(video: Path) -> dict[str, Any]:
 
     from campusguard.models.resolve import DEFAULT_MODEL
 
-    model = YOLO(str(DEFAULT_MODEL), task="detect")
+    weights = openvino_model_dir(DEFAULT_MODEL, folder or Path(tempfile.mkdtemp())) if openvino else DEFAULT_MODEL
+    model = YOLO(str(weights), task="detect")
     model.predict(np.zeros((360, 640, 3), np.uint8), imgsz=IMGSZ, verbose=False)  # builds the session
     c0, t0, frames = _cpu_s(), time.perf_counter(), 0
     for _ in model.predict(source=str(video), imgsz=IMGSZ, stream=True, verbose=False, conf=0.25, iou=0.7):
@@ -104,19 +137,31 @@ class _Picked(logging.Handler):
 
 
 def app_config(
-    truth: dict[str, Any], video: Path, folder: Path, precision: str, motion: bool | dict[str, Any]
+    truth: dict[str, Any],
+    video: Path,
+    folder: Path,
+    precision: str,
+    motion: bool | dict[str, Any],
+    backend: str | None = None,
 ) -> dict[str, Any]:
     """The demo's watch config for one contender: no annotated video, a JSONL sink, snapshots."""
     from campusguard.app.demo import demo_config
 
     cfg = demo_config(truth, video, folder, precision=precision, motion=motion)  # type: ignore[arg-type]
+    if backend is not None:
+        cfg["detector"]["backend"] = backend
     cfg["alerts"] = [{"kind": "jsonl", "path": str(folder / "events.jsonl"), "phases": ["start", "update", "end"]}]
     cfg["outputs"] = {"snapshots_dir": str(folder / "snapshots"), "metrics_interval_s": 0}
     return cfg
 
 
 def run_app(
-    video: Path, truth_path: Path, folder: Path, precision: str, motion: bool | dict[str, Any]
+    video: Path,
+    truth_path: Path,
+    folder: Path,
+    precision: str,
+    motion: bool | dict[str, Any],
+    backend: str | None = None,
 ) -> dict[str, Any]:
     import yaml
 
@@ -129,7 +174,7 @@ def run_app(
     logging.getLogger("campusguard").addHandler(picked)
     logging.getLogger("campusguard").setLevel(logging.INFO)
     truth = json.loads(truth_path.read_text())
-    loaded = parse_config(yaml.safe_dump(app_config(truth, video, folder, precision, motion)), "cost.yaml")
+    loaded = parse_config(yaml.safe_dump(app_config(truth, video, folder, precision, motion, backend)), "cost.yaml")
     service = WatchService(loaded, out=io.StringIO())
     c0, t0 = _cpu_s(), time.perf_counter()
     service.start()  # one-time: model load, tracker import, camera set-up
@@ -182,12 +227,12 @@ def run_host_stages(video: Path, truth_path: Path, folder: Path) -> dict[str, An
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     video, truth, folder = Path(spec["video"]), Path(spec["truth"]), Path(spec["folder"])
     name = spec["contender"]
-    if name == "ultralytics":
-        return run_ultralytics(video)
+    if name in ANCHORS:
+        return run_ultralytics(video, folder, openvino=name == "ultralytics-openvino")
     if name == "host-stages":
         return run_host_stages(video, truth, folder)
     v = APP_VARIANTS[name]
-    return run_app(video, truth, folder, v["precision"], v["motion"])
+    return run_app(video, truth, folder, v["precision"], v["motion"], v.get("backend"))
 
 
 def spawn(spec: dict[str, Any]) -> dict[str, Any]:
@@ -246,7 +291,7 @@ def summarise(rows: list[dict[str, Any]], scenes: dict[str, dict[str, Any]]) -> 
                 "core_ms_per_frame": round(statistics.median(r["cpu_s"] * 1000 / r["frames"] for r in rs), 2),
                 "processed_fps": round(statistics.median(fps), 2),
             }
-            if c != "ultralytics":
+            if c not in ANCHORS:
                 entry |= {
                     "startup_cpu_s": round(statistics.median(r["startup_cpu_s"] for r in rs), 2),
                     "f1": [round(r["f1"], 3) for r in rs],
@@ -261,25 +306,37 @@ def summarise(rows: list[dict[str, Any]], scenes: dict[str, dict[str, Any]]) -> 
                 }
             per[c] = entry
         ratios: dict[str, Any] = {}
-        for c in APP_VARIANTS:
-            fps_r, cpu_r = [], []
-            for rnd in sorted({r["round"] for r in rows}):
-                u = next(
-                    (r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, "ultralytics", rnd)), None
-                )
-                a = next((r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, c, rnd)), None)
-                if u and a:
-                    fps_r.append((a["frames"] / a["wall_s"]) / (u["frames"] / u["wall_s"]))
-                    cpu_r.append((u["cpu_s"] / u["frames"]) / (a["cpu_s"] / a["frames"]))
-            if fps_r:
-                ratios[c] = {
-                    "fps_vs_ultralytics": [round(x, 2) for x in fps_r],
-                    "cpu_saving_vs_ultralytics": [round(x, 2) for x in cpu_r],
-                    "fps_vs_ultralytics_median": round(statistics.median(fps_r), 2),
-                    "cpu_saving_vs_ultralytics_median": round(statistics.median(cpu_r), 2),
-                }
+        for anchor in ANCHORS:
+            suffix = "" if anchor == "ultralytics" else "_openvino"
+            for c in (*APP_VARIANTS, *(a for a in ANCHORS if a != anchor)):
+                fps_r, cpu_r = [], []
+                for rnd in sorted({r["round"] for r in rows}):
+                    u = next(
+                        (r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, anchor, rnd)), None
+                    )
+                    a = next((r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, c, rnd)), None)
+                    if u and a:
+                        fps_r.append((a["frames"] / a["wall_s"]) / (u["frames"] / u["wall_s"]))
+                        cpu_r.append((u["cpu_s"] / u["frames"]) / (a["cpu_s"] / a["frames"]))
+                if fps_r:
+                    ratios.setdefault(c, {}).update(
+                        {
+                            f"fps_vs_ultralytics{suffix}": [round(x, 2) for x in fps_r],
+                            f"cpu_saving_vs_ultralytics{suffix}": [round(x, 2) for x in cpu_r],
+                            f"fps_vs_ultralytics{suffix}_median": round(statistics.median(fps_r), 2),
+                            f"cpu_saving_vs_ultralytics{suffix}_median": round(statistics.median(cpu_r), 2),
+                        }
+                    )
         out[scene] = {"contenders": per, "ratios": ratios}
     return out
+
+
+def _engine_versions() -> dict[str, str]:
+    import importlib.metadata
+    import importlib.util
+
+    packages = ("onnxruntime", "openvino", "ultralytics")
+    return {p: importlib.metadata.version(p) for p in packages if importlib.util.find_spec(p) is not None}
 
 
 def cpu_flags_note() -> str:
@@ -295,16 +352,21 @@ def cpu_flags_note() -> str:
     except OSError:
         pass
     have = sorted(flags & set(INT8_CPU_FLAGS))
-    return f"{cpu_name()}; INT8 instructions: {', '.join(have) if have else 'none (no AVX-512 VNNI / AVX-VNNI / AMX)'}"
+    bf16 = sorted(flags & {"avx512_bf16", "amx_bf16"})
+    return (
+        f"{cpu_name()}; INT8 instructions: {', '.join(have) if have else 'none (no AVX-512 VNNI / AVX-VNNI / AMX)'}; "
+        f"BF16: {', '.join(bf16) if bf16 else 'none'}"
+    )
 
 
 def write_markdown(doc: dict[str, Any], path: Path) -> None:
     lines = [
-        "# Cost per camera: the app against Ultralytics' ONNX predict loop",
+        "# Cost per camera: the app against Ultralytics' ONNX and OpenVINO predict loops",
         "",
         f"`{doc['command']}` ({doc['created_utc']}).",
         "",
-        f"CPU: {doc['cpu']}; {doc['logical_cores']} logical cores; load average at the end {doc['load_average']}.",
+        f"CPU: {doc['cpu']}; {doc['logical_cores']} logical cores; load average (1 min) at the start "
+        f"{doc.get('load_average_start', '?')}, at the end {doc['load_average']}; engines {doc.get('engines', {})}.",
         f"{doc['notes'] or ''}",
         "",
         "Model: the bundled `campusguard-default.onnx` (and its INT8 variant), imgsz 480 (the example config), "
@@ -327,27 +389,33 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         for c, e in res["contenders"].items():
             f1 = (
                 "-"
-                if c == "ultralytics"
+                if c in ANCHORS
                 else ", ".join(f"{f:.3f} ({t[0]}/{t[1]}/{t[2]})" for f, t in zip(e["f1"], e["tp_fp_fn"], strict=True))
             )
-            dip = "1 (every frame)" if c == "ultralytics" else f"{e['detector_images_per_frame']:.3f}"
-            gate = "-" if c == "ultralytics" or e["gate_ms_per_frame"] is None else f"{e['gate_ms_per_frame']:.3f}"
-            busy = "-" if c == "ultralytics" else str(e["frames_gate_busy"])
-            start = "-" if c == "ultralytics" else f"{e['startup_cpu_s']:.2f}"
+            dip = "1 (every frame)" if c in ANCHORS else f"{e['detector_images_per_frame']:.3f}"
+            gate = "-" if c in ANCHORS or e["gate_ms_per_frame"] is None else f"{e['gate_ms_per_frame']:.3f}"
+            busy = "-" if c in ANCHORS else str(e["frames_gate_busy"])
+            start = "-" if c in ANCHORS else f"{e['startup_cpu_s']:.2f}"
             lines.append(
                 f"| {c} | {e['core_s_per_camera_hour']:.0f} | {e['core_ms_per_frame']:.1f} | {e['processed_fps']:.1f} "
                 f"| {f1} | {dip} | {gate} | {busy} | {start} |"
             )
-        lines += [
-            "",
-            "| app variant | fps / Ultralytics (per round) | CPU saving x (per round) |",
-            "| --- | --- | --- |",
-        ]
-        for c, r in res["ratios"].items():
-            lines.append(
-                f"| {c} | **{r['fps_vs_ultralytics_median']:.2f}** ({', '.join(map(str, r['fps_vs_ultralytics']))}) "
-                f"| **{r['cpu_saving_vs_ultralytics_median']:.2f}** ({', '.join(map(str, r['cpu_saving_vs_ultralytics']))}) |"
-            )
+        for anchor in ANCHORS:
+            suffix = "" if anchor == "ultralytics" else "_openvino"
+            rows_here = {c: r for c, r in res["ratios"].items() if f"fps_vs_ultralytics{suffix}" in r}
+            if not rows_here:
+                continue
+            lines += [
+                "",
+                f"| against `{anchor}` | fps / {anchor} (per round) | CPU saving x (per round) |",
+                "| --- | --- | --- |",
+            ]
+            for c, r in rows_here.items():
+                fps, cpu = r[f"fps_vs_ultralytics{suffix}"], r[f"cpu_saving_vs_ultralytics{suffix}"]
+                lines.append(
+                    f"| {c} | **{r[f'fps_vs_ultralytics{suffix}_median']:.2f}** ({', '.join(map(str, fps))}) "
+                    f"| **{r[f'cpu_saving_vs_ultralytics{suffix}_median']:.2f}** ({', '.join(map(str, cpu))}) |"
+                )
         lines.append("")
         for c, e in res["contenders"].items():
             if e.get("precision_log"):
@@ -378,12 +446,14 @@ def main() -> int:
     ap.add_argument("--idle-fraction", type=float, default=0.75, help="quiet share of the campus day")
     ap.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated subset")
     ap.add_argument("--notes", default="", help="conditions of the run")
+    ap.add_argument("--no-host-stages", action="store_true", help="skip the host-stage timing (plan --host-cost)")
     ap.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.md")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return 0
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
+    load_start = round(os.getloadavg()[0], 2)
     contenders = [c for c in args.contenders.split(",") if c]
     bad = sorted(set(contenders) - set(CONTENDERS))
     if bad:
@@ -408,7 +478,7 @@ def main() -> int:
                         flush=True,
                     )
         host = None
-        if any(c in APP_VARIANTS for c in contenders):
+        if any(c in APP_VARIANTS for c in contenders) and not args.no_host_stages:
             run_dir = folder / "host-stages"
             run_dir.mkdir()
             host = spawn({**scenes["idle"], "scene": "idle", "contender": "host-stages", "folder": str(run_dir)})
@@ -422,6 +492,8 @@ def main() -> int:
         "cpu": cpu_flags_note(),
         "logical_cores": os.cpu_count(),
         "load_average": round(os.getloadavg()[0], 2),
+        "load_average_start": load_start,
+        "engines": _engine_versions(),
         "imgsz": IMGSZ,
         "scenes": {k: {kk: vv for kk, vv in v.items() if kk not in ("video", "truth")} for k, v in scenes.items()},
         "results": summarise(rows, scenes),

@@ -83,7 +83,7 @@ def build_tiny_checkpoint(path: Path, imgsz: int = 320, nc: int = 2) -> Path:
     weights (seed 0), ``nc`` classes and ``imgsz`` in its ``train_args``. Needs the torch extra."""
     import torch
 
-    from campusguard.backends.torch_backend import build_architecture
+    from campusguard.models.ultralytics_net import build_architecture
 
     net = build_architecture("yolov8n", nc=nc)
     net.names = {i: f"c{i}" for i in range(nc)}

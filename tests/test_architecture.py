@@ -132,8 +132,20 @@ def test_shared_facts_are_defined_once():
 
 
 def test_models_export_does_not_import_the_registry():
-    # the registry imports the exporter; the exporter needs only the resolved reference
+    # the loader imports the exporter; the exporter needs only the resolved reference
     assert "campusguard.models.registry" not in imported_modules(PACKAGE / "models" / "export.py")
+    assert "campusguard.backends.loader" not in imported_modules(PACKAGE / "models" / "export.py")
+
+
+def test_models_never_import_backends():
+    """One direction: ``backends/`` reads ``models/`` (model info, exports), ``models/`` never imports a backend."""
+    graph = import_graph()
+    offenders = {
+        m: sorted(t for t in targets if t.startswith("campusguard.backends"))
+        for m, targets in graph.items()
+        if m.startswith("campusguard.models")
+    }
+    assert {m: t for m, t in offenders.items() if t} == {}
 
 
 def test_scan_reuses_the_watch_pipeline_and_stays_out_of_the_cli():
@@ -300,7 +312,7 @@ def test_the_cycle_finder_finds_cycles():
 
 def test_the_import_graph_is_complete():
     graph = import_graph()
-    assert "campusguard.models.export" in graph["campusguard.models.registry"]
+    assert "campusguard.models.export" in graph["campusguard.backends.loader"]
     assert "campusguard.app" in graph["campusguard.cli.watch"]  # a package's __init__ is a node
     assert "campusguard.app.events" not in graph["campusguard.app.events.store"]  # its own package: implicit
     assert "campusguard.app.events.types" in graph["campusguard.app.events"]  # a re-export is an edge
@@ -348,3 +360,99 @@ def test_a_rule_is_its_module_and_one_registry_line():
     for path in sorted((PACKAGE / "app" / "config").glob("*.py")):
         named = imported_modules(path) & rule_modules
         assert not named, f"config/{path.name} names rule modules {sorted(named)}: derive from RULES instead"
+
+
+_ECHO_MODULE = '''"""A throwaway engine: runs nothing, returns an empty head output of the model's shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from campusguard.backends.base import LoadOptions
+from campusguard.models.resolve import parse_model_ref, read_model_info
+
+
+class EchoBackend:
+    name = "echo"
+
+    def __init__(self, path: Path) -> None:
+        self.info = read_model_info(parse_model_ref(path))
+        self.provider = "echo:cpu"
+
+    def infer(self, batch: np.ndarray) -> np.ndarray:
+        return np.zeros((batch.shape[0], 4 + len(self.info.names), 8), np.float32)
+
+
+def build(path: Path, options: LoadOptions) -> EchoBackend:
+    return EchoBackend(path)
+'''
+
+_ECHO_LINE = (
+    '    BackendSpec(name="echo", summary="a throwaway engine", module="campusguard.backends.echo_backend", '
+    'reads=("onnx",), devices=("cpu",), precisions=("fp32",), bench=(("echo", "host", False),), '
+    'cpu_trial=("fp32",), formats=(("fp32", "cpu", ""),)),\n'
+)
+
+_ECHO_CHECKS = """
+import json, subprocess, sys
+from pathlib import Path
+from campusguard.app.config.detector import DetectorConfig
+from campusguard.backends.registry import BACKEND_NAMES, FORMATS
+from campusguard.bench.prepare import BACKENDS, VARIANTS, skip_reason
+from campusguard.detector import Detector
+from campusguard.doctor import collect_environment
+from campusguard.models.resolve import parse_model_ref
+from campusguard.precision import trial_candidates
+
+model = Path(sys.argv[1])
+det = Detector(model, backend="echo", device="cpu")
+found = {
+    "names": "echo" in BACKEND_NAMES,
+    "config": DetectorConfig(backend="echo").backend == "echo"
+    and "echo" in json.dumps(DetectorConfig.model_json_schema()["properties"]["backend"]),
+    "bench": "echo" in BACKENDS and VARIANTS["echo"] == ("echo", "host", False),
+    "skip": skip_reason(parse_model_ref(model), "echo", "fp32", "cpu") is None,
+    "formats": "echo" in FORMATS["fp32"]["backends"].split(","),
+    "doctor": any(v["backend"] == "echo" for v in collect_environment(include_torch=False)["verdicts"]),
+    "trial": "echo-fp32" in trial_candidates(model),
+    "detector": det.provider == "echo:cpu" and len(det(__import__("numpy").zeros((48, 64, 3), "uint8"))) == 0,
+}
+for command in ("predict", "bench"):
+    help_text = subprocess.run(
+        [sys.executable, "-m", "campusguard.cli.main", command, "--help"], capture_output=True, text=True
+    ).stdout
+    found[command + "-help"] = "echo" in help_text
+print(json.dumps(found))
+"""
+
+
+def test_a_new_backend_is_its_module_plus_one_registry_line(tmp_path: Path):
+    """Target 4: a copy of the package with one new module and one line in `backends/registry.py`'s `_ENTRIES`;
+    every derived list (config literal, CLI help, bench variants, skip rules, formats, doctor, the engine trial)
+    and `Detector` pick it up, with no other file touched."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from factories import build_tiny_detector_onnx
+
+    root = tmp_path / "src"
+    shutil.copytree(PACKAGE, root / "campusguard", ignore=shutil.ignore_patterns("__pycache__", "*.onnx"))
+    backends = root / "campusguard" / "backends"
+    (backends / "echo_backend.py").write_text(_ECHO_MODULE)
+    registry = (backends / "registry.py").read_text()
+    marker = "\n)\n\nBACKENDS: dict[str, BackendSpec]"
+    assert registry.count(marker) == 1
+    (backends / "registry.py").write_text(registry.replace(marker, "\n" + _ECHO_LINE.rstrip("\n") + marker))
+    model = build_tiny_detector_onnx(tmp_path / "tiny.onnx")
+    env = {**os.environ, "PYTHONPATH": str(root), "CAMPUSGUARD_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", _ECHO_CHECKS, str(model)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found == dict.fromkeys(found, True) and len(found) == 10, found

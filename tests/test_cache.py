@@ -62,10 +62,11 @@ def test_two_processes_name_the_export_of_a_read_only_checkpoint_alike(tmp_path)
 
 
 def test_the_suite_runs_on_a_temporary_cache_never_the_users():
-    from conftest import TEST_CACHE, USER_CACHE
-
+    # tests/conftest.py points the whole session at a fresh temporary root before any test module is
+    # imported (read through the environment: several conftest modules share the name `conftest`)
     root = cache_dir()
-    assert root == TEST_CACHE and not root.is_relative_to(USER_CACHE)
+    assert root.name.startswith("campusguard-test-cache-") and root == Path(os.environ["CAMPUSGUARD_CACHE"])
+    assert not root.is_relative_to(Path.home() / ".cache")
     child = subprocess.run(
         [sys.executable, "-c", "from campusguard.cache import cache_dir; print(cache_dir())"],
         capture_output=True,
@@ -73,4 +74,4 @@ def test_the_suite_runs_on_a_temporary_cache_never_the_users():
         check=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
     )
-    assert Path(child.stdout.strip()) == TEST_CACHE  # the CLI processes the tests start inherit it
+    assert Path(child.stdout.strip()) == root  # the CLI processes the tests start inherit it

@@ -167,3 +167,96 @@ def test_a_variant_file_that_does_not_load_is_refused_and_fp32_runs(tmp_path: Pa
     assert result.chosen == "fp32" and not int8.accepted and int8.runs == 0
     assert int8.note.startswith("cannot load:") and "INT8 refused: cannot load" in result.reason
     assert "int8 not run (refused)" in result.line()
+
+
+# the engine trial: every backend and precision, chosen by the same timing and accuracy bar ---------
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class FakeDetector:
+    """Takes ``ms`` of the fake clock per frame and finds ``boxes`` (the same for every frame)."""
+
+    def __init__(self, clock: FakeClock, ms: float, boxes) -> None:
+        self.clock, self.ms, self.boxes = clock, ms, boxes
+
+    def predict_batch(self, images: list[np.ndarray]) -> list:
+        self.clock.t += self.ms / 1000 * len(images)
+        return [self.boxes] * len(images)
+
+    def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]:
+        return (128, 224)
+
+
+def _boxes(make_detections, shift: float = 0.0):
+    xy = np.array([[10 + 30 * i, 10, 30 + 30 * i, 50] for i in range(25)], np.float32) + shift
+    return make_detections(xyxy=xy, confidence=np.full(25, 0.9, np.float32), class_id=np.zeros(25, np.int64))
+
+
+def _engine_trial(make_detections, ms: dict[str, float], wrong: tuple[str, ...] = (), among=None):
+    clock = FakeClock()
+    good, bad = _boxes(make_detections), _boxes(make_detections, shift=15.0)
+
+    def make(path: Path, backend: str | None = None, precision: str | None = None) -> FakeDetector:
+        label = (
+            "fp32"
+            if backend is None and path == DEFAULT_MODEL
+            else (path.name if backend is None else f"{backend}-{precision}")
+        )
+        return FakeDetector(clock, ms[label], bad if label in wrong else good)
+
+    variants = {label: (DEFAULT_MODEL if label == "fp32" or "-" in label else Path(label)) for label in ms}
+    return run_trial(variants, make, trial_frames((360, 640), 2), budget_s=10.0, clock=clock, among=among)
+
+
+@pytest.mark.parametrize(
+    ("ms", "wrong", "chosen"),
+    [
+        ({"fp32": 20.0, "int8": 14.0, "openvino-fp32": 25.0, "openvino-bf16": 22.0}, (), "int8"),  # OV slower: never
+        ({"fp32": 20.0, "int8": 14.0, "openvino-fp32": 15.0, "openvino-bf16": 14.5}, (), "int8"),  # not faster: no
+        ({"fp32": 20.0, "openvino-bf16": 19.4}, (), "fp32"),  # 3% faster is not the 5% a switch needs
+        ({"fp32": 20.0, "int8": 14.0, "openvino-bf16": 6.3}, (), "openvino-bf16"),  # where it wins, it is chosen
+        ({"fp32": 20.0, "int8": 14.0, "openvino-bf16": 6.3}, ("openvino-bf16",), "int8"),  # but not with wrong boxes
+    ],
+)
+def test_the_engine_trial_picks_openvino_only_where_it_is_faster_and_keeps_the_boxes(
+    make_detections, ms: dict[str, float], wrong: tuple[str, ...], chosen: str
+) -> None:
+    """Target 2: on a CPU where OpenVINO is not faster, `auto` never picks it."""
+    result = _engine_trial(make_detections, ms, wrong)
+    assert result.chosen == chosen, result.line()
+    assert all(v.runs >= 3 for v in result.variants)
+    fastest_ok = min(ms[v.precision] for v in result.variants if v.accepted)
+    assert ms[chosen] <= max(fastest_ok, ms["fp32"]) * 1.05  # never more than 5% slower than the best accepted
+    assert (result.backend, result.precision) == (
+        ("openvino", "bf16") if chosen == "openvino-bf16" else ("onnxruntime", chosen)
+    )
+
+
+def test_a_forced_backend_chooses_among_its_own_variants_with_fp32_as_the_reference(make_detections) -> None:
+    ms = {"fp32": 10.0, "openvino-fp32": 30.0, "openvino-bf16": 20.0}
+    assert _engine_trial(make_detections, ms, among=["openvino-fp32", "openvino-bf16"]).chosen == "openvino-bf16"
+    refused = _engine_trial(make_detections, ms, ("openvino-bf16",), among=["openvino-fp32", "openvino-bf16"])
+    assert refused.chosen == "openvino-fp32" and not refused.variants[2].accepted
+
+
+def test_the_candidates_are_every_installed_backend_and_precision(tmp_path: Path) -> None:
+    import importlib.util
+
+    from campusguard.precision import trial_candidates
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(DEFAULT_MODEL.read_bytes())
+    (tmp_path / "m.int8.onnx").write_bytes(b"int8")
+    (tmp_path / "m.int8ov.xml").write_bytes(b"<net/>")
+    has_ov = importlib.util.find_spec("openvino") is not None
+    expected = {"fp32": model, "int8": tmp_path / "m.int8.onnx"}
+    if has_ov:
+        expected |= {"openvino-fp32": model, "openvino-bf16": model, "openvino-int8ov": tmp_path / "m.int8ov.xml"}
+    assert trial_candidates(model, flags=["avx512_bf16"]) == expected
+    assert "openvino-bf16" not in trial_candidates(model, flags=["avx2"])  # no BF16 instructions, no BF16 candidate
+    assert set(trial_candidates(model, backend="onnxruntime")) == {"fp32", "int8"}

@@ -16,14 +16,15 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from campusguard.backends.base import Backend
+from campusguard.backends.loader import load_backend
 from campusguard.backends.onnxruntime_device import OrtDevicePipeline
+from campusguard.backends.registry import BACKENDS, backend_spec, choices
 from campusguard.backends.torch_device import DevicePipeline
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.models.aliases import alias_of
 from campusguard.models.families import head_end_to_end
 from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
-from campusguard.models.registry import load_backend
 from campusguard.ops.postprocess import postprocess
 from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
 
@@ -92,7 +93,8 @@ class Detector:
         iou: NMS IoU threshold (0..1).
         max_det: detections kept per image.
         classes: keep only these class ids.
-        backend: ``onnxruntime`` (default) or ``torch``.
+        backend: a `campusguard.backends.registry` name: ``onnxruntime`` (default), ``torch`` or
+            ``openvino``.
         agnostic: class-agnostic NMS.
         half: FP16 (GPU).
         batch: batch size of exported models (``.pt``/architecture to ONNX).
@@ -115,6 +117,8 @@ class Detector:
             with CampusGuard's NMS (the boxes of Ultralytics 8.4's default ``predict``),
             ``"end2end"`` the one-to-one head (an error for a model without one). ``info.head``
             says which runs.
+        precision: the inference precision of a backend that compiles for one (OpenVINO: ``fp32``,
+            ``bf16``); ``None``: the engine's default. INT8 and FP16 are model files (or ``half``).
     """
 
     def __init__(
@@ -139,6 +143,7 @@ class Detector:
         pipeline: str = "host",
         cuda_graphs: bool = False,
         head: str | None = None,
+        precision: str | None = None,
     ) -> None:
         self.conf = _check_unit("conf", conf)
         self.iou = _check_unit("iou", iou)
@@ -163,6 +168,7 @@ class Detector:
             intra_op_threads=threads,
             allow_spinning=spinning,
             end_to_end=head_end_to_end(head),
+            precision=precision,
         )
         info = self.backend.info
         if head is not None and info.head != head:  # an ONNX file has one head, chosen at export
@@ -201,8 +207,9 @@ class Detector:
                     "use pipeline='host' or head='classic'"
                 )
             return None
-        if pipeline == "device" and name not in ("torch", "onnxruntime"):
-            raise InvalidInputError(f"pipeline='device' runs PyTorch or ONNX Runtime models, not {name!r}")
+        if pipeline == "device" and "device" not in backend_spec(name).pipelines:
+            with_device = tuple(s.name for s in BACKENDS.values() if "device" in s.pipelines)
+            raise InvalidInputError(f"pipeline='device' runs on the {choices(with_device)} backend, not {name!r}")
         if pipeline == "host" or (pipeline == "auto" and not (on_torch and self.provider.split(":")[1] != "cpu")):
             if cuda_graphs:
                 raise InvalidInputError("cuda_graphs needs pipeline='device' (or 'auto' on a GPU)")

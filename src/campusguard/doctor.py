@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 
 from campusguard.backends.devices import list_gpus, visible_devices_env
+from campusguard.backends.registry import BACKENDS
 
 __all__ = [
     "Verdict",
@@ -35,6 +36,8 @@ PACKAGES = (
     "onnxruntime-gpu",
     "onnxruntime-migraphx",
     "onnxruntime-openvino",
+    "openvino",
+    "nncf",
     "onnx",
     "torch",
     "torchvision",
@@ -146,8 +149,27 @@ def check_visible_devices(env: dict[str, str | None], physical: int) -> list[str
 def backend_verdicts(
     providers: list[str], torch_info: dict[str, Any] | None, gpus: list[dict[str, Any]]
 ) -> list[Verdict]:
-    """One verdict per backend/provider: "ready", "cpu-only" or "unavailable", with the reason."""
-    vendors = {g["vendor"] for g in gpus}
+    """One verdict per backend/provider: "ready", "cpu-only" or "unavailable", with the reason.
+
+    Every backend of the registry (`campusguard.backends.registry`) gets its verdicts from its own
+    ``verdicts`` function, else one line from its availability check.
+    """
+    context = {"providers": providers, "torch": torch_info, "gpus": gpus}
+    out: list[Verdict] = []
+    for spec in BACKENDS.values():
+        if spec.verdicts is None:
+            missing = spec.missing()
+            out.append(Verdict(spec.name, "unavailable" if missing else "ready", missing or ""))
+            continue
+        for v in spec.verdict_function()(context):
+            out.append(v if isinstance(v, Verdict) else Verdict(*v))
+    return out
+
+
+def onnxruntime_verdicts(context: dict[str, Any]) -> list[Verdict]:
+    """ONNX Runtime's verdicts: one per GPU vendor's provider, and the CPU."""
+    providers: list[str] = context["providers"]
+    vendors = {g["vendor"] for g in context["gpus"]}
     out = []
     if "amd" in vendors:
         if "MIGraphXExecutionProvider" in providers:
@@ -180,6 +202,14 @@ def backend_verdicts(
         out.append(Verdict("ONNX Runtime on CPU", "ready", detail))
     else:
         out.append(Verdict("ONNX Runtime on CPU", "ready", ""))
+    return out
+
+
+def torch_verdicts(context: dict[str, Any]) -> list[Verdict]:
+    """PyTorch's verdict: ready on a GPU, CPU-only, or why it is unavailable."""
+    torch_info: dict[str, Any] | None = context["torch"]
+    gpus = context["gpus"]
+    out = []
     if torch_info is None:
         out.append(Verdict("PyTorch", "unavailable", "not installed: pip install 'campusguard[torch]'"))
     elif "error" in torch_info:

@@ -2,7 +2,7 @@
 
 A *variant* of an ONNX model is a file next to it: ``NAME-int8.onnx`` (how the bundled model
 ships) or ``NAME.int8.onnx`` (what ``campusguard export --int8`` writes), likewise ``fp16``.
-Which variants a device may try comes from `campusguard.models.export.FORMATS` (INT8 on the CPU,
+Which variants a device may try comes from `campusguard.backends.registry.FORMATS` (INT8 on the CPU,
 FP16 on GPUs); nothing is exported or quantised here (INT8 needs calibration images and minutes:
 ``campusguard export MODEL --int8 --data DIR`` makes one).
 
@@ -38,6 +38,10 @@ __all__ = [
     "TrialResult",
     "VariantTiming",
     "choose_precision",
+    "cpu_has_bf16",
+    "split_label",
+    "trial_candidates",
+    "trial_label",
     "cpu_prefers_int8",
     "int8_variant",
     "run_trial",
@@ -59,10 +63,11 @@ def cpu_prefers_int8(flags: Iterable[str]) -> bool:
 
 
 def variant_file(model: Path, precision: str) -> Path | None:
-    """The ``precision`` file shipped next to ONNX ``model`` (``NAME-P.onnx`` or ``NAME.P.onnx``), if any."""
+    """The ``precision`` file shipped next to ONNX ``model`` (``NAME-P.onnx`` or ``NAME.P.onnx``; an OpenVINO
+    IR ``NAME.P.xml``), if any."""
     if model.suffix != ".onnx":
         return None
-    for name in (f"{model.stem}-{precision}.onnx", f"{model.stem}.{precision}.onnx"):
+    for name in (f"{model.stem}-{precision}.onnx", f"{model.stem}.{precision}.onnx", f"{model.stem}.{precision}.xml"):
         candidate = model.with_name(name)
         if candidate.is_file():
             return candidate
@@ -74,10 +79,66 @@ def int8_variant(model: Path) -> Path | None:
     return variant_file(model, "int8")
 
 
+def split_label(label: str) -> tuple[str, str]:
+    """A trial label -> ``(backend, precision)``: ``int8`` is ONNX Runtime's INT8, ``openvino-bf16`` OpenVINO's BF16."""
+    from campusguard.backends.registry import DEFAULT_BACKEND
+
+    backend, _, precision = label.rpartition("-")
+    return (backend or DEFAULT_BACKEND, precision)
+
+
+def trial_label(backend: str, precision: str) -> str:
+    """The label of ``precision`` on ``backend`` in a trial (ONNX Runtime's labels are the bare precision)."""
+    from campusguard.backends.registry import DEFAULT_BACKEND
+
+    return precision if backend == DEFAULT_BACKEND else f"{backend}-{precision}"
+
+
+def cpu_has_bf16(flags: Iterable[str] | None = None) -> bool:
+    """Whether the CPU has BF16 arithmetic (AVX-512 BF16 or AMX), from ``/proc/cpuinfo`` flags."""
+    if flags is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                line = next((x for x in f if x.startswith("flags")), "")
+            flags = line.split(":", 1)[1].split() if ":" in line else []
+        except OSError:
+            flags = []
+    return any(f in ("avx512_bf16", "amx_bf16") for f in flags)
+
+
+def trial_candidates(model: Path, backend: str | None = None, flags: Iterable[str] | None = None) -> dict[str, Path]:
+    """What ``precision: auto`` times on the CPU for ONNX ``model``: label -> file.
+
+    ``fp32`` (ONNX Runtime on the model itself: the accuracy reference) first, then every precision each
+    installed backend's registry entry lists in ``cpu_trial`` (`campusguard.backends.registry`): a file
+    precision when its variant file is shipped next to the model (``NAME.int8.onnx``, OpenVINO's ``NAME.int8ov.xml``),
+    a compiled one (OpenVINO's ``bf16``) on the model itself when the CPU has it. ``backend`` limits the
+    candidates to that backend's (the reference stays, to check them against).
+    """
+    from campusguard.backends.registry import BACKENDS, FORMATS
+
+    out = {"fp32": model}
+    for spec in BACKENDS.values():
+        if not spec.cpu_trial or (backend is not None and spec.name != backend) or not spec.available:
+            continue
+        for precision in spec.cpu_trial:
+            label = trial_label(spec.name, precision)
+            if label in out:
+                continue
+            if precision == "fp32":
+                out[label] = model
+            elif precision in FORMATS:
+                if (path := variant_file(model, precision)) is not None:
+                    out[label] = path
+            elif precision == "bf16" and cpu_has_bf16(flags):
+                out[label] = model
+    return out
+
+
 def shipped_variants(model: Path, device_kind: str = "cpu") -> dict[str, Path]:
     """The variants of ``model`` a trial on ``device_kind`` (``cpu``, ``cuda``, ``rocm``) compares: FP32
     (the model itself) first, then each shipped file whose precision `FORMATS` lists for that device."""
-    from campusguard.models.export import FORMATS
+    from campusguard.backends.registry import FORMATS
 
     out = {"fp32": model}
     for precision, spec in FORMATS.items():
@@ -175,6 +236,16 @@ class TrialResult:
     variants: tuple[VariantTiming, ...] = field(default_factory=tuple)
     seconds: float = 0.0
 
+    @property
+    def backend(self) -> str:
+        """The backend of the chosen variant (`split_label`)."""
+        return split_label(self.chosen)[0]
+
+    @property
+    def precision(self) -> str:
+        """The precision of the chosen variant: ``fp32``, ``bf16``, ``int8``, ``int8ov``."""
+        return split_label(self.chosen)[1]
+
     def line(self) -> str:
         """The figures in one line, e.g. for the start-up log."""
         figures = ", ".join(
@@ -200,7 +271,7 @@ def trial_frames(frame_hw: tuple[int, int] = TRIAL_FRAME_HW, count: int = 6, see
 
 def run_trial(
     variants: Mapping[str, Path],
-    make: Callable[[Path], TrialDetector],
+    make: Callable[..., TrialDetector],
     frames: Sequence[np.ndarray],
     *,
     budget_s: float = 3.0,
@@ -208,8 +279,14 @@ def run_trial(
     max_rounds: int = 60,
     min_gain: float = 0.05,
     clock: Callable[[], float] = time.perf_counter,
+    among: Sequence[str] | None = None,
 ) -> TrialResult:
     """Time each variant on ``frames`` and choose the fastest that keeps FP32's boxes.
+
+    A variant's label is its precision on ONNX Runtime (``fp32``, ``int8``) or
+    ``<backend>-<precision>`` on another engine (``openvino-bf16``, `trial_candidates`): ``make(path)``
+    builds the former, ``make(path, backend=..., precision=...)`` the latter. ``among`` limits the choice
+    to those labels (a forced backend); ``fp32`` is still the accuracy reference.
 
     Each variant is built once with ``make`` and first detects every frame (its warm-up, and the
     boxes the accuracy check compares with FP32's, `PARITY_THRESHOLDS`). Then timed rounds: one
@@ -234,8 +311,11 @@ def run_trial(
     refusals: dict[str, str] = {}
     detectors = {"fp32": make(variants["fp32"])}
     for p in (p for p in variants if p != "fp32"):
+        backend, precision = split_label(p)
         try:
-            detectors[p] = make(variants[p])
+            detectors[p] = (
+                make(variants[p]) if p == precision else make(variants[p], backend=backend, precision=precision)
+            )
         except CampusGuardError as exc:  # a broken variant file is refused; FP32 still runs
             refusals[p] = f"cannot load: {exc}"
     names = list(detectors)
@@ -244,7 +324,7 @@ def run_trial(
     for p in names[1:]:
         report = compare_detections(boxes["fp32"], boxes[p])
         checks[p] = report.line()
-        bar = PARITY_THRESHOLDS.get(p)
+        bar = PARITY_THRESHOLDS.get(split_label(p)[1])
         failure = "no accuracy bar for this precision" if bar is None else bar.failure(report)
         if failure is not None:
             refusals[p] = failure
@@ -271,7 +351,7 @@ def run_trial(
         )
         for p in ["fp32", *(p for p in variants if p != "fp32")]
     )
-    chosen, reason = _decide(medians, refusals, min_gain)
+    chosen, reason = _decide(medians, refusals, min_gain, among)
     frame_hw = (int(frames[0].shape[0]), int(frames[0].shape[1]))
     return TrialResult(
         chosen=chosen,
@@ -283,8 +363,12 @@ def run_trial(
     )
 
 
-def _decide(medians: Mapping[str, float], refusals: Mapping[str, str], min_gain: float) -> tuple[str, str]:
-    """The chosen precision and why, from the medians (ms) and the variants the accuracy check refused."""
+def _decide(
+    medians: Mapping[str, float], refusals: Mapping[str, str], min_gain: float, among: Sequence[str] | None = None
+) -> tuple[str, str]:
+    """The chosen label and why, from the medians (ms) and the variants the accuracy check refused."""
+    if among is not None and "fp32" not in among:
+        return _decide_forced(medians, refusals, among)
     fp32 = medians["fp32"]
     others = sorted((ms, p) for p, ms in medians.items() if p != "fp32")
     if not others and not refusals:
@@ -299,3 +383,18 @@ def _decide(medians: Mapping[str, float], refusals: Mapping[str, str], min_gain:
         return best, why + (f"; {refused}" if refused else "")
     why = f"{best.upper()} is not {min_gain:.0%} faster than FP32 here ({ms:.1f} vs {fp32:.1f} ms)"
     return "fp32", why + (f"; {refused}" if refused else "")
+
+
+def _decide_forced(medians: Mapping[str, float], refusals: Mapping[str, str], among: Sequence[str]) -> tuple[str, str]:
+    """A forced backend: its fastest variant that passed the accuracy check, else its first (its FP32)."""
+    if not among:
+        raise InvalidInputError("a forced backend needs at least one candidate")
+    good = sorted((medians[p], p) for p in among if p in medians and p not in refusals)
+    if good:
+        ms, best = good[0]
+        return best, f"the fastest of the forced backend's variants that keeps FP32's boxes ({ms:.1f} ms)"
+    first = among[0]
+    return (
+        first,
+        f"the forced backend's {first}: none of its variants passed the accuracy check ({refusals.get(first, '')})",
+    )

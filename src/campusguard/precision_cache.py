@@ -39,7 +39,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the engine trial (labels of several backends, their versions in the key)
 _FOLDER = "precision"
 
 
@@ -53,6 +53,7 @@ class TrialKey:
     frame_hw: tuple[int, int]
     provider: str
     onnxruntime: str
+    engines: tuple[tuple[str, str], ...] = ()  # (backend, version) of every other engine in the trial
 
     def digest(self) -> str:
         """A stable name for this key (SHA-256 of its JSON), the same in every process."""
@@ -77,7 +78,10 @@ class Calibration:
             "input_hw": list(r.input_hw),
             "provider": self.key.provider,
             "onnxruntime": self.key.onnxruntime,
+            "engines": dict(self.key.engines),
             "chosen": r.chosen,
+            "backend": r.backend,
+            "precision": r.precision,
             "chosen_model": r.model,
             "reason": r.reason,
             "ms": {v.precision: round(v.ms, 2) if v.runs else None for v in r.variants},
@@ -95,7 +99,7 @@ class Calibration:
         """Parse a stored calibration; `ValueError` when it is not one (any missing or mistyped field)."""
         try:
             if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-                raise ValueError("not a version-1 calibration")
+                raise ValueError(f"not a version-{CACHE_VERSION} calibration")
             k, r = data["key"], data["result"]
             key = TrialKey(
                 cpu=str(k["cpu"]),
@@ -104,6 +108,7 @@ class Calibration:
                 frame_hw=(int(k["frame_hw"][0]), int(k["frame_hw"][1])),
                 provider=str(k["provider"]),
                 onnxruntime=str(k["onnxruntime"]),
+                engines=tuple((str(b), str(v)) for b, v in k["engines"]),
             )
             variants = tuple(
                 VariantTiming(
@@ -140,10 +145,22 @@ def trial_key(
     provider: str = "CPUExecutionProvider",
 ) -> TrialKey:
     """The key of a trial of ``variants`` on this machine (reads only file metadata: no session)."""
+    import importlib.metadata
+
     import onnxruntime as ort
 
+    from campusguard.backends.registry import DEFAULT_BACKEND, backend_spec
     from campusguard.doctor import cpu_name
+    from campusguard.precision import split_label
 
+    others = sorted({split_label(label)[0] for label in variants} - {DEFAULT_BACKEND})
+    versions = []
+    for backend in others:
+        package = backend_spec(backend).requires[0] if backend_spec(backend).requires else backend
+        try:
+            versions.append((backend, importlib.metadata.version(package)))
+        except importlib.metadata.PackageNotFoundError:
+            versions.append((backend, "?"))
     return TrialKey(
         cpu=cpu_name(),
         files=tuple((p, file_key(path)) for p, path in variants.items()),
@@ -151,6 +168,7 @@ def trial_key(
         frame_hw=frame_hw,
         provider=provider,
         onnxruntime=ort.__version__,
+        engines=tuple(versions),
     )
 
 
@@ -192,7 +210,7 @@ def cached_calibrations() -> list[Calibration]:
 
 def calibrate(
     variants: Mapping[str, Path],
-    make: Callable[[Path], TrialDetector],
+    make: Callable[..., TrialDetector],
     *,
     imgsz: tuple[int, int] | None,
     frame_hw: tuple[int, int] = TRIAL_FRAME_HW,
@@ -200,16 +218,22 @@ def calibrate(
     budget_s: float = 3.0,
     fresh: bool = False,
     frames: list[np.ndarray] | None = None,
+    among: list[str] | None = None,
 ) -> tuple[Calibration, bool]:
     """The stored calibration of these variants here, or a new trial (`run_trial`) stored for next time.
 
     ``fresh`` measures again even when one is stored. ``frames`` replaces the synthetic trial
     frames (`trial_frames`). Returns the calibration and whether it came from the cache.
     """
-    key = trial_key(variants, imgsz=imgsz, frame_hw=frame_hw, provider=provider)
+    key = trial_key(
+        variants,
+        imgsz=imgsz,
+        frame_hw=frame_hw,
+        provider=provider + ("" if among is None else f"|among={','.join(among)}"),
+    )
     if not fresh and (stored := load_calibration(key)) is not None:
         return stored, True
-    result = run_trial(variants, make, frames or trial_frames(frame_hw), budget_s=budget_s)
+    result = run_trial(variants, make, frames or trial_frames(frame_hw), budget_s=budget_s, among=among)
     calibration = Calibration(
         key=key,
         model=str(variants["fp32"]),

@@ -13,14 +13,14 @@ import pytest
 
 import campusguard.doctor
 from campusguard.app.config import parse_config
-from campusguard.app.engine.wiring import model_for_precision
+from campusguard.app.engine.wiring import EngineChoice, choose_engine, model_for_precision
 from campusguard.errors import ModelLoadError
 from campusguard.models.resolve import DEFAULT_MODEL
 
 INT8 = DEFAULT_MODEL.with_name("campusguard-default-int8.onnx")
 
 
-def test_the_config_takes_auto_fp32_int8_only() -> None:
+def test_the_config_takes_auto_fp32_bf16_int8_only() -> None:
     assert (
         parse_config(
             "detector: {precision: int8}\ncameras: [{id: c, source: a.mp4}]", "w.yaml"
@@ -43,33 +43,42 @@ def test_int8_loads_the_bundled_variant_and_fp32_the_model(tmp_path: Path) -> No
         model_for_precision("yolov8n.yaml", "cpu", "int8")
 
 
-def test_auto_loads_what_the_trial_chose_and_measures_only_once(
+def test_auto_loads_the_engine_and_precision_the_trial_chose_and_measures_only_once(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from campusguard.detector import Detector
+    from campusguard.precision import trial_candidates
     from campusguard.precision_cache import cached_calibrations
 
     monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path))
     monkeypatch.setattr(campusguard.doctor, "cpu_flags", lambda: ["avx2"])  # no VNNI: the flags decide nothing
-    built: list[Path] = []
+    built: list[tuple[Path, str | None, str | None]] = []
 
-    def build(path: Path) -> Detector:
-        built.append(path)
-        return Detector(path, device="cpu", imgsz=224, threads=1)
+    def build(path: Path, backend: str | None = None, precision: str | None = None) -> Detector:
+        built.append((path, backend, precision))
+        return Detector(path, device="cpu", imgsz=224, threads=1, backend=backend, precision=precision)
 
+    candidates = trial_candidates(DEFAULT_MODEL)  # ONNX Runtime FP32 and INT8, and OpenVINO's where installed
     with caplog.at_level("INFO", logger="campusguard.app.engine.wiring"):
-        first = model_for_precision(None, "cpu", "auto", imgsz=224, build=build)
+        first = choose_engine(None, "cpu", "auto", imgsz=224, build=build)
     (calibration,) = cached_calibrations()
     chosen = calibration.result
-    assert first == (None if chosen.chosen == "fp32" else str(INT8)) and len(built) == 2
+    assert len(built) == len(candidates) >= 2
+    assert first.model == (None if Path(chosen.model) == DEFAULT_MODEL else chosen.model)
+    assert first.backend == (None if chosen.backend == "onnxruntime" else chosen.backend)
+    assert first.precision == (
+        chosen.precision if chosen.backend != "onnxruntime" and chosen.precision != "int8ov" else None
+    )
     (line,) = [r.getMessage() for r in caplog.records if "precision auto" in r.getMessage()]
     assert f"{chosen.chosen.upper()} (" in line and "fp32 " in line and " ms" in line and "measured now" in line
+    detector = build(Path(first.model) if first.model else DEFAULT_MODEL, first.backend, first.precision)
+    assert detector.provider.startswith("OpenVINO:") == (chosen.backend == "openvino")
     caplog.clear()
     with caplog.at_level("INFO", logger="campusguard.app.engine.wiring"):
-        assert model_for_precision(None, "cpu", "auto", imgsz=224, build=build) == first
-    assert len(built) == 2 and any("cached" in r.getMessage() for r in caplog.records)  # no second trial
-    assert model_for_precision(None, "cuda:0", "auto", imgsz=224, build=build) is None  # INT8 is a CPU choice
-    assert len(built) == 2
+        assert choose_engine(None, "cpu", "auto", imgsz=224, build=build) == first
+    assert len(built) == len(candidates) + 1 and any("cached" in r.getMessage() for r in caplog.records)  # no 2nd trial
+    assert choose_engine(None, "cuda:0", "auto", imgsz=224, build=build).model is None  # the trial is a CPU choice
+    assert len(built) == len(candidates) + 1
 
 
 def test_auto_on_a_model_without_variants_loads_it_without_a_trial(tmp_path: Path) -> None:
@@ -78,10 +87,20 @@ def test_auto_on_a_model_without_variants_loads_it_without_a_trial(tmp_path: Pat
 
     from campusguard.detector import Detector
 
-    def build(path: Path) -> Detector:
+    def build(path: Path, **_: object) -> Detector:
         raise AssertionError("no trial for a model with nothing to compare")
 
-    assert model_for_precision(str(lone), "cpu", "auto", build=build) == str(lone)
+    # ONNX Runtime forced: one candidate (the model has no INT8 file), nothing to time
+    assert choose_engine(str(lone), "cpu", "auto", backend="onnxruntime", build=build).model == str(lone)
+
+
+def test_a_forced_backend_and_precision_load_as_asked(tmp_path: Path) -> None:
+    assert choose_engine(None, "cpu", "bf16", backend="openvino") == EngineChoice(None, "openvino", "bf16")
+    assert choose_engine(None, "cpu", "fp32", backend="openvino") == EngineChoice(None, "openvino", "fp32")
+    with pytest.raises(ModelLoadError, match="not one the onnxruntime backend runs"):
+        choose_engine(None, "cpu", "bf16")
+    with pytest.raises(ModelLoadError, match="no openvino INT8 variant .*int8ov.xml"):
+        choose_engine(None, "cpu", "int8", backend="openvino")
 
 
 def test_doctor_shows_the_instruction_sets_as_information_and_no_trial_when_none_is_cached(tmp_path: Path) -> None:
@@ -106,6 +125,7 @@ def test_doctor_calibrate_measures_stores_and_doctor_then_shows_it(
     from campusguard.cli.main import main as cli_main
 
     monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "250")  # doctor's table on one line per row, whatever the terminal
     assert cli_main(["doctor", "--calibrate", "--imgsz", "224", "--budget", "1"]) == 0
     out = capsys.readouterr().out
     assert "precision trial: campusguard-default.onnx at 128x224" in out
@@ -113,8 +133,8 @@ def test_doctor_calibrate_measures_stores_and_doctor_then_shows_it(
     int8_ms = re.search(r"int8\s+([\d.]+) ms per frame \(median of (\d+)\)", out)
     assert fp32_ms and int8_ms and int(fp32_ms.group(2)) >= 3, out
     assert "[parity on 6 image(s)" in out
-    chosen = re.search(r"chosen: (FP32|INT8) \((\S+)\)", out)
-    assert chosen and chosen.group(2) == (DEFAULT_MODEL.name if chosen.group(1) == "FP32" else INT8.name), out
+    chosen = re.search(r"chosen: (FP32|INT8|OPENVINO-FP32|OPENVINO-BF16) \((\S+)\)", out)
+    assert chosen and chosen.group(2) == (INT8.name if chosen.group(1) == "INT8" else DEFAULT_MODEL.name), out
     assert f"stored in {tmp_path}" in out
 
     assert cli_main(["doctor", "--json", "--no-torch"]) == 0
@@ -163,10 +183,14 @@ def test_doctor_calibrate_refuses_bad_input_in_one_line(
 
 
 def test_doctor_calibrate_says_when_a_model_has_nothing_to_compare(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import importlib.util
+
     from campusguard.cli.main import main as cli_main
 
+    real = importlib.util.find_spec  # no other engine installed: ONNX Runtime FP32 alone has nothing to compare
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real(name, *a))
     lone = tmp_path / "lone.onnx"
     lone.write_bytes(DEFAULT_MODEL.read_bytes())
     assert cli_main(["doctor", "--calibrate", "--model", str(lone)]) != 0

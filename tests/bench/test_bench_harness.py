@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from campusguard.errors import InvalidInputError
 from campusguard.models.resolve import parse_model_ref
 from factories import build_tiny_detector_onnx
 
+NEEDS_OPENVINO = pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs the openvino extra")
 SETTINGS = BenchSettings(imgsz_hw=(64, 64), device="cpu", warmup=1, iters=3, min_seconds=0.0, repeat=2)
 
 
@@ -159,14 +161,20 @@ def test_random_weight_models_skip_accuracy_with_the_reason(
         ("onnxruntime-device", "fp32", "cpu", None),
         ("onnxruntime-device", "fp16", "cpu", "GPU provider"),
         ("onnxruntime-device", "fp32", "cuda", "install onnxruntime-gpu"),
-        ("torch", "int8", "cpu", "ONNX Runtime only"),
+        ("torch", "int8", "cpu", "runs fp32, fp16, not int8"),
         ("torch", "fp16", "cpu", "needs a GPU"),
         ("torch", "fp16", "cuda", None),
         ("torch-device", "fp32", "cpu", None),
         ("torch-device", "fp16", "cpu", "needs a GPU"),
-        ("torch-device", "int8", "cpu", "ONNX Runtime only"),
+        ("torch-device", "int8", "cpu", "runs fp32, fp16, not int8"),
         ("torch-graphs", "fp32", "cpu", "CUDA graphs need"),
         ("torch-graphs", "fp16", "cuda", None),
+        ("onnxruntime", "bf16", "cpu", "runs fp32, fp16, int8, not bf16"),
+        pytest.param(*("openvino", "fp32", "cpu", None), marks=NEEDS_OPENVINO),
+        pytest.param(*("openvino", "bf16", "cpu", None), marks=NEEDS_OPENVINO),
+        pytest.param(*("openvino", "int8", "cpu", None), marks=NEEDS_OPENVINO),
+        pytest.param(*("openvino", "fp16", "cpu", "runs fp32, bf16, int8, not fp16"), marks=NEEDS_OPENVINO),
+        pytest.param(*("openvino", "fp32", "cuda", "runs on auto, cpu, gpu, npu, not cuda"), marks=NEEDS_OPENVINO),
     ],
 )
 def test_skip_rules(backend: str, precision: str, device: str, expected: str | None) -> None:
@@ -187,7 +195,7 @@ def test_torch_missing_is_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
-    assert "PyTorch is not installed" in (skip_reason(parse_model_ref("yolov8n.yaml"), "torch", "fp32", "cpu") or "")
+    assert "pip install 'campusguard[torch]'" in (skip_reason(parse_model_ref("yolov8n.yaml"), "torch", "fp32", "cpu") or "")
 
 
 @pytest.mark.parametrize(
@@ -265,3 +273,17 @@ def test_torch_host_and_device_paths_are_bench_variants(frames: list) -> None:
     assert by["torch-graphs"]["status"] == "skipped" and "CUDA graphs" in by["torch-graphs"]["reason"]
     settings = {"models": ["yolov8n.yaml"], "backends": list(by), "precisions": ["fp32"], "batch": [2]}
     validate_result(build_result(records, SETTINGS, settings, "cpu-test", "cmd", {}, 0.001))
+
+
+@NEEDS_OPENVINO
+def test_openvino_fp32_and_bf16_are_bench_variants_and_their_results_validate(tiny: str, frames: list) -> None:
+    from campusguard.precision import cpu_has_bf16
+
+    precisions = ["fp32", "bf16"] if cpu_has_bf16() else ["fp32"]
+    recs = [
+        bench_combination(Combination(tiny, "openvino", p, 1), SETTINGS, frames, DeviceSpec("cpu")) for p in precisions
+    ]
+    assert [r["status"] for r in recs] == ["ok"] * len(recs), [r["reason"] for r in recs]
+    assert [r["provider"] for r in recs] == [f"OpenVINO:CPU:{p}" for p in precisions]  # the precision really run
+    config = {"models": [tiny], "backends": ["openvino"], "precisions": precisions, "batch": [1]}
+    validate_result(build_result(recs, SETTINGS, config, "cpu-test", "cmd", {}, 0.001))

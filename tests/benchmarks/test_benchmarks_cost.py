@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import cost  # noqa: E402
 
 def _row(scene: str, contender: str, rnd: int, cpu_s: float, wall_s: float) -> dict:
     row = {"scene": scene, "contender": contender, "round": rnd, "cpu_s": cpu_s, "wall_s": wall_s, "frames": 100}
-    if contender != "ultralytics":
+    if contender not in cost.ANCHORS:
         row |= {"startup_cpu_s": 1.0, "f1": 1.0, "tp": 2, "fp": 0, "fn": 0, "detector_images": 25}
         row |= {"frames_skipped": 75, "frames_gate_busy": 0, "gate_ms_per_frame": 0.2, "precision_log": "int8"}
     return row
@@ -57,3 +58,29 @@ def test_one_app_run_is_measured_and_scored(tmp_path: Path) -> None:
     assert 0 < out["detector_images"] <= out["frames"] and out["gate_ms_per_frame"] is not None
     assert "int8" in (out["precision_log"] or "")
     json.dumps(out)
+
+
+def test_ratios_against_both_of_ultralytics_loops() -> None:
+    scenes = {"busy": {"seed": 12, "seconds": 10.0, "idle_fraction": 0.0, "frames": 100, "incidents": 2}}
+    rows = [
+        _row("busy", "ultralytics", 0, cpu_s=8.0, wall_s=4.0),
+        _row("busy", "ultralytics-openvino", 0, cpu_s=4.0, wall_s=2.0),
+        _row("busy", "app-defaults", 0, cpu_s=2.0, wall_s=1.0),
+    ]
+    r = cost.summarise(rows, scenes)["busy"]["ratios"]
+    assert r["app-defaults"]["fps_vs_ultralytics_median"] == 4.0
+    assert r["app-defaults"]["fps_vs_ultralytics_openvino_median"] == 2.0
+    assert r["app-defaults"]["cpu_saving_vs_ultralytics_openvino_median"] == 2.0
+    assert r["ultralytics-openvino"]["fps_vs_ultralytics_median"] == 2.0  # the anchors against each other
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs the openvino extra")
+def test_ultralytics_openvino_loop_runs_on_the_bundled_model(tmp_path: Path) -> None:
+    from campusguard.data.synth.video import generate_video
+
+    truth = generate_video(2, tmp_path, size_wh=(320, 180), seconds=4, fps=5, name="v")
+    out = cost.run_ultralytics(tmp_path / truth.video, tmp_path, openvino=True)
+    assert out["frames"] == truth.num_frames and out["cpu_s"] > 0
+    folder = tmp_path / "campusguard-default_openvino_model"
+    assert (folder / "campusguard-default.xml").is_file() and "names" in (folder / "metadata.yaml").read_text()

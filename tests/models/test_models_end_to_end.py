@@ -57,7 +57,7 @@ def _spread_scores(net, seed: int = 1):
 def yolo26_pt(tmp_path_factory) -> Path:
     import torch
 
-    from campusguard.backends.torch_backend import build_architecture
+    from campusguard.models.ultralytics_net import build_architecture
 
     net = _spread_scores(build_architecture("yolo26n", seed=1))
     path = tmp_path_factory.mktemp("yolo26") / "yolo26n-spread.pt"

@@ -185,8 +185,8 @@ def test_export_after_training_keeps_the_models_own_head(tmp_path: Path, arch: s
     import onnxruntime as ort
     import torch
 
-    from campusguard.backends.torch_backend import build_architecture
     from campusguard.detector import Detector
+    from campusguard.models.ultralytics_net import build_architecture
 
     pt = tmp_path / f"{arch}.pt"
     torch.save({"model": build_architecture(arch), "train_args": {}, "date": None, "version": "campusguard"}, pt)

@@ -1,21 +1,20 @@
-"""The backend protocol and the registry that picks a backend from a model file.
+"""The backend protocol and the options every backend's ``build`` receives.
 
 A backend takes a ``(B, 3, H, W) float32`` batch and returns the raw head output; pre- and
 post-processing are shared code outside every backend. What a model tells about itself is
-`campusguard.models.info.ModelInfo`.
+`campusguard.models.info.ModelInfo`. Which backends exist is `campusguard.backends.registry`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from campusguard.errors import InvalidInputError
 from campusguard.models.info import ModelInfo
 
-__all__ = ["Backend", "BACKENDS_BY_SUFFIX", "backend_for"]
+__all__ = ["Backend", "LoadOptions"]
 
 
 @runtime_checkable
@@ -35,16 +34,28 @@ class Backend(Protocol):
         ...
 
 
-BACKENDS_BY_SUFFIX: dict[str, str] = {".onnx": "onnxruntime", ".pt": "torch"}
+@dataclass(frozen=True)
+class LoadOptions:
+    """What `campusguard.backends.loader.load_backend` passes to a backend's ``build``; each backend reads
+    the fields that mean something to it.
 
+    Attributes:
+        device: the device as the backend names it (``auto``, ``cpu``, ``cuda:N``, ``rocm:N``, ``gpu``, ``npu``).
+        half: FP16 weights and inputs (the torch backend on a GPU).
+        precision: the inference precision an engine compiles for (OpenVINO: ``fp32`` or ``bf16``);
+            ``None``: the engine's own default.
+        allow_cpu_fallback: accept the CPU (with a warning) when the requested GPU is unusable.
+        tensorrt: TensorRT before CUDA (ONNX Runtime).
+        intra_op_threads: inference threads (0: the engine's default, one per physical core).
+        allow_spinning: idle pool threads spin-wait between calls (ONNX Runtime).
+        end_to_end: the head of a ``.pt`` or architecture model (``None``: its own).
+    """
 
-def backend_for(model_path: Path, backend: str | None) -> str:
-    """Choose the backend name for a model file: the explicit ``backend`` or by file suffix."""
-    if backend is not None:
-        if backend not in ("onnxruntime", "torch"):
-            raise InvalidInputError(f"unknown backend {backend!r}; choose onnxruntime or torch")
-        return backend
-    try:
-        return BACKENDS_BY_SUFFIX[model_path.suffix.lower()]
-    except KeyError:
-        raise InvalidInputError(f"{model_path}: unknown model format {model_path.suffix!r}; use .onnx or .pt") from None
+    device: str = "auto"
+    half: bool = False
+    precision: str | None = None
+    allow_cpu_fallback: bool = False
+    tensorrt: bool = False
+    intra_op_threads: int = 0
+    allow_spinning: bool = True
+    end_to_end: bool | None = None

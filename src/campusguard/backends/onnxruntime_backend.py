@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from campusguard.backends.base import LoadOptions
 from campusguard.backends.devices import DeviceSpec, resolve_device
 from campusguard.cache import cache_dir
 from campusguard.errors import DeviceError, ModelLoadError
@@ -39,6 +40,7 @@ from campusguard.models.info import ModelInfo, info_from_onnx
 
 __all__ = [
     "OnnxRuntimeBackend",
+    "build",
     "providers_for",
     "read_metadata",
     "migraphx_cache_dir",
@@ -332,3 +334,15 @@ class OnnxRuntimeBackend:
 
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+def build(path: Path, options: LoadOptions) -> OnnxRuntimeBackend:
+    """The registry's builder (`campusguard.backends.registry`): an ONNX file on ONNX Runtime."""
+    return OnnxRuntimeBackend(
+        path,
+        device=options.device,
+        allow_cpu_fallback=options.allow_cpu_fallback,
+        tensorrt=options.tensorrt,
+        intra_op_threads=options.intra_op_threads,
+        allow_spinning=options.allow_spinning,
+    )

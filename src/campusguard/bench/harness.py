@@ -352,6 +352,7 @@ def _prepare_model(combo: Combination, settings: BenchSettings, calibration: Seq
         per_channel=settings.int8_per_channel,
         reduce_range=settings.int8_reduce_range,
         end_to_end=head_end_to_end(settings.head),
+        backend=VARIANTS[combo.backend][0],
     )
 
 
@@ -387,6 +388,7 @@ def _load_and_warm_up(
         pipeline=pipeline,
         cuda_graphs=cuda_graphs,
         head=settings.head,
+        precision=combo.precision,
     )
     t1 = time.perf_counter()
     det.predict_batch(queries[0])

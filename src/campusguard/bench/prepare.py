@@ -13,6 +13,8 @@ import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
+from campusguard.backends.registry import BACKENDS as ENGINES
+from campusguard.backends.registry import BENCH_VARIANTS, FORMATS, PRECISIONS, backend_spec
 from campusguard.errors import InvalidInputError
 from campusguard.models.registry import cache_dir, exported_onnx_path
 from campusguard.models.resolve import ModelRef, parse_model_ref
@@ -30,19 +32,13 @@ __all__ = [
     "fix_input_shape",
 ]
 
-PRECISIONS = ("fp32", "fp16", "int8")
-BACKENDS = ("onnxruntime", "onnxruntime-device", "torch", "torch-device", "torch-graphs")
+# every precision and bench variant comes from the backend registry (campusguard.backends.registry)
+BACKENDS = tuple(BENCH_VARIANTS)
 # bench backend -> (Detector backend, Detector pipeline, CUDA graphs): the variants compared in one run
-TORCH_VARIANTS: dict[str, tuple[str, str, bool]] = {
-    "torch": ("torch", "host", False),
-    "torch-device": ("torch", "device", False),
-    "torch-graphs": ("torch", "device", True),
-}
-ORT_VARIANTS: dict[str, tuple[str, str, bool]] = {
-    "onnxruntime": ("onnxruntime", "host", False),
-    "onnxruntime-device": ("onnxruntime", "device", False),
-}
-VARIANTS = {**ORT_VARIANTS, **TORCH_VARIANTS}
+VARIANTS: dict[str, tuple[str, str, bool]] = dict(BENCH_VARIANTS)
+# the variants of engines that run checkpoints (no ONNX file to prepare) and of those that run ONNX files
+TORCH_VARIANTS = {k: v for k, v in VARIANTS.items() if "onnx" not in ENGINES[v[0]].reads}
+ORT_VARIANTS = {k: v for k, v in VARIANTS.items() if "onnx" in ENGINES[v[0]].reads}
 EXPORT_MODES = ("static", "dynamic")
 
 
@@ -61,15 +57,18 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
     if precision not in PRECISIONS:
         raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
     gpu = device_kind in ("cuda", "rocm")
+    engine = backend_spec(VARIANTS[backend][0])
+    if (missing := engine.missing()) is not None:
+        return missing
+    if precision not in engine.precisions:
+        return f"the {engine.name} backend runs {', '.join(engine.precisions)}, not {precision}"
+    if device_kind not in engine.devices:
+        return f"the {engine.name} backend runs on {', '.join(engine.devices)}, not {device_kind}"
     if backend in TORCH_VARIANTS:
         if backend == "torch-graphs" and not gpu:
             return "CUDA graphs need a CUDA or ROCm GPU"
-        if importlib.util.find_spec("torch") is None:
-            return "PyTorch is not installed (pip install 'campusguard[torch]')"
-        if ref.kind == "onnx":
-            return "the torch backend needs a .pt checkpoint or an architecture name, not an .onnx file"
-        if precision == "int8":
-            return "INT8 is built for ONNX Runtime only (static QOperator quantisation); the PyTorch backend has none"
+        if ref.kind not in engine.reads:
+            return f"the {engine.name} backend needs a .pt checkpoint or an architecture name, not an .onnx file"
         if precision == "fp16" and not gpu:
             return "FP16 needs a GPU; PyTorch on the CPU has no fast FP16 convolutions"
         return None
@@ -87,7 +86,7 @@ def skip_reason(ref: ModelRef, backend: str, precision: str, device_kind: str) -
                 f"(available: {', '.join(available)}); install {package}"
             )
     if precision == "fp16" and not gpu:
-        return "FP16 needs a GPU provider; ONNX Runtime's CPU provider has no fast FP16 kernels"
+        return f"FP16 needs a GPU provider; the {engine.name} backend's CPU kernels have no fast FP16"
     if precision == "int8" and gpu:
         return (
             "the INT8 model is QOperator U8S8 for ONNX Runtime's CPU kernels; CUDA/MIGraphX INT8 needs a "
@@ -146,6 +145,7 @@ def prepare_onnx(
     per_channel: bool = False,
     reduce_range: bool = True,
     end_to_end: bool | None = None,
+    backend: str = "onnxruntime",
 ) -> Path:
     """The ONNX file to time for ``model`` at ``precision``: exported, converted or quantised once, then cached.
 
@@ -160,6 +160,7 @@ def prepare_onnx(
         reduce_range: INT8 7-bit weights (avoids u8s8 saturation on AVX2 kernels).
         end_to_end: the head a ``.pt`` or architecture is exported with (``None``: its own,
             ``False``: the classic head, cached apart); an ``.onnx`` keeps its own.
+        backend: the engine it is for: its INT8 quantiser and file tag (`BackendSpec.int8_export`).
     """
     from campusguard.models.aliases import alias_for
     from campusguard.models.export import convert_fp16, export_onnx, quantize_int8, stamp_alias
@@ -175,7 +176,9 @@ def prepare_onnx(
         fp32 = exported_onnx_path(ref, imgsz_hw, batch, dynamic, "fp32", end_to_end)
         if not fp32.is_file():
             export_onnx(ref, fp32, imgsz_hw=imgsz_hw, batch=batch, dynamic=dynamic, end_to_end=end_to_end)
-    if precision == "fp32":
+    if precision not in PRECISIONS:
+        raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+    if precision == "fp32" or precision not in FORMATS:  # a compiled precision (BF16): the FP32 file, set at load
         return fp32
     if precision == "fp16":
         out = fp32.with_name(fp32.stem.replace("-fp32", "") + "-fp16.onnx")
@@ -190,11 +193,14 @@ def prepare_onnx(
     if precision == "int8":
         if not calibration:
             raise InvalidInputError("INT8 needs calibration images: pass --calib DIR or --data DATASET_YAML")
+        engine = backend_spec(backend)
+        quantiser = engine.int8_quantiser() or quantize_int8
         out = int8_path(fp32, calibration, per_channel, reduce_range, imgsz_hw)
+        out = out.with_name(out.name.replace(".int8-", f".{engine.int8_tag}-")).with_suffix(engine.int8_suffix)
         if alias is not None:
             out = out.with_name(f"{alias.name}.{out.name}")
         if not out.is_file():
-            quantize_int8(fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range, calib_hw=imgsz_hw)
+            quantiser(fp32, out, calibration, per_channel=per_channel, reduce_range=reduce_range, calib_hw=imgsz_hw)
             stamp_alias(out, alias)
         return out
     raise InvalidInputError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from campusguard.backends.registry import BACKENDS, backend_spec, choices
 from campusguard.errors import InvalidInputError, require
 
 __all__ = [
@@ -196,6 +197,25 @@ def _ort_profile(
     return aggregate_ort_events(events, skip_runs=warmup)
 
 
+def _openvino_profile(
+    detector: Any, batch: np.ndarray, runs: int, warmup: int
+) -> tuple[dict[str, tuple[str, float, int]], int]:
+    """OpenVINO's per-node performance counters (``PERF_COUNT``) of a request compiled like the detector's."""
+    request = detector.backend.profiling_request(tuple(batch.shape))
+    for _ in range(warmup):
+        request.infer({0: batch})
+    nodes: dict[str, tuple[str, float, int]] = {}
+    for _ in range(runs):
+        request.infer({0: batch})
+        for info in request.get_profiling_info():
+            us = info.real_time.total_seconds() * 1e6
+            if us <= 0:
+                continue
+            kind, total, count = nodes.get(info.node_name, (str(info.node_type), 0.0, 0))
+            nodes[info.node_name] = (kind, total + us, count + 1)
+    return nodes, runs
+
+
 def _torch_profile(
     detector: Any, batch: np.ndarray, runs: int, warmup: int
 ) -> tuple[dict[str, tuple[str, float, int]], int]:
@@ -240,7 +260,7 @@ def profile_model(
 
     Args:
         model: ``.onnx``/``.pt`` path or architecture name.
-        backend: ``onnxruntime`` or ``torch``.
+        backend: a registered backend with an operator profiler (`BackendSpec.profiler`).
         device: ``auto``, ``cpu``, ``cuda:N``, ``rocm:N``.
         imgsz_hw: network input (height, width).
         batch: images per call.
@@ -258,12 +278,15 @@ def profile_model(
         raise InvalidInputError(f"runs={runs} must be at least 1")
     if batch < 1:
         raise InvalidInputError(f"batch size {batch} must be at least 1")
-    if backend not in ("onnxruntime", "torch"):
-        raise InvalidInputError(f"unknown backend {backend!r}; choose onnxruntime or torch")
+    spec = backend_spec(backend)
+    if spec.profiler is None:
+        with_profiler = tuple(s.name for s in BACKENDS.values() if s.profiler)
+        raise InvalidInputError(f"the {backend} backend has no operator profiler; choose {choices(with_profiler)}")
+    profiler = spec.operator_profiler()
     pool = list(frames) if frames else load_frames()[0]
     model_arg: str | Path = model
-    if backend == "onnxruntime":
-        model_arg = prepare_onnx(model, precision, batch, imgsz_hw, calibration=calibration)
+    if "onnx" in spec.reads:
+        model_arg = prepare_onnx(model, precision, batch, imgsz_hw, calibration=calibration, backend=backend)
     det = Detector(
         model_arg,
         device=device,
@@ -271,7 +294,8 @@ def profile_model(
         backend=backend,
         batch=batch,
         rect=False,
-        half=precision == "fp16" and backend == "torch",
+        half=precision == "fp16" and "fp16" in spec.precisions and "onnx" not in spec.reads,
+        precision=precision,
     )
     images = [pool[i % len(pool)] for i in range(batch)]
     for _ in range(warmup):
@@ -284,7 +308,7 @@ def profile_model(
         post.append(det.timings.postprocess_ms)
     hw = det.input_hw(images[0].shape[:2])
     x = make_batch([letterbox(im, hw)[0] for im in images])
-    per_node, counted = (_ort_profile if backend == "onnxruntime" else _torch_profile)(det, x, runs, warmup)
+    per_node, counted = profiler(det, x, runs, warmup)
     types, nodes, cats = _tables(per_node, counted)
     res = ProfileResult(
         model=str(model),

@@ -80,9 +80,17 @@ CSV_COLUMNS = (
 
 @lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
-    """The JSON Schema of result files (draft 2020-12)."""
+    """The JSON Schema of result files (draft 2020-12), its backend and precision choices taken from the
+    backend registry (`campusguard.backends.registry`: bench variants and precisions), so a new backend's
+    results validate without an edit here; the file lists today's."""
+    from campusguard.backends.registry import BENCH_VARIANTS, PRECISIONS
+
     with SCHEMA_PATH.open(encoding="utf-8") as f:
         schema: dict[str, Any] = json.load(f)
+    schema["properties"]["config"]["properties"]["precisions"]["items"]["enum"] = list(PRECISIONS)
+    combination = schema["$defs"]["combination"]["properties"]
+    combination["backend"]["enum"] = list(BENCH_VARIANTS)
+    combination["precision"]["enum"] = list(PRECISIONS)
     return schema
 
 

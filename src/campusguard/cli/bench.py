@@ -12,7 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from campusguard.backends.registry import BACKENDS, BENCH_VARIANTS, DEFAULT_BACKEND, PRECISIONS, choices
 from campusguard.errors import InvalidInputError
+
+_PROFILED = tuple(spec.name for spec in BACKENDS.values() if spec.profiler)  # backends with an operator profiler
 
 if TYPE_CHECKING:
     from campusguard.bench.harness import BenchSettings, Combination
@@ -56,9 +59,10 @@ def bench(
     backends: str = typer.Option(
         "onnxruntime",
         "--backends",
-        help="Comma-separated: onnxruntime, torch (host pre/post-processing), onnxruntime-device (letterbox and NMS in the ONNX Runtime session, I/O bound on the device), torch-device (letterbox, NMS on the torch device), torch-graphs (the same with CUDA graphs).",
+        help=f"Comma-separated: {', '.join(BENCH_VARIANTS)}. A plain name: host pre/post-processing; -device: "
+        "letterbox and NMS where the model runs (I/O bound on the device); -graphs: the same with CUDA graphs.",
     ),
-    precisions: str = typer.Option("fp32", "--precisions", help="Comma-separated: fp32, fp16, int8."),
+    precisions: str = typer.Option("fp32", "--precisions", help=f"Comma-separated: {', '.join(PRECISIONS)}."),
     batch: str = typer.Option("1", "--batch", help="Comma-separated batch sizes."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda:N, rocm:N."),
@@ -146,7 +150,22 @@ def bench(
     result = build_result(records, settings, config, name, _command(ctx), env, overhead, notes, started)
     json_path, csv_path = _write_outputs(result, records, name, out)
     _print_summary(console, result)
+    for line in _auto_choices():
+        typer.echo(line)
     typer.echo(f"wrote {json_path} and {csv_path}")
+
+
+def _auto_choices() -> list[str]:
+    """What ``precision: auto`` (the engine trial) chose on this CPU, per stored trial, one line each."""
+    from campusguard.doctor import cpu_name
+    from campusguard.precision_cache import cached_calibrations
+
+    cpu = cpu_name()
+    lines = []
+    for c in cached_calibrations():
+        if c.key.cpu == cpu:
+            lines.append(f"precision: auto on this CPU ({c.measured_at}): {c.result.line()}")
+    return lines or ["precision: auto: no engine trial stored for this CPU (`campusguard doctor --calibrate`)"]
 
 
 def _check_bench_numbers(
@@ -248,11 +267,11 @@ def profile(
         ...,
         help="Architecture with random weights (yolov8n.yaml ... yolo26x.yaml), official weights (yolov8n ...), .pt or .onnx file.",
     ),
-    backend: str = typer.Option("onnxruntime", "--backend", help="onnxruntime or torch."),
+    backend: str = typer.Option(DEFAULT_BACKEND, "--backend", help=f"{choices(_PROFILED)}."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda:N, rocm:N."),
     imgsz: str = typer.Option("640", "--imgsz", help="Network input: 640 or H,W."),
     batch: int = typer.Option(1, "--batch", help="Images per call."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, fp16 or int8."),
+    precision: str = typer.Option("fp32", "--precision", help=f"{', '.join(PRECISIONS)} (as the backend runs)."),
     runs: int = typer.Option(10, "--runs", help="Profiled calls."),
     warmup: int = typer.Option(2, "--warmup", help="Calls before profiling."),
     calib: Path = typer.Option(None, "--calib", help="INT8 calibration image folder (default: built-in)."),

@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
         calibrate: bool = typer.Option(
             False,
             "--calibrate",
-            help="Time each variant of --model (FP32, INT8) now on the CPU and store the choice `precision: auto` uses.",
+            help="Time every engine and precision of --model (ONNX Runtime FP32/INT8, OpenVINO FP32/BF16/INT8 where "
+            "installed) now on the CPU and store the choice `precision: auto` uses.",
         ),
         model: str = typer.Option(None, "--model", help="With --calibrate: an ONNX model (default: the bundled one)."),
         imgsz: str = typer.Option(
@@ -86,23 +87,25 @@ def _calibrate(model: str | None, imgsz: str | None, budget_s: float, as_json: b
     from campusguard.doctor import cpu_name
     from campusguard.models.info import check_imgsz
     from campusguard.models.resolve import default_model_path
-    from campusguard.precision import shipped_variants
+    from campusguard.precision import trial_candidates
     from campusguard.precision_cache import calibrate, calibration_file
 
     path = default_model_path() if model is None else Path(model)
     if path.suffix != ".onnx" or not path.is_file():
         raise InvalidInputError(f"--model {model}: not an ONNX file; the trial compares an ONNX model's variants")
     hw = None if imgsz is None else check_imgsz(imgsz, name="--imgsz")
-    variants = shipped_variants(path, "cpu")
+    variants = trial_candidates(path)
     if len(variants) < 2:
         raise InvalidInputError(
-            f"{path.name} has no INT8 variant next to it ({path.stem}-int8.onnx or {path.stem}.int8.onnx): nothing to "
-            "compare; make one with `campusguard export MODEL --int8 --data IMAGES`"
+            f"{path.name} has no INT8 variant next to it ({path.stem}-int8.onnx or {path.stem}.int8.onnx) and no other "
+            "engine is installed: nothing to compare; make one with `campusguard export MODEL --int8 --data IMAGES`"
         )
     app = DetectorConfig()  # the app's defaults, so `watch` measures the same detector
 
-    def build(p: Path) -> Detector:
-        return Detector(p, device="cpu", imgsz=hw, threads=app.threads, spinning=app.spinning)
+    def build(p: Path, backend: str | None = None, precision: str | None = None) -> Detector:
+        return Detector(
+            p, device="cpu", imgsz=hw, threads=app.threads, spinning=app.spinning, backend=backend, precision=precision
+        )
 
     calibration, _ = calibrate(variants, build, imgsz=hw, budget_s=budget_s, fresh=True)
     summary = calibration.summary()
@@ -116,7 +119,7 @@ def _calibrate(model: str | None, imgsz: str | None, budget_s: float, as_json: b
         verdict = "" if v.accepted else f"  REFUSED: {v.note}"
         check = f"  [{v.parity}]" if v.parity else ""
         figure = f"{v.ms:7.1f} ms per frame (median of {v.runs})" if v.runs else "    not run"
-        typer.echo(f"  {v.precision:5} {figure}{verdict}{check}")
+        typer.echo(f"  {v.precision:15} {figure}{verdict}{check}")
     typer.echo(f"chosen: {r.chosen.upper()} ({Path(r.model).name}): {r.reason}")
     typer.echo(f"measured in {r.seconds:.1f} s; stored in {calibration_file(calibration.key)}")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from campusguard.backends.registry import BACKENDS, DEFAULT_BACKEND, choices
 from campusguard.errors import InvalidInputError
 
 
@@ -24,7 +25,18 @@ def register(app: typer.Typer) -> None:
         batch: int = typer.Option(1, help="Static batch size."),
         dynamic: bool = typer.Option(False, help="Dynamic batch and image size."),
         half: bool = typer.Option(False, help="Also write an FP16 model."),
-        int8: bool = typer.Option(False, help="Also write an INT8 model (needs --data)."),
+        int8: bool = typer.Option(
+            False,
+            help="Also write an INT8 model (needs --data), the --backend's own file: "
+            + ", ".join(f"{s.name}: NAME.{s.int8_tag}{s.int8_suffix}" for s in BACKENDS.values() if s.int8_export)
+            + ".",
+        ),
+        backend: str = typer.Option(
+            DEFAULT_BACKEND,
+            "--backend",
+            help=f"The engine the INT8 file is made for and every file is checked on: "
+            f"{choices(tuple(s.name for s in BACKENDS.values() if 'onnx' in s.reads))}.",
+        ),
         data: Path = typer.Option(None, help="Folder (or data.yaml) of calibration/check images."),
         calib_images: int = typer.Option(64, help="Calibration images used for INT8."),
         int8_per_channel: bool = typer.Option(
@@ -43,8 +55,9 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs/export"), "--out", "-o", help="Output folder."),
     ) -> None:
         """Export to ONNX and optionally FP16/INT8; print size and parity against FP32 for each."""
+        from campusguard.backends.registry import backend_spec
         from campusguard.models.aliases import alias_for
-        from campusguard.models.export import convert_fp16, export_onnx, pick_images, quantize_int8, stamp_alias
+        from campusguard.models.export import convert_fp16, export_onnx, pick_images, stamp_alias
         from campusguard.models.families import head_end_to_end
         from campusguard.models.info import check_imgsz
         from campusguard.models.resolve import parse_model_ref
@@ -55,6 +68,13 @@ def register(app: typer.Typer) -> None:
             raise InvalidInputError(f"--batch {batch} must be at least 1")
         if int8 and data is None:
             raise InvalidInputError("--int8 needs --data with calibration images")
+        engine = backend_spec(backend)
+        if "onnx" not in engine.reads:
+            raise InvalidInputError(f"--backend {backend}: export writes ONNX files; {engine.name} does not run them")
+        if (missing := engine.missing()) is not None:
+            raise InvalidInputError(missing)
+        if int8 and engine.int8_export is None:
+            raise InvalidInputError(f"--backend {backend} has no INT8 quantiser")
         end_to_end = head_end_to_end(head)
         ref = parse_model_ref(model)
         alias = alias_for(model)
@@ -87,16 +107,18 @@ def register(app: typer.Typer) -> None:
                     opset=opset,
                     end_to_end=end_to_end,
                 )
-                _report(fp32, None, check_images, hw)
+                _report(fp32, None, check_images, hw, backend)
             if half:
                 p16 = out / f"{base}.{tag}.fp16.onnx"
                 convert_fp16(fp32, p16)
-                _report(p16, fp32, check_images, hw)
+                _report(p16, fp32, check_images, hw, backend)
                 stamp_alias(p16, alias)  # after the parity check, which compares the raw classes
             if int8:
-                p8 = out / f"{base}.{tag}.int8.onnx"
-                quantize_int8(fp32, p8, check_images, per_channel=int8_per_channel, calib_hw=hw)
-                _report(p8, fp32, check_images, hw)
+                quantiser = engine.int8_quantiser()
+                assert quantiser is not None
+                p8 = out / f"{base}.{tag}.{engine.int8_tag}{engine.int8_suffix}"
+                quantiser(fp32, p8, check_images, per_channel=int8_per_channel, calib_hw=hw)
+                _report(p8, fp32, check_images, hw, backend)
                 stamp_alias(p8, alias)
 
 
@@ -111,13 +133,20 @@ def _sample_images() -> list[Path]:
         return []
 
 
-def _report(path: Path, reference: Path | None, images: list[Path], hw: tuple[int, int]) -> None:
+def _report(
+    path: Path, reference: Path | None, images: list[Path], hw: tuple[int, int], backend: str = DEFAULT_BACKEND
+) -> None:
+    """Print a file's size and head, and (with a reference) its parity with the FP32 reference on ONNX Runtime,
+    the candidate run on ``backend`` at its FP32 (an INT8 file is INT8 by itself)."""
     from campusguard.detector import Detector
     from campusguard.io.images import read_image
     from campusguard.models.parity import PARITY_THRESHOLDS, compare_detections
 
-    size_mb = path.stat().st_size / 1e6
-    cand = Detector(path, device="cpu", imgsz=hw)
+    weights = path.with_suffix(".bin")  # an OpenVINO IR keeps its weights beside the .xml
+    size_mb = (
+        path.stat().st_size + (weights.stat().st_size if path.suffix == ".xml" and weights.is_file() else 0)
+    ) / 1e6
+    cand = Detector(path, device="cpu", imgsz=hw, backend=backend, precision="fp32")
     head = f"NMS {cand.info.nms}"
     if reference is None or not images:
         typer.echo(f"{path} ({size_mb:.1f} MB, {head})")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from campusguard.backends.registry import DEFAULT_BACKEND, backend_help, choices
 from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -42,8 +43,11 @@ def register(app: typer.Typer) -> None:
         ),
         classes: str = typer.Option(None, help="Keep only these class ids, e.g. 0,2."),
         max_det: int = typer.Option(300, "--max-det", help="Maximum detections per image."),
-        device: str = typer.Option("auto", help="auto, cpu, cuda:N or rocm:N."),
-        backend: str = typer.Option(None, help="onnxruntime (default) or torch."),
+        device: str = typer.Option("auto", help="auto, cpu, cuda:N or rocm:N (OpenVINO: auto, cpu, gpu, npu)."),
+        backend: str = typer.Option(None, help=f"{choices()} (default {DEFAULT_BACKEND}): {backend_help()}"),
+        precision: str = typer.Option(
+            None, "--precision", help="The engine's compiled precision (OpenVINO: fp32 or bf16; default: its own)."
+        ),
         batch: int = typer.Option(1, help="Frames per inference call."),
         agnostic: bool = typer.Option(False, help="Class-agnostic NMS."),
         head: str = typer.Option(
@@ -83,6 +87,7 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             agnostic=agnostic,
             head=head,
+            precision=precision,
         )
         typer.echo(det.info.head_line(), err=True)
         summary = _predict_with_progress(det, files, out, batch, save_media, save_txt)

@@ -1,6 +1,7 @@
 """Export: PyTorch (``.pt`` or architecture) to ONNX, ONNX FP32 to FP16, and ONNX FP32 to INT8.
 
-One table, `FORMATS`, names what each precision needs; export, loading and benchmarks read it.
+Which file formats each engine runs, and where they pay, is the backend registry's table
+(`campusguard.backends.registry.FORMATS`); this module makes the files.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from campusguard.models.resolve import ModelRef
 from campusguard.models.ultralytics_env import offline_ultralytics
 
 __all__ = [
-    "FORMATS",
     "stamp_alias",
     "export_onnx",
     "convert_fp16",
@@ -32,17 +32,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-FORMATS: dict[str, dict[str, str]] = {
-    "fp32": {"suffix": ".onnx", "needs": "", "devices": "cpu,cuda,rocm"},
-    "fp16": {
-        "suffix": ".fp16.onnx",
-        "needs": "a GPU provider for speed (runs on CPU but slower)",
-        "devices": "cuda,rocm",
-    },
-    "int8": {"suffix": ".int8.onnx", "needs": "calibration images (--data)", "devices": "cpu"},
-}
-
 
 def set_metadata(path: Path, **values: str) -> None:
     """Add or replace custom metadata entries of an ONNX file in place."""
@@ -59,8 +48,10 @@ def set_metadata(path: Path, **values: str) -> None:
 
 
 def stamp_alias(path: Path, alias: ModelAlias | None) -> None:
-    """Record on an export which alias it came from, so it keeps the alias's class mapping."""
-    if alias is not None:
+    """Record on an ONNX export which alias it came from, so it keeps the alias's class mapping.
+
+    Other files (an OpenVINO IR) are left as they are: they keep the model's own classes."""
+    if alias is not None and Path(path).suffix == ".onnx":
         set_metadata(path, **{ALIAS_METADATA_KEY: alias.name})
 
 
@@ -88,7 +79,7 @@ def export_onnx(
     require("ultralytics", "torch")
     from ultralytics import YOLO
 
-    from campusguard.backends.torch_backend import build_architecture
+    from campusguard.models.ultralytics_net import build_architecture
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -142,7 +133,7 @@ def ultralytics_onnx(
     Ultralytics' own default (``nms=None``) exports YOLO26's classic head, which is why every
     CampusGuard export goes through here. Returns the file Ultralytics wrote (beside the weights).
     """
-    from campusguard.backends.torch_backend import select_head
+    from campusguard.models.ultralytics_net import select_head
 
     in_model_nms = select_head(yolo.model, end_to_end)
     produced = yolo.export(

@@ -73,12 +73,16 @@ class ParityThresholds:
 
 
 PARITY_THRESHOLDS: dict[str, ParityThresholds] = {
+    "fp32": ParityThresholds(min_kept=0.95, min_mean_iou=0.98),
     "fp16": ParityThresholds(min_kept=0.95, min_mean_iou=0.98),
+    "bf16": ParityThresholds(min_kept=0.95, min_mean_iou=0.98),
     "int8": ParityThresholds(min_kept=0.8, min_mean_iou=0.9),
+    "int8ov": ParityThresholds(min_kept=0.8, min_mean_iou=0.9),
 }
-"""The export accuracy check's bar per precision, against FP32 on the same images (what
+"""The export accuracy check's bar per precision, against FP32 on ONNX Runtime on the same images (what
 `campusguard export` reports as pass/fail, and what ``precision: auto`` requires before it picks a
-variant). INT8's is lower: its confidences move and boxes near the threshold come and go."""
+variant). ``fp32`` is another engine's FP32 (OpenVINO). BF16 keeps FP16's bar. INT8's (ONNX Runtime's
+QOperator ``int8``, OpenVINO's NNCF IR ``int8ov``) is lower: its confidences move and boxes near the threshold come and go."""
 
 
 def match_detections(

@@ -43,7 +43,8 @@ def default_model_path() -> Path:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A parsed model reference: ``kind`` is ``onnx``, ``pt`` or ``arch``; ``path`` or ``name`` set.
+    """A parsed model reference: ``kind`` is ``onnx``, ``pt``, ``arch`` or ``xml`` (an OpenVINO IR, the INT8
+    model NNCF makes); ``path`` or ``name`` set.
 
     ``arch`` (random weights) has the architecture's ``name`` (``yolov8n``, shown as ``yolov8n.yaml``);
     official weights are a ``pt`` with their cached ``path`` and their ``name`` (``yolov8n``).
@@ -80,9 +81,9 @@ def parse_model_ref(model: str | Path | ModelRef | None, torch: bool = False) ->
             return ModelRef("pt", ensure_weights(official, progress=sys.stderr.isatty()), name=official)
         path = local
     suffix = path.suffix.lower()
-    if suffix not in (".onnx", ".pt"):
+    if suffix not in (".onnx", ".pt", ".xml"):
         raise InvalidInputError(
-            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint, an alias ({', '.join(ALIASES)}), "
+            f"unknown model {text!r}: give a .onnx file, a .pt checkpoint, an OpenVINO .xml, an alias ({', '.join(ALIASES)}), "
             f"official weights ({', '.join(ARCHITECTURES)}) or their architecture with random weights (NAME.yaml)"
         )
     if not path.is_file():
@@ -98,6 +99,8 @@ def read_model_info(ref: ModelRef) -> ModelInfo:
     ``.onnx``: its metadata and input/output shapes; ``.pt`` and architecture names: the
     Ultralytics model (needs the torch extra), whose ``imgsz`` is the size it was trained at.
     """
+    if ref.kind == "xml":
+        raise InvalidInputError(f"{ref.path}: an OpenVINO IR; the openvino backend reads what it says about itself")
     if ref.kind == "onnx":
         import onnx
 
@@ -121,7 +124,7 @@ def read_model_info(ref: ModelRef) -> ModelInfo:
             input_fp16=graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16,
             source=str(ref.path),
         )
-    from campusguard.backends.torch_backend import build_architecture, load_ultralytics_model, select_head
+    from campusguard.models.ultralytics_net import build_architecture, load_ultralytics_model, select_head
 
     assert ref.kind == "arch" or ref.path is not None
     net = build_architecture(str(ref.name)) if ref.kind == "arch" else load_ultralytics_model(str(ref.path))

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from campusguard.app.config.base import ConfigModel, validate_imgsz
+from campusguard.backends.registry import BackendName, backend_help
 
 __all__ = ["DetectorConfig"]
 
@@ -21,12 +22,16 @@ class DetectorConfig(ConfigModel):
         "fetched once into the weights cache, or `campusguard models pull NAME`), an alias (fall-yolov8s) or an "
         "architecture config with random weights (yolov8n.yaml, speed tests only); none uses the bundled default model.",
     )
-    device: str = Field("auto", title="Device", description="`auto`, `cpu`, `cuda:N` or `rocm:N`.")
-    backend: Literal["onnxruntime", "torch"] | None = Field(
+    device: str = Field(
+        "auto",
+        title="Device",
+        description="`auto`, `cpu`, `cuda:N` or `rocm:N`; with `backend: openvino`: `auto`, `cpu`, `gpu` or `npu`.",
+    )
+    backend: BackendName | None = Field(
         None,
         title="Backend",
-        description="`onnxruntime` (the default for every model) or `torch` (PyTorch: .pt checkpoints and "
-        "architecture names; needs the torch extra).",
+        description="The inference engine, forced (none: ONNX Runtime, or what `precision: auto` measured "
+        "fastest on this CPU). " + backend_help(),
     )
     pipeline: Literal["auto", "host", "device"] = Field(
         "auto",
@@ -43,14 +48,17 @@ class DetectorConfig(ConfigModel):
         "none: the model's own (YOLO26: end2end). An ONNX file keeps the head it was exported with.",
     )
     half: bool = Field(False, title="FP16", description="FP16 weights and inputs (the torch backend on a GPU).")
-    precision: Literal["auto", "fp32", "int8"] = Field(
+    precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
         "auto",
         title="Precision",
         description="ONNX models on the CPU: `int8` loads the model's INT8 variant (NAME-int8.onnx or NAME.int8.onnx "
-        "next to it; the bundled model has one), `fp32` the model itself, `auto` whichever a short timed trial at "
-        "start-up found faster (about 3 s, once: the result is cached per CPU, model files, input shape and ONNX "
-        "Runtime version; `campusguard doctor` shows it, `campusguard doctor --calibrate` measures again), INT8 only "
-        "when its boxes pass the export accuracy check against FP32. On a GPU `auto` loads the model as given.",
+        "next to it; the bundled model has one; with `backend: openvino` NNCF's OpenVINO IR NAME.int8ov.xml), "
+        "`fp32` the model itself, `bf16` OpenVINO's BF16 (CPUs with AVX-512 BF16 or AMX), `auto` the engine and "
+        "precision a short timed trial at start-up found fastest: every installed backend (ONNX Runtime, OpenVINO) "
+        "and precision here (about 3 s, once: the result is cached per CPU, model files, input shape and engine "
+        "versions; `campusguard doctor` shows it, `campusguard doctor --calibrate` measures again), another than "
+        "ONNX Runtime FP32 only when its boxes pass the export accuracy check and it is at least 5% faster; a "
+        "forced `backend` limits the trial to it. On a GPU `auto` loads the model as given.",
     )
     imgsz: int | tuple[int, int] | None = Field(
         None,

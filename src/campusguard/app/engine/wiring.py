@@ -57,6 +57,8 @@ __all__ = [
     "detector_key",
     "frame_mask_for",
     "model_for_precision",
+    "choose_engine",
+    "EngineChoice",
     "motion_gate_for",
     "open_alert_sinks",
     "open_camera",
@@ -194,13 +196,14 @@ DetectorFactory = Callable[[str | None, str, "int | tuple[int, int] | None"], De
 
 
 def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
-    """Build `campusguard.Detector` objects with the config's thresholds (and its precision: `model_for_precision`)."""
+    """Build `campusguard.Detector` objects with the config's thresholds, on the engine and precision its
+    ``backend`` and ``precision`` ask for (`choose_engine`: ``auto`` measures)."""
     det = loaded.config.detector
 
     def make(model: str | None, device: str, imgsz: int | tuple[int, int] | None) -> DetectorLike:
         from campusguard.detector import Detector
 
-        def build(path: str | Path | None) -> Detector:
+        def build(path: str | Path | None, backend: str | None = det.backend, precision: str | None = None) -> Detector:
             return Detector(
                 model=path,
                 device=device,
@@ -210,63 +213,95 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
                 max_det=det.max_det,
                 threads=det.threads,
                 spinning=det.spinning,
-                backend=det.backend,
+                backend=backend,
                 pipeline=det.pipeline,
                 half=det.half,
                 head=det.head,
+                precision=precision,
             )
 
-        return build(model_for_precision(model, device, det.precision, imgsz=imgsz, build=build))
+        choice = choose_engine(model, device, det.precision, backend=det.backend, imgsz=imgsz, build=build)
+        return build(choice.model, choice.backend, choice.precision)
 
     return make
 
 
-def model_for_precision(
+@dataclass(frozen=True)
+class EngineChoice:
+    """What the detector section's ``backend`` and ``precision`` resolve to: the model file to load (``None``:
+    the bundled one), the backend (``None``: the default) and the engine's compiled precision (``None``: its own)."""
+
+    model: str | None
+    backend: str | None = None
+    precision: str | None = None
+
+
+def choose_engine(
     model: str | None,
     device: str,
-    precision: Literal["auto", "fp32", "int8"],
+    precision: Literal["auto", "fp32", "bf16", "int8"],
+    backend: str | None = None,
     imgsz: int | tuple[int, int] | None = None,
-    build: Callable[[Path], DetectorLike] | None = None,
-) -> str | None:
-    """The model file the detector section's ``precision`` asks for (see `campusguard.precision`).
+    build: Callable[..., DetectorLike] | None = None,
+) -> EngineChoice:
+    """The engine, precision and model file the detector section asks for (see `campusguard.precision`).
 
-    ``auto`` considers INT8 only on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
-    provider) and only for ONNX files with an INT8 variant: it loads the variant a short timed trial
-    chose (`campusguard.precision_cache.calibrate`: cached per CPU, model files, shape, provider and
-    ONNX Runtime version; measured once, ~3 s, where nothing is cached), the trial's detectors
-    made by ``build`` (default: `campusguard.Detector` on ``device`` at ``imgsz``). ``int8`` for a
-    model without an INT8 variant is an error.
+    ``fp32``/``bf16``: the model itself on ``backend`` at that precision. ``int8``: the INT8 variant of
+    the backend (ONNX Runtime: ``NAME-int8.onnx``/``NAME.int8.onnx``; OpenVINO: NNCF's IR ``NAME.int8ov.xml``);
+    an error when there is none. ``auto`` on the CPU (``cpu``, or ``auto`` where ONNX Runtime has no GPU
+    provider) for an ONNX file: the engine trial (`campusguard.precision.trial_candidates`: every installed
+    backend and precision here, or the forced ``backend``'s only), timed and checked against ONNX Runtime
+    FP32 by `campusguard.precision_cache.calibrate` (cached per CPU, model files, shape, provider and engine
+    versions; ~3 s where nothing is cached), the detectors made by ``build(path)`` for ONNX Runtime and
+    ``build(path, backend=..., precision=...)`` for another engine (default: `campusguard.Detector` on
+    ``device`` at ``imgsz``). Elsewhere ``auto`` loads the model as given.
     """
     import onnxruntime as ort
 
+    from campusguard.backends.registry import DEFAULT_BACKEND, backend_spec
     from campusguard.errors import ModelLoadError
     from campusguard.models.info import check_imgsz
     from campusguard.models.resolve import DEFAULT_MODEL
-    from campusguard.precision import choose_precision, shipped_variants
+    from campusguard.precision import choose_precision, split_label, trial_candidates, variant_file
     from campusguard.precision_cache import calibrate
 
-    if precision == "fp32":
-        return model
+    spec = backend_spec(backend or DEFAULT_BACKEND)
+    compiled = None if precision in ("auto", "int8") else precision
+    if compiled is not None and compiled not in spec.precisions:
+        raise ModelLoadError(
+            f"precision {compiled} is not one the {spec.name} backend runs ({', '.join(spec.precisions)})"
+        )
+    if precision in ("fp32", "bf16"):
+        return EngineChoice(model, backend, compiled if spec.name != DEFAULT_BACKEND else None)
     path = DEFAULT_MODEL if model is None else Path(model)
     if path.suffix != ".onnx" or not path.is_file():
         if precision == "int8":
             raise ModelLoadError(f"precision int8 needs an ONNX model with an INT8 variant; got {model}")
-        return model
+        return EngineChoice(model, backend)
     if precision == "int8":
-        choice = choose_precision(path, precision, ())
-        log.info("detector precision int8: %s (requested)", choice.model.name)
-        return str(choice.model)
+        if spec.name == DEFAULT_BACKEND:
+            choice = choose_precision(path, precision, ())
+            log.info("detector precision int8: %s (requested)", choice.model.name)
+            return EngineChoice(str(choice.model), backend)
+        variant = variant_file(path, spec.int8_tag)
+        if variant is None:
+            raise ModelLoadError(
+                f"{path.name} has no {spec.name} INT8 variant ({path.stem}.{spec.int8_tag}{spec.int8_suffix} next to it); make one "
+                f"with `campusguard export MODEL --int8 --backend {spec.name} --data IMAGES`"
+            )
+        return EngineChoice(str(variant), backend)
     gpu = any(p in ort.get_available_providers() for p in ("CUDAExecutionProvider", "ROCMExecutionProvider"))
-    variants = shipped_variants(path, "cpu")
+    variants = trial_candidates(path, backend=backend)
+    among = None if backend is None else [label for label in variants if split_label(label)[0] == spec.name]
     if device not in ("cpu", "auto") or (device == "auto" and gpu) or len(variants) < 2:
-        return model
+        return EngineChoice(model, backend)
     if build is None:
         from campusguard.detector import Detector
 
-        def build(p: Path) -> DetectorLike:
-            return Detector(p, device=device, imgsz=imgsz)
+        def build(p: Path, backend: str | None = None, precision: str | None = None) -> DetectorLike:
+            return Detector(p, device=device, imgsz=imgsz, backend=backend, precision=precision)
 
-    calibration, cached = calibrate(variants, build, imgsz=None if imgsz is None else check_imgsz(imgsz))
+    calibration, cached = calibrate(variants, build, imgsz=None if imgsz is None else check_imgsz(imgsz), among=among)
     result = calibration.result
     log.info(
         "detector precision auto: %s (%s)",
@@ -274,7 +309,27 @@ def model_for_precision(
         f"measured {calibration.measured_at}, cached" if cached else f"measured now in {result.seconds:.1f} s",
     )
     chosen = Path(result.model)
-    return str(chosen) if chosen != path or model is not None else None
+    engine = backend_spec(result.backend)
+    compiled_precision = (
+        result.precision if result.precision in engine.precisions and engine.name != DEFAULT_BACKEND else None
+    )
+    chosen_model = str(chosen) if chosen != path or model is not None else None
+    return EngineChoice(
+        chosen_model,
+        None if result.backend == DEFAULT_BACKEND and backend is None else result.backend,
+        compiled_precision,
+    )
+
+
+def model_for_precision(
+    model: str | None,
+    device: str,
+    precision: Literal["auto", "fp32", "bf16", "int8"],
+    imgsz: int | tuple[int, int] | None = None,
+    build: Callable[..., DetectorLike] | None = None,
+) -> str | None:
+    """The model file `choose_engine` loads with the default backend (its ``model``)."""
+    return choose_engine(model, device, precision, imgsz=imgsz, build=build).model
 
 
 def detector_key(config: WatchConfig, cam: CameraConfig) -> tuple[str | None, str, int | tuple[int, int] | None]:

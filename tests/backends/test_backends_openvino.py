@@ -1,0 +1,157 @@
+"""The OpenVINO backend: box parity with ONNX Runtime, devices, precisions, the compiled-model cache, NNCF INT8."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from campusguard.detector import Detector
+from campusguard.errors import DeviceError, InvalidInputError, MissingDependencyError
+from campusguard.models.parity import PARITY_THRESHOLDS, compare_detections, match_detections
+from campusguard.models.resolve import DEFAULT_MODEL
+from campusguard.precision import cpu_has_bf16, trial_frames
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs the openvino extra")
+
+SYNTH_HW = (288, 480)  # the example config's size for 16:9 cameras
+
+
+@pytest.fixture(autouse=True)
+def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("CAMPUSGUARD_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> list[np.ndarray]:
+    """Seven frames of the synthetic campus scene (people, bicycles, vehicles), 720x1280."""
+    return trial_frames(count=7)
+
+
+def _precisions() -> list[str]:
+    return ["fp32", "bf16"] if cpu_has_bf16() else ["fp32"]
+
+
+def _parity(pairs: list[tuple[Detector, Detector, list[np.ndarray]]]) -> tuple[int, int, float]:
+    """Images whose box counts differ, images compared, and the median IoU of the matched boxes."""
+    differ = images = 0
+    ious: list[float] = []
+    for reference, candidate, frames in pairs:
+        for frame in frames:
+            r, c = reference(frame), candidate(frame)
+            images += 1
+            differ += len(r) != len(c)
+            ious.extend(match_detections(r, c, min_iou=0.5)[2].tolist())
+    return differ, images, statistics.median(ious)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("precision", _precisions())
+def test_openvino_keeps_onnxruntime_boxes_on_real_photos_and_synthetic_frames(
+    precision: str, assets_dir: Path, fall_onnx_dynamic: Path, synthetic: list[np.ndarray]
+) -> None:
+    """Target 3: of 9 images (bus.jpg and zidane.jpg through the real YOLOv8s, 7 synthetic frames through the
+    bundled model) none with a different box count, median IoU >= 0.98, at the same thresholds."""
+    from campusguard.io.images import read_image
+
+    photos = [read_image(assets_dir / n) for n in ("bus.jpg", "zidane.jpg")]
+    ov_real = Detector(fall_onnx_dynamic, device="cpu", imgsz=640, backend="openvino", precision=precision)
+    ov_synth = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW, backend="openvino", precision=precision)
+    assert ov_real.provider == f"OpenVINO:CPU:{precision}"  # what the CPU plugin really runs, read back
+    pairs = [
+        (Detector(fall_onnx_dynamic, device="cpu", imgsz=640), ov_real, photos),
+        (Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW), ov_synth, synthetic),
+    ]
+    differ, images, median_iou = _parity(pairs)
+    assert images == 9
+    assert differ == 0
+    assert median_iou >= (0.9999 if precision == "fp32" else 0.98)
+
+
+def test_openvino_fp32_matches_onnxruntime_numerically_on_the_bundled_model(synthetic: list[np.ndarray]) -> None:
+    from campusguard.ops.preprocess import letterbox, make_batch
+
+    ort = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW)
+    ov = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW, backend="openvino", precision="fp32")
+    x = make_batch([letterbox(synthetic[0], SYNTH_HW)[0]])
+    np.testing.assert_allclose(ov.backend.infer(x), ort.backend.infer(x), atol=2e-2, rtol=1e-3)
+
+
+def test_the_compiled_model_is_cached_per_model_shape_and_precision(own_cache: Path) -> None:
+    from campusguard.backends.openvino_backend import OpenVinoBackend
+
+    x = np.zeros((1, 3, 160, 256), np.float32)
+    first = OpenVinoBackend(DEFAULT_MODEL, device="cpu", precision="fp32")
+    first.infer(x)
+    assert first.cache is not None and first.cache.parent == own_cache / "openvino"
+    assert "1x3x160x256" in first.cache.name and first.cache.name.endswith("cpu-fp32")
+    assert any(first.cache.iterdir())  # OpenVINO wrote the compiled blob
+    again = OpenVinoBackend(DEFAULT_MODEL, device="cpu", precision="fp32")
+    again.infer(x)
+    assert again.cache == first.cache  # a restart finds it
+    other = OpenVinoBackend(DEFAULT_MODEL, device="cpu", precision="fp32")
+    other.infer(np.zeros((1, 3, 192, 320), np.float32))
+    assert other.cache != first.cache  # another shape, another cache
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [("cuda:0", "OpenVINO runs on cpu, gpu"), ("rocm:1", "OpenVINO runs on cpu, gpu"), ("tpu", "OpenVINO runs on")],
+)
+def test_a_device_openvino_has_no_name_for_is_a_one_line_error(device: str, message: str) -> None:
+    with pytest.raises(DeviceError, match=message):
+        Detector(DEFAULT_MODEL, device=device, backend="openvino")
+
+
+def test_a_missing_device_is_an_error_unless_the_cpu_fallback_is_allowed() -> None:
+    import openvino as ov
+
+    if "NPU" in ov.Core().available_devices:
+        pytest.skip("this machine has an NPU")
+    with pytest.raises(DeviceError, match="npu requested but OpenVINO sees only"):
+        Detector(DEFAULT_MODEL, device="npu", backend="openvino")
+    det = Detector(DEFAULT_MODEL, device="npu", backend="openvino", allow_cpu_fallback=True, imgsz=SYNTH_HW)
+    assert det.provider.startswith("OpenVINO:CPU:")
+
+
+def test_bad_precisions_are_one_line_errors() -> None:
+    with pytest.raises(InvalidInputError, match="runs fp32, bf16, int8, not 'fp16'"):
+        Detector(DEFAULT_MODEL, device="cpu", backend="openvino", precision="fp16")
+    with pytest.raises(InvalidInputError, match="runs fp32, fp16, int8, not 'bf16'"):
+        Detector(DEFAULT_MODEL, device="cpu", precision="bf16")  # ONNX Runtime has no BF16
+
+
+def test_without_the_extra_loading_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real(name, *a))
+    with pytest.raises(MissingDependencyError, match=r"pip install 'campusguard\[openvino\]'"):
+        Detector(DEFAULT_MODEL, device="cpu", backend="openvino")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nncf") is None, reason="needs nncf (the openvino extra)")
+def test_nncf_int8_is_an_openvino_ir_within_the_int8_bar(tmp_path: Path, synthetic: list[np.ndarray]) -> None:
+    import cv2
+    import openvino as ov
+
+    from campusguard.backends.openvino_backend import quantize_int8_nncf
+
+    calib = []
+    for i, frame in enumerate(trial_frames(count=8, seed=1)):
+        calib.append(tmp_path / f"c{i}.jpg")
+        cv2.imwrite(str(calib[-1]), frame)
+    out = quantize_int8_nncf(DEFAULT_MODEL, tmp_path / "m.int8ov.xml", calib, calib_hw=SYNTH_HW)
+    assert out.with_suffix(".bin").is_file()
+    ops = {op.get_type_name() for op in ov.Core().read_model(str(out)).get_ops()}
+    assert "FakeQuantize" in ops
+    reference = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW)
+    on_ov = Detector(out, device="cpu", imgsz=SYNTH_HW)  # an .xml goes to OpenVINO by itself
+    assert on_ov.provider.startswith("OpenVINO:CPU:")
+    assert on_ov.info.precision == "int8" and on_ov.info.names == reference.info.names  # metadata kept
+    report = compare_detections(reference.predict_batch(synthetic), on_ov.predict_batch(synthetic))
+    assert PARITY_THRESHOLDS["int8ov"].failure(report) is None, report.line()
+    with pytest.raises(InvalidInputError, match="runs an .onnx file|needs an .onnx file"):
+        Detector(out, device="cpu", backend="onnxruntime")
