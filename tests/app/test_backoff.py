@@ -56,3 +56,13 @@ def test_the_retry_loops_share_it():
         text = (root / name).read_text()
         assert "from campusguard.app.infra.backoff import Backoff" in text, name
         assert "2 **" not in text and "* self.factor" not in text, name
+
+
+def test_the_delay_by_attempt_count_is_the_same_sequence():
+    """The durable outboxes keep only an attempt count: `Backoff.delay` gives the delays `delays` yields."""
+    from itertools import islice
+
+    from campusguard.app.infra.backoff import Backoff
+
+    b = Backoff(0.5, 30.0)
+    assert [b.delay(n) for n in range(1, 9)] == list(islice(b.delays(), 8)) == [0.5, 1, 2, 4, 8, 16, 30, 30]

@@ -43,6 +43,7 @@ from campusguard.app.alerts.ledger import DeliveryLedger
 from campusguard.app.alerts.outbox import Outbox, OutboxMessage
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import append_lines, replace_durably
 from campusguard.errors import InvalidInputError
@@ -118,7 +119,7 @@ class WebhookSinkConfig(SinkConfigBase):
 
 def retry_delay(attempts: int, backoff_s: float, backoff_max_s: float) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt: ``backoff_s`` doubled each time, capped."""
-    return min(backoff_max_s, backoff_s * (2.0 ** max(0, attempts - 1)))
+    return Backoff(backoff_s, backoff_max_s).delay(attempts)
 
 
 class DeadLetters:

@@ -2,7 +2,7 @@
 
 Used by the camera readers' reconnects (`campusguard.app.engine.sources.CameraReader`), the PostgreSQL
 event store's reconnects (`campusguard.app.events.postgres.RetryPolicy`) and the webhook sink's
-retries (`campusguard.app.alerts.webhook.WebhookSink`). The MQTT sink's reconnects are paho's own
+retries (`campusguard.app.alerts.webhook.WebhookSink`, and the email sink through its `retry_delay`). The MQTT sink's reconnects are paho's own
 (``reconnect_delay_set``), configured with the same kind of numbers.
 """
 
@@ -43,6 +43,11 @@ class Backoff:
         while True:
             yield delay * (1.0 - self.jitter * random.random()) if self.jitter else delay
             delay = min(delay * self.factor, self.max_s)
+
+    def delay(self, attempts: int) -> float:
+        """The delay after the ``attempts``-th failed attempt (1: ``initial_s``), without jitter: for retry
+        loops that keep only the count (the durable outboxes store it with each message)."""
+        return min(self.max_s, self.initial_s * self.factor ** max(0, attempts - 1))
 
     def waits(self, stop: threading.Event) -> Iterator[bool]:
         """Wait out each delay in turn, cut short by ``stop``: yields ``True`` once ``stop`` is set.
