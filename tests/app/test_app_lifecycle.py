@@ -436,7 +436,10 @@ outputs:
         assert client.get("/readyz").status_code == 503
         time.sleep(1.5)  # a few refused attempts, held back in the log
         camera.start()
-        wait_for(lambda: len(incidents()) == 2, 30, "a new incident after the camera came back")
+        try:
+            wait_for(lambda: len(incidents()) == 2, 60, "a new incident after the camera came back")
+        except AssertionError as e:  # what the service logged says which stage stopped
+            raise AssertionError(f"{e}; log: {[r.getMessage() for r in caplog.records]}") from None
     finally:
         runtime.stop()
         camera.kill()
@@ -444,6 +447,8 @@ outputs:
     lines = [r.getMessage() for r in caplog.records if "camera gate" in r.getMessage()]
     starts = [ln for ln in lines if "outage started" in ln]
     ends = [ln for ln in lines if "held back" in ln]
-    assert len(starts) == 2 and len(ends) == 2, lines  # one line each when an outage starts and ends
+    # one line each when an outage starts and ends: two outages here (offline at start, the kill), one more
+    # where a loaded machine starves the camera's server for over stall_timeout_s
+    assert len(starts) == len(ends) >= 2, lines
     assert re.search(r"after \d+\.\d s of outage \([1-9]\d* failure\(s\) held back\)", ends[-1]), ends
     assert all(e.end_s is not None and e.details.get("interrupted") for e in incidents())
