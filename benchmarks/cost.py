@@ -23,7 +23,8 @@ Contenders (the bundled model, the example config's imgsz 480, conf 0.25, IoU 0.
 - ``app-int8-gated-before``: the same with ``busy_hold_s: 0``, the motion gate as it was before it
   learnt to stop looking on busy stretches (its before/after in one run);
 - ``app-openvino-whole``: `watch` on every whole frame with ``backend: openvino`` forced (``precision:
-  auto`` then chooses among OpenVINO's precisions).
+  auto`` then chooses among OpenVINO's precisions);
+- ``app-openvino-int8-whole``: the same with ``precision: int8``, the shipped NNCF IR.
 
 The app runs the demo's config (tracking, every rule, the event store, snapshots, a JSONL sink)
 without the annotated video (Ultralytics' loop draws nothing either). One-time set-up is left out
@@ -69,6 +70,8 @@ APP_VARIANTS: dict[str, dict[str, Any]] = {
     "app-int8-gated-before": {"precision": "int8", "motion": {"enabled": True, "busy_hold_s": 0}},
     # the OpenVINO engine forced, every whole frame: the engine against Ultralytics' OpenVINO loop
     "app-openvino-whole": {"precision": "auto", "motion": False, "backend": "openvino"},
+    # OpenVINO's INT8 (the shipped NNCF IR) forced, every whole frame: its speed and F1 on any CPU
+    "app-openvino-int8-whole": {"precision": "int8", "motion": False, "backend": "openvino"},
 }
 ANCHORS = ("ultralytics", "ultralytics-openvino")  # Ultralytics' own predict loops: the ratios' denominators
 CONTENDERS = (*ANCHORS, *APP_VARIANTS)

@@ -64,10 +64,11 @@ def cpu_prefers_int8(flags: Iterable[str]) -> bool:
 
 def variant_file(model: Path, precision: str) -> Path | None:
     """The ``precision`` file shipped next to ONNX ``model`` (``NAME-P.onnx`` or ``NAME.P.onnx``; an OpenVINO
-    IR ``NAME.P.xml``), if any."""
+    IR ``NAME-P.xml`` or ``NAME.P.xml``), if any."""
     if model.suffix != ".onnx":
         return None
-    for name in (f"{model.stem}-{precision}.onnx", f"{model.stem}.{precision}.onnx", f"{model.stem}.{precision}.xml"):
+    names = (f"{model.stem}-{precision}.onnx", f"{model.stem}.{precision}.onnx")
+    for name in (*names, f"{model.stem}-{precision}.xml", f"{model.stem}.{precision}.xml"):
         candidate = model.with_name(name)
         if candidate.is_file():
             return candidate
@@ -136,13 +137,15 @@ def trial_candidates(model: Path, backend: str | None = None, flags: Iterable[st
 
 
 def shipped_variants(model: Path, device_kind: str = "cpu") -> dict[str, Path]:
-    """The variants of ``model`` a trial on ``device_kind`` (``cpu``, ``cuda``, ``rocm``) compares: FP32
-    (the model itself) first, then each shipped file whose precision `FORMATS` lists for that device."""
-    from campusguard.backends.registry import FORMATS
+    """ONNX Runtime's variants of ``model`` a trial on ``device_kind`` (``cpu``, ``cuda``, ``rocm``) compares: FP32
+    (the model itself) first, then each shipped file whose precision `FORMATS` lists for that device and ONNX
+    Runtime (another engine's files, OpenVINO's IR, are `trial_candidates`' business)."""
+    from campusguard.backends.registry import DEFAULT_BACKEND, FORMATS
 
     out = {"fp32": model}
     for precision, spec in FORMATS.items():
-        if precision != "fp32" and device_kind in spec["devices"].split(","):
+        runs_here = DEFAULT_BACKEND in spec["backends"].split(",") and device_kind in spec["devices"].split(",")
+        if precision != "fp32" and runs_here:
             path = variant_file(model, precision)
             if path is not None:
                 out[precision] = path
@@ -298,6 +301,7 @@ def run_trial(
     Raises:
         InvalidInputError: no ``fp32`` variant, no frames, or bad round limits.
     """
+    from campusguard.backends.registry import backend_spec
     from campusguard.models.parity import PARITY_THRESHOLDS, compare_detections
 
     if "fp32" not in variants:
@@ -312,9 +316,11 @@ def run_trial(
     detectors = {"fp32": make(variants["fp32"])}
     for p in (p for p in variants if p != "fp32"):
         backend, precision = split_label(p)
+        # a compiled precision (OpenVINO's bf16) is asked of the backend; a file precision (its int8ov IR) is the file's
+        compiled = precision if precision in backend_spec(backend).precisions else None
         try:
             detectors[p] = (
-                make(variants[p]) if p == precision else make(variants[p], backend=backend, precision=precision)
+                make(variants[p]) if p == precision else make(variants[p], backend=backend, precision=compiled)
             )
         except CampusGuardError as exc:  # a broken variant file is refused; FP32 still runs
             refusals[p] = f"cannot load: {exc}"

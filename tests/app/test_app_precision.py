@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,8 +100,12 @@ def test_a_forced_backend_and_precision_load_as_asked(tmp_path: Path) -> None:
     assert choose_engine(None, "cpu", "fp32", backend="openvino") == EngineChoice(None, "openvino", "fp32")
     with pytest.raises(ModelLoadError, match="not one the onnxruntime backend runs"):
         choose_engine(None, "cpu", "bf16")
+    shipped_ir = DEFAULT_MODEL.with_name("campusguard-default-int8ov.xml")
+    assert choose_engine(None, "cpu", "int8", backend="openvino") == EngineChoice(str(shipped_ir), "openvino")
+    bare = tmp_path / "bare.onnx"  # a model with no IR next to it
+    shutil.copyfile(DEFAULT_MODEL, bare)
     with pytest.raises(ModelLoadError, match="no openvino INT8 variant .*int8ov.xml"):
-        choose_engine(None, "cpu", "int8", backend="openvino")
+        choose_engine(str(bare), "cpu", "int8", backend="openvino")
 
 
 def test_doctor_shows_the_instruction_sets_as_information_and_no_trial_when_none_is_cached(tmp_path: Path) -> None:
@@ -133,8 +138,9 @@ def test_doctor_calibrate_measures_stores_and_doctor_then_shows_it(
     int8_ms = re.search(r"int8\s+([\d.]+) ms per frame \(median of (\d+)\)", out)
     assert fp32_ms and int8_ms and int(fp32_ms.group(2)) >= 3, out
     assert "[parity on 6 image(s)" in out
-    chosen = re.search(r"chosen: (FP32|INT8|OPENVINO-FP32|OPENVINO-BF16) \((\S+)\)", out)
-    assert chosen and chosen.group(2) == (INT8.name if chosen.group(1) == "INT8" else DEFAULT_MODEL.name), out
+    chosen = re.search(r"chosen: (FP32|INT8|OPENVINO-FP32|OPENVINO-BF16|OPENVINO-INT8OV) \((\S+)\)", out)
+    files = {"INT8": INT8.name, "OPENVINO-INT8OV": "campusguard-default-int8ov.xml"}
+    assert chosen and chosen.group(2) == files.get(chosen.group(1), DEFAULT_MODEL.name), out
     assert f"stored in {tmp_path}" in out
 
     assert cli_main(["doctor", "--json", "--no-torch"]) == 0

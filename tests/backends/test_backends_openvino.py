@@ -155,3 +155,26 @@ def test_nncf_int8_is_an_openvino_ir_within_the_int8_bar(tmp_path: Path, synthet
     assert PARITY_THRESHOLDS["int8ov"].failure(report) is None, report.line()
     with pytest.raises(InvalidInputError, match="runs an .onnx file|needs an .onnx file"):
         Detector(out, device="cpu", backend="onnxruntime")
+
+
+def test_the_bundled_int8_ir_is_a_trial_candidate_that_loads_and_keeps_the_boxes(synthetic: list[np.ndarray]) -> None:
+    """The shipped NNCF IR (`campusguard-default-int8ov.xml`) is in the engine trial, built from its file (INT8 is
+    the IR, not a compiled precision: the trial used to ask the backend for precision ``int8ov`` and refuse it)."""
+    from campusguard.precision import run_trial, trial_candidates
+
+    variants = trial_candidates(DEFAULT_MODEL)
+    assert variants["openvino-int8ov"] == DEFAULT_MODEL.with_name("campusguard-default-int8ov.xml")
+
+    def make(path: Path, backend: str | None = None, precision: str | None = None) -> Detector:
+        return Detector(path, device="cpu", imgsz=SYNTH_HW, backend=backend, precision=precision)
+
+    result = run_trial(
+        {"fp32": variants["fp32"], "openvino-int8ov": variants["openvino-int8ov"]},
+        make,
+        synthetic[:4],
+        budget_s=0.1,
+        min_rounds=1,
+        max_rounds=1,
+    )
+    (timing,) = [t for t in result.variants if t.precision == "openvino-int8ov"]
+    assert timing.runs == 1 and timing.accepted and not timing.note, result.line()
