@@ -253,6 +253,7 @@ class EmailSink:
                 "email %s:%d: %d alert(s) not sent; kept in the outbox %s", self.host, self.port, left, self.outbox.path
             )
         self.outbox.close()
+        self.dead.close()
         if self.ledger is not None:
             self.ledger.close()
 

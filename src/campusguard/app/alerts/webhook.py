@@ -45,7 +45,7 @@ from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, 
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.diskspace import disk_health
-from campusguard.app.infra.durable import append_lines, replace_durably
+from campusguard.app.infra.durable import AppendLog, locked_for_rewrite, replace_durably
 from campusguard.errors import InvalidInputError
 
 __all__ = ["WEBHOOK", "WebhookSink", "WebhookSinkConfig", "DeadLetters", "retry_delay"]
@@ -123,8 +123,9 @@ def retry_delay(attempts: int, backoff_s: float, backoff_max_s: float) -> float:
 
 
 class DeadLetters:
-    """The dead-letter JSONL file of a sink: appended fsync'd, never cut; on a full disk the lines
-    wait in memory (at most 10,000, then the oldest are dropped and counted) and go out first next time.
+    """The dead-letter JSONL file of a sink: appended fsync'd (`AppendLog`: whole lines, under the file's
+    ``flock``), rewritten only by `take` under the same lock, so sinks sharing the file lose no line; on a
+    full disk the lines wait in memory (at most 10,000, then the oldest are dropped and counted) and go out first next time.
 
     Attributes:
         written: lines written; failures: writes that failed; dropped: lines dropped.
@@ -141,6 +142,7 @@ class DeadLetters:
         self.disk = disk_health()
         self._pending: deque[bytes] = deque()
         self._max_pending = 10_000
+        self._log: AppendLog | None = None
         self.lock = threading.Lock()
 
     def add(self, payload: dict[str, Any], error: str) -> None:
@@ -152,11 +154,9 @@ class DeadLetters:
                 self.dropped += 1
             self._pending.append(line)
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    append_lines(fd, b"".join(self._pending))
-                finally:
-                    os.close(fd)
+                if self._log is None:  # opened (and the file made) on the first dead letter
+                    self._log = AppendLog(self.path)
+                self._log.append(b"".join(self._pending))
             except OSError as exc:
                 self.failures += 1
                 self.disk.failed(self.what, self.path, exc)
@@ -164,16 +164,25 @@ class DeadLetters:
             self.written += len(self._pending)
             self._pending.clear()
 
+    def close(self) -> None:
+        """Close the file (idempotent; a later `add` opens it again)."""
+        with self.lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
     def take(self) -> list[dict[str, Any]]:
         """Every dead letter of this target (its ``url``), as event payloads; the file keeps the
         other targets' lines and those that are not ours to judge (unreadable ones, for a human).
         [] when the file cannot be rewritten."""
-        with self.lock:
-            if not self.path.is_file() or self.path.stat().st_size == 0:
+        with self.lock, locked_for_rewrite(self.path) as fd:  # another sink's appends to this file wait
+            if fd is None or os.fstat(fd).st_size == 0:
                 return []
             taken: list[dict[str, Any]] = []
             keep: list[str] = []
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            with os.fdopen(os.dup(fd), encoding="utf-8") as f:
+                text = f.read()
+            for line in text.splitlines():
                 if not line.strip():
                     continue
                 try:
@@ -326,6 +335,7 @@ class WebhookSink:
                 "webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.url, left, self.outbox.path
             )
         self.outbox.close()
+        self.dead.close()
         if self.ledger is not None:
             self.ledger.close()
 
