@@ -260,3 +260,29 @@ def test_the_candidates_are_every_installed_backend_and_precision(tmp_path: Path
     assert trial_candidates(model, flags=["avx512_bf16"]) == expected
     assert "openvino-bf16" not in trial_candidates(model, flags=["avx2"])  # no BF16 instructions, no BF16 candidate
     assert set(trial_candidates(model, backend="onnxruntime")) == {"fp32", "int8"}
+
+
+def test_the_trial_times_two_frames_a_call_per_frame(make_detections) -> None:
+    """The timed rounds call each variant with two frames (the service's busy batch path) and report
+    milliseconds per frame, so a fake taking 10 ms a frame reads 10 ms, not 20."""
+    clock = FakeClock()
+    calls: list[int] = []
+
+    class Recording(FakeDetector):
+        def predict_batch(self, images: list[np.ndarray]) -> list:
+            calls.append(len(images))
+            return super().predict_batch(images)
+
+    boxes = _boxes(make_detections)
+    result = run_trial(
+        {"fp32": DEFAULT_MODEL, "int8": Path("int8.onnx")},
+        lambda path, **_: Recording(clock, 10.0 if path == DEFAULT_MODEL else 7.0, boxes),
+        trial_frames((360, 640), 3),
+        budget_s=10.0,
+        clock=clock,
+    )
+    warm_up = 2 * 3  # each variant sees every frame alone first (its boxes for the accuracy check)
+    assert calls[:warm_up] == [1] * warm_up and set(calls[warm_up:]) == {2}
+    assert [v.ms for v in result.variants] == [pytest.approx(10.0), pytest.approx(7.0)]
+    with pytest.raises(InvalidInputError, match="batch 0"):
+        run_trial({"fp32": DEFAULT_MODEL}, lambda p, **_: Recording(clock, 1.0, boxes), [np.zeros((8, 8, 3))], batch=0)

@@ -178,3 +178,21 @@ def test_the_bundled_int8_ir_is_a_trial_candidate_that_loads_and_keeps_the_boxes
     )
     (timing,) = [t for t in result.variants if t.precision == "openvino-int8ov"]
     assert timing.runs == 1 and timing.accepted and not timing.note, result.line()
+
+
+@pytest.mark.parametrize("name", ["campusguard-default.onnx", "campusguard-default-int8ov.xml"])
+def test_a_batch_runs_on_the_throughput_streams_with_the_boxes_of_one_frame_at_a_time(
+    name: str, synthetic: list[np.ndarray]
+) -> None:
+    """Several frames go one per request on OpenVINO's THROUGHPUT streams (`_infer_streams`); each frame's
+    boxes are those it gets alone (the latency-compiled request), in the batch's order, batch 5 over 2 streams."""
+    det = Detector(DEFAULT_MODEL.with_name(name), device="cpu", imgsz=SYNTH_HW, backend="openvino")
+    frames = synthetic[:5]
+    alone = [det(f) for f in frames]
+    together = det.predict_batch(frames)
+    backend = det.backend
+    assert backend._streams and all(len(reqs) >= 1 for _, reqs in backend._streams.values())  # type: ignore[attr-defined]
+    for a, b in zip(alone, together, strict=True):
+        assert len(a) == len(b) and len(a) > 0
+        matched = match_detections(a, b, min_iou=0.5)[2]
+        assert len(matched) == len(a) and float(matched.min()) > 0.98
