@@ -174,11 +174,14 @@ async function bulkReview(action) {
   bulkAck.disabled = bulkResolve.disabled = true;
   try {
     const out = await api("/api/v1/events/bulk", { method: "POST", body: { ids, action, note: bulkNote.value.trim() } });
-    for (const event of out.updated) upsert(event, false); // still selected: an export may follow
+    for (const event of out.updated) {
+      selected.delete(event.id);
+      upsert(event, false);
+    }
     const done = `${out.updated.length} ${action === "acknowledge" ? "acknowledged" : "resolved"}`;
     const skipped = Object.entries(out.conflicts).map(([id, st]) => `${id} is ${st}`);
     skipped.push(...out.missing.map((id) => `${id} no longer exists`));
-    for (const id of out.missing) selected.delete(id);
+    for (const id of [...Object.keys(out.conflicts), ...out.missing]) selected.delete(id);
     bulkResult.textContent = skipped.length ? `${done}; skipped ${skipped.length}: ${skipped.join(", ")}.` : `${done}.`;
     bulkResult.hidden = false;
     if (out.updated.length) bulkNote.value = "";
