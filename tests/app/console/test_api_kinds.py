@@ -51,8 +51,7 @@ def test_each_kind_carries_its_editor_form_from_its_config_model(console):
     for entry in RULES:
         form = kinds[entry.kind]
         names = {f["name"] for f in form["fields"]}
-        # `escalate` (a nested section naming alert sinks) is set in the config file, not in the form
-        assert names == set(entry.config.model_fields) - {"kind", form["target"], "escalate"}
+        assert names == set(entry.config.model_fields) - {"kind", form["target"]}
     assert (kinds["intrusion"]["target"], kinds["intrusion"]["target_optional"]) == ("zone", False)
     assert (kinds["fall"]["target"], kinds["fall"]["target_optional"]) == ("zone", True)
     assert kinds["line_crossing"]["target"] == "line"

@@ -127,3 +127,32 @@ def test_users_change_their_own_password(console):
     assert console.users.verify_password("vera", "viewer-pass-1") is None
     # without the CSRF header a cookie cannot do it
     assert client.post("/api/v1/auth/password", json={"current": "vera-new-pass", "new": "x" * 10}).status_code == 403
+
+
+def test_a_schema_2_database_gains_last_sign_in_and_mapped_groups(tmp_path):
+    from fakes_console import CHEAP_HASHER
+
+    from campusguard.app.console import users as users_module
+
+    conn = sqlite3.connect(tmp_path / "u.db")
+    conn.executescript(users_module._SCHEMA_V1 + users_module._SCHEMA_V2)
+    conn.execute("INSERT INTO users VALUES ('ana', 'operator', '!oidc', '2024-01-01T00:00:00+00:00')")
+    conn.execute("INSERT INTO oidc_links VALUES ('https://idp.test', 's-1', 'ana', '2024-01-01T00:00:00+00:00')")
+    conn.execute("PRAGMA user_version=2")
+    conn.commit()
+    conn.close()
+    with UserStore(tmp_path / "u.db", password_hasher=CHEAP_HASHER) as users:
+        (ana,) = users.list_accounts()
+        assert (ana.source, ana.issuer, ana.subject, ana.groups, ana.last_sign_in_at) == (
+            "oidc",
+            "https://idp.test",
+            "s-1",
+            (),
+            None,
+        )
+        users.sign_in_external("https://idp.test", "s-1", "ana", "admin", groups=["g-admins"])
+        users.create_session("ana")
+        (ana,) = users.list_accounts()
+        assert ana.role == "admin" and ana.groups == ("g-admins",) and ana.last_sign_in_at is not None
+        with pytest.raises(InvalidInputError, match="no console password"):
+            users.set_password("ana", "a-long-password")

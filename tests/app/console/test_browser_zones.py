@@ -192,3 +192,56 @@ def test_a_stale_save_shows_the_conflict_and_offers_a_reload(live_server, open_p
     save(page)
     assert page.locator("#zones-status").inner_text().startswith("Saved at"), page.locator("#zones-error").inner_text()
     assert saved_camera(live_server)["privacy"]["blur"] == "faces" and other["zones"][2]["name"] == "west"
+
+
+def test_escalation_and_checklist_are_set_through_the_rule_form(live_server, open_page, shots):
+    """`escalate` (after how long, to which configured sinks) and the `sop` steps, set in the form and
+    saved in the config; a form without a sink is refused with the field named and nothing saved."""
+    page = open_editor(live_server, open_page)
+    page.locator("#shape-list button", has_text="east").click()
+    rule = page.locator("#rule-list details.rule").first
+    rule.locator("> summary").click()
+    on = rule.locator("input.section-on")
+    on.check()
+    after = rule.locator("input[data-sub=after_s]")
+    after.fill("120")
+    after.press("Tab")
+    assert sorted(rule.locator("input[data-sub=to]").evaluate_all("(xs) => xs.map((x) => x.value)")) == [
+        "jsonl",
+        "stdout",
+    ]
+    before = live_server.console.config.read_text()
+    save(page)  # no sink chosen yet
+    error = page.locator("#zones-error")
+    assert error.is_visible() and "escalate.to: List should have at least 1 item" in error.inner_text()
+    assert live_server.console.config.read_text() == before
+
+    rule.locator("input[data-sub=to][value=jsonl]").check()
+    for text in ("Send the patrol", "Call the duty officer, then write the log", "Lock the gate"):
+        rule.locator("button.add-step").click()
+        step = rule.locator("input.step").last
+        step.fill(text)
+        step.press("Tab")
+    rule.locator("button.remove-step").nth(2).click()  # "Lock the gate" after all
+    assert rule.locator(".step-list label").all_inner_texts() == ["Step 1", "Step 2"]
+    shots.take(page, "zones-rule-escalate-sop", full_page=True)
+    save(page)
+    assert page.locator("#zones-status").inner_text().startswith("Saved at"), error.inner_text()
+    saved = saved_camera(live_server)["rules"][0]
+    assert saved["escalate"] == {"after_s": 120.0, "to": ["jsonl"]}
+    assert saved["sop"] == ["Send the patrol", "Call the duty officer, then write the log"]
+    live = live_server.console.runtime.loaded.config.cameras[0].rules[0]
+    assert live.escalate is not None and live.escalate.to == ["jsonl"] and live.sop == saved["sop"]
+
+    # read back into the form after a reload; switching escalation off saves no section
+    page.reload()
+    page.locator("#shape-list button", has_text="east").click()
+    rule = page.locator("#rule-list details.rule").first
+    rule.locator("> summary").click()
+    assert rule.locator("input.step").evaluate_all("(xs) => xs.map((x) => x.value)") == saved["sop"]
+    assert rule.locator("input[data-sub=after_s]").input_value() == "120"
+    assert rule.locator("input[data-sub=to][value=jsonl]").is_checked()
+    rule.locator("input.section-on").uncheck()
+    save(page)
+    assert page.locator("#zones-status").inner_text().startswith("Saved at"), error.inner_text()
+    assert "escalate" not in saved_camera(live_server)["rules"][0]

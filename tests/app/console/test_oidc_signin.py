@@ -338,6 +338,59 @@ def test_the_role_follows_the_provider_at_each_sign_in(signin):
         signin.provider.set_groups("alice", ["cg-operators", "staff"])
 
 
+def _row(page: str, name: str) -> str:
+    """The users page's table row of ``name`` (its HTML), or ``""``."""
+    start = page.find(f'<tr data-user="{name}"')
+    return page[start : page.index("</tr>", start)] if start >= 0 else ""
+
+
+def test_the_users_page_lists_provider_accounts_with_source_role_and_last_sign_in(signin):
+    users_api, users_page = f"{signin.url}/api/v1/users", f"{signin.url}/users"
+    admin = signin.console.bearer("ada")  # the console's local admin
+    signin.provider.set_groups("bob", ["cg-operators", "staff"])
+    try:
+        assert sign_in_http(signin, "bob").status_code == 200
+        with httpx.Client(timeout=15, headers=admin) as client:
+            listed = {u["name"]: u for u in client.get(users_api).json()}
+            bob = listed["bob"]
+            assert (bob["source"], bob["role"], bob["issuer"], bob["subject"]) == (
+                "oidc",
+                "operator",
+                signin.provider.issuer,
+                "bob",
+            )
+            assert bob["groups"] == ["cg-operators"] and bob["last_sign_in_at"] is not None
+            assert listed["otto"]["source"] == "local" and listed["otto"]["issuer"] is None
+            page = client.get(users_page)
+            assert page.status_code == 200
+            row = _row(page.text, "bob")
+            assert 'data-source="oidc"' in row and "Campus IdP" in row and signin.provider.issuer in row
+            assert '<option value="operator" selected>' in row and "cg-operators" in row and "<time" in row
+            assert 'data-action="password"' not in row  # no console password to reset
+            assert 'data-action="password"' in _row(page.text, "otto") and "Password (local)" in _row(page.text, "otto")
+            refused = client.patch(f"{users_api}/bob", json={"password": "a-new-pass-1", "role": "viewer"})
+            assert refused.status_code == 409 and "identity provider" in refused.json()["detail"]
+            assert signin.console.users.get_user("bob").role == "operator"  # nothing half applied
+            assert signin.console.users.verify_password("bob", "a-new-pass-1") is None
+
+            # demoted here: lasts until the next sign-in, which sets the role from the groups again
+            assert client.patch(f"{users_api}/bob", json={"role": "viewer"}).json()["role"] == "viewer"
+            assert '<option value="viewer" selected>' in _row(client.get(users_page).text, "bob")
+            assert sign_in_http(signin, "bob").status_code == 200
+            assert {u["name"]: u["role"] for u in client.get(users_api).json()}["bob"] == "operator"
+
+            # removed: gone from both lists; a new sign-in makes the account again from the role map
+            assert client.delete(f"{users_api}/bob").status_code == 204
+            assert "bob" not in {u["name"] for u in client.get(users_api).json()}
+            assert _row(client.get(users_page).text, "bob") == ""
+            assert sign_in_http(signin, "bob").status_code == 200
+            assert last_audit(signin).details["created"] is True
+            again = {u["name"]: u for u in client.get(users_api).json()}["bob"]
+            assert (again["source"], again["role"]) == ("oidc", "operator")
+    finally:
+        signin.provider.set_groups("bob", ["cg-admins"])
+
+
 def test_a_role_claim_missing_from_the_id_token_is_read_from_userinfo(signin):
     signin.provider.tamper("no_groups")  # as a provider that puts groups only into userinfo
     answer = sign_in_http(signin, "alice")

@@ -101,7 +101,10 @@ def oidc_callback(request: Request) -> Response:
     try:
         identity, transaction = sign_in.finish(dict(request.query_params), request.cookies.get(OIDC_COOKIE))
         try:
-            outcome = state.users.sign_in_external(identity.issuer, identity.subject, identity.name, identity.role)
+            mapped = sorted(v for v in identity.values if v in sign_in.config.role_map)
+            outcome = state.users.sign_in_external(
+                identity.issuer, identity.subject, identity.name, identity.role, groups=mapped
+            )
         except InvalidInputError as exc:
             raise SignInRefused(
                 str(exc),
@@ -119,7 +122,7 @@ def oidc_callback(request: Request) -> Response:
         "issuer": identity.issuer,
         "role": outcome.user.role,
         "created": outcome.created,
-        "mapped": sorted(v for v in identity.values if v in sign_in.config.role_map),
+        "mapped": mapped,
     }
     if outcome.previous_role is not None and outcome.previous_role != outcome.user.role:
         details["previous_role"] = outcome.previous_role

@@ -28,7 +28,7 @@ from fastapi import APIRouter, Depends, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from campusguard.app.console.auth import console_state, require_page_role
-from campusguard.app.console.users import role_at_least
+from campusguard.app.console.users import ROLES, Account, role_at_least
 
 __all__ = ["STATIC_DIR", "router", "login_router", "render_page", "forbidden_page"]
 
@@ -199,10 +199,56 @@ def zones_page(camera: str, request: Request) -> HTMLResponse:
     return render_page(request, "zones.html", title=f"Zones of {camera}", script="zones.js", active="/", camera=camera)
 
 
+def _utc(value: str | None) -> str:
+    """An ISO 8601 UTC time as ``YYYY-MM-DD HH:MM UTC`` in a ``<time>`` element (``never`` for none)."""
+    if not value:
+        return '<span class="muted">never</span>'
+    shown = value[:16].replace("T", " ") + " UTC"
+    return f'<time datetime="{html.escape(value, quote=True)}">{html.escape(shown)}</time>'
+
+
+def _account_row(account: Account, me: str, provider_names: Mapping[str, str]) -> str:
+    """One row of the users table: name, role (a choice for others), where it signs in, last sign-in,
+    created, and the actions (API token; password reset for local accounts; remove for others)."""
+    name = html.escape(account.name, quote=True)
+    if account.name == me:
+        role = f'<span class="badge role-{account.role}">{account.role}</span> <small class="muted">(you)</small>'
+    else:
+        options = "".join(f'<option value="{r}"{" selected" if r == account.role else ""}>{r}</option>' for r in ROLES)
+        role = f'<select class="role" data-action="role" aria-label="Role of {name}">{options}</select>'
+    if account.issuer is None:
+        source = "Password (local)"
+    else:
+        provider = html.escape(provider_names.get(account.issuer, "OpenID Provider"))
+        groups = ", ".join(account.groups) or "none"
+        source = (
+            f'{provider} <small class="muted">(OIDC)</small><br><small class="muted source-id">'
+            f"{html.escape(account.issuer)} · {html.escape(account.subject or '')}</small><br>"
+            f'<small class="muted">role from groups: {html.escape(groups)}</small>'
+        )
+    actions = '<button type="button" class="quiet" data-action="token">API token</button>'
+    if account.issuer is None and account.name != me:
+        actions += '<button type="button" class="quiet" data-action="password">Reset password</button>'
+    if account.name != me:
+        actions += '<button type="button" class="danger" data-action="remove">Remove</button>'
+    return (
+        f'<tr data-user="{name}" data-source="{account.source}"><td>{html.escape(account.name)}</td>'
+        f"<td>{role}</td><td>{source}</td><td>{_utc(account.last_sign_in_at)}</td>"
+        f'<td>{_utc(account.created_at)}</td><td class="actions">{actions}</td></tr>'
+    )
+
+
 @router.get("/users", dependencies=[Depends(require_page_role("admin"))])
 def users_page(request: Request) -> HTMLResponse:
-    """Users, their roles and API tokens (admin)."""
-    return render_page(request, "users.html", title="Users", script="users.js", active="/users")
+    """Users (local and made by campus sign-in), their roles, where they sign in and API tokens (admin).
+
+    The rows are rendered here (the page's script only acts on them, and reads them again after a change)."""
+    sign_in = getattr(request.app.state, "oidc", None)
+    providers = {sign_in.config.issuer: sign_in.config.name} if sign_in is not None else {}
+    rows = "".join(
+        _account_row(a, request.state.user.name, providers) for a in console_state(request).users.list_accounts()
+    )
+    return render_page(request, "users.html", title="Users", script="users.js", active="/users", fill={"rows": rows})
 
 
 @router.get("/audit", dependencies=[Depends(require_page_role("admin"))])

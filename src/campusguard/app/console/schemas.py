@@ -24,6 +24,7 @@ __all__ = [
     "LoginRequest",
     "LoginResponse",
     "UserOut",
+    "AccountOut",
     "UserCreate",
     "UserUpdate",
     "PasswordChange",
@@ -67,6 +68,21 @@ class UserOut(BaseModel):
     name: str
     role: RoleName
     created_at: str | None = None
+
+
+class AccountOut(UserOut):
+    """A user as the users page lists it: where it signs in and when it last did."""
+
+    source: Literal["local", "oidc"] = Field(
+        ..., description="`local`: a console password; `oidc`: signs in through the identity provider (no password)."
+    )
+    issuer: str | None = Field(None, description="The provider's issuer (`oidc` accounts).")
+    subject: str | None = Field(None, description="The provider's subject (`sub`) of the person (`oidc` accounts).")
+    groups: list[str] = Field(
+        default_factory=list,
+        description="The role claim's values that mapped to the role at the last sign-in (`oidc` accounts).",
+    )
+    last_sign_in_at: str | None = Field(None, description="UTC time of the last sign-in; none if never.")
 
 
 class LoginResponse(BaseModel):

@@ -39,6 +39,7 @@ __all__ = [
     "Role",
     "TokenKind",
     "User",
+    "Account",
     "ExternalSignIn",
     "Credential",
     "AuditEntry",
@@ -95,7 +96,12 @@ CREATE TABLE oidc_links (
     PRIMARY KEY (issuer, subject)
 );
 """
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# 3: when each user last signed in, and which values of the provider's role claim mapped to its role then
+_SCHEMA_V3 = """
+ALTER TABLE users ADD COLUMN last_sign_in_at TEXT;
+ALTER TABLE oidc_links ADD COLUMN mapped_groups TEXT NOT NULL DEFAULT '[]'
+"""
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 # the password hash of an account that signs in only through its provider: argon2 cannot verify it
 NO_PASSWORD = "!oidc"
 SCHEMA_VERSION = max(_MIGRATIONS)
@@ -147,6 +153,32 @@ class User:
     name: str
     role: Role
     created_at: str
+
+
+@dataclass(frozen=True)
+class Account:
+    """A user as the users page lists it: where it signs in and when it last did.
+
+    Attributes:
+        name, role, created_at: as `User`.
+        last_sign_in_at: UTC time of the last session started (password login or campus sign-in);
+            ``None`` when it never signed in since schema 3.
+        issuer, subject: the provider user the account belongs to (``None`` for a local account).
+        groups: the values of the provider's role claim that mapped to ``role`` at the last sign-in.
+    """
+
+    name: str
+    role: Role
+    created_at: str
+    last_sign_in_at: str | None = None
+    issuer: str | None = None
+    subject: str | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> Literal["local", "oidc"]:
+        """``local`` (a console password) or ``oidc`` (signs in through its provider, no password)."""
+        return "local" if self.issuer is None else "oidc"
 
 
 @dataclass(frozen=True)
@@ -315,10 +347,17 @@ class UserStore(SQLiteFile):
 
         Raises:
             KeyError: no such user.
-            InvalidInputError: the password is too short or too long.
+            InvalidInputError: the password is too short or too long, or the account signs in through an
+                identity provider (it has no console password; giving it one would open a second way in).
         """
         digest = self._hasher.hash(check_password(password))
         with self._transaction() as conn:
+            link = conn.execute("SELECT issuer FROM oidc_links WHERE user_name = ?", (name,)).fetchone()
+            if link is not None:
+                raise InvalidInputError(
+                    f"user {name!r} signs in through {link[0]} and has no console password; "
+                    "change it at the identity provider"
+                )
             if conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (digest, name)).rowcount == 0:
                 raise KeyError(name)
             conn.execute(
@@ -332,6 +371,25 @@ class UserStore(SQLiteFile):
 
     def list_users(self) -> list[User]:
         return [User(*r) for r in self._read("SELECT name, role, created_at FROM users ORDER BY name")]
+
+    def list_accounts(self) -> list[Account]:
+        """Every user, local or made by a campus sign-in, with its provider link and last sign-in (by name)."""
+        rows = self._read(
+            "SELECT u.name, u.role, u.created_at, u.last_sign_in_at, l.issuer, l.subject, l.mapped_groups "
+            "FROM users u LEFT JOIN oidc_links l ON l.user_name = u.name ORDER BY u.name"
+        )
+        return [
+            Account(
+                name=r[0],
+                role=r[1],
+                created_at=r[2],
+                last_sign_in_at=r[3],
+                issuer=r[4],
+                subject=r[5],
+                groups=tuple(json.loads(r[6])) if r[6] else (),
+            )
+            for r in rows
+        ]
 
     def verify_password(self, name: str, password: str) -> User | None:
         """The user if the password is right, else ``None`` (same cost whether or not the user exists)."""
@@ -350,13 +408,17 @@ class UserStore(SQLiteFile):
                 conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self._hasher.hash(password), name))
         return self.get_user(name)
 
-    def sign_in_external(self, issuer: str, subject: str, name: str, role: str) -> ExternalSignIn:
+    def sign_in_external(
+        self, issuer: str, subject: str, name: str, role: str, *, groups: Sequence[str] = ()
+    ) -> ExternalSignIn:
         """The account of the provider's user ``(issuer, subject)``, made at the first sign-in, with ``role`` applied.
 
         The account is found by issuer and subject, so a user renamed at the provider keeps it (and its
         name); ``name`` is used only to make it. The provider is the authority on the role: it is set
         at every sign-in, even when that demotes the last admin (`campusguard users` can add one). The
-        account has no password.
+        account has no password. ``groups``: the role claim's values that mapped to ``role`` (kept for
+        the users page). An account an admin removed is made again at its next sign-in (the provider's
+        role map still lets the person in); an admin's change of its role lasts until then.
 
         Raises:
             InvalidInputError: bad name or role, or ``name`` is already taken by an account not tied to this
@@ -365,6 +427,7 @@ class UserStore(SQLiteFile):
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         now = _iso(_now())
+        mapped = json.dumps(sorted(set(groups)))
         with self._transaction() as conn:
             row = conn.execute(
                 "SELECT u.name, u.role FROM oidc_links l JOIN users u ON u.name = l.user_name "
@@ -373,6 +436,10 @@ class UserStore(SQLiteFile):
             ).fetchone()
             if row is not None:
                 conn.execute("UPDATE users SET role = ? WHERE name = ?", (role, row[0]))
+                conn.execute(
+                    "UPDATE oidc_links SET mapped_groups = ? WHERE issuer = ? AND subject = ?",
+                    (mapped, issuer, subject),
+                )
                 created, previous, name = False, str(row[1]), str(row[0])
             else:
                 check_user_name(name)
@@ -385,8 +452,8 @@ class UserStore(SQLiteFile):
                     (name, role, NO_PASSWORD, now),
                 )
                 conn.execute(
-                    "INSERT INTO oidc_links (issuer, subject, user_name, linked_at) VALUES (?, ?, ?, ?)",
-                    (issuer, subject, name, now),
+                    "INSERT INTO oidc_links (issuer, subject, user_name, linked_at, mapped_groups) VALUES (?, ?, ?, ?, ?)",
+                    (issuer, subject, name, now, mapped),
                 )
                 created, previous = True, None
         user = self.get_user(name)
@@ -409,6 +476,8 @@ class UserStore(SQLiteFile):
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (_token_hash(token), name, kind, label, csrf, _iso(now), _iso(now + ttl)),
                 )
+                if kind == "session":  # a session is made only by a sign-in (password or provider)
+                    conn.execute("UPDATE users SET last_sign_in_at = ? WHERE name = ?", (_iso(now), name))
         except sqlite3.IntegrityError as exc:  # the foreign key: no such user
             raise KeyError(name) from exc
         return token

@@ -55,6 +55,8 @@ class EscalateConfig(ConfigModel):
         description="Names of the alert sinks (`alerts[].name`, default their kind) the one `escalation` alert goes to.",
         min_length=1,
         max_length=32,
+        # the console's rule form offers the configured sinks' names here (`campusguard.app.console.rule_form`)
+        json_schema_extra={"names": "alert_sinks"},
     )
 
 

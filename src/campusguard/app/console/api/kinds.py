@@ -6,9 +6,10 @@ this route, so a rule kind added to the registry (`campusguard.app.rules.registr
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
+from campusguard.app.console.auth import console_state
 from campusguard.app.console.rule_form import RuleFormOut, rule_form
 from campusguard.app.events.types import EVENT_PHASES
 from campusguard.app.rules import registry
@@ -36,12 +37,14 @@ class RuleKindsOut(BaseModel):
 
 
 @router.get("/rule-kinds")
-def rule_kinds() -> RuleKindsOut:
+def rule_kinds(request: Request) -> RuleKindsOut:
     """The rule kinds (kind, label, whether an incident has an end, what it watches and the fields of its
-    section, from its config model) and the event phases."""
+    section, from its config model, with the configured alert sinks as the choices of `escalate.to`) and
+    the event phases."""
+    sinks = [a.sink_name for a in console_state(request).runtime.loaded.config.alerts]
     return RuleKindsOut(
         kinds=[
-            RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end, **dict(rule_form(e.config)))
+            RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end, **dict(rule_form(e.config, sinks=sinks)))
             for e in registry.RULES
         ],
         phases=list(EVENT_PHASES),

@@ -8,7 +8,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
 
 from campusguard.app.console.auth import audit, console_state, require_role
-from campusguard.app.console.schemas import USER_NAME_PATTERN, TokenCreate, TokenOut, UserCreate, UserOut, UserUpdate
+from campusguard.app.console.schemas import (
+    USER_NAME_PATTERN,
+    AccountOut,
+    TokenCreate,
+    TokenOut,
+    UserCreate,
+    UserOut,
+    UserUpdate,
+)
 from campusguard.errors import InvalidInputError
 
 router = APIRouter(tags=["users"], dependencies=[Depends(require_role("admin"))])
@@ -16,10 +24,21 @@ UserName = Annotated[str, Path(pattern=USER_NAME_PATTERN)]
 
 
 @router.get("/users")
-def list_users(request: Request) -> list[UserOut]:
-    """Every user and their role."""
+def list_users(request: Request) -> list[AccountOut]:
+    """Every user, local or made by a campus sign-in: role, where it signs in (a console password, or the
+    provider's issuer and subject with the groups that mapped to its role) and when it last signed in."""
     return [
-        UserOut(name=u.name, role=u.role, created_at=u.created_at) for u in console_state(request).users.list_users()
+        AccountOut(
+            name=a.name,
+            role=a.role,
+            created_at=a.created_at,
+            source=a.source,
+            issuer=a.issuer,
+            subject=a.subject,
+            groups=list(a.groups),
+            last_sign_in_at=a.last_sign_in_at,
+        )
+        for a in console_state(request).users.list_accounts()
     ]
 
 
@@ -55,11 +74,21 @@ def remove_user(name: UserName, request: Request) -> None:
 
 @router.patch(
     "/users/{name}",
-    responses={404: {"description": "No such user."}, 409: {"description": "Demoting the last admin."}},
+    responses={
+        404: {"description": "No such user."},
+        409: {"description": "Demoting the last admin, or a password for an account of the identity provider."},
+    },
 )
 def update_user(name: UserName, body: UserUpdate, request: Request) -> UserOut:
-    """Change a user's role and/or password (a new password ends their login sessions)."""
+    """Change a user's role and/or password (a new password ends their login sessions). An account made
+    by a campus sign-in has no password (409); its role is set again from the provider at its next sign-in."""
     users = console_state(request).users
+    issuer = users.external_issuer(name) if body.password is not None else None
+    if issuer is not None:  # refused before any change, so a role sent with it is not half applied
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"user {name!r} signs in through {issuer} and has no console password; change it at the identity provider",
+        )
     try:
         if body.role is not None:
             users.set_role(name, body.role)

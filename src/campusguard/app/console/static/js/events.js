@@ -1,9 +1,11 @@
 // The incident timeline: filters (kept in the URL), pages of 50, acknowledge, bulk acknowledge /
-// resolve of the selected incidents with one note (operators), and live updates: new and changed
-// incidents arrive over server-sent events and appear without a reload.
+// resolve of the selected incidents with one note and evidence export of them with a reason
+// (operators), and live updates: new and changed incidents arrive over server-sent events and
+// appear without a reload. Every incident can be selected, resolved ones too (they are what staff
+// export most); acknowledge and resolve apply to the selected ones not yet resolved.
 import "./nav.js";
 import {
-  ApiError, api, el, eventStream, eventDuration, filterParams, formatTime, hasRole, kindLabel, loadKinds, showError,
+  ApiError, api, downloadPost, el, eventStream, eventDuration, filterParams, formatTime, hasRole, kindLabel, loadKinds, showError,
   stateBadge,
 } from "./api.js";
 
@@ -83,8 +85,7 @@ function renderItem(event) {
       type: "checkbox",
       class: "pick",
       "aria-label": `Select ${what} (${event.id})`,
-      disabled: event.state === "resolved",
-      checked: selected.has(event.id) && event.state !== "resolved",
+      checked: selected.has(event.id),
     });
     pick.addEventListener("change", () => {
       if (pick.checked) selected.add(event.id);
@@ -122,6 +123,7 @@ function renderItem(event) {
         event.open ? el("span", { class: "badge ongoing" }, "ongoing") : el("span", { class: "badge" }, `ended after ${duration}`),
         event.class_names && event.class_names.length ? el("span", { class: "muted" }, event.class_names.join(", ")) : null,
         reviewer ? el("span", { class: "muted reviewer" }, reviewer) : null,
+        event.kept ? el("span", { class: "badge kept", title: "Kept: never deleted by retention" }, "kept") : null,
         steps ? el("span", { class: "badge steps" }, `${steps.done} of ${steps.total} steps`) : null,
       ),
     ),
@@ -129,18 +131,37 @@ function renderItem(event) {
   );
 }
 
+/** Read incidents again (after an export made them kept) and show them as they are now. */
+async function refreshItems(ids) {
+  for (const id of ids.slice(0, PAGE)) {
+    try {
+      upsert(await api(`/api/v1/events/${encodeURIComponent(id)}`), false);
+    } catch {
+      // gone meanwhile: the next load shows it
+    }
+  }
+}
+
+/** The selected incidents that acknowledge / resolve can still apply to (not resolved). */
+function reviewable() {
+  return [...selected].filter((id) => list.querySelector(`li[data-id="${CSS.escape(id)}"]`)?.dataset.state !== "resolved");
+}
+
 /** The bulk bar: how many are selected, and whether the buttons apply. */
 function updateBulk() {
   for (const id of [...selected]) {
-    const box = list.querySelector(`li[data-id="${CSS.escape(id)}"] input.pick`);
-    if (!box || box.disabled) selected.delete(id); // gone from the page, or resolved meanwhile
+    if (!list.querySelector(`li[data-id="${CSS.escape(id)}"] input.pick`)) selected.delete(id); // gone from the page
   }
-  const boxes = [...list.querySelectorAll("input.pick:not(:disabled)")];
+  const boxes = [...list.querySelectorAll("input.pick")];
+  const open = reviewable().length;
   const tooMany = selected.size > BULK_MAX;
-  bulkCount.textContent = tooMany ? `${selected.size} selected (at most ${BULK_MAX} at once)` : `${selected.size} selected`;
+  const resolvedNote = selected.size > open ? ` (${selected.size - open} resolved: export only)` : "";
+  bulkCount.textContent = tooMany
+    ? `${selected.size} selected (at most ${BULK_MAX} at once)`
+    : `${selected.size} selected${resolvedNote}`;
   bulkCount.className = tooMany ? "error" : "muted";
-  bulkAck.disabled = bulkResolve.disabled = selected.size === 0 || tooMany;
-  bulkEvidence.disabled = selected.size === 0 || !bulkReason.value.trim();
+  bulkAck.disabled = bulkResolve.disabled = open === 0 || tooMany;
+  bulkEvidence.disabled = selected.size === 0 || tooMany || !bulkReason.value.trim();
   selectAll.checked = boxes.length > 0 && boxes.every((b) => b.checked);
   selectAll.indeterminate = !selectAll.checked && boxes.some((b) => b.checked);
 }
@@ -148,7 +169,7 @@ function updateBulk() {
 /** Acknowledge or resolve every selected incident with the one note; report what was skipped. */
 async function bulkReview(action) {
   bulkResult.className = "notice";
-  const ids = [...selected];
+  const ids = reviewable(); // resolved ones stay selected (for an export) and are not sent
   if (!ids.length) return;
   bulkAck.disabled = bulkResolve.disabled = true;
   try {
@@ -284,7 +305,7 @@ if (canReview) {
   bulk.hidden = false;
   list.classList.add("selectable");
   selectAll.addEventListener("change", () => {
-    for (const box of list.querySelectorAll("input.pick:not(:disabled)")) {
+    for (const box of list.querySelectorAll("input.pick")) {
       box.checked = selectAll.checked;
       const id = box.closest("li").dataset.id;
       if (box.checked) selected.add(id);
@@ -305,6 +326,7 @@ if (canReview) {
       const size = await downloadPost("/api/v1/evidence", { ids, reason: bulkReason.value.trim() }, "evidence.zip");
       bulkResult.textContent = `Exported ${ids.length} incident(s) (${size.toLocaleString()} bytes, signed); they are kept.`;
       bulkReason.value = "";
+      await refreshItems(ids); // their "kept" mark
     } catch (err) {
       bulkResult.className = "error";
       bulkResult.textContent = err.message;

@@ -322,11 +322,93 @@ function renderRules() {
   addRule.hidden = !canEdit || !options.length;
 }
 
+/** A list of free texts (a checklist's steps): one labelled input per item, add and remove buttons. */
+function stepsInput(f, value, id) {
+  const box = el("fieldset", { class: "steps", id, dataset: { widget: f.name, field: f.name } }, el("legend", {}, f.title));
+  const items = el("ol", { class: "step-list" });
+  const step = (text) => {
+    const n = items.childElementCount + 1;
+    const input = el("input", {
+      id: `${id}-${n}`, type: "text", class: "step", value: text, required: true, maxlength: 300,
+      disabled: !canEdit, dataset: { field: f.name },
+    });
+    const remove = el("button", { type: "button", class: "quiet remove-step", hidden: !canEdit }, "Remove");
+    const item = el("li", {}, el("label", { for: `${id}-${n}` }, `Step ${n}`), input, remove);
+    remove.addEventListener("click", () => {
+      item.remove();
+      items.querySelectorAll("li").forEach((li, i) => {
+        li.querySelector("label").textContent = `Step ${i + 1}`;
+        li.querySelector(".remove-step").setAttribute("aria-label", `Remove step ${i + 1}`);
+      });
+      box.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+    remove.setAttribute("aria-label", `Remove step ${n}`);
+    items.append(item);
+    return input;
+  };
+  for (const text of Array.isArray(value) ? value : []) step(text);
+  const add = el("button", { type: "button", class: "quiet add-step", hidden: !canEdit }, "Add step");
+  add.addEventListener("click", () => step("").focus()); // saved once it is typed in (the change event)
+  box.append(items, add, el("p", { class: "muted small" }, f.description));
+  return box;
+}
+
+/** A nested section (escalation): on or off, then its own fields; a list of choices as checkboxes. */
+function sectionInput(f, value, id) {
+  const box = el("fieldset", { class: "section", id, dataset: { widget: f.name, field: f.name } }, el("legend", {}, f.title));
+  const on = el("input", { id: `${id}-on`, type: "checkbox", class: "section-on", checked: !!value, disabled: !canEdit, dataset: { field: f.name } });
+  const inner = el("div", { class: "section-fields", hidden: !value });
+  box.append(el("label", { class: "inline check", for: `${id}-on` }, on, `${f.title}: ${f.description}`), inner);
+  on.addEventListener("change", () => (inner.hidden = !on.checked));
+  for (const sub of f.fields) {
+    const subId = `${id}-${sub.name}`;
+    const current = value ? value[sub.name] : undefined;
+    const common = { disabled: !canEdit, dataset: { field: f.name, sub: sub.name } };
+    if (sub.type === "list" && sub.choices.length) {
+      const chosen = new Set(Array.isArray(current) ? current : []);
+      const group = el("fieldset", { class: "choices", dataset: { sub: sub.name } }, el("legend", {}, sub.title));
+      sub.choices.forEach((c, i) => {
+        const input = el("input", { ...common, id: `${subId}-${i}`, type: "checkbox", value: c, checked: chosen.has(c) });
+        group.append(el("label", { class: "inline check", for: `${subId}-${i}` }, input, c));
+      });
+      group.append(el("p", { class: "muted small" }, sub.description));
+      inner.append(group);
+    } else if (sub.type === "list") {
+      inner.append(el("p", { class: "muted small", dataset: { sub: sub.name } }, `${sub.title}: none to choose from. ${sub.description}`));
+    } else if (sub.type === "number" || sub.type === "integer") {
+      const input = el("input", {
+        ...common, id: subId, type: "number", inputmode: "decimal", step: sub.type === "integer" ? "1" : "any",
+        min: sub.minimum ?? null, max: sub.maximum ?? null, value: current ?? "", placeholder: sub.default ?? "",
+        title: sub.description,
+      });
+      inner.append(el("label", { for: subId }, `${sub.title} (${sub.description.replace(/\.$/, "")})`, input));
+    }
+  }
+  return box;
+}
+
+function readSection(f, box) {
+  if (!box.querySelector("input.section-on").checked) return null;
+  const out = {};
+  for (const sub of f.fields) {
+    if (sub.type === "list") {
+      out[sub.name] = [...box.querySelectorAll(`input[data-sub="${sub.name}"]:checked`)].map((i) => i.value);
+    } else {
+      const input = box.querySelector(`input[data-sub="${sub.name}"]`);
+      const text = input ? input.value.trim() : "";
+      if (text !== "") out[sub.name] = Number.isFinite(Number(text)) ? Number(text) : text; // the server names a bad number
+    }
+  }
+  return out;
+}
+
 function fieldInput(r, f) {
   const value = r.data[f.name];
   const id = `rule-${rules.indexOf(r)}-${f.name}`;
   const attrs = { id, name: f.name, title: f.description, disabled: !canEdit, dataset: { field: f.name } };
   let input;
+  if (f.type === "section") return sectionInput(f, value, id);
+  if (f.type === "list" && !f.pattern && !f.choices.length) return stepsInput(f, value, id);
   if (f.type === "boolean") {
     input = el("input", { ...attrs, type: "checkbox", checked: value === undefined ? !!f.default : !!value });
     return el("label", { class: "inline check", for: id }, input, f.title);
@@ -339,10 +421,6 @@ function fieldInput(r, f) {
       min: f.minimum ?? null, max: f.maximum ?? null, value: value ?? "",
       placeholder: f.nullable ? "none" : f.default ?? "",
     });
-  } else if (f.type === "list" && !f.pattern) {
-    // free texts (a checklist's steps may hold commas): one item per line
-    input = el("textarea", { ...attrs, rows: 3, placeholder: "one per line" });
-    input.value = Array.isArray(value) ? value.join("\n") : value ?? "";
   } else {
     const shown = Array.isArray(value) ? value.join(", ") : value ?? "";
     const placeholder = f.name === "name" ? `${r.data.kind}:${r.shape ? r.shape.data.name : "frame"}` : f.type === "list" ? "none" : "";
@@ -352,6 +430,9 @@ function fieldInput(r, f) {
 }
 
 function readField(f, input) {
+  const widget = input.closest("[data-widget]");
+  if (f.type === "section") return readSection(f, widget);
+  if (f.type === "list" && widget) return [...widget.querySelectorAll("input.step")].map((i) => i.value.trim()); // empty steps: the server names them
   if (f.type === "boolean") return input.checked;
   const text = input.value.trim();
   if (f.type === "number" || f.type === "integer") {
@@ -360,8 +441,7 @@ function readField(f, input) {
     return Number.isFinite(n) ? n : text; // the server names a bad number
   }
   if (f.type === "classes" || f.type === "list") {
-    const separator = f.type === "list" && !f.pattern ? "\n" : ",";
-    const items = text.split(separator).map((t) => t.trim()).filter(Boolean);
+    const items = text.split(",").map((t) => t.trim()).filter(Boolean);
     return f.type === "classes" ? items.map((t) => (/^\d+$/.test(t) ? Number(t) : t)) : items;
   }
   if (f.type === "text") return text === "" && f.nullable ? null : text;
