@@ -196,3 +196,29 @@ def test_a_batch_runs_on_the_throughput_streams_with_the_boxes_of_one_frame_at_a
         assert len(a) == len(b) and len(a) > 0
         matched = match_detections(a, b, min_iou=0.5)[2]
         assert len(matched) == len(a) and float(matched.min()) > 0.98
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nncf") is None, reason="needs NNCF")
+def test_the_int8_export_sends_no_telemetry() -> None:
+    """NNCF sends usage events to Google Analytics by default outside pytest; the export imports it with its
+    telemetry swapped for the stub. Run in a fresh interpreter without pytest (pytest itself silences NNCF)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.environ.pop('NNCF_CI', None); os.environ.pop('NNCF_DEV', None)\n"
+        "from campusguard.backends.openvino_backend import import_nncf_quietly\n"
+        "import_nncf_quietly()\n"
+        "from nncf.telemetry.wrapper import telemetry\n"
+        "print(type(telemetry).__name__)\n"
+    )
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout.strip().splitlines()[-1] == "MagicMock"  # NNCF's stub (`NNCFTelemetryStub = MagicMock`)
+    plain = (
+        "import os; os.environ.pop('NNCF_CI', None)\n"
+        "from nncf.telemetry.wrapper import telemetry\n"
+        "print(type(telemetry).__name__)"
+    )
+    loud = subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, timeout=300)
+    assert loud.stdout.strip().splitlines()[-1] == "NNCFTelemetry"  # what the export would have used

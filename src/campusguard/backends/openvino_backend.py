@@ -39,6 +39,7 @@ __all__ = [
     "OpenVinoBackend",
     "build",
     "compiled_cache_dir",
+    "import_nncf_quietly",
     "ir_metadata",
     "openvino_device",
     "quantize_int8_nncf",
@@ -338,7 +339,7 @@ def quantize_int8_nncf(
         MissingDependencyError: NNCF or OpenVINO is not installed (the ``openvino`` extra).
     """
     ov = require("openvino", "openvino")
-    nncf = require("nncf", "openvino")
+    nncf = import_nncf_quietly()
     import onnx
 
     from campusguard.io.images import read_image
@@ -375,6 +376,21 @@ def quantize_int8_nncf(
     out.parent.mkdir(parents=True, exist_ok=True)
     ov.save_model(quantized, str(out), compress_to_fp16=False)
     return out
+
+
+def import_nncf_quietly() -> Any:
+    """NNCF with its telemetry off. NNCF sends usage events to Google Analytics unless a consent file says
+    no (``enable_opt_in_dialog=False``: no file counts as yes); a campus security tool sends nothing
+    anywhere unasked, so its switch (``NNCF_CI``, read once at import: it only swaps the telemetry for a
+    stub) is set before the first import.
+
+    Raises:
+        MissingDependencyError: NNCF is not installed (the ``openvino`` extra).
+    """
+    import os
+
+    os.environ.setdefault("NNCF_CI", "1")
+    return require("nncf", "openvino")
 
 
 def ir_metadata(model: Any) -> dict[str, str]:
