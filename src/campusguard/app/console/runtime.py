@@ -11,7 +11,11 @@ the side of the pipeline, none of which can slow it down:
 - a Prometheus registry (`campusguard.app.console.prom`), read at scrape time;
 - live zone, line, rule and privacy-mask edits (`put_zones`): validated by the config models,
   swapped into the running camera between two frames (unchanged rules keep their state), and
-  written to the YAML file atomically with a backup.
+  written to the YAML file atomically with a backup. Each camera's editable state has its own
+  revision (`campusguard.app.console.revisions.camera_revision`, the zones API's ``ETag``), read
+  from the file on disk: a save is refused only when that camera's section changed since the
+  revision it was made on, and it re-reads the file under the save lock and replaces only that
+  camera's section, so edits to other cameras (by another admin, or by hand in the YAML) stay.
 
 Where the cameras run is one `campusguard.app.console.cameras.CameraBackend`: `LocalCameras`
 (this process), or with ``ray_address`` (``serve --ray``) `ClusterCameras`, groups on Ray actors
@@ -33,7 +37,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -60,7 +64,12 @@ from campusguard.app.console.cameras import (
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
 from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry
-from campusguard.app.console.revisions import RevisionConflictError, config_revision, keep_revision
+from campusguard.app.console.revisions import (
+    RevisionConflictError,
+    camera_revision,
+    config_revision,
+    keep_revision,
+)
 from campusguard.app.engine.metrics import FrameRates
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
@@ -97,6 +106,14 @@ EDITABLE_PARTS = ("zones", "lines", "rules", "privacy")
 _SENT = "<edit>"  # where parse errors of an edit point: replaced by the body's own field names
 
 
+_SAVE_ATTEMPTS = 3
+"""Times a zones save starts over when another process rewrote the config file while it was made."""
+
+
+class _FileChangedError(Exception):
+    """The config file changed on disk between a save's read and its write (`ConsoleRuntime._write_config`)."""
+
+
 class ConfigSaveError(CampusGuardError):
     """The config file could not be read back or rewritten (a server problem, not the request's);
     the message names the file, for the server's log only."""
@@ -104,11 +121,13 @@ class ConfigSaveError(CampusGuardError):
 
 @dataclasses.dataclass(frozen=True)
 class ZonesSave:
-    """What `ConsoleRuntime.save_zones` did: the camera's zones now, the config revision, whether it wrote."""
+    """What `ConsoleRuntime.save_zones` did: the camera's zones now and their revision (`camera_revision`),
+    whether it wrote, and the camera's zones as they were in the file just before (for the audit)."""
 
     zones: dict[str, Any]
     revision: str
     changed: bool
+    before: dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +137,18 @@ class _FileState:
     revision: str
     data: dict[str, Any]
     cameras: list[CameraConfig]
+
+
+def _editable_state(cam: CameraConfig) -> dict[str, Any]:
+    """A camera's ``{"zones", "lines", "rules", "privacy"}`` as the zones API shows them (defaults
+    filled in, every rule with its name: `RuleConfigBase.display_name` where the file gives none);
+    also what its revision (`camera_revision`) is computed from."""
+    return {
+        "zones": [z.model_dump(mode="json") for z in cam.zones],
+        "lines": [ln.model_dump(mode="json") for ln in cam.lines],
+        "rules": [{**r.model_dump(mode="json"), "name": r.display_name()} for r in cam.rules],
+        "privacy": cam.privacy.model_dump(mode="json"),
+    }
 
 
 def _camera_parts(cam: CameraConfig) -> dict[str, Any]:
@@ -239,6 +270,9 @@ class ConsoleRuntime:
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
         self._zones_lock = threading.Lock()
         self._state: _FileState | None = None  # the config file as last read or written (`_file_state`)
+        # each camera's editable parts as its pipeline was last given them (at the start, or its
+        # last save): a hand edit of the file reaches a running camera only with a save to it
+        self._applied = {c.id: _camera_parts(c) for c in self.loaded.config.cameras}
         self._monitor_stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self._stopped = False
@@ -447,32 +481,47 @@ class ConsoleRuntime:
 
     # zones ----------------------------------------------------------------------------------
     def get_zones(self, camera: str) -> dict[str, Any]:
-        """``{"zones", "lines", "rules", "privacy"}`` of a camera, as in the config file (every rule
-        with its name: `RuleConfigBase.display_name` where the file gives none); ``KeyError`` if unknown."""
+        """``{"zones", "lines", "rules", "privacy"}`` of a camera as the running config has them (every
+        rule with its name: `RuleConfigBase.display_name` where the file gives none); ``KeyError`` if unknown."""
         self._check_camera(camera)
-        cam = next(c for c in self.loaded.config.cameras if c.id == camera)
-        return {
-            "zones": [z.model_dump(mode="json") for z in cam.zones],
-            "lines": [ln.model_dump(mode="json") for ln in cam.lines],
-            "rules": [{**r.model_dump(mode="json"), "name": r.display_name()} for r in cam.rules],
-            "privacy": cam.privacy.model_dump(mode="json"),
-        }
+        return _editable_state(self._running_camera(camera))
+
+    def _running_camera(self, camera: str) -> CameraConfig:
+        """The camera's section of the running config; ``KeyError`` where it names no such camera."""
+        cam = next((c for c in self.loaded.config.cameras if c.id == camera), None)
+        if cam is None:
+            raise KeyError(camera)
+        return cam
 
     def zones_revision(self, camera: str) -> tuple[dict[str, Any], str]:
-        """`get_zones` and the config revision they belong to (the ``ETag`` of the zones API).
+        """The camera's zones as they stand in the config file on disk now, and their revision
+        (`camera_revision`: the ``ETag`` of the zones API, the ``If-Match`` of `save_zones`). Where
+        the file no longer validates or no longer names the camera, the running config's zones
+        (a save then says why it cannot be made).
 
         Raises:
             KeyError: unknown camera.
             ConfigSaveError: the config file cannot be read.
         """
+        self._check_camera(camera)
         with self._zones_lock:
-            return self.get_zones(camera), self._file_state().revision
+            return self._camera_view(self._file_state(), camera)
 
-    def put_zones(self, camera: str, body: dict[str, Any], if_match: str | None = None) -> dict[str, Any]:
+    def _camera_view(self, state: _FileState, camera: str) -> tuple[dict[str, Any], str]:
+        """`zones_revision` of the file at ``state``."""
+        cam = next((c for c in state.cameras if c.id == camera), None)
+        if cam is None:
+            cam = self._running_camera(camera)
+        zones = _editable_state(cam)
+        return zones, camera_revision(camera, zones)
+
+    def put_zones(
+        self, camera: str, body: dict[str, Any], if_match: str | Collection[str] | None = None
+    ) -> dict[str, Any]:
         """`save_zones`, answering the camera's zones as saved."""
         return self.save_zones(camera, body, if_match).zones
 
-    def save_zones(self, camera: str, body: dict[str, Any], if_match: str | None = None) -> ZonesSave:
+    def save_zones(self, camera: str, body: dict[str, Any], if_match: str | Collection[str] | None = None) -> ZonesSave:
         """Replace a camera's zones, lines, rules and privacy masks: validate, apply live, rewrite the
         YAML (the previous version kept as ``.bak`` and among the last `REVISIONS_KEPT` revisions).
 
@@ -480,20 +529,31 @@ class ConsoleRuntime:
         zone or line that no longer exists make it invalid. Rules the edit leaves as they were (and
         whose zone or line is unchanged) keep running: their ongoing incidents go on. Every rule is
         written with its name (generated as ``<kind>:<zone or line>`` where it has none), so later
-        edits and the audit know it by that name. A save that changes nothing writes nothing.
+        edits and the audit know it by that name. A save that changes nothing (the camera's section
+        in the file, and what its pipeline runs, are already what the edit asks for) writes nothing.
+
+        Under the save lock the file is read as it is now and only this camera's section is
+        replaced: every other camera's section, and the rest of the file, are written back as they
+        are on disk (saved by another admin, or edited by hand), never from an older copy. Such a
+        hand edit of another camera reaches the console's view of it with this save, and that
+        camera's running pipeline with a save to it (or a restart).
 
         Args:
             camera: the camera's id.
             body: the edit.
-            if_match: the config revision the edit was made on (`zones_revision`); ``None``: any.
+            if_match: the camera's revision (or revisions) the edit was made on (`zones_revision`);
+                ``None``: any.
 
         Raises:
             KeyError: unknown camera.
-            RevisionConflictError: the config is no longer at ``if_match`` (someone saved since).
+            RevisionConflictError: the camera's section is no longer at ``if_match`` (another admin
+                saved it, or it was edited in the file, since); carries its revision now. Changes
+                to other cameras are no conflict.
             ConfigError: the body is invalid, a zone leaves the camera's frame, or a rule names an
                 unknown class; the message names the field of the body (``rules[0].zone: ...``) and
                 never the server's config path.
-            ConfigSaveError: the config file could not be read or rewritten; nothing changed.
+            ConfigSaveError: the config file could not be read or rewritten, or no longer names the
+                camera (renamed or removed by hand); nothing changed.
             GroupUnavailableError: on Ray, the camera's group did not answer the check in time
                 (restarting); nothing changed. (When only the sending goes unanswered, the file is
                 saved and the group gets the edit with its next pull.)
@@ -504,40 +564,62 @@ class ConsoleRuntime:
         unknown = sorted(set(body) - set(EDITABLE_PARTS))
         if unknown:
             raise ConfigError(f"unknown key {unknown[0]!r}; expected {', '.join(map(repr, EDITABLE_PARTS))}")
+        accepted = None if if_match is None else {if_match} if isinstance(if_match, str) else set(if_match)
         with self._zones_lock:
-            state = self._file_state()
-            if if_match is not None and if_match != state.revision:
-                raise RevisionConflictError(state.revision)
-            index = next(i for i, c in enumerate(self.loaded.config.cameras) if c.id == camera)
-            # shallow copies: only this camera's editable parts are replaced
-            data = {**state.data, "cameras": [dict(c) for c in state.data["cameras"]]}
-            cam_data = data["cameras"][index]
-            before = _camera_parts(state.cameras[index]) if index < len(state.cameras) else None
-            for key in EDITABLE_PARTS:
-                if key in body:
-                    cam_data[key] = body[key]
-            try:
-                checked = validate_config(data, _SENT)
-                new_cam = checked.config.cameras[index]
-                for rule in new_cam.rules:  # written with its name, so later edits keep it
-                    rule.name = rule.display_name()
-                after = _camera_parts(new_cam)
-                if after == before and state.cameras == list(self.loaded.config.cameras):
-                    return ZonesSave(self.get_zones(camera), state.revision, changed=False)
-                cam_data.update(after)
-                if "privacy" not in after:
-                    cam_data.pop("privacy", None)
-                text = dump_config_yaml(data)  # `checked` is this text's config: validated once, not again
-                config = checked.config.model_copy(update={"outputs": self.loaded.config.outputs})
-                loaded = LoadedConfig(config, str(self.config_path), None, text)
-                apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
-            except ConfigError as exc:
-                raise ConfigError(self._as_sent(str(exc), index)) from None
-            revision = self._write_config(text, state)
-            self._state = _FileState(revision, data, list(loaded.config.cameras))
-            apply()
-            self.loaded = loaded
-            return ZonesSave(self.get_zones(camera), revision, changed=True)
+            for _ in range(_SAVE_ATTEMPTS):
+                try:
+                    return self._save_zones_locked(camera, body, accepted)
+                except _FileChangedError:  # written by another process meanwhile: read it again, check again
+                    continue
+            raise ConfigSaveError(f"{self.config_path}: the config file kept changing while a zones edit was saved")
+
+    def _save_zones_locked(self, camera: str, body: dict[str, Any], accepted: set[str] | None) -> ZonesSave:
+        """`save_zones` under the save lock, on the file as it is now."""
+        state = self._file_state()  # the file as it is now, not as this runtime last wrote it
+        current, revision = self._camera_view(state, camera)
+        if accepted is not None and revision not in accepted:
+            raise RevisionConflictError(revision, camera)
+        index = next(
+            (i for i, c in enumerate(state.data["cameras"]) if isinstance(c, dict) and c.get("id") == camera),
+            None,
+        )
+        if index is None:
+            raise ConfigSaveError(
+                f"{self.config_path}: the config file no longer names camera {camera!r} (edited by hand); "
+                "restart the service to take the file as it is"
+            )
+        # shallow copies: only this camera's section is replaced, the rest is the file as read now
+        data = {**state.data, "cameras": list(state.data["cameras"])}
+        cam_data = data["cameras"][index] = dict(state.data["cameras"][index])
+        file_cam = next((c for c in state.cameras if c.id == camera), None)
+        before = _camera_parts(file_cam) if file_cam is not None else None
+        for key in EDITABLE_PARTS:
+            if key in body:
+                cam_data[key] = body[key]
+        try:
+            checked = validate_config(data, _SENT)
+            new_cam = checked.config.cameras[index]
+            for rule in new_cam.rules:  # written with its name, so later edits keep it
+                rule.name = rule.display_name()
+            after = _camera_parts(new_cam)
+            if after == before and after == self._applied.get(camera):
+                return ZonesSave(current, revision, changed=False, before=current)
+            cam_data.update(after)
+            if "privacy" not in after:
+                cam_data.pop("privacy", None)
+            text = dump_config_yaml(data)  # `checked` is this text's config: validated once, not again
+            config = checked.config.model_copy(update={"outputs": self.loaded.config.outputs})
+            loaded = LoadedConfig(config, str(self.config_path), None, text)
+            apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
+        except ConfigError as exc:
+            raise ConfigError(self._as_sent(str(exc), index)) from None
+        file_revision = self._write_config(text, state)
+        self._state = _FileState(file_revision, data, list(loaded.config.cameras))
+        apply()
+        self.loaded = loaded
+        self._applied[camera] = after
+        zones = _editable_state(new_cam)
+        return ZonesSave(zones, camera_revision(camera, zones), changed=True, before=current)
 
     def _as_sent(self, message: str, index: int) -> str:
         """A config error as the editor shows it: the field of the sent body (``rules[0].zone: ...``),
@@ -576,18 +658,26 @@ class ConsoleRuntime:
         try:
             cameras = list(validate_config(data, str(self.config_path), text).config.cameras)
         except ConfigError:
-            cameras = []  # edited by hand into an invalid file: every camera counts as changed
+            cameras = []  # edited by hand into an invalid file: the zones API shows the running config
         state = self._state = _FileState(revision, data, cameras)
         return state
 
     def _write_config(self, text: str, previous: _FileState) -> str:
         """Write the config durably (`campusguard.app.infra.durable.replace_durably`); the previous
-        file is kept as ``.bak`` and in the revisions folder (`keep_revision`); returns the new revision."""
+        file is kept as ``.bak`` and in the revisions folder (`keep_revision`); returns the new revision.
+
+        Raises:
+            _FileChangedError: the file is no longer at ``previous`` (another process wrote it since it
+                was read): nothing written, so that edit is not lost.
+            ConfigSaveError: the file could not be read or written.
+        """
         path = self.config_path
         header = f"# rewritten by the CampusGuard console (zones/rules edit); previous version in {path.name}.bak\n"
         data = (header + text).encode("utf-8")
         try:
             old = path.read_bytes()
+            if config_revision(old) != previous.revision:
+                raise _FileChangedError(path)
             keep_revision(path, old, previous.revision)
             bak = path.with_name(path.name + ".bak")
             replace_durably(bak, old)

@@ -108,10 +108,12 @@ def _etag(revision: str) -> str:
     return f'"{revision}"'
 
 
-def _matches(if_match: str, revision: str) -> bool:
-    """Whether an ``If-Match`` header names ``revision`` (RFC 9110: a list of entity tags, or ``*``)."""
+def _if_match_revisions(if_match: str) -> list[str] | None:
+    """The revisions an ``If-Match`` header names (RFC 9110: a list of entity tags), ``None`` for ``*`` (any)."""
     tags = [t.strip() for t in if_match.split(",")]
-    return any(t == "*" or t.removeprefix("W/").strip('"') == revision for t in tags)
+    if "*" in tags:
+        return None
+    return [t.removeprefix("W/").strip('"') for t in tags if t]
 
 
 _ZONES_500 = "the config file could not be saved; nothing changed (see the server log)"
@@ -120,11 +122,16 @@ _ZONES_500 = "the config file could not be saved; nothing changed (see the serve
 @router.get(
     "/cameras/{name}/zones",
     response_model=ZonesBody,
-    responses={**_NOT_FOUND, 200: {"headers": {"ETag": {"description": "The config revision (send as If-Match)."}}}},
+    responses={
+        **_NOT_FOUND,
+        200: {"headers": {"ETag": {"description": "This camera's zones revision (send as If-Match)."}}},
+    },
 )
 def get_zones(name: str, request: Request) -> JSONResponse:
     """The camera's zones, lines, rules (each with its name) and privacy section, as in the config
-    file; the ``ETag`` header is the config's revision, for the ``If-Match`` of a ``PUT``."""
+    file now; the ``ETag`` header is the revision of this camera's zones (``"cam-<16 hex>"``, a
+    digest of exactly what this returns), for the ``If-Match`` of a ``PUT``. Edits to other cameras
+    do not change it."""
     _check_camera(request, name)
     try:
         zones, revision = console_state(request).runtime.zones_revision(name)
@@ -156,7 +163,8 @@ def _rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> 
         **_NOT_FOUND,
         **_UNAVAILABLE,
         409: {
-            "description": "The config changed since the If-Match revision: nothing saved; `revision` is the current one."
+            "description": "This camera's zones, rules or masks changed since the If-Match revision (another admin "
+            "saved them, or the config file was edited): nothing saved; `revision` is the camera's current one."
         },
         422: {"description": "Invalid zones, lines, rules or masks (the message names the field of the body)."},
         428: {"description": "No If-Match header: send the ETag of the GET the edit was made on."},
@@ -171,8 +179,10 @@ def put_zones(
 ) -> JSONResponse:
     """Replace the camera's zones, lines, rules (and, when sent, its privacy masks and blur): validated
     like the config file, applied live (unchanged rules keep their ongoing incidents), saved with the
-    previous versions kept. A conditional request: ``If-Match`` must name the config's revision (the
-    ``ETag`` of the GET), else 409 with the current one (someone else saved since), 428 without it.
+    previous versions kept. A conditional request: ``If-Match`` must name this camera's revision (the
+    ``ETag`` of the GET), else 409 with the current one (this camera's section changed since), 428
+    without it. Saves to other cameras meanwhile are no conflict: only this camera's section of the
+    file is replaced, the rest is kept as it is on disk.
 
     Without ``rules`` or ``privacy`` in the body the camera keeps its own. A save that changes
     nothing writes nothing. Audited as ``zones.update`` with the rules added, changed and removed by
@@ -188,13 +198,12 @@ def put_zones(
     new.setdefault("zones", [])
     new.setdefault("lines", [])
     try:
-        before, revision = runtime.zones_revision(name)
-        expected = revision if _matches(if_match, revision) else if_match
-        saved = runtime.save_zones(name, new, expected)
+        saved = runtime.save_zones(name, new, _if_match_revisions(if_match))
     except RevisionConflictError as exc:
         return JSONResponse(
             {
-                "detail": "someone else saved this camera's zones since you loaded them; reload to see theirs",
+                "detail": f"camera {name!r} was changed since you loaded its zones (another admin saved it, "
+                "or its section of the config file was edited): nothing saved; reload to see the changes",
                 "revision": exc.current,
             },
             status_code=status.HTTP_409_CONFLICT,
@@ -209,7 +218,7 @@ def put_zones(
         raise HTTPException(500, _ZONES_500) from exc
     except ConfigError as exc:  # the runtime names the body's field, never the server's path
         raise HTTPException(422, str(exc)) from exc
-    after = saved.zones
+    before, after = saved.before, saved.zones
     if saved.changed:
         audit(
             request, "zones.update", name, before=before, after=after, **_rule_changes(before["rules"], after["rules"])

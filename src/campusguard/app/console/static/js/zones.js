@@ -3,8 +3,10 @@
 // /api/v1/cameras/{name}/zones with zones, lines, rules and privacy; the server validates with the
 // config models, applies it to the running camera (rules left as they were keep their incidents)
 // and rewrites the config file. Each shape keeps the units it has in the config (pixels or fractions).
-// Saves are conditional: the PUT carries If-Match with the ETag of the zones as loaded, so a copy
-// another admin has saved over since is refused (409) and the editor offers to reload theirs.
+// Saves are conditional: the PUT carries If-Match with the ETag of this camera's zones as loaded
+// (a revision of this camera's section only: saves to other cameras never make it stale), so a copy
+// another admin (or a hand edit of the file) has changed since is refused (409) and the editor
+// offers to reload theirs.
 //
 // Rule forms come from GET /api/v1/rule-kinds: each kind's target (zone or line) and the fields of
 // its config model (type, bounds, default, choices), so no list of fields is written here.
@@ -50,7 +52,7 @@ let dragging = null;
 let dirty = false;
 let lastDown = null; // the last pointer-down on a point, to tell a double click
 let saved = null; // the last body read from or saved to the server
-let revision = null; // its config revision (the ETag): sent as If-Match, so a stale copy is never saved
+let revision = null; // this camera's zones revision (the ETag): sent as If-Match, so a stale copy is never saved
 
 document.getElementById("zones-title").textContent = `Zones of ${camera}`;
 if (!canEdit) {
@@ -781,7 +783,8 @@ if (canEdit) {
         // someone else saved since this copy was loaded: never overwrite their work; offer theirs
         showError(
           errorBox,
-          "Not saved: another admin saved this camera's zones, rules or masks after you opened them. " +
+          "Not saved: another admin saved this camera's zones, rules or masks (or its section of the config file " +
+            "was edited) after you opened them. " +
             "Reload to see their version (your unsaved changes here are then discarded), and make your change again.",
         );
         reloadButton.hidden = false;
