@@ -394,3 +394,25 @@ def test_a_hand_edit_written_while_a_save_is_being_made_is_kept(
     on_disk = _cameras_on_disk(console)
     assert on_disk["cam2"]["zones"][0]["polygon"] == yaml.safe_load(moved)
     assert _names(on_disk["cam1"]["zones"]) == ["east", "parking", "west"]
+
+
+def test_a_save_to_a_camera_renamed_by_hand_is_a_clean_409(two_cameras: LiveServer) -> None:
+    """cam2 renamed in the YAML by another process: its editor's save is refused with a 409 that says to
+    restart (not a 500: the server is fine, the file moved on), nothing is written, and cam1 still saves."""
+    console = two_cameras.console
+    with _client(two_cameras, "ada") as ada:
+        cam2, etag2 = _load(ada, CAM2)
+        text = console.config.read_text()
+        assert text.count("id: cam2") == 1
+        console.config.write_text(text.replace("id: cam2", "id: gatehouse"))
+        before = _written(console)
+        cam2["zones"].append(YARD)
+        r = ada.put(CAM2, json=cam2, headers={"If-Match": etag2})
+        assert r.status_code == 409, r.text
+        assert "no longer in the config file" in r.json()["detail"] and "restart" in r.json()["detail"]
+        assert str(console.config) not in r.text  # the server's path is not told
+        assert _written(console) == before
+        cam1, etag1 = _load(ada, ZONES)
+        cam1["zones"].append(WEST)
+        assert ada.put(ZONES, json=cam1, headers={"If-Match": etag1}).status_code == 200
+    assert "gatehouse" in _cameras_on_disk(console)

@@ -119,6 +119,11 @@ class ConfigSaveError(CampusGuardError):
     the message names the file, for the server's log only."""
 
 
+class CameraNotInFileError(ConfigSaveError):
+    """The config file no longer names the camera being saved (renamed or removed by hand): nothing saved;
+    a restart takes the file as it is (HTTP 409, not a server fault)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ZonesSave:
     """What `ConsoleRuntime.save_zones` did: the camera's zones now and their revision (`camera_revision`),
@@ -584,7 +589,7 @@ class ConsoleRuntime:
             None,
         )
         if index is None:
-            raise ConfigSaveError(
+            raise CameraNotInFileError(
                 f"{self.config_path}: the config file no longer names camera {camera!r} (edited by hand); "
                 "restart the service to take the file as it is"
             )

@@ -12,7 +12,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
-from campusguard.app.console.runtime import ConfigSaveError, GroupUnavailableError, RevisionConflictError
+from campusguard.app.console.runtime import (
+    CameraNotInFileError,
+    ConfigSaveError,
+    GroupUnavailableError,
+    RevisionConflictError,
+)
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
 from campusguard.app.console.sessions import stream_guard
 from campusguard.app.console.users import role_at_least
@@ -213,6 +218,13 @@ def put_zones(
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
     except GroupUnavailableError as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc), headers={"Retry-After": "5"}) from exc
+    except CameraNotInFileError as exc:
+        log.warning("zones of camera %s not saved: %s", name, exc)
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"camera {name!r} is no longer in the config file (renamed or removed by hand): nothing saved; "
+            "restart the service to take the file as it is",
+        ) from exc
     except ConfigSaveError as exc:
         log.error("zones of camera %s not saved: %s", name, exc)
         raise HTTPException(500, _ZONES_500) from exc
