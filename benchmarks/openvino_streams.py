@@ -6,7 +6,9 @@ Modes (the bundled model's files, a synthetic 1x3xHxW input, ``--imgsz`` the exa
 - ``latency-b1``: one request compiled with ``PERFORMANCE_HINT=LATENCY``, the frames one after another;
 - ``latency-bN``: one ``N``-image request compiled for latency (what the backend did before it had streams);
 - ``streams``: the backend's path for a batch (`OpenVinoBackend._infer_streams`): one image per request
-  on the ``THROUGHPUT`` streams, side by side.
+  on the ``THROUGHPUT`` streams, side by side;
+- ``one-on-a-stream``: the frames one after another, each alone on one stream (one thread): the service's
+  path for a single frame (``streams_for_one``, a live camera's usual call).
 
     python benchmarks/openvino_streams.py --batch 4 --rounds 7
 """
@@ -43,7 +45,17 @@ def _modes(path: Path, batch: int, hw: tuple[int, int]) -> dict[str, Callable[[n
     def latency_bn(x: np.ndarray) -> object:
         return latency_batch.infer({0: x})
 
-    return {"latency-b1": latency_b1, f"latency-b{batch}": latency_bn, "streams": backend._infer_streams}
+    def one_on_a_stream(x: np.ndarray) -> object:
+        for image in x:
+            backend._infer_streams(image[None])
+        return None
+
+    return {
+        "latency-b1": latency_b1,
+        f"latency-b{batch}": latency_bn,
+        "streams": backend._infer_streams,
+        "one-on-a-stream": one_on_a_stream,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         for m in names:
             mw, mc = statistics.median(wall[m]), statistics.median(cpu[m])
             print(
-                f"{name:9s} {m:12s} wall {mw:6.2f} ms/frame ({mw / base_w:.2f}x latency-b1)   "
+                f"{name:9s} {m:15s} wall {mw:6.2f} ms/frame ({mw / base_w:.2f}x latency-b1)   "
                 f"CPU {mc:6.2f} ms/frame ({mc / base_c:.2f}x)"
             )
     return 0

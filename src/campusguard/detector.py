@@ -119,6 +119,8 @@ class Detector:
             says which runs.
         precision: the inference precision of a backend that compiles for one (OpenVINO: ``fp32``,
             ``bf16``); ``None``: the engine's default. INT8 and FP16 are model files (or ``half``).
+        throughput: CPU per frame before one frame's latency, as a service wants (`LoadOptions.throughput`:
+            OpenVINO runs even a single frame on one stream of one thread).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class Detector:
         cuda_graphs: bool = False,
         head: str | None = None,
         precision: str | None = None,
+        throughput: bool = False,
     ) -> None:
         self.conf = _check_unit("conf", conf)
         self.iou = _check_unit("iou", iou)
@@ -169,6 +172,7 @@ class Detector:
             allow_spinning=spinning,
             end_to_end=head_end_to_end(head),
             precision=precision,
+            throughput=throughput,
         )
         info = self.backend.info
         if head is not None and info.head != head:  # an ONNX file has one head, chosen at export

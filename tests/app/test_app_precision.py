@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import pytest
 
 import campusguard.doctor
 from campusguard.app.config import parse_config
-from campusguard.app.engine.wiring import EngineChoice, choose_engine, model_for_precision
+from campusguard.app.engine.wiring import EngineChoice, choose_engine, default_detector_factory, model_for_precision
 from campusguard.errors import ModelLoadError
 from campusguard.models.resolve import DEFAULT_MODEL
 
@@ -255,3 +256,24 @@ def test_export_int8_per_channel_gives_each_output_channel_its_weight_scale(tmp_
         assert min(channels) > 1  # one scale for each output channel of every quantised convolution
     else:
         assert max(channels) == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs the openvino extra")
+def test_the_app_builds_its_detectors_for_throughput(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The watch/serve composition asks for CPU per frame first (`LoadOptions.throughput`)."""
+    import campusguard.detector as detector_module
+
+    seen: list[bool] = []
+    real = detector_module.Detector
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            seen.append(kwargs.get("throughput", False))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(detector_module, "Detector", Recording)
+    loaded = parse_config(
+        "detector: {backend: openvino, precision: fp32}\ncameras: [{id: c, source: x.mp4}]\n", str(tmp_path / "w.yaml")
+    )
+    default_detector_factory(loaded)(None, "cpu", (288, 480))
+    assert seen == [True]

@@ -222,3 +222,17 @@ def test_the_int8_export_sends_no_telemetry() -> None:
     )
     loud = subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, timeout=300)
     assert loud.stdout.strip().splitlines()[-1] == "NNCFTelemetry"  # what the export would have used
+
+
+def test_a_service_detector_runs_even_one_frame_on_a_stream(synthetic: list[np.ndarray]) -> None:
+    """``throughput=True`` (what the app's wiring asks for): a single frame goes to one THROUGHPUT stream
+    (one thread, less CPU), never to the latency-compiled request; its boxes are the latency path's."""
+    path = DEFAULT_MODEL.with_name("campusguard-default-int8ov.xml")
+    lean = Detector(path, device="cpu", imgsz=SYNTH_HW, backend="openvino", throughput=True)
+    quick = Detector(path, device="cpu", imgsz=SYNTH_HW, backend="openvino")
+    for frame in synthetic[:3]:
+        a, b = lean(frame), quick(frame)
+        matched = match_detections(a, b, min_iou=0.5)[2]
+        assert len(a) == len(b) == len(matched) > 0 and float(matched.min()) > 0.98
+    assert lean.backend._streams and not lean.backend._compiled  # type: ignore[attr-defined]
+    assert quick.backend._compiled and not quick.backend._streams  # type: ignore[attr-defined]

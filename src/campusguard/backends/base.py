@@ -49,6 +49,8 @@ class LoadOptions:
         intra_op_threads: inference threads (0: the engine's default, one per physical core).
         allow_spinning: idle pool threads spin-wait between calls (ONNX Runtime).
         end_to_end: the head of a ``.pt`` or architecture model (``None``: its own).
+        throughput: a service's detector: CPU per frame before one frame's latency (OpenVINO runs even
+            a single frame on one of its ``THROUGHPUT`` streams, one thread, instead of on every thread).
     """
 
     device: str = "auto"
@@ -59,3 +61,4 @@ class LoadOptions:
     intra_op_threads: int = 0
     allow_spinning: bool = True
     end_to_end: bool | None = None
+    throughput: bool = False

@@ -41,6 +41,7 @@ def load_backend(
     allow_spinning: bool = True,
     end_to_end: bool | None = None,
     precision: str | None = None,
+    throughput: bool = False,
 ) -> Backend:
     """Load ``model`` on ``device`` with the named backend (default: ONNX Runtime for every model).
 
@@ -48,7 +49,7 @@ def load_backend(
     ``backend="torch"``. ``imgsz_hw`` is the export size of ``.pt`` and architecture models (``None``:
     the size they were trained at); ``end_to_end`` their head (``None``: the model's own; ``False``: the
     classic head, for YOLO26). ``precision`` is the inference precision of an engine that compiles
-    for one (OpenVINO's ``fp32``/``bf16``; ``None``: its default).
+    for one (OpenVINO's ``fp32``/``bf16``; ``None``: its default). ``throughput``: see `LoadOptions`.
 
     Raises:
         InvalidInputError: an unknown backend, or a model kind the backend does not read.
@@ -73,6 +74,7 @@ def load_backend(
         intra_op_threads=intra_op_threads,
         allow_spinning=allow_spinning,
         end_to_end=end_to_end,
+        throughput=throughput,
     )
     if ref.kind in spec.reads:
         # engines of files get the file; engines of checkpoints and architectures (torch) the reference

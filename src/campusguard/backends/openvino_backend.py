@@ -97,6 +97,9 @@ class OpenVinoBackend:
         threads: inference threads on the CPU (0: OpenVINO's default, every core).
         allow_cpu_fallback: run on the CPU (with a warning) when the requested device is missing.
         cache_root: where the compiled-model caches go (default ``<cache>/openvino``).
+        streams_for_one: on the CPU, a single frame too goes to one of the ``THROUGHPUT`` streams (one
+            thread: less CPU per frame, a longer wait for it) rather than to every thread; what a service
+            wants, where a camera's frame rate leaves time to spare and the cores serve other work.
     """
 
     name = "openvino"
@@ -109,6 +112,7 @@ class OpenVinoBackend:
         threads: int = 0,
         allow_cpu_fallback: bool = False,
         cache_root: Path | None = None,
+        streams_for_one: bool = False,
     ) -> None:
         ov = require("openvino", "openvino")
         self.path = Path(path)
@@ -131,6 +135,7 @@ class OpenVinoBackend:
                 )
         self.requested_precision = precision
         self._threads = threads
+        self._streams_for_one = streams_for_one
         try:
             self._model = self._core.read_model(str(self.path))
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses with multi-line texts
@@ -243,9 +248,10 @@ class OpenVinoBackend:
         return f"OpenVINO:{device}:{self.inference_precision}"
 
     def infer(self, batch: np.ndarray) -> np.ndarray:
-        """One image: one request compiled for latency (every thread on it). Several on the CPU: `_infer_streams`."""
+        """One image: one request compiled for latency (every thread on it), unless ``streams_for_one``.
+        Several on the CPU: `_infer_streams`."""
         x = np.ascontiguousarray(batch, dtype=np.float32)
-        if x.shape[0] > 1 and self.ov_device == "CPU":
+        if self.ov_device == "CPU" and (x.shape[0] > 1 or self._streams_for_one):
             return self._infer_streams(x)
         entry = self._compiled.get(x.shape) or self._compile(tuple(x.shape))
         request = entry[1]
@@ -255,9 +261,9 @@ class OpenVinoBackend:
     def _infer_streams(self, x: np.ndarray) -> np.ndarray:
         """A batch as one image per request on the plugin's ``THROUGHPUT`` streams (one per core or two,
         each with its own threads), run side by side: what OpenVINO advises for throughput. Measured on a
-        2-core AMD EPYC with AVX-512 VNNI, bundled INT8 IR at 288x480, 4 images: 0.84x the wall and 0.77x
-        the CPU time of one 4-image request compiled for latency; FP32/BF16 about even
-        (``python benchmarks/openvino_streams.py --batch 4 --rounds 9``)."""
+        2-core AMD EPYC with AVX-512 VNNI, bundled INT8 IR at 288x480, 4 images: 0.77x to 0.80x the CPU time
+        of one latency request per image; against one 4-image latency request from 0.84x to 1.09x the wall
+        over three runs, so about even (``python benchmarks/openvino_streams.py --batch 4 --rounds 9``)."""
         one = (1, *x.shape[1:])
         requests = (self._streams.get(one) or self._compile(one, "THROUGHPUT"))[1]
         outs: list[np.ndarray] = []
@@ -310,6 +316,7 @@ def build(path: Path, options: LoadOptions) -> OpenVinoBackend:
         device=options.device,
         precision=None if options.precision == "int8" else options.precision,  # INT8 is the file (IR)
         threads=options.intra_op_threads,
+        streams_for_one=options.throughput,
         allow_cpu_fallback=options.allow_cpu_fallback,
     )
 

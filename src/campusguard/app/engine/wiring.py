@@ -218,6 +218,7 @@ def default_detector_factory(loaded: LoadedConfig) -> DetectorFactory:
                 half=det.half,
                 head=det.head,
                 precision=precision,
+                throughput=True,  # a service: CPU per frame first (a camera's frame rate leaves time to spare)
             )
 
         choice = choose_engine(model, device, det.precision, backend=det.backend, imgsz=imgsz, build=build)
