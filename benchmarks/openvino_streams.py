@@ -34,8 +34,8 @@ FILES = {"int8-ir": DEFAULT_MODEL.with_name("campusguard-default-int8ov.xml"), "
 def _modes(path: Path, batch: int, hw: tuple[int, int]) -> dict[str, Callable[[np.ndarray], object]]:
     backend = OpenVinoBackend(path, device="cpu")
     one = (1, 3, *hw)
-    latency_one = backend._compile(one)[1]
-    latency_batch = backend._compile((batch, 3, *hw))[1]
+    latency_one = backend._latency_request(one)
+    latency_batch = backend._latency_request((batch, 3, *hw))
 
     def latency_b1(x: np.ndarray) -> object:
         for image in x:

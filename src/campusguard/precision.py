@@ -67,8 +67,7 @@ def variant_file(model: Path, precision: str) -> Path | None:
     IR ``NAME-P.xml`` or ``NAME.P.xml``), if any."""
     if model.suffix != ".onnx":
         return None
-    names = (f"{model.stem}-{precision}.onnx", f"{model.stem}.{precision}.onnx")
-    for name in (*names, f"{model.stem}-{precision}.xml", f"{model.stem}.{precision}.xml"):
+    for name in (f"{model.stem}{sep}{precision}{suffix}" for suffix in (".onnx", ".xml") for sep in ("-", ".")):
         candidate = model.with_name(name)
         if candidate.is_file():
             return candidate

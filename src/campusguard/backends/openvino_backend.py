@@ -152,7 +152,7 @@ class OpenVinoBackend:
         self.cache: Path | None = None
         shape = self._model.inputs[0].get_partial_shape()
         if shape.is_static:  # compile now: load time is load time, and the first frame is not slow
-            self._compile(tuple(int(d) for d in shape.to_shape()))
+            self._latency_request(tuple(int(d) for d in shape.to_shape()))
 
     def _default_precision(self) -> str:
         try:
@@ -188,9 +188,9 @@ class OpenVinoBackend:
             config["INFERENCE_PRECISION_HINT"] = "f32"
         return config
 
-    def _compile(self, shape: tuple[int, ...], hint: str = "LATENCY") -> tuple[Any, Any]:
-        """Compile for ``shape``: ``LATENCY`` (one request using every thread) or ``THROUGHPUT`` (the
-        plugin's streams, one request each: `_infer_streams`)."""
+    def _compile(self, shape: tuple[int, ...], hint: str = "LATENCY") -> Any:
+        """The model compiled for ``shape`` with ``PERFORMANCE_HINT`` ``hint``: ``LATENCY`` (one request using
+        every thread, `_latency_request`) or ``THROUGHPUT`` (the plugin's streams, `_stream_requests`)."""
         model = self._model
         if not self._model.inputs[0].get_partial_shape().is_static:
             model = self._model.clone()
@@ -213,23 +213,31 @@ class OpenVinoBackend:
         except Exception:  # AUTO and some plugins do not report it
             runs = "unknown"
         self.inference_precision = _PRECISION_NAMES.get(_type_name(runs), _type_name(runs))
-        if hint == "THROUGHPUT":
-            n = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
-            streams = (compiled, [compiled.create_infer_request() for _ in range(n)])
-            self._streams[shape] = streams
-            log.info("OpenVINO compiled %s for %d streams at %s", self.path.name, n, "x".join(map(str, shape)))
-            return streams
-        entry = (compiled, compiled.create_infer_request())
-        self._compiled[shape] = entry
         log.info(
-            "OpenVINO compiled %s for %s at %s: %s (cache %s)",
+            "OpenVINO compiled %s for %s at %s (%s): %s (cache %s)",
             self.path.name,
             ",".join(self.execution_devices),
             "x".join(map(str, shape)),
+            hint.lower(),
             self.inference_precision,
             cache,
         )
-        return entry
+        return compiled
+
+    def _latency_request(self, shape: tuple[int, ...]) -> Any:
+        """The request of the model compiled for latency at ``shape`` (compiled at first use)."""
+        if shape not in self._compiled:
+            compiled = self._compile(shape)
+            self._compiled[shape] = (compiled, compiled.create_infer_request())
+        return self._compiled[shape][1]
+
+    def _stream_requests(self, shape: tuple[int, ...]) -> list[Any]:
+        """One request per stream of the model compiled for throughput at ``shape`` (compiled at first use)."""
+        if shape not in self._streams:
+            compiled = self._compile(shape, "THROUGHPUT")
+            n = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
+            self._streams[shape] = (compiled, [compiled.create_infer_request() for _ in range(n)])
+        return self._streams[shape][1]
 
     def profiling_request(self, shape: tuple[int, ...]) -> Any:
         """An infer request for ``shape`` compiled like the detector's but with per-node counters (``PERF_COUNT``)."""
@@ -253,8 +261,7 @@ class OpenVinoBackend:
         x = np.ascontiguousarray(batch, dtype=np.float32)
         if self.ov_device == "CPU" and (x.shape[0] > 1 or self._streams_for_one):
             return self._infer_streams(x)
-        entry = self._compiled.get(x.shape) or self._compile(tuple(x.shape))
-        request = entry[1]
+        request = self._latency_request(tuple(x.shape))
         request.infer({0: x})
         return np.array(request.get_output_tensor(0).data, dtype=np.float32, copy=True)
 
@@ -264,8 +271,7 @@ class OpenVinoBackend:
         2-core AMD EPYC with AVX-512 VNNI, bundled INT8 IR at 288x480, 4 images: 0.77x to 0.80x the CPU time
         of one latency request per image; against one 4-image latency request from 0.84x to 1.09x the wall
         over three runs, so about even (``python benchmarks/openvino_streams.py --batch 4 --rounds 9``)."""
-        one = (1, *x.shape[1:])
-        requests = (self._streams.get(one) or self._compile(one, "THROUGHPUT"))[1]
+        requests = self._stream_requests((1, *x.shape[1:]))
         outs: list[np.ndarray] = []
         for k in range(0, len(x), len(requests)):
             chunk = x[k : k + len(requests)]
