@@ -5,7 +5,7 @@ Modes (the bundled model's files, a synthetic 1x3xHxW input, ``--imgsz`` the exa
 
 - ``latency-b1``: one request compiled with ``PERFORMANCE_HINT=LATENCY``, the frames one after another;
 - ``latency-bN``: one ``N``-image request compiled for latency (what the backend did before it had streams);
-- ``streams``: the backend's path for a batch (`OpenVinoBackend._infer_streams`): one image per request
+- ``streams``: the backend's path for a batch (`OpenVinoBackend.start`): one image per request
   on the ``THROUGHPUT`` streams, side by side;
 - ``one-on-a-stream``: the frames one after another, each alone on one stream (one thread): the service's
   path for a single frame (``streams_for_one``, a live camera's usual call).
@@ -33,6 +33,7 @@ FILES = {"int8-ir": DEFAULT_MODEL.with_name("campusguard-default-int8ov.xml"), "
 
 def _modes(path: Path, batch: int, hw: tuple[int, int]) -> dict[str, Callable[[np.ndarray], object]]:
     backend = OpenVinoBackend(path, device="cpu")
+    service = OpenVinoBackend(path, device="cpu", streams_for_one=True)  # the service's: one frame on a stream
     one = (1, 3, *hw)
     latency_one = backend._latency_request(one)
     latency_batch = backend._latency_request((batch, 3, *hw))
@@ -47,13 +48,13 @@ def _modes(path: Path, batch: int, hw: tuple[int, int]) -> dict[str, Callable[[n
 
     def one_on_a_stream(x: np.ndarray) -> object:
         for image in x:
-            backend._infer_streams(image[None])
+            service.infer(image[None])
         return None
 
     return {
         "latency-b1": latency_b1,
         f"latency-b{batch}": latency_bn,
-        "streams": backend._infer_streams,
+        "streams": backend.infer,
         "one-on-a-stream": one_on_a_stream,
     }
 

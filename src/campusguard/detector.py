@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 import numpy as np
 
-from campusguard.backends.base import Backend
+from campusguard.backends.base import Backend, InferenceStarted, start_inference, takes_bgr_uint8
 from campusguard.backends.loader import load_backend
 from campusguard.backends.onnxruntime_device import OrtDevicePipeline
 from campusguard.backends.registry import BACKENDS, backend_spec, choices
@@ -28,7 +28,7 @@ from campusguard.models.info import DEFAULT_IMGSZ, ModelInfo, check_imgsz
 from campusguard.ops.postprocess import postprocess
 from campusguard.ops.preprocess import LetterboxMeta, fit_shape, letterbox, make_batch, to_bgr_uint8
 
-__all__ = ["Detector", "StageTimings"]
+__all__ = ["Detector", "PendingDetections", "StageTimings"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,22 @@ class StageTimings:
     @property
     def total_ms(self) -> float:
         return self.preprocess_ms + self.inference_ms + self.postprocess_ms
+
+
+@dataclass
+class PendingDetections:
+    """A `Detector.submit` not yet collected: per input-shape chunk, its image indices, letterbox metas and
+    the backend's wait (`campusguard.backends.base.start_inference`), or the finished detections."""
+
+    count: int
+    timings: StageTimings
+    chunks: list[tuple[list[int], list[LetterboxMeta], InferenceStarted]] = field(default_factory=list)
+    done: list[Detections] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the network may still be at work on it (False: `Detector.collect` will not wait)."""
+        return self.done is None and any(started.running for _, _, started in self.chunks)
 
 
 _Pending = TypeVar("_Pending")
@@ -264,25 +280,55 @@ class Detector:
 
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
         """Detect objects in several frames; frames of one input shape share one backend call."""
-        if not images:
-            return []
+        return self.collect(self.submit(images))
+
+    def submit(self, images: list[np.ndarray]) -> PendingDetections:
+        """Letterbox ``images`` and start the network on them; `collect` waits and post-processes.
+
+        On a backend that runs asynchronously (`campusguard.backends.base.AsyncBackend`: OpenVINO's streams)
+        this returns while the network runs, so a caller can prepare the next frames meanwhile (the
+        service's detection stage keeps one batch in flight); elsewhere the network has run when it returns.
+        Collect each submission once, in the order submitted.
+        """
         t0 = time.perf_counter()
+        pending = PendingDetections(count=len(images), timings=StageTimings(images=len(images)))
+        if not images:
+            return pending
         frames = [to_bgr_uint8(im) for im in images]
         if self._device_path is not None:
-            return self._predict_on_device(frames, t0)
+            pending.done = self._predict_on_device(frames, t0)
+            pending.timings = self.timings
+            return pending
         shapes = [self.input_hw(f.shape[:2]) for f in frames]
-        results: dict[int, Detections] = {}
-        timings = StageTimings(images=len(frames))
-        t_pre = time.perf_counter() - t0
+        pending.timings.preprocess_ms += (time.perf_counter() - t0) * 1000
         for hw in dict.fromkeys(shapes):
             idx = [i for i, s in enumerate(shapes) if s == hw]
             for chunk in self._chunks(idx):
-                out = self._run(chunk, frames, hw, timings)
-                for i, det in zip(chunk, out, strict=False):
-                    results[i] = det
-        timings.preprocess_ms += t_pre * 1000
+                pending.chunks.append(self._start(chunk, frames, hw, pending.timings))
+        return pending
+
+    def collect(self, pending: PendingDetections) -> list[Detections]:
+        """The detections of a `submit`, in its images' order (waits for the network)."""
+        if pending.done is not None:
+            self.timings = pending.timings
+            return pending.done
+        results: dict[int, Detections] = {}
+        timings = pending.timings
+        for chunk, metas, started in pending.chunks:
+            t1 = time.perf_counter()
+            raw = started.wait()
+            t2 = time.perf_counter()
+            dets = postprocess(raw[: len(chunk)], metas, self.conf, self.iou, self.max_det, self.classes, self.agnostic)
+            if self.class_map is not None:
+                dets = [self.class_map.apply(d) for d in dets]
+            timings.inference_ms += (t2 - t1) * 1000
+            timings.postprocess_ms += (time.perf_counter() - t2) * 1000
+            for i, det in zip(chunk, dets, strict=False):
+                results[i] = det
         self.timings = timings
-        return [results[i] for i in range(len(frames))]
+        pending.done = [results[i] for i in range(pending.count)]
+        pending.chunks.clear()
+        return pending.done
 
     def _predict_on_device(self, frames: list[np.ndarray], t0: float) -> list[Detections]:
         """The device path: one submission per frame shape, then one collection each (boxes to the host)."""
@@ -319,9 +365,9 @@ class Detector:
         for k in range(0, len(idx), step):
             yield idx[k : k + step]
 
-    def _run(
+    def _start(
         self, chunk: list[int], frames: list[np.ndarray], hw: tuple[int, int], timings: StageTimings
-    ) -> list[Detections]:
+    ) -> tuple[list[int], list[LetterboxMeta], InferenceStarted]:
         t0 = time.perf_counter()
         boxed: list[np.ndarray] = []
         metas: list[LetterboxMeta] = []
@@ -332,18 +378,15 @@ class Detector:
         fixed = self.backend.info.batch
         while fixed and len(boxed) < fixed:  # a static-batch model needs a full batch; pad with copies
             boxed.append(boxed[-1])
-        self._buffer = make_batch(boxed, self._buffer)
+        if takes_bgr_uint8(self.backend):  # its graph converts them (OpenVINO's pre-processing)
+            batch = np.stack(boxed)
+        else:
+            batch = self._buffer = make_batch(boxed, self._buffer)  # reusable at once: `start_inference` says so
         t1 = time.perf_counter()
-        raw = self.backend.infer(self._buffer)
-        t2 = time.perf_counter()
-        dets = postprocess(raw[: len(chunk)], metas, self.conf, self.iou, self.max_det, self.classes, self.agnostic)
-        if self.class_map is not None:
-            dets = [self.class_map.apply(d) for d in dets]
-        t3 = time.perf_counter()
+        started = start_inference(self.backend, batch)
         timings.preprocess_ms += (t1 - t0) * 1000
-        timings.inference_ms += (t2 - t1) * 1000
-        timings.postprocess_ms += (t3 - t2) * 1000
-        return dets
+        timings.inference_ms += (time.perf_counter() - t1) * 1000
+        return chunk, metas, started
 
     def stream(
         self,

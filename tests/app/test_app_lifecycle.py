@@ -430,14 +430,16 @@ outputs:
         assert runtime.camera_status()[0].state == "live" and client.get("/readyz").status_code == 200
         camera.kill()  # the camera goes away with its incident open
         wait_for(lambda: not incidents(open_only=True), 15, "the open incident to end after offline_end_s")
-        (first,) = incidents()
-        assert first.details.get("interrupted") is True
+        # one incident as a rule; a second one where the tracker lost and found the person again (a new
+        # track) before the kill, on a loaded machine: every one open at the kill ends as interrupted
+        before = incidents()
+        assert before and all(e.details.get("interrupted") is True for e in before), before
         wait_for(lambda: runtime.camera_status()[0].state == "offline", 15, "the camera to be offline")
         assert client.get("/readyz").status_code == 503
         time.sleep(1.5)  # a few refused attempts, held back in the log
         camera.start()
         try:
-            wait_for(lambda: len(incidents()) == 2, 60, "a new incident after the camera came back")
+            wait_for(lambda: len(incidents()) > len(before), 60, "a new incident after the camera came back")
         except AssertionError as e:  # what the service logged says which stage stopped
             raise AssertionError(f"{e}; log: {[r.getMessage() for r in caplog.records]}") from None
     finally:

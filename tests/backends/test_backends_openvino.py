@@ -81,6 +81,21 @@ def test_openvino_fp32_matches_onnxruntime_numerically_on_the_bundled_model(synt
     np.testing.assert_allclose(ov.backend.infer(x), ort.backend.infer(x), atol=2e-2, rtol=1e-3)
 
 
+def test_the_uint8_frames_give_the_float_tensors_output(synthetic: list[np.ndarray]) -> None:
+    """The detector hands OpenVINO the letterboxed uint8 BGR frames (its graph swaps, casts and scales them):
+    at FP32 the head output is the float tensor's, to rounding."""
+    from campusguard.backends.base import takes_bgr_uint8
+    from campusguard.ops.preprocess import letterbox, make_batch
+
+    ov = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW, backend="openvino", precision="fp32")
+    assert takes_bgr_uint8(ov.backend) and not takes_bgr_uint8(Detector(DEFAULT_MODEL, device="cpu").backend)
+    frames = [letterbox(f, SYNTH_HW)[0] for f in synthetic[:2]]
+    from_float = ov.backend.infer(make_batch(frames))
+    from_uint8 = ov.backend.infer(np.stack(frames))
+    assert from_uint8.shape == from_float.shape
+    np.testing.assert_allclose(from_uint8, from_float, atol=2e-2, rtol=1e-3)
+
+
 def test_the_compiled_model_is_cached_per_model_shape_and_precision(own_cache: Path) -> None:
     from campusguard.backends.openvino_backend import OpenVinoBackend
 
@@ -184,7 +199,7 @@ def test_the_bundled_int8_ir_is_a_trial_candidate_that_loads_and_keeps_the_boxes
 def test_a_batch_runs_on_the_throughput_streams_with_the_boxes_of_one_frame_at_a_time(
     name: str, synthetic: list[np.ndarray]
 ) -> None:
-    """Several frames go one per request on OpenVINO's THROUGHPUT streams (`_infer_streams`); each frame's
+    """Several frames go one per request on OpenVINO's THROUGHPUT streams (`OpenVinoBackend.start`); each frame's
     boxes are those it gets alone (the latency-compiled request), in the batch's order, batch 5 over 2 streams."""
     det = Detector(DEFAULT_MODEL.with_name(name), device="cpu", imgsz=SYNTH_HW, backend="openvino")
     frames = synthetic[:5]
@@ -196,6 +211,31 @@ def test_a_batch_runs_on_the_throughput_streams_with_the_boxes_of_one_frame_at_a
         assert len(a) == len(b) and len(a) > 0
         matched = match_detections(a, b, min_iou=0.5)[2]
         assert len(matched) == len(a) and float(matched.min()) > 0.98
+
+
+def test_two_submissions_in_flight_come_back_in_order_with_the_boxes_of_each(synthetic: list[np.ndarray]) -> None:
+    """`Detector.submit` on the service's OpenVINO detector returns while the streams run (``running``); a second
+    batch started before the first is collected queues behind it, and each collects its own frames' boxes."""
+    det = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW, backend="openvino", throughput=True)
+    first, second = synthetic[:3], synthetic[3:5]
+    alone = [det(f) for f in synthetic[:5]]
+    p1, p2 = det.submit(first), det.submit(second)
+    assert p1.running and p2.running
+    got = det.collect(p1) + det.collect(p2)
+    assert not p1.running and det.collect(p1) == got[:3]  # collected once, kept
+    for a, b in zip(alone, got, strict=True):
+        matched = match_detections(a, b, min_iou=0.5)[2]
+        assert len(a) == len(b) > 0 and len(matched) == len(a) and float(matched.min()) > 0.98
+    # every request went back to the pool: one per stream at first, more made while both batches held them
+    ((compiled, idle),) = det.backend._streams.values()  # type: ignore[attr-defined]
+    assert len(idle) == max(5, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
+
+
+def test_an_onnxruntime_submission_has_finished_when_submit_returns(synthetic: list[np.ndarray]) -> None:
+    det = Detector(DEFAULT_MODEL, device="cpu", imgsz=SYNTH_HW)
+    pending = det.submit(synthetic[:2])
+    assert not pending.running
+    assert [len(d) for d in det.collect(pending)] == [len(d) for d in det.predict_batch(synthetic[:2])]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nncf") is None, reason="needs NNCF")

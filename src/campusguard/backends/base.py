@@ -1,12 +1,14 @@
 """The backend protocol and the options every backend's ``build`` receives.
 
-A backend takes a ``(B, 3, H, W) float32`` batch and returns the raw head output; pre- and
-post-processing are shared code outside every backend. What a model tells about itself is
+A backend takes a ``(B, 3, H, W) float32`` batch (or, where it says so, `takes_bgr_uint8`, the letterboxed
+uint8 frames that batch is made from) and returns the raw head output; pre- and post-processing are
+shared code outside every backend. What a model tells about itself is
 `campusguard.models.info.ModelInfo`. Which backends exist is `campusguard.backends.registry`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -14,7 +16,7 @@ import numpy as np
 
 from campusguard.models.info import ModelInfo
 
-__all__ = ["Backend", "LoadOptions"]
+__all__ = ["AsyncBackend", "Backend", "InferenceStarted", "LoadOptions", "start_inference", "takes_bgr_uint8"]
 
 
 @runtime_checkable
@@ -32,6 +34,40 @@ class Backend(Protocol):
     def infer(self, batch: np.ndarray) -> np.ndarray:
         """Run the network on a ``(B, 3, H, W) float32`` batch; return the ``(B, 4+nc, N)`` head output."""
         ...
+
+
+def takes_bgr_uint8(backend: Backend) -> bool:
+    """Whether ``backend`` takes the letterboxed ``(B, H, W, 3) uint8`` BGR frames themselves (its graph converts
+    them: OpenVINO's pre-processing) instead of `campusguard.ops.preprocess.make_batch`'s float tensor; such a
+    backend still accepts the float tensor."""
+    return bool(getattr(backend, "bgr_uint8_input", False))
+
+
+@dataclass(frozen=True)
+class InferenceStarted:
+    """A batch handed to a backend: ``wait()`` gives its ``(B, 4+nc, N)`` head output; ``running`` says
+    whether the network may still be at work (False: it has finished, ``wait`` returns at once)."""
+
+    wait: Callable[[], np.ndarray]
+    running: bool
+
+
+@runtime_checkable
+class AsyncBackend(Backend, Protocol):
+    """A backend that can start a batch and return before it is done (OpenVINO's infer requests)."""
+
+    def start(self, batch: np.ndarray) -> InferenceStarted:
+        """Start the network on ``batch``; the backend keeps its own copy of it."""
+        ...
+
+
+def start_inference(backend: Backend, batch: np.ndarray) -> InferenceStarted:
+    """``batch`` started on ``backend``: at once on an `AsyncBackend`, else run now. The caller may reuse
+    ``batch`` as soon as this returns."""
+    if isinstance(backend, AsyncBackend):
+        return backend.start(batch)
+    out = backend.infer(batch)
+    return InferenceStarted(lambda: out, running=False)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ import logging
 import queue
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from campusguard.app.engine.metrics import CameraMetrics
 from campusguard.app.engine.sources import EndOfStream, Frame, FrameQueue
-from campusguard.app.engine.stages import DetectedFrame, DetectorLike, put_until
+from campusguard.app.engine.stages import DetectedFrame, DetectorLike, StartedDetection, put_until, start_detection
 from campusguard.app.infra.throttle import LogThrottle
 from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_region_detections
 from campusguard.ops.boxes import resize_boxes
@@ -46,13 +47,28 @@ class TrackedBoxes:
 _WHOLE_FRAME = RegionPlan("full", "disabled")
 
 
+@dataclass(frozen=True)
+class _Started:
+    """One detector's share of a batch, started: its frames, their plans, crops and gate seconds, the
+    detection in progress, how many images it holds and the seconds starting it took."""
+
+    frames: list[Frame]
+    plans: list[RegionPlan]
+    crops: list[list[np.ndarray]]
+    gate_s: list[float]
+    started: StartedDetection
+    images: int
+    start_s: float
+
+
 # detection ---------------------------------------------------------------------------------
 class DetectionWorker:
     """Runs detection for all cameras, batching frames across cameras.
 
     Takes frames round-robin from the cameras' queues until ``batch_size`` frames are in hand
     or ``batch_wait_s`` has passed since the first; frames of cameras sharing a detector go in
-    one `predict_batch` call, which groups them by network input shape.
+    one call (`start_detection`), which groups them by network input shape. On a detector that runs
+    asynchronously (OpenVINO's streams) one batch stays in flight while the next is prepared (`run`).
 
     Args:
         inputs: camera id to its frame queue.
@@ -164,18 +180,63 @@ class DetectionWorker:
                     return items
 
     def run(self) -> None:
-        """Detect until every camera has ended."""
+        """Detect until every camera has ended.
+
+        A batch whose network still runs when it is started (`StartedDetection.running`: OpenVINO's streams)
+        stays in flight while the next one is taken from the queues, letterboxed and started, and is
+        finished (post-processing, merging, hand-over) after that: the host's work for one batch overlaps
+        the network's for the other. Only what is queued now joins a batch while another is in flight (a
+        live camera's frame is never held back for it); a frame that needs the one in flight (a gated camera
+        planning with its previous frame's boxes) waits for it to finish, and a camera's end is handed on
+        after every batch started before it."""
         open_cams = set(self.inputs)
-        while open_cams and not self.failed.is_set():
-            items = self._collect(open_cams)
+        flight: list[_Started] = []
+        while (open_cams or flight) and not self.failed.is_set():
+            if flight and not any(g.started.running for g in flight):
+                self._finish(flight)
+                flight = []
+            if not flight:
+                items = self._collect(open_cams)
+            else:
+                items = self._take_ready(open_cams)
+                if not items or not self._may_overlap(flight, items):
+                    self._finish(flight)
+                    flight = []
+                    if not items:
+                        continue
             self.heartbeat = time.monotonic()
             frames = [i for i in items if isinstance(i, Frame)]
-            if frames and not self.stop.is_set():
-                for msg in self._detect(frames):
-                    self._put(msg.frame.camera_id, msg)
-            for item in items:
-                if isinstance(item, EndOfStream):
-                    self._put(item.camera_id, item)
+            started = self._start(frames) if frames and not self.stop.is_set() else []
+            if flight:
+                self._finish(flight)
+            flight = started
+            ends = [i for i in items if isinstance(i, EndOfStream)]
+            if ends and flight:
+                self._finish(flight)
+                flight = []
+            for item in ends:
+                self._put(item.camera_id, item)
+        if flight and not self.failed.is_set():
+            self._finish(flight)
+
+    def _take_ready(self, open_cams: set[str]) -> list[Frame | EndOfStream]:
+        """What the queues hold now (up to a batch), without waiting."""
+        items: list[Frame | EndOfStream] = []
+        while self._take_round(items, open_cams):
+            pass
+        return items
+
+    def _may_overlap(self, flight: list[_Started], items: list[Frame | EndOfStream]) -> bool:
+        """Whether ``items`` may start before ``flight`` finishes: no frame of a gated camera that has a frame in
+        flight and plans with its boxes (outside a busy stretch). A camera's end is handed on after both."""
+        flying = {f.camera_id for g in flight for f in g.frames}
+        return not any(
+            isinstance(i, Frame)
+            and i.camera_id in flying
+            and i.camera_id in self.gates
+            and self.gates[i.camera_id].bypass_frames == 0
+            for i in items
+        )
 
     def _plan(self, frame: Frame) -> RegionPlan:
         """What the detector sees of ``frame``: its camera's gate decides, else the whole frame."""
@@ -201,11 +262,12 @@ class DetectionWorker:
         )
         return plan
 
-    def _detect(self, frames: list[Frame]) -> list[DetectedFrame]:
+    def _start(self, frames: list[Frame]) -> list[_Started]:
+        """Plan ``frames`` (gates, crops) and start each detector's share (`start_detection`)."""
         by_detector: dict[int, list[Frame]] = {}
         for f in frames:
             by_detector.setdefault(id(self.detectors[f.camera_id]), []).append(f)
-        out: list[DetectedFrame] = []
+        out: list[_Started] = []
         for group in by_detector.values():
             detector = self.detectors[group[0].camera_id]
             gate_s = [0.0] * len(group)  # each frame's gate work: plan, crops, merge
@@ -218,34 +280,45 @@ class DetectionWorker:
                 gate_s[j] = time.perf_counter() - t0
             images = [im for c in crops for im in c]
             t0 = time.perf_counter()
-            dets = detector.predict_batch(images) if images else []
-            ms_per_image = (time.perf_counter() - t0) * 1000 / max(1, len(images))
-            if images:
+            started = start_detection(detector, images) if images else StartedDetection(list, running=False)
+            out.append(_Started(group, plans, crops, gate_s, started, len(images), time.perf_counter() - t0))
+        return out
+
+    def _finish(self, flight: list[_Started]) -> None:
+        """Wait for ``flight``'s detections, merge each frame's crops and hand the frames on, in order."""
+        out: list[DetectedFrame] = []
+        for g in flight:
+            t0 = time.perf_counter()
+            dets = g.started.result() if g.images else []
+            # the host's time on this batch: starting it and waiting for it (not the next batch's work meanwhile)
+            ms_per_image = (g.start_s + time.perf_counter() - t0) * 1000 / max(1, g.images)
+            if g.images:
                 self.batches += 1
                 self._debug.debug(
-                    ("batch", len(group), len(images)),
+                    ("batch", len(g.frames), g.images),
                     "detector batch %d: %d image(s) from %d frame(s) of %s in %.1f ms",
                     self.batches,
-                    len(images),
-                    len(group),
-                    ", ".join(sorted({f.camera_id for f in group})),
-                    ms_per_image * len(images),
+                    g.images,
+                    len(g.frames),
+                    ", ".join(sorted({f.camera_id for f in g.frames})),
+                    ms_per_image * g.images,
                 )
             start = 0
-            for f, plan, c, spent_s in zip(group, plans, crops, gate_s, strict=True):
+            for f, plan, c, spent_s in zip(g.frames, g.plans, g.crops, g.gate_s, strict=True):
                 own = dets[start : start + len(c)]
                 start += len(c)
                 share_ms = ms_per_image * len(c)
                 m = self.metrics[f.camera_id]
                 self._count(m, plan, share_ms)
-                t0 = time.perf_counter()
+                t1 = time.perf_counter()
                 merged = merge_region_detections(plan, own, self.merge_iou, f.resolution_wh)
                 if f.camera_id in self.gates:
                     self._last_boxes[f.camera_id] = merged.xyxy
-                    m.observe_gate(spent_s + time.perf_counter() - t0, busy=plan.reason == "busy")
+                    m.observe_gate(spent_s + time.perf_counter() - t1, busy=plan.reason == "busy")
                 out.append(DetectedFrame(f, merged, share_ms))
         out.sort(key=lambda m: (m.frame.camera_id, m.frame.index))  # per-camera order kept
-        return out
+        for msg in out:
+            self._put(msg.frame.camera_id, msg)
 
     @staticmethod
     def _count(m: CameraMetrics, plan: RegionPlan, share_ms: float) -> None:

@@ -1,4 +1,4 @@
-"""What the stages pass each other and need of their parts: `DetectorLike`, `DetectedFrame`,
+"""What the stages pass each other and need of their parts: `DetectorLike` (`start_detection`), `DetectedFrame`,
 `put_until` (a bounded put that gives up when the pipeline failed), `wall_time_of`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -29,6 +29,36 @@ class DetectorLike(Protocol):
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]: ...
 
     def input_hw(self, frame_hw: tuple[int, int]) -> tuple[int, int]: ...
+
+
+@runtime_checkable
+class SubmittingDetector(DetectorLike, Protocol):
+    """A detector that starts a batch and may return while its network runs (`campusguard.Detector.submit`,
+    whose result says ``running``), so detection can prepare the next batch meanwhile; `collect` waits for
+    one submission's detections."""
+
+    def submit(self, images: list[np.ndarray]) -> Any: ...
+
+    def collect(self, pending: Any) -> list[Detections]: ...
+
+
+@dataclass(frozen=True)
+class StartedDetection:
+    """Frames handed to a detector: ``result()`` gives their detections (once); ``running``: the network may
+    still be at work on them (False: ``result`` returns at once)."""
+
+    result: Callable[[], list[Detections]]
+    running: bool
+
+
+def start_detection(detector: DetectorLike, images: list[np.ndarray]) -> StartedDetection:
+    """``images`` started on ``detector``: a `SubmittingDetector` may still run when this returns, any
+    other has finished."""
+    if isinstance(detector, SubmittingDetector):
+        pending = detector.submit(images)
+        return StartedDetection(lambda: detector.collect(pending), running=bool(getattr(pending, "running", False)))
+    out = detector.predict_batch(images)
+    return StartedDetection(lambda: out, running=False)
 
 
 # messages ----------------------------------------------------------------------------------
