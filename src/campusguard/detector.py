@@ -278,6 +278,12 @@ class Detector:
         """Detect objects in one ``(H, W, 3) uint8`` BGR frame (grayscale, RGBA, 16-bit converted)."""
         return self.predict_batch([image])[0]
 
+    def warm_up(self, frame_hw: tuple[int, int]) -> None:
+        """Run one blank ``frame_hw`` frame through the detector as it will run (compiles and allocates for that
+        input shape: OpenVINO compiles per shape and path, ONNX Runtime sizes its buffers on the first call), so
+        a service's first camera frame does not pay for it."""
+        self.predict_batch([np.zeros((*frame_hw, 3), np.uint8)])
+
     def predict_batch(self, images: list[np.ndarray]) -> list[Detections]:
         """Detect objects in several frames; frames of one input shape share one backend call."""
         return self.collect(self.submit(images))

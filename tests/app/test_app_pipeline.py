@@ -251,6 +251,29 @@ def test_start_up_errors_name_the_line(scene: Path, tmp_path: Path) -> None:
             service.start()
 
 
+class WarmingBlobDetector(BlobDetector):
+    """Records `warm_up` calls (`campusguard.Detector.warm_up` compiles for a frame size) and the calls after them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warmed: list[tuple[tuple[int, int], int]] = []
+
+    def warm_up(self, frame_hw: tuple[int, int]) -> None:
+        self.warmed.append((frame_hw, self.calls))
+
+
+def test_the_service_warms_each_detector_up_for_its_cameras_frame_size_before_the_first_frame(
+    scene: Path, tmp_path: Path
+) -> None:
+    detector = WarmingBlobDetector()
+    text = scene_config(scene, tmp_path)
+    service = WatchService(parse_config(text, "w.yaml"), detector_factory=lambda *a: detector, out=io.StringIO())
+    service.start()
+    assert service.wait(30) and service.finish()
+    assert detector.warmed == [((180, 320), 0)]  # once, at the camera's 320x180, before any frame was detected
+    assert detector.calls > 0
+
+
 def test_scale_detections_maps_boxes_to_the_reference_frame() -> None:
     det = Detections(np.array([[10, 20, 30, 40]], np.float32), np.array([0.5], np.float32), np.array([0]))
     out = scale_detections(det, (640, 360), (320, 180))

@@ -276,3 +276,14 @@ def test_a_service_detector_runs_even_one_frame_on_a_stream(synthetic: list[np.n
         assert len(a) == len(b) == len(matched) > 0 and float(matched.min()) > 0.98
     assert lean.backend._streams and not lean.backend._compiled  # type: ignore[attr-defined]
     assert quick.backend._compiled and not quick.backend._streams  # type: ignore[attr-defined]
+
+
+def test_warm_up_compiles_what_a_cameras_frames_will_run() -> None:
+    """`Detector.warm_up` at a 640x360 camera's size: the service's one-frame stream model for the uint8 288x480
+    input is compiled before the first frame, and that frame finds it."""
+    det = Detector(DEFAULT_MODEL, device="cpu", imgsz=480, backend="openvino", throughput=True)
+    assert not det.backend._streams  # type: ignore[attr-defined]
+    det.warm_up((360, 640))
+    assert set(det.backend._streams) == {(1, 288, 480, 3)}  # type: ignore[attr-defined]
+    det(np.zeros((360, 640, 3), np.uint8))
+    assert set(det.backend._streams) == {(1, 288, 480, 3)}  # type: ignore[attr-defined]

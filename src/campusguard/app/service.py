@@ -36,7 +36,7 @@ from campusguard.app.engine.analytics import AnalyticsWorker
 from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes
 from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.engine.sources import CameraReader, EndOfStream, FrameQueue, FrameSource, PrependedSource
-from campusguard.app.engine.stages import DetectorLike, put_until
+from campusguard.app.engine.stages import DetectorLike, WarmingDetector, put_until
 from campusguard.app.engine.watchdog import Watchdog, WorkerThread
 from campusguard.app.engine.wiring import (
     CameraParts,
@@ -165,6 +165,7 @@ class WatchService:
         try:
             self._probe_cameras(allow_offline=True)  # every source opens and gives a frame (network ones may be offline)
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
+            self._warm_up_detectors()  # compiled for each camera's frame size before its first frame
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
             store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
         except BaseException:
@@ -225,6 +226,19 @@ class WatchService:
                     loc = ("cameras", i, field) if field else ("detector", "model")
                     raise self.loaded.error(loc, str(exc)) from None
             self.detectors[cam.id] = cache[key]
+
+    def _warm_up_detectors(self) -> None:
+        """One blank frame per detector and frame size of the cameras online now (`WarmingDetector`): what
+        OpenVINO compiles per input shape is paid at start-up, not by a camera's first frame."""
+        done: set[tuple[int, tuple[int, int]]] = set()
+        for _, cam in self.cameras:
+            detector = self.detectors[cam.id]
+            if cam.id in self.offline or not isinstance(detector, WarmingDetector):
+                continue
+            w, h = self.probes[cam.id].resolution_wh
+            if (id(detector), (h, w)) not in done:
+                done.add((id(detector), (h, w)))
+                detector.warm_up((h, w))
 
     def _build_cameras(self) -> dict[str, CameraParts]:
         parts = {}

@@ -42,6 +42,13 @@ class SubmittingDetector(DetectorLike, Protocol):
     def collect(self, pending: Any) -> list[Detections]: ...
 
 
+@runtime_checkable
+class WarmingDetector(DetectorLike, Protocol):
+    """A detector that can prepare for a frame size before the first frame (`campusguard.Detector.warm_up`)."""
+
+    def warm_up(self, frame_hw: tuple[int, int]) -> None: ...
+
+
 @dataclass(frozen=True)
 class StartedDetection:
     """Frames handed to a detector: ``result()`` gives their detections (once); ``running``: the network may
