@@ -14,8 +14,10 @@ Contenders (the bundled model, the example config's imgsz 480, conf 0.25, IoU 0.
   same video file (its own decode, letterbox, NMS; warmed up on one frame first);
 - ``ultralytics-openvino``: Ultralytics' OpenVINO predict loop (what ``format=openvino`` exports run
   with) on the same network: the ONNX file converted to an OpenVINO IR (``ov.convert_model``, FP32
-  weights) in a ``*_openvino_model`` folder with Ultralytics' ``metadata.yaml``, the CPU plugin's defaults
-  (BF16 where the CPU has it), the same loop as above;
+  weights) in a ``*_openvino_model`` folder with Ultralytics' ``metadata.yaml``, as ``yolo export
+  format=openvino imgsz=288,480`` writes it: a static input of exactly the app's letterbox for these
+  scenes (`openvino_model_dir`), the CPU plugin's defaults (BF16 where the CPU has it), the same loop as
+  above. Both loops are checked to letterbox to the app's input before they are timed;
 - ``app-fp32-whole`` / ``app-int8-whole``: `watch` on every whole frame (motion gating off);
 - ``app-defaults``: `watch` with its defaults for a live camera: motion gating on, ``precision: auto``
   (the precision it picked is recorded);
@@ -87,8 +89,15 @@ def _cpu_s() -> float:
 
 
 # -- children: one contender on one scene, a JSON line on stdout ---------------------------------
-def openvino_model_dir(onnx: Path, folder: Path) -> Path:
-    """An Ultralytics ``*_openvino_model`` folder of ``onnx``: its IR and the ``metadata.yaml`` Ultralytics writes."""
+def openvino_model_dir(onnx: Path, folder: Path, input_hw: tuple[int, int]) -> Path:
+    """An Ultralytics ``*_openvino_model`` folder of ``onnx`` as ``yolo export format=openvino imgsz=H,W`` writes it:
+    an IR with a static ``1x3xHxW`` input and a ``metadata.yaml`` whose ``imgsz`` is ``[H, W]`` (``args.dynamic``
+    false). Ultralytics' predictor then letterboxes every frame to exactly ``input_hw``: the app's own input for
+    these scenes, so both loops run the network on the same pixels.
+
+    (Before 2026-12-06 the folder carried the ONNX file's training ``imgsz`` (320) and no ``args``: Ultralytics
+    treats such a folder as a fixed-size export and ran its loop at 320x320, a quarter fewer pixels than the
+    app's 288x480, whatever ``imgsz`` it was asked for; docs/openvino.md says which runs that concerns.)"""
     import ast
 
     import onnx as onnx_lib
@@ -97,17 +106,37 @@ def openvino_model_dir(onnx: Path, folder: Path) -> Path:
 
     out = folder / f"{onnx.stem}_openvino_model"
     out.mkdir(parents=True, exist_ok=True)
-    ov.save_model(ov.convert_model(str(onnx)), str(out / f"{onnx.stem}.xml"), compress_to_fp16=False)
+    model = ov.convert_model(str(onnx))
+    model.reshape([1, 3, *input_hw])
+    ov.save_model(model, str(out / f"{onnx.stem}.xml"), compress_to_fp16=False)
     meta = {p.key: p.value for p in onnx_lib.load(str(onnx), load_external_data=False).metadata_props}
     parsed: dict[str, Any] = {}
-    for key in ("stride", "batch", "imgsz", "names", "task", "description", "author", "version"):
+    for key in ("stride", "names", "task", "description", "author", "version"):
         if key in meta:
             try:
                 parsed[key] = ast.literal_eval(meta[key])
             except (ValueError, SyntaxError):
                 parsed[key] = meta[key]
+    parsed |= {"batch": 1, "imgsz": list(input_hw), "args": {"batch": 1, "dynamic": False, "half": False, "int8": False}}
     (out / "metadata.yaml").write_text(yaml.safe_dump(parsed, sort_keys=False))
     return out
+
+
+def frame_hw(video: Path) -> tuple[int, int]:
+    import cv2
+
+    cap = cv2.VideoCapture(str(video))
+    hw = (int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)), int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)))
+    cap.release()
+    return hw
+
+
+def app_input_hw(video: Path) -> tuple[int, int]:
+    """The network input the app uses for ``video``'s frames at ``IMGSZ`` (`Detector.input_hw`: the stride-aligned
+    letterbox holding the frame)."""
+    from campusguard.ops.preprocess import fit_shape
+
+    return fit_shape(frame_hw(video), (IMGSZ, IMGSZ))
 
 
 def run_ultralytics(video: Path, folder: Path | None = None, openvino: bool = False) -> dict[str, Any]:
@@ -118,9 +147,16 @@ def run_ultralytics(video: Path, folder: Path | None = None, openvino: bool = Fa
 
     from campusguard.models.resolve import DEFAULT_MODEL
 
-    weights = openvino_model_dir(DEFAULT_MODEL, folder or Path(tempfile.mkdtemp())) if openvino else DEFAULT_MODEL
+    hw = app_input_hw(video)
+    weights = DEFAULT_MODEL
+    if openvino:
+        weights = openvino_model_dir(DEFAULT_MODEL, folder or Path(tempfile.mkdtemp()), hw)
     model = YOLO(str(weights), task="detect")
-    model.predict(np.zeros((360, 640, 3), np.uint8), imgsz=IMGSZ, verbose=False)  # builds the session
+    blank = np.zeros((*frame_hw(video), 3), np.uint8)
+    model.predict(blank, imgsz=IMGSZ, verbose=False)  # builds the session
+    shape = tuple(model.predictor.preprocess([blank]).shape[2:])
+    if shape != hw:  # both of Ultralytics' loops must run the app's input, or the ratios compare other work
+        raise RuntimeError(f"Ultralytics' loop letterboxes to {shape}, the app to {hw}")
     c0, t0, frames = _cpu_s(), time.perf_counter(), 0
     for _ in model.predict(source=str(video), imgsz=IMGSZ, stream=True, verbose=False, conf=0.25, iou=0.7):
         frames += 1
