@@ -430,10 +430,13 @@ outputs:
         assert runtime.camera_status()[0].state == "live" and client.get("/readyz").status_code == 200
         camera.kill()  # the camera goes away with its incident open
         wait_for(lambda: not incidents(open_only=True), 15, "the open incident to end after offline_end_s")
-        # one incident as a rule; a second one where the tracker lost and found the person again (a new
-        # track) before the kill, on a loaded machine: every one open at the kill ends as interrupted
+        # one incident as a rule (a second where the tracker lost and found the ball again, on a loaded machine),
+        # ended as interrupted when it was still open at the kill. Under CI's load the rule has also been seen
+        # to end it itself just before (its ball missed for end_grace_s), so this test asks only that none is
+        # left open; test_app_pipeline's test_an_incident_open_when_its_camera_goes_offline_ends_as_interrupted
+        # checks the interrupted end deterministically.
         before = incidents()
-        assert before and all(e.details.get("interrupted") is True for e in before), before
+        assert before and all(e.end_s is not None for e in before), before
         wait_for(lambda: runtime.camera_status()[0].state == "offline", 15, "the camera to be offline")
         assert client.get("/readyz").status_code == 503
         time.sleep(1.5)  # a few refused attempts, held back in the log
@@ -453,4 +456,4 @@ outputs:
     # where a loaded machine starves the camera's server for over stall_timeout_s
     assert len(starts) == len(ends) >= 2, lines
     assert re.search(r"after \d+\.\d s of outage \([1-9]\d* failure\(s\) held back\)", ends[-1]), ends
-    assert all(e.end_s is not None and e.details.get("interrupted") for e in incidents())
+    assert all(e.end_s is not None for e in incidents())  # none left open (the SIGTERM test above checks the stop's interrupted end)
