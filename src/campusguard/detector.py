@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from campusguard.backends.base import Backend, InferenceStarted, start_inference, takes_bgr_uint8
+from campusguard.backends.base import Backend, Started, start_inference, takes_bgr_uint8
 from campusguard.backends.loader import load_backend
 from campusguard.backends.onnxruntime_device import OrtDevicePipeline
 from campusguard.backends.registry import BACKENDS, backend_spec, choices
@@ -54,7 +54,7 @@ class PendingDetections:
 
     count: int
     timings: StageTimings
-    chunks: list[tuple[list[int], list[LetterboxMeta], InferenceStarted]] = field(default_factory=list)
+    chunks: list[tuple[list[int], list[LetterboxMeta], Started[np.ndarray]]] = field(default_factory=list)
     done: list[Detections] | None = None
 
     @property
@@ -373,7 +373,7 @@ class Detector:
 
     def _start(
         self, chunk: list[int], frames: list[np.ndarray], hw: tuple[int, int], timings: StageTimings
-    ) -> tuple[list[int], list[LetterboxMeta], InferenceStarted]:
+    ) -> tuple[list[int], list[LetterboxMeta], Started[np.ndarray]]:
         t0 = time.perf_counter()
         boxed: list[np.ndarray] = []
         metas: list[LetterboxMeta] = []

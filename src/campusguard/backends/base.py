@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from campusguard.models.info import ModelInfo
 
-__all__ = ["AsyncBackend", "Backend", "InferenceStarted", "LoadOptions", "start_inference", "takes_bgr_uint8"]
+__all__ = ["AsyncBackend", "Backend", "LoadOptions", "Started", "start_inference", "takes_bgr_uint8"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -44,30 +46,34 @@ def takes_bgr_uint8(backend: Backend) -> bool:
 
 
 @dataclass(frozen=True)
-class InferenceStarted:
-    """A batch handed to a backend: ``wait()`` gives its ``(B, 4+nc, N)`` head output; ``running`` says
-    whether the network may still be at work (False: it has finished, ``wait`` returns at once)."""
+class Started(Generic[T]):
+    """Work handed off: ``wait()`` gives its result (a backend's ``(B, 4+nc, N)`` head output, a detector's
+    detections); ``running`` says whether it may still be in progress (False: ``wait`` returns at once)."""
 
-    wait: Callable[[], np.ndarray]
+    wait: Callable[[], T]
     running: bool
+
+    @classmethod
+    def finished(cls, value: T) -> Started[T]:
+        """Work already done: ``wait`` gives ``value``."""
+        return cls(lambda: value, running=False)
 
 
 @runtime_checkable
 class AsyncBackend(Backend, Protocol):
     """A backend that can start a batch and return before it is done (OpenVINO's infer requests)."""
 
-    def start(self, batch: np.ndarray) -> InferenceStarted:
+    def start(self, batch: np.ndarray) -> Started[np.ndarray]:
         """Start the network on ``batch``; the backend keeps its own copy of it."""
         ...
 
 
-def start_inference(backend: Backend, batch: np.ndarray) -> InferenceStarted:
+def start_inference(backend: Backend, batch: np.ndarray) -> Started[np.ndarray]:
     """``batch`` started on ``backend``: at once on an `AsyncBackend`, else run now. The caller may reuse
     ``batch`` as soon as this returns."""
     if isinstance(backend, AsyncBackend):
         return backend.start(batch)
-    out = backend.infer(batch)
-    return InferenceStarted(lambda: out, running=False)
+    return Started.finished(backend.infer(batch))
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from campusguard.backends.base import InferenceStarted, LoadOptions
+from campusguard.backends.base import LoadOptions, Started
 from campusguard.cache import cache_dir
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.models.info import ModelInfo, info_from_onnx
@@ -294,17 +294,17 @@ class OpenVinoBackend:
         """One image: one request compiled for latency (every thread on it), unless ``streams_for_one``.
         Several on the CPU: `start`'s streams. ``batch``: ``(B, 3, H, W) float32`` RGB 0..1, or the
         ``(B, H, W, 3) uint8`` BGR letterboxed frames it is made from (`bgr_uint8_input`)."""
-        x = _as_input(batch)
-        if self._on_streams(x):
-            return self.start(x).wait()
-        request = self._latency_request(tuple(x.shape))
-        request.infer({0: x})
-        return np.array(request.get_output_tensor(0).data, dtype=np.float32, copy=True)
+        return self.start(batch).wait()
 
     def _on_streams(self, x: np.ndarray) -> bool:
         return self.ov_device == "CPU" and (x.shape[0] > 1 or self._streams_for_one)
 
-    def start(self, batch: np.ndarray) -> InferenceStarted:
+    def _infer_for_latency(self, x: np.ndarray) -> np.ndarray:
+        request = self._latency_request(tuple(x.shape))
+        request.infer({0: x})
+        return np.array(request.get_output_tensor(0).data, dtype=np.float32, copy=True)
+
+    def start(self, batch: np.ndarray) -> Started[np.ndarray]:
         """Start ``batch`` and return at once; call the result to wait for the head output.
 
         On the CPU a batch (or, with ``streams_for_one``, one frame) goes one image per request on the
@@ -319,8 +319,7 @@ class OpenVinoBackend:
         frame for latency) the batch runs now."""
         x = _as_input(batch)
         if not self._on_streams(x):
-            out = self.infer(x)
-            return InferenceStarted(lambda: out, running=False)
+            return Started.finished(self._infer_for_latency(x))
         shape = (1, *x.shape[1:])
         requests = self._stream_requests(shape, len(x))
         try:
@@ -346,7 +345,7 @@ class OpenVinoBackend:
                     self._release(shape, requests)
             return done[0]
 
-        return InferenceStarted(wait, running=True)
+        return Started(wait, running=True)
 
 
 def _nhwc(shape: tuple[int, ...]) -> bool:

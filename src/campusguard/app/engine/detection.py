@@ -13,8 +13,10 @@ import numpy as np
 
 from campusguard.app.engine.metrics import CameraMetrics
 from campusguard.app.engine.sources import EndOfStream, Frame, FrameQueue
-from campusguard.app.engine.stages import DetectedFrame, DetectorLike, StartedDetection, put_until, start_detection
+from campusguard.app.engine.stages import DetectedFrame, DetectorLike, put_until, start_detection
 from campusguard.app.infra.throttle import LogThrottle
+from campusguard.backends.base import Started
+from campusguard.detections import Detections
 from campusguard.motion import MotionGate, RegionPlan, crop_regions, merge_region_detections
 from campusguard.ops.boxes import resize_boxes
 
@@ -56,7 +58,7 @@ class _Started:
     plans: list[RegionPlan]
     crops: list[list[np.ndarray]]
     gate_s: list[float]
-    started: StartedDetection
+    started: Started[list[Detections]]
     images: int
     start_s: float
 
@@ -182,7 +184,7 @@ class DetectionWorker:
     def run(self) -> None:
         """Detect until every camera has ended.
 
-        A batch whose network still runs when it is started (`StartedDetection.running`: OpenVINO's streams)
+        A batch whose network still runs when it is started (`Started.running`: OpenVINO's streams)
         stays in flight while the next one is taken from the queues, letterboxed and started, and is
         finished (post-processing, merging, hand-over) after that: the host's work for one batch overlaps
         the network's for the other. Only what is queued now joins a batch while another is in flight (a
@@ -280,7 +282,7 @@ class DetectionWorker:
                 gate_s[j] = time.perf_counter() - t0
             images = [im for c in crops for im in c]
             t0 = time.perf_counter()
-            started = start_detection(detector, images) if images else StartedDetection(list, running=False)
+            started = start_detection(detector, images) if images else Started.finished([])
             out.append(_Started(group, plans, crops, gate_s, started, len(images), time.perf_counter() - t0))
         return out
 
@@ -289,7 +291,7 @@ class DetectionWorker:
         out: list[DetectedFrame] = []
         for g in flight:
             t0 = time.perf_counter()
-            dets = g.started.result() if g.images else []
+            dets = g.started.wait()
             # the host's time on this batch: starting it and waiting for it (not the next batch's work meanwhile)
             ms_per_image = (g.start_s + time.perf_counter() - t0) * 1000 / max(1, g.images)
             if g.images:

@@ -9,12 +9,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from campusguard.app.engine.sources import Frame
+from campusguard.backends.base import Started
 from campusguard.detections import Detections
+
+if TYPE_CHECKING:
+    from campusguard.detector import PendingDetections
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +38,12 @@ class DetectorLike(Protocol):
 @runtime_checkable
 class SubmittingDetector(DetectorLike, Protocol):
     """A detector that starts a batch and may return while its network runs (`campusguard.Detector.submit`,
-    whose result says ``running``), so detection can prepare the next batch meanwhile; `collect` waits for
-    one submission's detections."""
+    whose `PendingDetections` says ``running``), so detection can prepare the next batch meanwhile; `collect`
+    waits for one submission's detections."""
 
-    def submit(self, images: list[np.ndarray]) -> Any: ...
+    def submit(self, images: list[np.ndarray]) -> PendingDetections: ...
 
-    def collect(self, pending: Any) -> list[Detections]: ...
+    def collect(self, pending: PendingDetections) -> list[Detections]: ...
 
 
 @runtime_checkable
@@ -49,23 +53,13 @@ class WarmingDetector(DetectorLike, Protocol):
     def warm_up(self, frame_hw: tuple[int, int]) -> None: ...
 
 
-@dataclass(frozen=True)
-class StartedDetection:
-    """Frames handed to a detector: ``result()`` gives their detections (once); ``running``: the network may
-    still be at work on them (False: ``result`` returns at once)."""
-
-    result: Callable[[], list[Detections]]
-    running: bool
-
-
-def start_detection(detector: DetectorLike, images: list[np.ndarray]) -> StartedDetection:
+def start_detection(detector: DetectorLike, images: list[np.ndarray]) -> Started[list[Detections]]:
     """``images`` started on ``detector``: a `SubmittingDetector` may still run when this returns, any
     other has finished."""
     if isinstance(detector, SubmittingDetector):
         pending = detector.submit(images)
-        return StartedDetection(lambda: detector.collect(pending), running=bool(getattr(pending, "running", False)))
-    out = detector.predict_batch(images)
-    return StartedDetection(lambda: out, running=False)
+        return Started(lambda: detector.collect(pending), running=pending.running)
+    return Started.finished(detector.predict_batch(images))
 
 
 # messages ----------------------------------------------------------------------------------
