@@ -123,6 +123,7 @@ def openvino_model_dir(onnx: Path, folder: Path, input_hw: tuple[int, int]) -> P
 
 
 def frame_hw(video: Path) -> tuple[int, int]:
+    """``video``'s frame size (height, width)."""
     import cv2
 
     cap = cv2.VideoCapture(str(video))
@@ -131,12 +132,12 @@ def frame_hw(video: Path) -> tuple[int, int]:
     return hw
 
 
-def app_input_hw(video: Path) -> tuple[int, int]:
-    """The network input the app uses for ``video``'s frames at ``IMGSZ`` (`Detector.input_hw`: the stride-aligned
-    letterbox holding the frame)."""
+def app_input_hw(frame: tuple[int, int]) -> tuple[int, int]:
+    """The network input the app uses for ``frame``-sized (height, width) frames at ``IMGSZ`` (`Detector.input_hw`:
+    the stride-aligned letterbox holding the frame)."""
     from campusguard.ops.preprocess import fit_shape
 
-    return fit_shape(frame_hw(video), (IMGSZ, IMGSZ))
+    return fit_shape(frame, (IMGSZ, IMGSZ))
 
 
 def run_ultralytics(video: Path, folder: Path | None = None, openvino: bool = False) -> dict[str, Any]:
@@ -147,12 +148,13 @@ def run_ultralytics(video: Path, folder: Path | None = None, openvino: bool = Fa
 
     from campusguard.models.resolve import DEFAULT_MODEL
 
-    hw = app_input_hw(video)
+    frame = frame_hw(video)
+    hw = app_input_hw(frame)
     weights = DEFAULT_MODEL
     if openvino:
         weights = openvino_model_dir(DEFAULT_MODEL, folder or Path(tempfile.mkdtemp()), hw)
     model = YOLO(str(weights), task="detect")
-    blank = np.zeros((*frame_hw(video), 3), np.uint8)
+    blank = np.zeros((*frame, 3), np.uint8)
     model.predict(blank, imgsz=IMGSZ, verbose=False)  # builds the session
     shape = tuple(model.predictor.preprocess([blank]).shape[2:])
     if shape != hw:  # both of Ultralytics' loops must run the app's input, or the ratios compare other work

@@ -85,7 +85,7 @@ def test_ultralytics_openvino_loop_runs_on_the_bundled_model(tmp_path: Path) -> 
     folder = tmp_path / "campusguard-default_openvino_model"
     assert (folder / "campusguard-default.xml").is_file() and "names" in (folder / "metadata.yaml").read_text()
     # the loop ran the app's input for these 320x180 frames at imgsz 480, not the ONNX file's training size (320)
-    assert cost.app_input_hw(tmp_path / truth.video) == (288, 480)
+    assert cost.app_input_hw(cost.frame_hw(tmp_path / truth.video)) == (288, 480)
     import openvino as ov
 
     shape = ov.Core().read_model(str(folder / "campusguard-default.xml")).inputs[0].get_partial_shape()
