@@ -35,7 +35,7 @@ def union_models(union: object) -> tuple[type, ...]:
 
 
 def test_every_kind_has_a_config_model_a_builder_a_rule_and_a_label():
-    assert len(RULES) == 6
+    assert len(RULES) == 7
     for entry in RULES:
         assert issubclass(entry.config, RuleConfigBase)
         assert entry.config.model_fields["kind"].default == entry.kind
@@ -49,16 +49,18 @@ def test_every_kind_has_a_config_model_a_builder_a_rule_and_a_label():
         "loitering": True,
         "line_crossing": False,
         "fall": True,
+        "camera_health": True,
     }
     assert RULES.label("fire_lane") == "Fire lane" and RULES.label("fall") == "Fall"
 
 
 def test_every_list_of_kinds_is_the_registry():
     kinds = RULES.kinds()
-    assert kinds == ("intrusion", "crowd", "fire_lane", "loitering", "line_crossing", "fall")
-    assert kinds == RULE_KINDS
+    assert kinds == ("intrusion", "crowd", "fire_lane", "loitering", "line_crossing", "fall", "camera_health")
+    assert tuple(e.kind for e in RULES if e.section is None) == RULE_KINDS  # a camera's `rules` items
     assert RULES.config_models() == RULE_CONFIGS
     assert tuple(RULE_TYPES) == kinds
+    assert {e.section for e in RULES if e.section} <= set(CameraConfig.model_fields)  # e.g. `health`
     camera_rules = CameraConfig.model_fields["rules"].annotation
     assert union_models(get_args(camera_rules)[0]) == RULES.config_models()
     assert union_models(RULES.config_union()) == RULES.config_models()
@@ -76,7 +78,7 @@ def test_the_cli_help_and_check_use_the_registry_kinds(tmp_path):
 
 
 def test_an_unknown_kind_fails_loudly():
-    with pytest.raises(UnknownRuleKindError, match=r"unknown rule kind 'tailgate'; expected intrusion, .* or fall"):
+    with pytest.raises(UnknownRuleKindError, match=r"unknown rule kind 'tailgate'; expected intrusion, .* or camera_health"):
         RULES.entry("tailgate")
     assert issubclass(UnknownRuleKindError, InvalidInputError)
     with pytest.raises(ConfigError, match=r"c\.yaml:5: cameras\[0\]\.rules\[0\]: unknown rule kind 'tailgate'"):
@@ -136,7 +138,7 @@ TAILGATE = RuleEntry(TailgateRuleConfig, TailgateRule, _build_tailgate, "Tailgat
 def test_a_new_kind_is_one_entry():
     registry = RULES.with_entry(TAILGATE)
     assert registry.kinds()[-1] == "tailgate" and registry.label("tailgate") == "Tailgating"
-    assert RULES.kinds()[-1] == "fall"  # the app's registry is left as it is
+    assert RULES.kinds()[-1] == "camera_health"  # the app's registry is left as it is
     sections = TypeAdapter(list[registry.config_union()]).validate_python(
         [{"kind": "tailgate", "zone": "z", "min_seconds": 2}, {"kind": "crowd", "zone": "z"}]
     )
@@ -165,6 +167,7 @@ cameras:
         points: [[0, 300], [640, 300]]
     rules:
       - {section}
+    health: {{enabled: false}}
 """
     parts = build_camera(parse_config(text.replace("'", ""), "c.yaml"), 0, NAMES, RES, 10.0)
     (rule,) = parts.rules.rules

@@ -8,7 +8,7 @@ OpenCV's FFMPEG backend), reads frames, stamps them and puts them on a `FrameQue
 - file sources by default block instead, so every frame is processed in order and results
   are reproducible (timestamps come from the frame index and the file's frame rate);
 - a live source that cannot be opened (at start too: the camera is ``offline``), fails or
-  stalls is reopened with exponential back-off (0.5 s doubling to 30 s by default, back to
+  stalls is reopened with exponential back-off (0.5 s doubling to 10 s by default, back to
   0.5 s only after a minute of frames), and may come back at another resolution (every frame
   carries its own size); the outage is logged once when it starts and once when it ends
   (`campusguard.app.infra.throttle.OutageLog`), not on every attempt;

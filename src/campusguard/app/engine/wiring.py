@@ -52,6 +52,7 @@ __all__ = [
     "SourceProbe",
     "build_alert_sink",
     "build_camera",
+    "build_health_only",
     "build_tracker",
     "default_detector_factory",
     "detector_key",
@@ -123,6 +124,8 @@ def _build_rule(
     lines: dict[str, LineConfig],
     resolution_wh: tuple[int, int],
     stream_key: str = "",
+    live: bool = False,
+    state_dir: Path | None = None,
 ) -> Rule:
     """The rule a rule section configures (`RULES` maps its kind to its builder); zone and line
     names were checked when the file was parsed.
@@ -139,8 +142,34 @@ def _build_rule(
         anchors=anchors,
         lines=lines,
         stream_key=stream_key,
+        live=live,
+        state_dir=state_dir,
     )
     return RULES.build(rule, ctx)
+
+
+def build_health_only(loaded: LoadedConfig, camera_index: int) -> RuleEngine | None:
+    """The picture rules (camera health) of a live camera that has given no frame yet, so that its
+    ``offline`` incident is raised while nothing else of it can be built (no frame size yet); None
+    when its health is off. `RuleEngine.adopt` hands the rule to the camera's full rules later."""
+    cam: CameraConfig = loaded.config.cameras[camera_index]
+    health = cam.effective_health
+    if not health.enabled:
+        return None
+    ctx = RuleContext(
+        camera_id=cam.id,
+        names={},
+        resolution_wh=cam.resolution_wh or (1, 1),
+        live=cam.is_live(),
+        state_dir=health_state_dir(loaded.config) if cam.is_live() else None,
+    )
+    return RuleEngine(cam.id, [RULES.build(health, ctx)])
+
+
+def health_state_dir(config: WatchConfig) -> Path:
+    """Where live cameras' health keeps its reference views: ``health/`` beside the SQLite file
+    (the folder of the site's local state)."""
+    return Path(config.storage.sqlite).resolve().parent / "health"
 
 
 def build_camera(
@@ -167,11 +196,17 @@ def build_camera(
     anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
     lines = {ln.name: ln for ln in cam.lines}
     rules: list[Rule] = []
-    for ri, rule in enumerate(cam.rules):
+    sections = cam.incident_rules()
+    live = cam.is_live() and not stream_key
+    state_dir = health_state_dir(loaded.config) if live else None
+    for ri, rule in enumerate(sections):
+        loc: tuple[str | int, ...] = ("rules", ri) if ri < len(cam.rules) else ("health",)
         try:
-            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key))
+            rules.append(
+                _build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key, live, state_dir)
+            )
         except InvalidInputError as exc:
-            raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
+            raise loaded.error(("cameras", camera_index, *loc), str(exc)) from None
     geometry = CameraGeometry(
         resolution_wh=resolution_wh,
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
@@ -179,7 +214,7 @@ def build_camera(
     )
     keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
         rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
-        for r in cam.rules
+        for r in sections
     ]
     return CameraParts(
         build_tracker(loaded.config.tracker, fps),
@@ -471,7 +506,7 @@ def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRec
     rules = {
         (cam.id, rule.display_name()): EscalationRule(rule.escalate.after_s, tuple(rule.escalate.to))
         for cam in config.cameras
-        for rule in cam.rules
+        for rule in cam.incident_rules()
         if rule.escalate is not None
     }
     if not rules:

@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from campusguard.app.events.types import Event
-from campusguard.app.rules.base import Rule
+from campusguard.app.rules.base import PictureRule, Rule
 from campusguard.app.rules.spec import RuleConfigBase, ZoneRuleConfigBase
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
@@ -119,6 +121,13 @@ class RuleEngine:
         retired = [r for r in previous.rules if id(r) not in kept]
         return RuleEngine(previous.camera_id, retired)
 
+    def adopt(self, running: RuleEngine) -> None:
+        """Take over ``running``'s rules in place of this engine's rules of the same names, state and open
+        incidents included (a camera offline at start: its health rule, running since the start, joins the
+        rules built at its first frame)."""
+        by_name = {r.name: r for r in running.rules}
+        self.rules = [by_name.get(r.name, r) for r in self.rules]
+
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
@@ -126,6 +135,42 @@ class RuleEngine:
         out: list[Event] = []
         for rule in self.rules:
             out += rule.update(timestamp_s, detections, frame_index, wall_time)
+        return _log_changes(out)
+
+    def picture_rules(self) -> list[PictureRule]:
+        """The rules that watch the picture itself (camera health)."""
+        return [r for r in self.rules if isinstance(r, PictureRule)]
+
+    def observe(
+        self, timestamp_s: float, frame_index: int, image: np.ndarray, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Hand one frame's picture to the rules that watch it; their events."""
+        out: list[Event] = []
+        for rule in self.picture_rules():
+            out += rule.observe(timestamp_s, frame_index, image, wall_time)
+        return _log_changes(out)
+
+    def tick(self, now_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """Time passing without frames (a live camera's clock); the picture rules' events."""
+        out: list[Event] = []
+        for rule in self.picture_rules():
+            out += rule.tick(now_s, wall_time)
+        return _log_changes(out)
+
+    def snapshot_image(self, event: Event, image: np.ndarray | None) -> np.ndarray | None:
+        """The snapshot of ``event``: what its rule composes when it watches the picture, else ``image``."""
+        for rule in self.picture_rules():
+            if rule.name == event.rule_name:
+                return rule.snapshot_image(event, image)
+        return image
+
+    def close_for_outage(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End the open events of the rules about objects (the camera gives no frames, so they cannot go
+        on); the picture rules' incidents are about the outage itself and stay open."""
+        out: list[Event] = []
+        for rule in self.rules:
+            if not isinstance(rule, PictureRule):
+                out += rule.close(timestamp_s, wall_time)
         return _log_changes(out)
 
     def open_events(self) -> list[Event]:

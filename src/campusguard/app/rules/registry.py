@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from campusguard.app.rules.base import Rule
+from campusguard.app.rules.camera_health import CAMERA_HEALTH
 from campusguard.app.rules.fall import FALL
 from campusguard.app.rules.line_rules import LINE_CROSSING
 from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry, rule_config_union
@@ -91,11 +92,12 @@ class RuleRegistry:
         return {kind: entry.rule_type for kind, entry in self._entries.items()}
 
     def config_models(self) -> tuple[type[RuleConfigBase], ...]:
-        """Every kind's section model, in order."""
-        return tuple(entry.config for entry in self)
+        """The section models of the kinds written as a camera's ``rules`` items, in order (not the
+        kinds a camera section of their own configures, such as ``health``)."""
+        return tuple(entry.config for entry in self if entry.section is None)
 
     def config_union(self) -> Any:
-        """The discriminated union (on ``kind``) of the section models: a camera's ``rules`` items."""
+        """The discriminated union (on ``kind``) of `config_models`: a camera's ``rules`` items."""
         return rule_config_union(self.config_models())
 
     def build(self, cfg: RuleConfigBase, ctx: RuleContext) -> Rule:
@@ -113,6 +115,6 @@ class RuleRegistry:
         return entry.build(cfg, ctx)
 
 
-RULES = RuleRegistry([INTRUSION, CROWD, FIRE_LANE, LOITERING, LINE_CROSSING, FALL])
+RULES = RuleRegistry([INTRUSION, CROWD, FIRE_LANE, LOITERING, LINE_CROSSING, FALL, CAMERA_HEALTH])
 """Every rule kind of the app."""
 

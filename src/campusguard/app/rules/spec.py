@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar, Union
 
 from pydantic import Field
@@ -196,6 +197,9 @@ class RuleContext:
         lines: the camera's line sections by name (built by the line rule with its hysteresis).
         resolution_wh: frame size ``(width, height)`` in pixels.
         stream_key: which recording the frames come from (`event_id_for`); empty for a live camera.
+        live: whether the camera is live (a webcam or URL: its frames can stop coming).
+        state_dir: a folder the camera's rules may keep state in across restarts (a live camera's
+            reference view), or None (memory only).
     """
 
     camera_id: str
@@ -205,6 +209,8 @@ class RuleContext:
     anchors: Mapping[str, str] = field(default_factory=dict)
     lines: Mapping[str, LineConfig] = field(default_factory=dict)
     stream_key: str = ""
+    live: bool = False
+    state_dir: Path | None = None
 
     def rule_kwargs(self, cfg: RuleConfigBase) -> dict[str, Any]:
         """The keyword arguments every rule takes, from the fields every rule section has."""
@@ -252,6 +258,9 @@ class RuleEntry(Generic[C]):
         label: the kind for people (``"Fire lane"``): console filters, titles.
         has_end: whether its incidents last (an ``end`` phase follows ``start``); ``False`` for
             instantaneous ones (a line crossing starts and ends at once).
+        section: the camera section that configures the kind, on by default for every camera
+            (``"health"`` for ``camera_health``), instead of an item of the camera's ``rules``;
+            None for the kinds written as ``rules`` items.
     """
 
     config: type[C]
@@ -259,6 +268,7 @@ class RuleEntry(Generic[C]):
     build: Callable[[C, RuleContext], Rule]
     label: str
     has_end: bool = True
+    section: str | None = None
 
     def __post_init__(self) -> None:
         kind = kind_of(self.config)
