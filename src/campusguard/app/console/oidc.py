@@ -95,8 +95,8 @@ def safe_next(value: str | None) -> str:
     """
     if not value or not value.startswith("/") or value.startswith(("//", "/\\")) or len(value) > 2048:
         return "/"
-    if value.startswith(("/login", "/auth/")) or any(c in value for c in "\r\n\t\\"):
-        return "/"
+    if value.startswith(("/login", "/auth/")) or any(c < " " or c in "\x7f\\" for c in value):
+        return "/"  # a browser drops a tab or a line break: "/\t/host" would become "//host"
     return quote(value, safe="/?&=%:;,+@!$()*~.-_#")
 
 

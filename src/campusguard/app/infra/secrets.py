@@ -37,6 +37,7 @@ __all__ = [
     "is_secret_field",
     "known_secrets",
     "redact_config_text",
+    "redact_config_yaml",
     "redact_mapping",
     "redact_text",
     "redact_url",
@@ -44,6 +45,7 @@ __all__ = [
     "resolve_secret",
     "secret_values",
     "url_userinfo",
+    "with_password",
     "without_userinfo",
 ]
 
@@ -305,3 +307,25 @@ def install_log_redaction(handlers: Iterable[logging.Handler]) -> None:
     for handler in handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
+
+
+def redact_config_yaml(text: str) -> str:
+    """A config file's YAML text as it may leave the site (an evidence bundle): every secret
+    ``***``, comments and lines kept where the text allows (`redact_config_text`); when a secret is
+    spelt so that it cannot be found in the text (escapes, folded strings), the redacted mapping
+    dumped as plain YAML instead. Text that is not YAML comes back as a one-line note."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return "# the config file could not be read as YAML; it is left out of this copy\n"
+    out = redact_config_text(text, data)
+    try:
+        again = yaml.safe_load(out)
+    except yaml.YAMLError:
+        again = None
+    if again is None and data is not None or secret_values(again):
+        body = yaml.safe_dump(redact_mapping(data), sort_keys=False, allow_unicode=True)
+        return "# secrets redacted (***); comments of the original file are not kept\n" + body
+    return out

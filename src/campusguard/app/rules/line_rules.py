@@ -10,8 +10,8 @@ import numpy as np
 from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind, event_id_for
-from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
 from campusguard.app.infra.configmodel import NameText
+from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
 from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
