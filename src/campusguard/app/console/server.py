@@ -41,6 +41,7 @@ from campusguard.app.console.auth import (
 )
 from campusguard.app.console.devices import DeviceCookies, device_key_beside
 from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
+from campusguard.app.console.oidc_sessions import ProviderSessions
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import User, UserStore
 from campusguard.app.events.store import StoreUnavailableError
@@ -370,6 +371,8 @@ def create_app(
         devices=DeviceCookies(device_key_beside(users.path)),
     )
     app.state.oidc = oidc
+    if oidc is not None:
+        app.state.console.provider_sessions = ProviderSessions(oidc, users, recheck_s=oidc.config.recheck_s)
     _error_handlers(app)
 
     # public: PUBLIC_ROUTES and nothing else

@@ -146,6 +146,11 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def hash_token(token: str) -> str:
+    """What the database keeps of a token (and `Credential.token_hash`): its SHA-256, hex."""
+    return _token_hash(token)
+
+
 @dataclass(frozen=True)
 class User:
     """A console user."""
