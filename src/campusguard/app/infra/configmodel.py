@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-__all__ = ["ConfigModel", "NameText", "text_problem"]
+__all__ = ["ConfigModel", "NameText", "printable", "text_problem"]
 
 
 class ConfigModel(BaseModel):
@@ -43,3 +43,11 @@ def _plain_text(value: str) -> str:
 NameText = Annotated[str, AfterValidator(_plain_text)]
 """A name people read and that goes into subjects, topics and file names (zones, lines, rules):
 plain text, no control characters (a CR/LF in a zone name would forge an email header)."""
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable written as a Python escape (``\\r``,
+    ``\\x1b``, ``\\ud800``): one line, no terminal escapes, encodable anywhere."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
