@@ -77,7 +77,9 @@ def _disk_lines(text: str) -> str:
 
 def test_secure_cookies_and_hsts_when_public_url_is_https(console_video: Path, tmp_path: Path) -> None:
     config = tmp_path / "watch.yaml"
-    config.write_text(console_yaml(console_video, tmp_path) + "console:\n  public_url: https://cameras.campus.example\n")
+    config.write_text(
+        console_yaml(console_video, tmp_path) + "console:\n  public_url: https://cameras.campus.example\n"
+    )
     c = make_console(config, tmp_path)
     try:
         r = c.client().post("/api/v1/auth/login", json={"username": "vera", "password": "viewer-pass-1"})
@@ -176,3 +178,115 @@ def test_a_cookie_write_still_needs_csrf(console) -> None:
     assert r.status_code == 200
     assert client.post("/api/v1/auth/logout").status_code == 403
     assert client.post("/api/v1/auth/logout", headers={CSRF_HEADER: client.cookies.get("cg_csrf")}).status_code == 204
+
+
+SECRETS = ("Mq77-broker-pw", "CamS3cret-77", "W3bhook-pw")
+
+
+@pytest.mark.slow
+def test_no_secret_leaves_a_site_in_bundles_logs_or_files(console_video: Path, tmp_path: Path, make_event) -> None:
+    """Issue 44, target 1: `campusguard serve` of a site with an MQTT password, an offline camera with
+    credentials and a refusing webhook with credentials; one incident exported through the API and the CLI.
+    Neither bundle, nor the service's whole log, nor any file it wrote holds one of the three secrets."""
+    import os
+    import signal
+    import sys
+    import time
+    import zipfile
+    from datetime import UTC, datetime
+
+    import httpx
+    from fakes_console import free_port
+
+    from campusguard.app.console.users import UserStore
+    from campusguard.app.events.store import SQLiteEventStore
+    from campusguard.cli.main import main
+
+    site = tmp_path / "site"
+    site.mkdir()
+    closed = free_port()
+    text = console_yaml(console_video, site, live=True).replace("detector:\n", "detector:\n  imgsz: 320\n")
+    text = text.replace("classes: [person]", "classes: [0]").replace("classes: [car]", "classes: [2]")
+    text = text.replace(
+        "alerts:\n",
+        f"  - id: gate\n    source: rtsp://cam:{SECRETS[1]}@127.0.0.1:{closed}/live\n    stall_timeout_s: 1\n"
+        "alerts:\n"
+        f"  - kind: mqtt\n    host: 127.0.0.1\n    port: {free_port()}\n    username: cg\n    password: {SECRETS[0]}\n"
+        f"  - kind: webhook\n    url: http://hook:{SECRETS[2]}@127.0.0.1:{closed}/in\n    backoff_s: 0.2\n",
+    )
+    config = tmp_path / "watch.yaml"  # the operator's own file: outside the folder the service writes
+    config.write_text(text)
+    with SQLiteEventStore(site / "events.db") as store:
+        store.record(make_event(event_id="inc1", camera_id="cam1", started_at=datetime.now(UTC)))
+    db = site / "users.db"
+    with UserStore(db) as users:
+        users.add_user("ada", "admin", "admin-pass-1")
+        token = users.create_api_token("ada")
+    port = free_port()
+    src = str(Path(__file__).parents[3] / "src")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "campusguard.cli.main",
+            "serve",
+            str(config),
+            "--port",
+            str(port),
+            "--users-db",
+            str(db),
+            "--log-level",
+            "info",
+        ],  # fmt: skip
+        env={**os.environ, "PYTHONPATH": src},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=site,
+    )
+    base, h = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.3)
+        # an alert through the sinks: the webhook refuses it (connection refused), the broker is not there
+        httpx.post(f"{base}/api/v1/events/inc1/acknowledge", headers=h, json={"note": "seen"})
+        exported = httpx.post(
+            f"{base}/api/v1/evidence", headers=h, json={"ids": ["inc1"], "reason": "police"}, timeout=60
+        )
+        assert exported.status_code == 200, exported.text
+        (tmp_path / "api.zip").write_bytes(exported.content)
+        time.sleep(3)  # reconnect attempts of the offline camera, failed webhook and broker attempts
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert main(["evidence", "export", str(config), "--event", "inc1", "--out", str(tmp_path / "cli.zip"),
+                 "--reason", "insurer", "--users-db", str(db)]) == 0  # fmt: skip
+    assert stat_mode(tmp_path / "cli.zip") == 0o600
+    log = out + err
+    assert "camera gate" in log or "gate" in log, log[-2000:]  # the offline camera was reported
+    for secret in SECRETS:
+        assert secret not in log, f"{secret} in the service's log"
+        for bundle in (tmp_path / "api.zip", tmp_path / "cli.zip"):
+            with zipfile.ZipFile(bundle) as zf:
+                for name in zf.namelist():
+                    assert secret.encode() not in zf.read(name), f"{secret} in {bundle.name}:{name}"
+        for path in site.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), f"{secret} in {path}"
+    with zipfile.ZipFile(tmp_path / "cli.zip") as zf:
+        copy = zf.read("config/watch.yaml").decode()
+    assert f"rtsp://cam:***@127.0.0.1:{closed}/live" in copy and 'password: "***"' in copy
+
+
+def stat_mode(path: Path) -> int:
+    import stat
+
+    return stat.S_IMODE(path.stat().st_mode)

@@ -11,7 +11,7 @@ What is secret:
   in them: a Slack-style ``/services/T0/B0/<token>``).
 
 `redact_url` and `redact_text` show a URL or any text without them; `redact_mapping` a config
-mapping; `redact_config_text` a config file's text (comments and lines kept). Every secret the
+mapping; `redact_config_yaml` a config file's text (comments and lines kept). Every secret the
 config holds, and every one read from an environment variable or a file (`resolve_secret`), is
 also remembered (`remember_secret`), so `RedactingFilter` (on the CLI's log handler) takes it out
 of any log line, whatever module formatted it. Pure apart from that process-wide set; no app imports.
@@ -36,7 +36,6 @@ __all__ = [
     "install_log_redaction",
     "is_secret_field",
     "known_secrets",
-    "redact_config_text",
     "redact_config_yaml",
     "redact_mapping",
     "redact_text",
@@ -204,6 +203,7 @@ def secret_values(data: Any, *, field: str = "") -> set[str]:
             found |= secret_values(item, field=field)
     elif isinstance(data, str) and "://" in data:
         found |= _url_secrets(data)
+    found.discard(MASK)  # already redacted
     return found
 
 
@@ -225,16 +225,6 @@ def redact_mapping(data: Any) -> Any:
     if isinstance(data, str) and "://" in data:
         return redact_url(data)
     return data
-
-
-def redact_config_text(text: str, data: Any) -> str:
-    """A config file's text with the secrets of its parsed mapping ``data`` replaced by ``***``,
-    comments and line numbers kept. Each secret is replaced where it stands (longest first); the
-    caller re-checks the result (a secret YAML spells with escapes is not found by text)."""
-    out = text
-    for secret in sorted(secret_values(data), key=len, reverse=True):
-        out = out.replace(secret, MASK)
-    return out
 
 
 def remember_secret(*values: str | None) -> None:
@@ -310,22 +300,44 @@ def install_log_redaction(handlers: Iterable[logging.Handler]) -> None:
 
 
 def redact_config_yaml(text: str) -> str:
-    """A config file's YAML text as it may leave the site (an evidence bundle): every secret
-    ``***``, comments and lines kept where the text allows (`redact_config_text`); when a secret is
-    spelt so that it cannot be found in the text (escapes, folded strings), the redacted mapping
-    dumped as plain YAML instead. Text that is not YAML comes back as a one-line note."""
+    """A config file's YAML text as it may leave the site (an evidence bundle): every scalar that
+    holds a secret (`secret_values`) rewritten in place as a quoted string with the secret ``***``,
+    so comments and line numbers are kept; should a secret still be found after that, the redacted
+    mapping (`redact_mapping`) dumped as plain YAML instead. Text that is not YAML comes back as a
+    one-line note."""
+    import json
+
     import yaml
 
     try:
         data = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
         return "# the config file could not be read as YAML; it is left out of this copy\n"
-    out = redact_config_text(text, data)
+    found = sorted(secret_values(data), key=len, reverse=True)
+    spans: list[tuple[int, int, str]] = []
+    stack: list[Any] = [] if root is None else [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            value = str(node.value)
+            clean = value
+            for secret in found:
+                clean = clean.replace(secret, MASK)
+            if clean != value:
+                spans.append((node.start_mark.index, node.end_mark.index, json.dumps(clean, ensure_ascii=False)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(v for pair in node.value for v in pair)
+    out = text
+    for begin, end, replacement in sorted(spans, reverse=True):
+        out = out[:begin] + replacement + out[end:]
     try:
-        again = yaml.safe_load(out)
+        leaked = secret_values(yaml.safe_load(out)) or any(secret in out for secret in found)
     except yaml.YAMLError:
-        again = None
-    if again is None and data is not None or secret_values(again):
+        leaked = True
+    if leaked:
         body = yaml.safe_dump(redact_mapping(data), sort_keys=False, allow_unicode=True)
         return "# secrets redacted (***); comments of the original file are not kept\n" + body
     return out
