@@ -138,3 +138,20 @@ def test_every_secret_can_come_from_the_environment_or_a_file(tmp_path: Path, mo
     with pytest.raises(ConfigError, match="cannot read the secret file"):
         resolve_secret(None, None, str(tmp_path / "missing"), "x")
     assert with_password("rtsp://cam@10.0.0.9/live", "p@ss/w") == "rtsp://cam:p%40ss%2Fw@10.0.0.9/live"
+
+
+def test_a_camera_password_comes_from_the_environment_into_its_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from campusguard.app.config import parse_config
+    from campusguard.app.engine.wiring import camera_source
+
+    loaded = parse_config(
+        "cameras:\n  - id: gate\n    source: rtsp://cam@10.0.0.9/live\n    password_env: CG_CAM_PW\n", "w.yaml"
+    )
+    monkeypatch.setenv("CG_CAM_PW", "Cam-env-pw")
+    assert camera_source(loaded.config.cameras[0]) == "rtsp://cam:Cam-env-pw@10.0.0.9/live"
+    assert (
+        redact_text("opened rtsp://cam:Cam-env-pw@10.0.0.9/live and Cam-env-pw")
+        == "opened rtsp://cam:***@10.0.0.9/live and ***"
+    )
+    with pytest.raises(ConfigError, match="need a stream URL"):
+        parse_config("cameras:\n  - id: gate\n    source: video.mp4\n    password_env: CG_CAM_PW\n", "w.yaml")

@@ -18,7 +18,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import NoReturn
 
 from campusguard.app.console.oidc import Identity, OidcSignIn, SignInRefused
 from campusguard.app.console.users import Credential, User, UserStore
@@ -98,7 +99,6 @@ class ProviderSessions:
                     self._local.add(credential.token_hash)
                 return credential.user
             self._end(credential, "the session was made before the console restarted and cannot be re-checked")
-        assert tracked is not None
         if self._clock() < tracked.next_check:
             return credential.user
         with tracked.lock:
@@ -126,9 +126,9 @@ class ProviderSessions:
             except (KeyError, ValueError) as exc:
                 self._end(credential, f"the role could not be set ({exc})")
             self.users.audit(user.name, "role.oidc", user.name, role=identity.role, previous_role=credential.user.role)
-        return replace(user)
+        return user
 
-    def _end(self, credential: Credential, reason: str) -> None:
+    def _end(self, credential: Credential, reason: str) -> NoReturn:
         self.forget(credential.token_hash)
         self.users.revoke(credential.token_hash)
         self.users.audit(credential.user.name, "logout.oidc", credential.user.name, reason=reason)
