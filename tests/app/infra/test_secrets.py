@@ -80,6 +80,11 @@ def test_the_cli_log_handler_redacts(capsys: pytest.CaptureFixture[str]) -> None
     assert "CliS3cret" not in capsys.readouterr().err
 
 
+def test_redact_text_catches_secret_query_values_of_bare_paths() -> None:
+    line = '127.0.0.1:5 - "GET /auth/oidc/callback?code=c0de-123&state=s1 HTTP/1.1" 303'
+    assert redact_text(line) == '127.0.0.1:5 - "GET /auth/oidc/callback?code=***&state=s1 HTTP/1.1" 303'
+
+
 def test_redact_text_catches_urls_in_free_text() -> None:
     line = "error: camera 'gate': cannot open video source 'rtsp://cam:pw1234@10.0.0.9:554/x' (timeout)"
     assert (

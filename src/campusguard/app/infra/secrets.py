@@ -70,6 +70,7 @@ _SECRET_QUERY = frozenset(
 
 _TOKEN_SEGMENT = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-]{20,}$")
 _URL_IN_TEXT = re.compile(r"""[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s'"<>`]+""")
+_QUERY_IN_TEXT = re.compile(r"([?&])([A-Za-z_][A-Za-z0-9_.\-]{0,63})=(?!\*\*\*)([^&\s'\"<>#]+)")
 _MIN_REMEMBERED = 4  # shorter values are not searched for in free text (they would mask ordinary words)
 
 _known: set[str] = set()
@@ -156,6 +157,10 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     out = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text) if "://" in text else text
+    if "=" in out:  # a path with its query and no scheme (an access log's "GET /callback?code=...")
+        out = _QUERY_IN_TEXT.sub(
+            lambda m: m.group(0) if not _secret_query_name(m.group(2)) else f"{m.group(1)}{m.group(2)}={MASK}", out
+        )
     for secret in known_secrets():
         if secret in out:
             out = out.replace(secret, MASK)
