@@ -313,7 +313,7 @@ def check_console_shows_the_offline_camera(port: int, tmp: Path) -> None:
     base, h = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     cameras = {c["name"]: c["state"] for c in httpx.get(f"{base}/api/v1/cameras", headers=h).json()}
     assert cameras["gate"] == "offline" and cameras["loop"] == "live", cameras
-    ready = httpx.get(f"{base}/readyz")
+    ready = httpx.get(f"{base}/readyz", headers=h)
     assert ready.status_code == 200, ready.text  # a live camera: ready, with the offline one as a detail
     assert ready.json()["cameras_down"]["gate"] == "offline"
     metrics = httpx.get(f"{base}/metrics", headers=h).text
@@ -419,7 +419,7 @@ outputs:
     try:
         runtime.start()  # the camera's server is not up: the console starts all the same
         assert runtime.camera_status()[0].state == "offline"
-        assert client.get("/readyz").json()["cameras_down"] == {"gate": "offline"}
+        assert client.get("/readyz", headers=console.bearer("vera")).json()["cameras_down"] == {"gate": "offline"}
         camera.start()
 
         def incidents(open_only: bool = False) -> list[Event]:

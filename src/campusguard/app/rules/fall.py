@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind
+from campusguard.app.infra.configmodel import NameText
 from campusguard.app.rules.spec import RuleContext, RuleEntry, ZoneRuleConfigBase
 from campusguard.app.rules.zone_rules import FireLaneRule
 from campusguard.detections import Detections
@@ -68,7 +69,7 @@ class FallRuleConfig(ZoneRuleConfigBase):
 
     kind: Literal["fall"] = Field("fall", title="Kind", description="Rule kind.")
     zone_optional: ClassVar[bool] = True
-    zone: str | None = Field(
+    zone: NameText | None = Field(
         None, title="Zone", description="Name of the zone the rule watches; none watches the whole frame."
     )
     min_duration_s: float = Field(

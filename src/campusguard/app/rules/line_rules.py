@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind, event_id_for
+from campusguard.app.infra.configmodel import NameText
 from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
 from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry
 from campusguard.detections import Detections
@@ -26,7 +27,7 @@ class LineCrossingRuleConfig(RuleConfigBase):
 
     kind: Literal["line_crossing"] = Field("line_crossing", title="Kind", description="Rule kind.")
     watches_line: ClassVar[bool] = True
-    line: str = Field("line", title="Line", description="Name of the line (a line of the same camera).")
+    line: NameText = Field("line", title="Line", description="Name of the line (a line of the same camera).")
     direction: Literal["in", "out", "both"] = Field(
         "in", title="Direction", description="Crossing direction that raises an event."
     )

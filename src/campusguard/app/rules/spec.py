@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar, Un
 
 from pydantic import Field
 
-from campusguard.app.infra.configmodel import ConfigModel
+from campusguard.app.infra.configmodel import ConfigModel, NameText
 from campusguard.app.rules.base import Rule
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
@@ -73,7 +73,7 @@ class RuleConfigBase(ConfigModel):
     watches_line: ClassVar[bool] = False
     """Whether `target` is a line of the camera (else a zone, or nothing)."""
 
-    name: str | None = Field(
+    name: NameText | None = Field(
         None,
         title="Name",
         description="Rule name for events, unique per camera; default `<kind>:<zone or line>`.",
@@ -128,7 +128,7 @@ class ZoneRuleConfigBase(RuleConfigBase):
     zone_optional: ClassVar[bool] = False
     """Whether the rule may go without ``zone`` (and then watch the whole frame)."""
 
-    zone: str | None = Field(
+    zone: NameText | None = Field(
         None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera); required."
     )
     inertia: int = Field(
