@@ -188,20 +188,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(node: ast.AST):
-    """Every import statement under ``node``, at any depth (functions, methods, try blocks), except those
-    under ``if TYPE_CHECKING:`` (its ``else:`` branch runs, so it counts)."""
+    """Every import statement under ``node``, at any depth (functions, methods, try blocks, and both branches
+    of ``if TYPE_CHECKING:``: a type-only import is still a dependency, and a cycle hidden behind one is a
+    cycle in the design)."""
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
-            for stmt in child.orelse:
-                yield from _import_nodes(ast.Module(body=[stmt], type_ignores=[]))
-        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
         else:
             yield from _import_nodes(child)
@@ -224,7 +216,8 @@ def import_graph() -> dict[str, set[str]]:
       its own package explicitly (``from . import x``, ``from campusguard.app.events import Event``) does
       get the edge, since it reads names the half-run ``__init__`` may not have bound yet.
     - Imports inside functions count (they run when called, and a local import hiding a cycle is the thing
-      this test is for); imports under ``if TYPE_CHECKING:`` do not (they never run).
+      this test is for), and so do imports under ``if TYPE_CHECKING:``: they never run, but a module that
+      needs another's types to be written depends on it, and a cycle behind one is still a cycle (issue 41).
     """
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in files}
@@ -318,8 +311,24 @@ def test_the_import_graph_is_complete():
     assert "campusguard.app.events.types" in graph["campusguard.app.events"]  # a re-export is an edge
 
 
+def test_type_checking_and_local_imports_are_edges():
+    """Issue 41: an import only a type checker runs, or one inside a function, is a dependency all the same."""
+    code = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from campusguard.a import A\nelse:\n    import campusguard.b\n"
+        "def f():\n    import campusguard.c\n"
+    )
+    found = {
+        name
+        for node in _import_nodes(ast.parse(code))
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module])
+    }
+    assert found == {"typing", "campusguard.a", "campusguard.b", "campusguard.c"}
+
+
 def test_no_import_cycles():
-    """No cycle among campusguard modules, counting imports inside functions (see `import_graph`)."""
+    """No cycle among campusguard modules, counting imports inside functions and under ``TYPE_CHECKING``
+    (see `import_graph`)."""
     cycles = _cycles(import_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 

@@ -25,7 +25,7 @@ from campusguard.app.alerts.webhook import WEBHOOK
 from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from campusguard.app.alerts.sinks import AlertSink
+    from campusguard.app.alerts.protocol import AlertSink
 
 __all__ = ["DEFAULT_SINK_KIND", "SINKS", "SinkRegistry", "UnknownSinkKindError"]
 

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from pydantic import Field
 
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.events.types import EVENT_PHASES, LifecyclePhase
 from campusguard.app.infra.configmodel import ConfigModel
-
-if TYPE_CHECKING:
-    from campusguard.app.alerts.sinks import AlertSink
 
 __all__ = ["SINK_NAME_PATTERN", "SinkConfigBase", "SinkContext", "SinkEntry", "SinkFiles", "sink_kind_of"]
 

@@ -16,11 +16,9 @@ from pydantic import Field
 
 from campusguard.app.infra.configmodel import ConfigModel
 from campusguard.app.rules.base import Rule
+from campusguard.app.rules.shapes import LineSection
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
-
-if TYPE_CHECKING:
-    from campusguard.app.config.zones import LineConfig
 
 __all__ = [
     "ClassRef",
@@ -203,7 +201,7 @@ class RuleContext:
     resolution_wh: tuple[int, int]
     zones: Mapping[str, PolygonZone] = field(default_factory=dict)
     anchors: Mapping[str, str] = field(default_factory=dict)
-    lines: Mapping[str, LineConfig] = field(default_factory=dict)
+    lines: Mapping[str, LineSection] = field(default_factory=dict)
     stream_key: str = ""
 
     def rule_kwargs(self, cfg: RuleConfigBase) -> dict[str, Any]:
