@@ -326,18 +326,44 @@ def test_type_checking_and_local_imports_are_edges():
     assert found == {"typing", "campusguard.a", "campusguard.b", "campusguard.c"}
 
 
+_DISCOVERING = {  # registry -> (its package folder, which module names `campusguard.plugins.discover` imports)
+    "campusguard.app.rules.registry": (("app", "rules"), lambda name: name != "registry"),
+    "campusguard.app.alerts.registry": (("app", "alerts"), lambda name: name != "registry"),
+    "campusguard.backends.registry": (("backends",), lambda name: name.endswith("_backend")),
+}
+
+
+def with_discovery(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` plus the imports a registry makes by discovery (no import statement names them): each
+    registry imports the modules of its folder, so a plugin that imports its registry is a cycle."""
+    out = {m: set(t) for m, t in graph.items()}
+    for registry, (folder, include) in _DISCOVERING.items():
+        package = ".".join(["campusguard", *folder])
+        for path in sorted(PACKAGE.joinpath(*folder).glob("*.py")):
+            if not path.stem.startswith("_") and include(path.stem):
+                out[registry].add(f"{package}.{path.stem}")
+    return out
+
+
 def test_no_import_cycles():
     """No cycle among campusguard modules, counting imports inside functions and under ``TYPE_CHECKING``
-    (see `import_graph`)."""
-    cycles = _cycles(import_graph())
+    (see `import_graph`), and the registries' imports by discovery."""
+    graph = with_discovery(import_graph())
+    assert "campusguard.app.rules.line_rules" in graph["campusguard.app.rules.registry"]
+    assert "campusguard.backends.openvino_backend" in graph["campusguard.backends.registry"]
+    cycles = _cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
-def test_a_sink_is_its_module_and_one_registry_line():
-    """Issue 34: a new alert sink is two files: its module (section model, builder, files it owns) and its
-    entry in `SINKS`. The config union, the wiring and retention's files are derived from the registry, so no
-    module outside `app/alerts/` names a sink module, and the registry's entries are each declared in one
-    module of their own."""
+def _registry_imports(rel: str) -> set[str]:
+    return {m for m in imported_modules(PACKAGE / rel) if m.startswith("campusguard")}
+
+
+def test_a_sink_is_one_module_found_by_discovery():
+    """Issue 41: a new alert sink is one module in `app/alerts/` (section model, builder, files it owns,
+    example, entry) and its test: `SINKS` finds its `SinkEntry` (`campusguard.plugins.discover`), the
+    registry imports no sink module, and the config union, the wiring and retention's files are derived
+    from the registry, so no module outside `app/alerts/` names a sink module."""
     from campusguard.app.alerts.registry import SINKS
 
     modules = set()
@@ -347,28 +373,81 @@ def test_a_sink_is_its_module_and_one_registry_line():
         assert module.startswith("campusguard.app.alerts."), module
         modules.add(module)
     assert len(modules) == len(SINKS)  # one module per sink
-    registry = imported_modules(PACKAGE / "app" / "alerts" / "registry.py")
-    assert modules <= registry
+    assert _registry_imports("app/alerts/registry.py") == {
+        "campusguard.app.alerts.protocol",
+        "campusguard.app.alerts.spec",
+        "campusguard.errors",
+        "campusguard.plugins",
+    }
     derived = ["app/config/alerts.py", "app/config/root.py", "app/engine/wiring.py", "app/retention/policy.py"]
     for rel in derived:
         named = imported_modules(PACKAGE / rel) & (modules - {"campusguard.app.alerts.stdout"})
         assert not named, f"{rel} names sink modules {sorted(named)}: derive from SINKS instead"
 
 
-def test_a_rule_is_its_module_and_one_registry_line():
-    """Issue 34: a new rule kind is two files: its module (section model, rule class, builder, entry) and its
-    entry in `RULES`; the config's union and kinds are derived from the registry, so no config module names a
-    rule module, and the registry's entries declare their section model beside their rule class."""
+def test_a_rule_is_one_module_found_by_discovery():
+    """Issue 41: a new rule kind is one module in `app/rules/` (section model, rule class, builder, example,
+    entry) and its test: `RULES` finds its `RuleEntry`, the registry imports no rule module, the config's union
+    and kinds are derived from the registry, and each entry declares its section model beside its rule class."""
     from campusguard.app.rules.registry import RULES
 
     for entry in RULES:
         module = entry.config.__module__
         assert module == entry.rule_type.__module__ == entry.build.__module__, entry.kind
-        assert module in imported_modules(PACKAGE / "app" / "rules" / "registry.py")
+        assert module.startswith("campusguard.app.rules."), module
+    assert _registry_imports("app/rules/registry.py") == {
+        "campusguard.app.rules.base",
+        "campusguard.app.rules.spec",
+        "campusguard.errors",
+        "campusguard.plugins",
+    }
     rule_modules = {e.config.__module__ for e in RULES}
     for path in sorted((PACKAGE / "app" / "config").glob("*.py")):
         named = imported_modules(path) & rule_modules
         assert not named, f"config/{path.name} names rule modules {sorted(named)}: derive from RULES instead"
+
+
+def test_a_backend_is_one_module_and_nothing_outside_it_names_it():
+    """Issue 41: each backend's entry (with its builder, quantiser, profiler and verdicts, as functions, never
+    ``"module:function"`` strings) is declared in its own ``backends/*_backend.py`` module, the registry imports
+    none of them, and no code outside ``backends/`` compares anything with a backend's name: it asks the
+    entry's capabilities (`BackendSpec.device_pipeline`, ``auto_device``, ``fp16_cast``, ``set_threads``)."""
+    import sys
+
+    from campusguard.backends.registry import BACKENDS
+
+    for spec in BACKENDS.values():
+        module = spec.build.__module__
+        assert module.startswith("campusguard.backends.") and module.endswith("_backend"), module
+        assert getattr(sys.modules[module], "SPEC", None) is spec or spec in vars(sys.modules[module]).values()
+        for name in ("profiler", "verdicts", "int8_export", "device_pipeline", "set_threads"):
+            assert getattr(spec, name) is None or callable(getattr(spec, name)), (spec.name, name)
+    assert _registry_imports("backends/registry.py") == {
+        "campusguard.backends.spec",
+        "campusguard.errors",
+        "campusguard.plugins",
+    }
+    registry_strings = [
+        n.value
+        for n in ast.walk(ast.parse((PACKAGE / "backends" / "registry.py").read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("campusguard.")
+    ]
+    assert registry_strings == []
+    names = set(BACKENDS)
+
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(named(e) for e in node.elts)
+
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "backends":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(named(n) for n in [node.left, *node.comparators]):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == [], "code outside backends/ branches on a backend's name: " + ", ".join(offenders)
 
 
 _ECHO_MODULE = '''"""A throwaway engine: runs nothing, returns an empty head output of the model's shape."""
@@ -380,6 +459,7 @@ from pathlib import Path
 import numpy as np
 
 from campusguard.backends.base import LoadOptions
+from campusguard.backends.spec import BackendSpec
 from campusguard.models.resolve import parse_model_ref, read_model_info
 
 
@@ -396,13 +476,20 @@ class EchoBackend:
 
 def build(path: Path, options: LoadOptions) -> EchoBackend:
     return EchoBackend(path)
-'''
 
-_ECHO_LINE = (
-    '    BackendSpec(name="echo", summary="a throwaway engine", module="campusguard.backends.echo_backend", '
-    'reads=("onnx",), devices=("cpu",), precisions=("fp32",), bench=(("echo", "host", False),), '
-    'cpu_trial=("fp32",), formats=(("fp32", "cpu", ""),)),\n'
+
+SPEC = BackendSpec(
+    name="echo",
+    summary="a throwaway engine",
+    build=build,
+    reads=("onnx",),
+    devices=("cpu",),
+    precisions=("fp32",),
+    bench=(("echo", "host", False),),
+    cpu_trial=("fp32",),
+    formats=(("fp32", "cpu", ""),),
 )
+'''
 
 _ECHO_CHECKS = """
 import json, subprocess, sys
@@ -437,10 +524,10 @@ print(json.dumps(found))
 """
 
 
-def test_a_new_backend_is_its_module_plus_one_registry_line(tmp_path: Path):
-    """Target 4: a copy of the package with one new module and one line in `backends/registry.py`'s `_ENTRIES`;
-    every derived list (config literal, CLI help, bench variants, skip rules, formats, doctor, the engine trial)
-    and `Detector` pick it up, with no other file touched."""
+def test_a_new_backend_is_one_module_dropped_into_backends(tmp_path: Path):
+    """Issue 41: a copy of the package with one new module, ``backends/echo_backend.py``, declaring its
+    `BackendSpec`; every derived list (config literal, CLI help, bench variants, skip rules, formats, doctor,
+    the engine trial) and `Detector` pick it up, with no other file touched."""
     import json
     import os
     import shutil
@@ -453,10 +540,6 @@ def test_a_new_backend_is_its_module_plus_one_registry_line(tmp_path: Path):
     shutil.copytree(PACKAGE, root / "campusguard", ignore=shutil.ignore_patterns("__pycache__", "*.onnx"))
     backends = root / "campusguard" / "backends"
     (backends / "echo_backend.py").write_text(_ECHO_MODULE)
-    registry = (backends / "registry.py").read_text()
-    marker = "\n)\n\nBACKENDS: dict[str, BackendSpec]"
-    assert registry.count(marker) == 1
-    (backends / "registry.py").write_text(registry.replace(marker, "\n" + _ECHO_LINE.rstrip("\n") + marker))
     model = build_tiny_detector_onnx(tmp_path / "tiny.onnx")
     env = {**os.environ, "PYTHONPATH": str(root), "CAMPUSGUARD_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run(

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from campusguard.backends.base import LoadOptions, Started
+from campusguard.backends.spec import BackendSpec, VerdictLine
 from campusguard.cache import cache_dir
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.models.info import ModelInfo, info_from_onnx
@@ -369,7 +370,7 @@ def _type_name(hint: str) -> str:
     return text.strip("<>' ")
 
 
-def verdicts(context: dict[str, Any]) -> list[tuple[str, str, str]]:
+def verdicts(context: dict[str, Any]) -> list[VerdictLine]:
     """``campusguard doctor``'s verdict: the devices OpenVINO sees and the precision its CPU plugin runs."""
     import importlib.util
 
@@ -491,3 +492,49 @@ def ir_metadata(model: Any) -> dict[str, str]:
     section = info["campusguard"]
     keys = list(section.astype(dict) if hasattr(section, "astype") else section)
     return {str(k): str(model.get_rt_info(["campusguard", str(k)]).astype(str)) for k in keys}
+
+
+def profile_operators(
+    detector: Any, batch: np.ndarray, runs: int, warmup: int
+) -> tuple[dict[str, tuple[str, float, int]], int]:
+    """OpenVINO's per-node performance counters (``PERF_COUNT``) of a request compiled like the detector's."""
+    request = detector.backend.profiling_request(tuple(batch.shape))
+    for _ in range(warmup):
+        request.infer({0: batch})
+    nodes: dict[str, tuple[str, float, int]] = {}
+    for _ in range(runs):
+        request.infer({0: batch})
+        for info in request.get_profiling_info():
+            us = info.real_time.total_seconds() * 1e6
+            if us <= 0:
+                continue
+            kind, total, count = nodes.get(info.node_name, (str(info.node_type), 0.0, 0))
+            nodes[info.node_name] = (kind, total + us, count + 1)
+    return nodes, runs
+
+
+SPEC = BackendSpec(
+    name="openvino",
+    label="OpenVINO",
+    summary="OpenVINO: Intel CPUs, iGPUs and NPUs; FP32, BF16 and NNCF INT8 (the openvino extra)",
+    build=build,
+    reads=("onnx", "xml"),
+    suffixes=(".xml",),
+    devices=("auto", "cpu", "gpu", "npu"),
+    precisions=("fp32", "bf16", "int8"),
+    requires=("openvino",),
+    extra="openvino",
+    bench=(("openvino", "host", False),),
+    cpu_trial=("fp32", "bf16", "int8ov"),
+    int8_export=quantize_int8_nncf,
+    int8_tag="int8ov",
+    int8_suffix=".xml",
+    profiler=profile_operators,
+    verdicts=verdicts,
+    formats=(
+        ("fp32", "cpu,gpu,npu", ""),
+        ("int8ov", "cpu,gpu,npu", "calibration images (--data); NNCF, an OpenVINO IR (.xml and .bin)"),
+    ),
+    order=30,
+)
+"""This engine's entry in the backend registry (`campusguard.backends.registry`, found by discovery)."""

@@ -442,4 +442,4 @@ def _build(cfg: MqttSinkConfig, ctx: SinkContext) -> MqttSink:
     return MqttSink.from_config(cfg, default_outbox=outbox)
 
 
-MQTT = SinkEntry(MqttSinkConfig, _build, _files)
+MQTT = SinkEntry(MqttSinkConfig, _build, _files, order=40)

@@ -275,4 +275,4 @@ def _build_fall(cfg: FallRuleConfig, ctx: RuleContext) -> FallRule:
     )
 
 
-FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall")
+FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall", example={"min_duration_s": 3}, order=60)

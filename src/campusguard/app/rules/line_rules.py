@@ -188,5 +188,11 @@ def _build_line_crossing(cfg: LineCrossingRuleConfig, ctx: RuleContext) -> LineC
 
 
 LINE_CROSSING = RuleEntry(
-    LineCrossingRuleConfig, LineCrossingRule, _build_line_crossing, "Line crossing", has_end=False
+    LineCrossingRuleConfig,
+    LineCrossingRule,
+    _build_line_crossing,
+    "Line crossing",
+    has_end=False,
+    example={"line": "line", "direction": "in"},
+    order=50,
 )

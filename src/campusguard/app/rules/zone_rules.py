@@ -550,7 +550,15 @@ def _build_loitering(cfg: LoiteringRuleConfig, ctx: RuleContext) -> LoiteringRul
     return LoiteringRule(min_seconds=cfg.min_seconds, **ctx.zone_rule_kwargs(cfg))
 
 
-INTRUSION = RuleEntry(IntrusionRuleConfig, IntrusionRule, _build_intrusion, "Intrusion")
-CROWD = RuleEntry(CrowdRuleConfig, CrowdRule, _build_crowd, "Crowd")
-FIRE_LANE = RuleEntry(FireLaneRuleConfig, FireLaneRule, _build_fire_lane, "Fire lane")
-LOITERING = RuleEntry(LoiteringRuleConfig, LoiteringRule, _build_loitering, "Loitering")
+INTRUSION = RuleEntry(
+    IntrusionRuleConfig, IntrusionRule, _build_intrusion, "Intrusion", example={"zone": "zone", "min_seconds": 1}, order=10
+)
+CROWD = RuleEntry(
+    CrowdRuleConfig, CrowdRule, _build_crowd, "Crowd", example={"zone": "zone", "min_count": 3, "min_seconds": 2}, order=20
+)
+FIRE_LANE = RuleEntry(
+    FireLaneRuleConfig, FireLaneRule, _build_fire_lane, "Fire lane", example={"zone": "zone", "min_seconds": 30}, order=30
+)
+LOITERING = RuleEntry(
+    LoiteringRuleConfig, LoiteringRule, _build_loitering, "Loitering", example={"zone": "zone", "min_seconds": 60}, order=40
+)
