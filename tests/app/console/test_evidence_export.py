@@ -229,9 +229,21 @@ def test_a_changed_added_or_removed_file_or_a_wrong_key_fails_naming_it(
     assert rc == 1 and "not a PEM Ed25519 key" in err and "Traceback" not in err
 
 
+def needs_poppler() -> None:
+    """The PDF checks read pages with poppler's tools: skip with the reason where they are missing, fail under
+    ``CI=true`` (`.ci/run` installs ``poppler-utils``), as the PostgreSQL tests do."""
+    missing = [tool for tool in ("pdftoppm", "pdftotext", "pdfimages") if shutil.which(tool) is None]
+    if missing:
+        reason = f"{', '.join(missing)} not installed (apt-get install poppler-utils): the report's PDF is not read"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
 def test_the_shift_report_renders_with_every_incident_and_a_chart(
     site: ConsoleUnderTest, bundle: Path, tmp_path: Path
 ) -> None:
+    needs_poppler()
     out = tmp_path / "shift.pdf"
     assert (
         main(["report", str(site.config), "--since", "2d", "--out", str(out), "--users-db", str(site.tmp / "users.db")])
