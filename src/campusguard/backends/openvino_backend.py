@@ -14,6 +14,10 @@ Compiled models are cached by OpenVINO (``CACHE_DIR``) in one directory per mode
 input shape and precision under ``<cache>/openvino`` (`compiled_cache_dir`), so a restart loads the
 compiled blob instead of compiling again and two models never share a cache. A model with a dynamic
 input is compiled once per input shape met (the detector letterboxes to one shape per camera).
+Processes compiling into one cache directory (two camera groups of one node, two trials) take turns
+on ``<cache>.lock`` (`fcntl.flock`), so the second loads the blob the first wrote. A compile or read
+error carries OpenVINO's whole reason on one line (`openvino_reason`), not its first line, which is a
+source location (``core.cpp:117:``).
 
 OpenVINO is imported inside this module's functions: without the ``openvino`` extra the kit still
 imports, and loading this backend says which extra to install.
@@ -21,9 +25,12 @@ imports, and loading this backend says which extra to install.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +50,7 @@ __all__ = [
     "import_nncf_quietly",
     "ir_metadata",
     "openvino_device",
+    "openvino_reason",
     "quantize_int8_nncf",
     "verdicts",
 ]
@@ -78,6 +86,37 @@ def compiled_cache_dir(
     """OpenVINO's compiled-model cache of one model: ``<root>/<stem>-<sha256[:16]>-<shape>-<precision>``."""
     shape = "x".join(str(d) for d in input_shape)
     return (root or cache_dir() / "openvino") / f"{stem}-{digest[:16]}-{shape}-{precision}"
+
+
+_LOCATION = re.compile(r"^(Exception from )?\S+\.(cpp|hpp|h|cc):\d+:?$")
+
+
+def openvino_reason(exc: BaseException) -> str:
+    """OpenVINO's whole reason for ``exc`` on one line.
+
+    OpenVINO's texts start with the source locations the exception passed through, one a line
+    (``Exception from src/inference/src/cpp/core.cpp:117:``), then the reason, often on several lines
+    (``[ GENERAL_ERROR ] ...``). The locations say nothing to an operator and the first line alone is one
+    of them, so they are dropped and every other line is kept, joined with ``" | "``; a text of locations
+    only is kept whole.
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = [line for line in lines if not _LOCATION.match(line)]
+    return " | ".join(reason or lines) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def _cache_lock(cache: Path) -> Iterator[None]:
+    """Hold an exclusive `fcntl.flock` on ``<cache>.lock`` while compiling into ``cache``: two processes loading
+    one model (two camera groups on one node, two trials) take turns, so the second reads the blob the first
+    wrote instead of compiling and writing beside it."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.with_name(cache.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _file_digest(path: Path) -> str:
@@ -143,8 +182,7 @@ class OpenVinoBackend:
         try:
             self._model = self._core.read_model(str(self.path))
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses with multi-line texts
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelLoadError(f"{self.path}: OpenVINO cannot read this model ({first[:200]})") from exc
+            raise ModelLoadError(f"{self.path}: OpenVINO cannot read this model ({openvino_reason(exc)})") from exc
         self.info: ModelInfo = self._model_info()
         self._model_u8: Any = None  # built at first use (`_with_uint8_input`)
         self._digest = _file_digest(self.path)
@@ -227,11 +265,11 @@ class OpenVinoBackend:
             self._digest, self.path.stem, shape, f"{self.ov_device.lower()}-{tag}", self._cache_root
         )
         try:
-            compiled = self._core.compile_model(model, self.ov_device, self._config(cache, hint))
+            with _cache_lock(cache):  # one compiler per cache directory, across processes (camera groups, trials)
+                compiled = self._core.compile_model(model, self.ov_device, self._config(cache, hint))
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelLoadError(
-                f"{self.path}: OpenVINO cannot compile this model for {self.ov_device} ({first[:200]})"
+                f"{self.path}: OpenVINO cannot compile this model for {self.ov_device} ({openvino_reason(exc)})"
             ) from exc
         self.cache = cache
         self.execution_devices = [str(d) for d in compiled.get_property("EXECUTION_DEVICES")]
