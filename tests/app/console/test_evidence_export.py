@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -80,13 +79,10 @@ def bundle(site: ConsoleUnderTest, tmp_path_factory: pytest.TempPathFactory) -> 
     since = (datetime.now(UTC) - timedelta(days=2)).isoformat()
     until = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     args = ["evidence", "export", str(site.config), "--camera", "cam1", "--since", since, "--until", until]
-    t0 = time.perf_counter()
-    rc = main(
+    rc = main(  # its time against the 10 s target: benchmarks/evidence_export.py prints it
         [*args, "--out", str(out), "--reason", "police request 2026-117", "--users-db", str(site.tmp / "users.db")]
     )
-    seconds = time.perf_counter() - t0
-    print(f"\n[evidence] export of {N} incidents with clips: {seconds:.2f} s, {out.stat().st_size:,} bytes")
-    assert rc == 0 and seconds < 30  # target 10 s: measured and printed above, asserted generously
+    assert rc == 0
     return out
 
 
