@@ -513,4 +513,6 @@ def _build(cfg: EmailSinkConfig, ctx: SinkContext) -> EmailSink:
     )
 
 
-EMAIL = SinkEntry(EmailSinkConfig, _build, _files)
+EMAIL = SinkEntry(
+    EmailSinkConfig, _build, _files, example={"sender": "a@b.example", "to": ["c@d.example"]}, order=50
+)

@@ -537,4 +537,4 @@ def _build(cfg: MqttSinkConfig, ctx: SinkContext) -> MqttSink:
     )
 
 
-MQTT = SinkEntry(MqttSinkConfig, _build, _files)
+MQTT = SinkEntry(MqttSinkConfig, _build, _files, order=40)

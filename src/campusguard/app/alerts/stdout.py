@@ -66,4 +66,4 @@ def _build(cfg: StdoutSinkConfig, ctx: SinkContext) -> StdoutSink:
     return StdoutSink(ctx.out, phases=cfg.phases)
 
 
-STDOUT = SinkEntry(StdoutSinkConfig, _build)
+STDOUT = SinkEntry(StdoutSinkConfig, _build, order=10)

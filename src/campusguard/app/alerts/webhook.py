@@ -598,4 +598,4 @@ def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
     )
 
 
-WEBHOOK = SinkEntry(WebhookSinkConfig, _build, _files)
+WEBHOOK = SinkEntry(WebhookSinkConfig, _build, _files, example={"url": "http://127.0.0.1:9/hook"}, order=30)

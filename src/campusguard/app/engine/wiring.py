@@ -20,8 +20,8 @@ from typing import Literal, TextIO
 
 import numpy as np
 
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.alerts.registry import SINKS
-from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.alerts.spec import SinkContext
 from campusguard.app.config import (
     AnyAlertSinkConfig,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -131,7 +131,7 @@ class FallRule(FireLaneRule):
 
     kind: RuleKind = "fall"
 
-    def __init__(  # type: ignore[no-untyped-def]
+    def __init__(
         self,
         *,
         signal: FallSignal = "auto",
@@ -139,7 +139,7 @@ class FallRule(FireLaneRule):
         upright_aspect: float = 1.5,
         class_ids: Collection[int] | None = (0,),
         duplicate_overlap: float = 0.5,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(class_ids=class_ids, per_track=True, **kwargs)
         what = f"rule {self.name!r}"
@@ -276,4 +276,4 @@ def _build_fall(cfg: FallRuleConfig, ctx: RuleContext) -> FallRule:
     )
 
 
-FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall")
+FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall", example={"min_duration_s": 3}, order=60)

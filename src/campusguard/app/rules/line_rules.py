@@ -123,7 +123,7 @@ class LineCrossingRule:
         crossings = self.line.update(detections)
         if wall_time is not None and not in_time_windows(self.time_windows, wall_time):
             return []
-        masks = []
+        masks: list[tuple[Literal["in", "out"], np.ndarray, int]] = []
         if self.direction in ("in", "both"):
             masks.append(("in", crossings.crossed_in, crossings.in_count))
         if self.direction in ("out", "both"):
@@ -165,7 +165,7 @@ class LineCrossingRule:
                         class_ids=(cid,),
                         class_names=() if name is None else (name,),
                         count=int(count),
-                        direction=direction,  # type: ignore[arg-type]
+                        direction=direction,
                         started_at=wall_time,
                         ended_at=wall_time,
                         details={"in_count": crossings.in_count, "out_count": crossings.out_count},
@@ -189,5 +189,11 @@ def _build_line_crossing(cfg: LineCrossingRuleConfig, ctx: RuleContext) -> LineC
 
 
 LINE_CROSSING = RuleEntry(
-    LineCrossingRuleConfig, LineCrossingRule, _build_line_crossing, "Line crossing", has_end=False
+    LineCrossingRuleConfig,
+    LineCrossingRule,
+    _build_line_crossing,
+    "Line crossing",
+    has_end=False,
+    example={"line": "line", "direction": "in"},
+    order=50,
 )
