@@ -317,7 +317,9 @@ class HealthProblemOut(BaseModel):
     problem: str = Field(..., description="offline, covered, frozen, blurred or moved.")
     started_at: str | None
     ended_at: str | None
-    duration_s: float | None = Field(None, description="How long it lasted (null while it goes on).")
+    duration_s: float | None = Field(
+        None, description="How long the problem lasted, from its onset to the incident's end (null while it goes on)."
+    )
     open: bool = Field(..., description="Still going on.")
     state: Literal["open", "acknowledged", "resolved"] = Field(..., description="Its review state.")
     measures: dict[str, Any] = Field(default_factory=dict, description="The measures that decided it.")

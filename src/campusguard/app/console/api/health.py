@@ -66,7 +66,7 @@ def _problem(record: EventRecord) -> HealthProblemOut:
         problem=str(details.get("problem", ev.zone)),
         started_at=data["started_at"],
         ended_at=data["ended_at"],
-        duration_s=None if ev.end_s is None else max(0.0, ev.end_s - ev.start_s),
+        duration_s=None if ev.end_s is None else max(0.0, ev.end_s - (ev.start_s if ev.onset_s is None else ev.onset_s)),
         open=ev.is_open,
         state=record.state,
         measures=measures if isinstance(measures, dict) else {},
