@@ -1,5 +1,5 @@
 """Camera health console tests' cameras: live HTTP cameras on loopback (`http_camera.HttpCamera`) whose
-lens a test can cover, one camera address that refuses connections from the start (offline), and one
+lens a test can cover or turn away, one camera address that refuses connections from the start (offline), and one
 camera with its health check off. Short learning and minimum times keep the tests to seconds.
 Import it as ``from fakes_health import ...``."""
 
@@ -18,26 +18,31 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from http_camera import HttpCamera, free_port  # noqa: E402
 
 from campusguard.data.synth.video import SynthVideo  # noqa: E402
+from campusguard.data.synth.view_effects import EffectKind, ViewEffect, apply_view_effects  # noqa: E402
 
 SIZE_WH = (320, 180)
 GATE_ZONES = ("door", "path")
 
 
-class CoverableScene:
-    """A textured synthetic scene looped at 10 fps; `covered` puts a dark, flat picture (a hand over the
-    lens, with sensor noise) in its place."""
+class ViewScene:
+    """A textured synthetic scene looped at 10 fps; ``effect`` (the generator's view effects: ``"cover"``,
+    ``"turn"``, ...; None for none) changes what the camera sees from now on, with sensor noise kept."""
 
     def __init__(self, seed: int = 5) -> None:
         scene = SynthVideo(seed, SIZE_WH, seconds=10, fps=10, idle_fraction=0.5)
         self.frames = [scene.frame(i)[0] for i in range(50)]
-        self.covered = False
+        self.effect: EffectKind | None = None
+        self.seed = seed
         self._rng = np.random.default_rng(seed)
 
     def __call__(self, t: float) -> np.ndarray:
-        if self.covered:
-            w, h = SIZE_WH
-            return np.clip(10 + self._rng.normal(0, 2, (h, w, 3)), 0, 255).astype(np.uint8)
-        return self.frames[int(t * 10) % len(self.frames)]
+        index = int(t * 10) % len(self.frames)
+        frame = self.frames[index]
+        if self.effect is None:
+            return frame
+        changed = apply_view_effects(frame.copy(), [ViewEffect(self.effect, 0.0, 1e9)], 1.0, self.seed, index)
+        noise = self._rng.normal(0, 2, changed.shape)
+        return np.clip(changed.astype(np.float32) + noise, 0, 255).astype(np.uint8)
 
 
 @dataclass
@@ -45,7 +50,7 @@ class HealthCameras:
     """``gate`` (live, coverable, zones door and path), ``yard`` (refuses connections: offline from the
     start) and ``lot`` (live, its health check off)."""
 
-    gate_scene: CoverableScene
+    gate_scene: ViewScene
     gate: HttpCamera
     lot: HttpCamera
     yard_url: str
@@ -56,16 +61,16 @@ class HealthCameras:
 
 
 def health_cameras() -> HealthCameras:
-    scene = CoverableScene()
-    other = CoverableScene(seed=9)
+    scene = ViewScene()
+    other = ViewScene(seed=9)
     return HealthCameras(
         scene, HttpCamera(scene, fps=10), HttpCamera(other, fps=10), f"http://127.0.0.1:{free_port()}/video.mjpg"
     )
 
 
 def health_yaml(cams: HealthCameras, tmp: Path) -> str:
-    """A console config of the three cameras: health learns for 2 s, samples every 0.5 s, a cover and an
-    outage are incidents after 2 s, and end 1 s after the camera sees again."""
+    """A console config of the three cameras: health learns for 2 s, samples every 0.5 s, a cover, a turn
+    and an outage are incidents after 2 s, and end 1 s after the camera sees again."""
     return f"""\
 cameras:
   - id: gate
@@ -90,6 +95,7 @@ health:
   sample_s: 0.5
   end_s: 1
   covered: {{min_s: 2}}
+  moved: {{min_s: 2}}
   offline: {{min_s: 2}}
 storage:
   sqlite: {tmp / "events.db"}

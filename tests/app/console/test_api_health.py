@@ -55,14 +55,14 @@ def test_a_covered_camera_is_marked_with_its_incident_until_it_sees_again(health
     console, cams = health
     client, viewer = console.client(), console.bearer("vera")
     wait_for(lambda: camera_health(client, viewer)["gate"]["state"] == "ok", what="gate learned")
-    cams.gate_scene.covered = True
+    cams.gate_scene.effect = "cover"
     try:
         gate = wait_for(
             lambda: (g := camera_health(client, viewer)["gate"])["state"] == "covered" and g["since"] and g,
             what="gate covered",
         )
     finally:
-        cams.gate_scene.covered = False
+        cams.gate_scene.effect = None
     assert gate["measures"]["covered_area"] >= 0.7
     event = console.runtime.store.get(gate["event_id"])
     assert event is not None and (event.rule_kind, event.zone, event.details["problem"]) == (

@@ -131,15 +131,18 @@ function update(card, row, days) {
     card.reference.textContent = h.reference_accepted_by
       ? `Reference view accepted by ${h.reference_accepted_by}, ${formatTime(h.reference_made_at)}.`
       : `Reference view learned ${formatTime(h.reference_made_at)}.`;
+  } else if (h && Object.keys(h.measures).length && state !== "learning") {
+    card.reference.textContent = "Reference view learned from this run's first pictures (not kept on disk for a recorded file).";
   } else {
-    card.reference.textContent = h ? "Reference view: learned from the first minutes of pictures (kept in memory)." : "";
+    card.reference.textContent = h ? "No reference view yet: no picture measured." : "";
   }
   const note = oldViewNote(h);
   card.oldView.hidden = !note;
   card.oldView.replaceChildren(
     ...(note ? [note, " ", el("a", { href: `/zones/${encodeURIComponent(row.name)}` }, "Open the zone editor")] : []),
   );
-  card.actions.hidden = !(h && hasRole("admin"));
+  // an admin accepts what the camera sees now: only once something was measured
+  card.actions.hidden = !(h && hasRole("admin") && Object.keys(h.measures).length);
   card.accept.className = `accept-view${state === "moved" ? " primary" : ""}`;
   const period = days === 1 ? "last day" : `last ${days} days`;
   card.problemsTitle.textContent = row.problems_total
@@ -166,7 +169,7 @@ async function poll() {
     }
     const blind = page.cameras.filter((c) => c.health && isProblem(c.health.state)).length;
     summary.textContent = page.cameras.length
-      ? blind ? `${blind} of ${page.cameras.length} cameras cannot see` : `All ${page.cameras.length} cameras see`
+      ? blind ? `${blind} of ${page.cameras.length} cameras cannot see` : "No camera reports a problem"
       : "No cameras configured";
   } catch (err) {
     showError(errorBox, `Camera health unavailable: ${err.message}`);

@@ -29,7 +29,7 @@ export function isProblem(state) {
 }
 
 function percent(x) {
-  return `${Math.round(x * 100)}%`;
+  return `${Math.max(0, Math.round(x * 100))}%`;
 }
 
 /** The measures of a health sample or incident, in plain words (one phrase each, known ones first). */
@@ -45,13 +45,16 @@ export function measureWords(measures) {
   return out;
 }
 
-/** "since 14:02:10 (3 min 5 s)" for a problem that began at ISO time `since` ("" when unknown). */
+/** "since 14:02:10 (3 min 5 s)" for a problem that began at ISO time `since` (with the date when not
+ * today; "" when unknown). */
 export function sinceWords(since) {
   if (!since) return "";
   const began = new Date(since);
   if (Number.isNaN(began.getTime())) return "";
   const lasted = Math.max(0, (Date.now() - began.getTime()) / 1000);
-  return `since ${formatTime(since)} (${formatDuration(lasted)})`;
+  const today = began.toDateString() === new Date().toDateString();
+  const when = today ? began.toLocaleTimeString() : formatTime(since);
+  return `since ${when} (${formatDuration(lasted)})`;
 }
 
 /** A note that zones were drawn on the view before the accepted one, or null. */
