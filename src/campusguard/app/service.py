@@ -32,7 +32,7 @@ from typing import TextIO
 
 import numpy as np
 
-from campusguard.app.alerts.sinks import AlertSink
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import CameraConfig, LoadedConfig, source_kind
 from campusguard.app.engine.analytics import AnalyticsWorker
 from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes

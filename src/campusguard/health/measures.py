@@ -11,7 +11,7 @@ brightness, gives the same contrast, sharpness and structure as at noon.
 - ``sharpness``: how much the strongest edges lose when the picture is blurred a little more
   (the 99th percentile of gradient magnitudes, before over after a Gaussian blur, minus one):
   about 1 to 2 for a focused view, near 0 for a defocused one, whatever the contrast.
-- ``structure``: the blurred gradient-magnitude map at ``STRUCTURE_WH``, zero mean and unit
+- ``structure``: the softened picture's gradient-magnitude map at ``STRUCTURE_WH``, zero mean and unit
   norm; its dot product with a reference view's (`similarity`) is 1 for the same view, and falls
   when the camera is turned, shifted or zoomed. A few pixels of wind shake barely move it.
 - ``changed``: the share of pixels whose grey level moved by more than `CHANGE_TOLERANCE` since
@@ -58,9 +58,9 @@ CHANGE_TOLERANCE = 2
 STRUCTURE_WH = (64, 36)
 """Size of the structure map compared with the reference view."""
 
-_SHARPNESS_BLUR_SIGMA = 1.5  # the extra blur the sharpness measure compares against, work pixels
-_STRUCTURE_BLUR_SIGMA = 2.0
-_CONTRAST_BLUR_SIGMA = 1.5  # pixel noise is not texture: block contrast is taken on a slightly smoothed picture  # smoothing before the gradients of the structure map, work pixels
+_SOFT_SIGMA = 1.5
+"""The small Gaussian blur (work pixels) the sharpness measure compares against; block contrast and the
+structure map are taken on the same softened picture, so sensor noise does not count as texture."""
 _BRIGHTNESS_FLOOR = 8.0  # grey levels added to the mean before dividing (a black frame is not infinitely contrasted)
 
 
@@ -85,34 +85,44 @@ class ViewSample:
     detail: np.ndarray
 
 
+def _check(image: np.ndarray) -> None:
+    if image.dtype != np.uint8 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
+        raise InvalidInputError(f"camera health needs a uint8 grey or BGR picture, got {image.dtype} {image.shape}")
+    if image.shape[0] < 16 or image.shape[1] < 16:
+        raise InvalidInputError(f"camera health needs a picture of at least 16x16 pixels, got {image.shape[1]}x{image.shape[0]}")
+
+
 def to_gray(image: np.ndarray) -> np.ndarray:
     """A ``(H, W) uint8`` grey picture of ``image`` (``(H, W, 3)`` BGR or already ``(H, W)`` grey).
 
     Raises:
-        InvalidInputError: not a ``uint8`` grey or BGR picture.
+        InvalidInputError: not a ``uint8`` grey or BGR picture of at least 16x16 pixels.
     """
-    if image.dtype != np.uint8 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
-        raise InvalidInputError(f"camera health needs a uint8 grey or BGR picture, got {image.dtype} {image.shape}")
+    _check(image)
     return image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
 
 
-def detail_picture(gray: np.ndarray) -> np.ndarray:
-    """Every k-th pixel of a grey frame in both directions, at most `DETAIL_MAX_WIDTH` wide (noise kept)."""
-    step = max(1, -(-gray.shape[1] // DETAIL_MAX_WIDTH))
-    return gray[::step, ::step]
+def detail_picture(image: np.ndarray) -> np.ndarray:
+    """Every k-th pixel of a frame in both directions, grey, at most `DETAIL_MAX_WIDTH` wide (noise kept).
+
+    Subsampled before the grey conversion, so a 1080p frame costs a 640x360 conversion.
+    """
+    _check(image)
+    step = max(1, -(-image.shape[1] // DETAIL_MAX_WIDTH))
+    small = np.ascontiguousarray(image[::step, ::step]) if step > 1 else image
+    return small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
 
 
 def work_picture(image: np.ndarray) -> np.ndarray:
-    """The ``uint8`` grey work picture of a frame: `WORK_WIDTH` wide, the frame's aspect, area averaged."""
-    return _work(to_gray(image))
+    """The ``uint8`` grey work picture of a frame: `WORK_WIDTH` wide, the frame's aspect, area
+    averaged (from its `detail_picture`)."""
+    return _work(detail_picture(image))
 
 
-def _work(gray: np.ndarray) -> np.ndarray:
-    h, w = gray.shape
-    if w < 16 or h < 16:
-        raise InvalidInputError(f"camera health needs a picture of at least 16x16 pixels, got {w}x{h}")
+def _work(detail: np.ndarray) -> np.ndarray:
+    h, w = detail.shape
     out_h = max(8, round(h * WORK_WIDTH / w))
-    return cv2.resize(gray, (WORK_WIDTH, out_h), interpolation=cv2.INTER_AREA)
+    return cv2.resize(detail, (WORK_WIDTH, out_h), interpolation=cv2.INTER_AREA)
 
 
 def _gradient_magnitude(picture: np.ndarray) -> np.ndarray:
@@ -124,27 +134,27 @@ def _gradient_magnitude(picture: np.ndarray) -> np.ndarray:
 def _block_contrast(work: np.ndarray, brightness: float) -> np.ndarray:
     cols, rows = GRID
     h, w = work.shape
-    out = np.empty((rows, cols), np.float32)
-    ys = np.linspace(0, h, rows + 1).astype(int)
-    xs = np.linspace(0, w, cols + 1).astype(int)
-    scale = 1.0 / (brightness + _BRIGHTNESS_FLOOR)
-    for r in range(rows):
-        for c in range(cols):
-            out[r, c] = float(work[ys[r] : ys[r + 1], xs[c] : xs[c + 1]].std()) * scale
-    return out
+    bh, bw = h // rows, w // cols
+    blocks = work[: bh * rows, : bw * cols].reshape(rows, bh, cols, bw)
+    return (blocks.std(axis=(1, 3)) / (brightness + _BRIGHTNESS_FLOOR)).astype(np.float32)
 
 
-def _sharpness(work_f: np.ndarray) -> float:
-    fine = np.percentile(_gradient_magnitude(work_f), 99)
-    soft = np.percentile(_gradient_magnitude(cv2.GaussianBlur(work_f, (0, 0), _SHARPNESS_BLUR_SIGMA)), 99)
+def _p99(values: np.ndarray) -> float:
+    flat = values.ravel()
+    k = int(0.99 * (flat.size - 1))
+    return float(np.partition(flat, k)[k])
+
+
+def _sharpness(work_f: np.ndarray, soft_magnitude: np.ndarray) -> float:
+    fine = _p99(_gradient_magnitude(work_f))
+    soft = _p99(soft_magnitude)
     if soft < 1e-3:
         return 0.0
     return max(0.0, float(fine / soft) - 1.0)
 
 
-def _structure(work_f: np.ndarray) -> np.ndarray:
-    magnitude = _gradient_magnitude(cv2.GaussianBlur(work_f, (0, 0), _STRUCTURE_BLUR_SIGMA))
-    small = cv2.resize(magnitude, STRUCTURE_WH, interpolation=cv2.INTER_AREA).ravel()
+def _structure(soft_magnitude: np.ndarray) -> np.ndarray:
+    small = cv2.resize(soft_magnitude, STRUCTURE_WH, interpolation=cv2.INTER_AREA).ravel()
     small = small - small.mean()
     norm = float(np.linalg.norm(small))
     return (small / norm if norm > 1e-6 else np.zeros_like(small)).astype(np.float32)
@@ -152,17 +162,19 @@ def _structure(work_f: np.ndarray) -> np.ndarray:
 
 def measure_view(image: np.ndarray) -> ViewSample:
     """Measure one frame (``(H, W, 3)`` BGR or ``(H, W)`` grey ``uint8``, any size from 16x16)."""
-    gray = to_gray(image)
-    work = _work(gray)
+    detail = detail_picture(image)
+    work = _work(detail)
     work_f = work.astype(np.float32)
     brightness = float(work_f.mean())
+    soft = cv2.GaussianBlur(work_f, (0, 0), _SOFT_SIGMA)  # noise is not texture; the edges a little softer
+    soft_magnitude = _gradient_magnitude(soft)
     return ViewSample(
         brightness=brightness,
-        block_contrast=_block_contrast(cv2.GaussianBlur(work_f, (0, 0), _CONTRAST_BLUR_SIGMA), brightness),
-        sharpness=_sharpness(work_f),
-        structure=_structure(work_f),
+        block_contrast=_block_contrast(soft, brightness),
+        sharpness=_sharpness(work_f, soft_magnitude),
+        structure=_structure(soft_magnitude),
         work=work,
-        detail=np.ascontiguousarray(detail_picture(gray)),
+        detail=detail,
     )
 
 

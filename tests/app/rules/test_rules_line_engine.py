@@ -173,3 +173,11 @@ def test_carry_over_keeps_unchanged_rules_and_their_state(scene):
     assert [e.phase for e in retired.close(2.0)] == ["end"]
     # rules without keys are never carried over
     assert RuleEngine("c", [running.rules[0]]).carry_over(running).rules == running.rules
+
+
+def test_the_line_crossing_entry():
+    """A crossing is instantaneous: its kind has no end phase (MQTT pulses it back to 0)."""
+    from campusguard.app.rules.registry import RULES
+
+    entry = RULES.entry("line_crossing")
+    assert (entry.label, entry.has_end, entry.order, entry.rule_type) == ("Line crossing", False, 50, LineCrossingRule)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.motion import MotionConfig
@@ -69,6 +69,19 @@ class CameraConfig(ConfigModel):
     )
     source: int | str = Field(
         0, title="Source", description="Video file, image folder, webcam index, or rtsp/http(s) URL."
+    )
+    password_env: str | None = Field(
+        None,
+        title="Password variable",
+        description="Environment variable holding the password of the source URL's user "
+        "(`rtsp://cam@host/...`), instead of `user:password@` in the file.",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+    password_file: str | None = Field(
+        None,
+        title="Password file",
+        description="File whose first line is the password of the source URL's user (a mounted secret).",
+        min_length=1,
     )
     enabled: bool = Field(True, title="Enabled", description="Skip this camera when false.")
     fps_cap: float | None = Field(
@@ -195,6 +208,14 @@ class CameraConfig(ConfigModel):
     @classmethod
     def _imgsz(cls, value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
         return validate_imgsz(value)
+
+    @model_validator(mode="after")
+    def _password_for_a_url(self) -> CameraConfig:
+        if (self.password_env or self.password_file) and source_kind(self.source) != "url":
+            raise ValueError("`password_env` and `password_file` need a stream URL as `source`")
+        if self.password_env and self.password_file:
+            raise ValueError("give the camera password one way: `password_env` or `password_file`")
+        return self
 
     def is_live(self) -> bool:
         """Whether frames are paced by the outside world (webcam, URL) rather than read as fast as wanted."""

@@ -30,6 +30,7 @@ from campusguard.app.config.rules import RuleConfigBase
 from campusguard.app.config.service import ServiceConfig
 from campusguard.app.config.storage import StorageConfig
 from campusguard.app.config.tracker import TrackerConfig
+from campusguard.app.infra.secrets import remember_config_secrets
 from campusguard.app.rules.camera_health import CameraHealthConfig
 from campusguard.errors import ConfigError
 
@@ -294,6 +295,7 @@ def validate_config(data: object, path: str = "<config>", text: str | None = Non
     if not isinstance(data, dict):
         sections = ", ".join(WatchConfig.model_fields)
         raise ConfigError(f"{path}:1: the config must be a mapping of sections ({sections}), got {type(data).__name__}")
+    remember_config_secrets(data)  # kept out of every log line from now on, even if the config is refused
     loaded = LoadedConfig(WatchConfig(), path, None, text)
     try:
         loaded.config = WatchConfig.model_validate(data)

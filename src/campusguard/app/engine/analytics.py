@@ -274,8 +274,8 @@ class AnalyticsWorker:
             snapshot = self._snapshot(ev, frame, redact)
             if snapshot is not None:
                 ev = ev.with_snapshot(str(snapshot))
-        elif ev.event_id in self._open and self._open[ev.event_id].snapshot_path:
-            ev = ev.with_snapshot(self._open[ev.event_id].snapshot_path)  # type: ignore[arg-type]
+        elif (opened := self._open.get(ev.event_id)) is not None and opened.snapshot_path:
+            ev = ev.with_snapshot(opened.snapshot_path)
         if ev.phase == "end" or ev.end_s is not None:
             self._open.pop(ev.event_id, None)
         else:

@@ -33,6 +33,7 @@ import numpy as np
 from campusguard.app.config.cameras import source_kind
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.queues import BoundedQueue
+from campusguard.app.infra.secrets import redact_url
 from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import CampusGuardError, SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
@@ -143,7 +144,7 @@ class CaptureSource:
             self.cap = cv2.VideoCapture(str(source), cv2.CAP_FFMPEG, params)
         if not self.cap.isOpened():
             self.cap.release()
-            raise SourceError(f"cannot open video source {source!r}")
+            raise SourceError(f"cannot open video source {redact_url(str(source))!r}")
         fps = float(self.cap.get(cv2.CAP_PROP_FPS) or 0.0)
         self.fps = fps if 0 < fps < 1000 else None
         self.frame_count = int(self.cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if kind == "path" else 0
@@ -152,7 +153,7 @@ class CaptureSource:
         log.debug(
             "opened %s %r with OpenCV's %s backend: %dx%d, %s fps, %s frames",
             kind,
-            source,
+            redact_url(str(source)),
             self.cap.getBackendName(),
             int(self.cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0),
             int(self.cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0),

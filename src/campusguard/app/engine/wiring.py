@@ -20,8 +20,8 @@ from typing import Literal, TextIO
 
 import numpy as np
 
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.alerts.registry import SINKS
-from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.alerts.spec import SinkContext
 from campusguard.app.config import (
     AnyAlertSinkConfig,
@@ -37,6 +37,7 @@ from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.infra.secrets import redact_url, resolve_secret, with_password
 from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
 from campusguard.app.rules.engine import rule_fingerprint
@@ -392,9 +393,15 @@ def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[i
     )
 
 
+def camera_source(cam: CameraConfig) -> int | str:
+    """The camera's source, with the password from ``password_env``/``password_file`` put into its URL."""
+    password = resolve_secret(None, cam.password_env, cam.password_file, f"camera {cam.id!r}")
+    return cam.source if password is None else with_password(str(cam.source), password)
+
+
 def open_camera(cam: CameraConfig) -> FrameSource:
-    """Open a camera's source with its settings; `SourceError` naming it when it cannot be opened."""
-    return open_source(cam.source, folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
+    """Open a camera's source with its settings; `SourceError` naming it (its URL redacted) when it cannot be opened."""
+    return open_source(camera_source(cam), folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
 
 
 def reader_for(
@@ -450,7 +457,7 @@ def probe_source(
     try:
         image = source.read()
         if image is None:
-            raise SourceError(f"source {cam.source!r} opened but gave no frame")
+            raise SourceError(f"source {redact_url(str(cam.source))!r} opened but gave no frame")
     except BaseException:
         source.close()
         raise

@@ -568,4 +568,12 @@ def _build_camera_health(cfg: CameraHealthConfig, ctx: RuleContext) -> CameraHea
     )
 
 
-CAMERA_HEALTH = RuleEntry(CameraHealthConfig, CameraHealthRule, _build_camera_health, "Camera health", section="health")
+CAMERA_HEALTH = RuleEntry(
+    CameraHealthConfig,
+    CameraHealthRule,
+    _build_camera_health,
+    "Camera health",
+    example={"covered": {"min_s": 15}},
+    order=70,
+    section="health",
+)

@@ -7,18 +7,15 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from campusguard.app.events.types import Event
 from campusguard.app.rules.base import PictureRule, Rule
+from campusguard.app.rules.shapes import ShapeSection
 from campusguard.app.rules.spec import RuleConfigBase, ZoneRuleConfigBase
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from campusguard.app.config.zones import LineConfig, ZoneConfig
 
 __all__ = ["RuleEngine", "rule_fingerprint"]
 
@@ -45,8 +42,8 @@ def _log_changes(events: list[Event]) -> list[Event]:
 
 def rule_fingerprint(
     rule: RuleConfigBase,
-    zones: Sequence[ZoneConfig],
-    lines: Sequence[LineConfig],
+    zones: Sequence[ShapeSection],
+    lines: Sequence[ShapeSection],
     *,
     names: Mapping[int, str],
     resolution_wh: tuple[int, int],
@@ -57,7 +54,7 @@ def rule_fingerprint(
     stream. Two equal fingerprints build the same rule, so a live edit may keep the running one.
     """
     target = rule.target()
-    shapes: Sequence[ZoneConfig | LineConfig] = zones if isinstance(rule, ZoneRuleConfigBase) else lines
+    shapes: Sequence[ShapeSection] = zones if isinstance(rule, ZoneRuleConfigBase) else lines
     watched = [s.model_dump(mode="json") for s in shapes if target is not None and s.name == target]
     return json.dumps(
         {

@@ -4,8 +4,9 @@
 filters, `GET /api/v1/rule-kinds`), the rule classes, the builder `wiring` calls, the CLI's ``--kind``
 help, and the config's `RuleConfig` union (`campusguard.app.config.rules`: derived from here).
 
-A new rule kind is two files: a module here with its section model (a `spec.RuleConfigBase`),
-the rule class and its `RuleEntry`, and that entry in `RULES` below.
+A new rule kind is one module here (and its test): its section model (a `spec.RuleConfigBase`),
+the rule class and its `RuleEntry` at module level. `RULES` finds it (`campusguard.plugins.discover`
+over this package's modules); no list names it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from campusguard.app.rules.base import Rule
-from campusguard.app.rules.camera_health import CAMERA_HEALTH
-from campusguard.app.rules.fall import FALL
-from campusguard.app.rules.line_rules import LINE_CROSSING
 from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry, rule_config_union
-from campusguard.app.rules.zone_rules import CROWD, FIRE_LANE, INTRUSION, LOITERING
 from campusguard.errors import InvalidInputError
+from campusguard.plugins import discover
 
 __all__ = ["RULES", "RuleRegistry", "UnknownRuleKindError"]
 
@@ -115,6 +113,6 @@ class RuleRegistry:
         return entry.build(cfg, ctx)
 
 
-RULES = RuleRegistry([INTRUSION, CROWD, FIRE_LANE, LOITERING, LINE_CROSSING, FALL, CAMERA_HEALTH])
-"""Every rule kind of the app."""
+RULES = RuleRegistry(found.entry for found in discover(__name__.rpartition(".")[0], RuleEntry, exclude=("registry",)))
+"""Every rule kind of the app: each `RuleEntry` declared in a module of `campusguard.app.rules`."""
 

@@ -19,14 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast, get_args
 
 import cv2
 import numpy as np
 
 from campusguard.errors import InvalidInputError
 
-__all__ = ["EFFECT_PROBLEMS", "EffectKind", "ViewEffect", "apply_view_effects", "frozen_source_index", "health_truth"]
+__all__ = [
+    "EFFECT_PROBLEMS",
+    "EffectKind",
+    "ViewEffect",
+    "apply_view_effects",
+    "frozen_source_index",
+    "health_truth",
+    "parse_view_effect",
+]
 
 EffectKind = Literal["cover", "defocus", "turn", "freeze", "dusk", "flash", "shade", "shake"]
 
@@ -150,3 +158,33 @@ def health_truth(effects: Sequence[ViewEffect], camera_id: str = "cam0") -> list
         for e in effects
         if e.kind in EFFECT_PROBLEMS
     ]
+
+
+_KNOBS = ("sigma", "angle_deg", "zoom", "shift_px", "level", "area")
+
+
+def parse_view_effect(text: str) -> ViewEffect:
+    """``KIND:START-END[:knob=value,...]`` (``cover:40-80``, ``defocus:110-170:sigma=5``) as a `ViewEffect`.
+
+    Raises:
+        InvalidInputError: the text does not have that form, naming what is wrong.
+    """
+    kind, _, rest = text.partition(":")
+    span, _, knobs = rest.partition(":")
+    start, sep, end = span.partition("-")
+    try:
+        values: dict[str, float] = {}
+        for part in filter(None, knobs.split(",")):
+            name, eq, value = part.partition("=")
+            if not eq or name.strip() not in _KNOBS:
+                raise InvalidInputError(f"view effect {text!r}: knob {part!r} is not one of {', '.join(_KNOBS)}=NUMBER")
+            values[name.strip()] = float(value)
+        if not sep:
+            raise ValueError("no END")
+        if kind not in get_args(EffectKind):
+            raise ValueError(f"KIND must be one of {', '.join(get_args(EffectKind))}")
+        return ViewEffect(cast(EffectKind, kind), float(start), float(end), **values)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(
+            f"view effect {text!r} must look like KIND:START-END[:knob=value,...] (e.g. cover:40-80): {exc}"
+        ) from None
