@@ -552,6 +552,12 @@ class WatchService:
         zones = [z.name for z in cam.zones] if cam is not None else []
         return all(rule.accept_view(by, zones) for rule in rules)
 
+    def clear_old_view_zones(self, camera_id: str) -> None:
+        """Forget the zones camera ``camera_id`` had when its new view was accepted (`accept_view`):
+        its zones were saved again, so they were checked on the new view."""
+        for rule in self._picture_rules(camera_id):
+            rule.clear_old_view_zones()
+
     def refresh_metrics(self) -> None:
         """Copy the readers' counters into the cameras' `CameraMetrics` (they are owned by the readers)."""
         self._refresh_metrics()

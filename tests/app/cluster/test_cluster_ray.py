@@ -218,6 +218,9 @@ def test_the_console_on_ray_serves_events_frames_and_incident_media(cluster: Any
             ("cam0", "stopped", 320, 180),
             ("cam1", "stopped", 320, 180),
         ]
+        assert [x["health"] for x in cams] == [None, None]  # the groups do not report camera health
+        accept = client.post("/api/v1/cameras/cam0/health/accept-view", headers=c.bearer("ada"))
+        assert accept.status_code == 409 and "on Ray" in accept.json()["detail"]
         # the last frame of each camera, from its actor (kept after its file ended)
         for cam in ("cam0", "cam1"):
             r = client.get(f"/api/v1/cameras/{cam}/snapshot.jpg", headers=c.bearer("vera"))

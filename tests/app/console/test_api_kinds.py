@@ -49,6 +49,8 @@ def test_each_kind_carries_its_editor_form_from_its_config_model(console):
         k["kind"]: k for k in console.client().get("/api/v1/rule-kinds", headers=console.bearer("vera")).json()["kinds"]
     }
     for entry in RULES:
+        if entry.section is not None:  # configured by its own camera section, not a rule form (camera health)
+            continue
         form = kinds[entry.kind]
         names = {f["name"] for f in form["fields"]}
         assert names == set(entry.config.model_fields) - {"kind", form["target"]}
@@ -75,3 +77,14 @@ def test_each_kind_carries_its_editor_form_from_its_config_model(console):
     line = {f["name"]: f for f in kinds["line_crossing"]["fields"]}
     assert line["direction"]["type"] == "choice" and line["direction"]["choices"] == ["in", "out", "both"]
     assert line["time_windows"]["type"] == "list" and line["time_windows"]["pattern"]
+
+
+def test_camera_health_is_listed_as_configured_by_its_own_section(console):
+    """`camera_health` is a kind (the timeline filters and labels it) but not a `rules:` item: its
+    `section` says so, and the zone editor leaves such kinds out of its "add rule" list."""
+    kinds = console.client().get("/api/v1/rule-kinds", headers=console.bearer("vera")).json()["kinds"]
+    sections = {k["kind"]: k["section"] for k in kinds}
+    assert sections == {e.kind: e.section for e in RULES}
+    assert sections["camera_health"] == "health"
+    assert next(k for k in kinds if k["kind"] == "camera_health")["label"] == "Camera health"
+    assert {kind for kind, section in sections.items() if section is None} >= {"intrusion", "fall", "line_crossing"}

@@ -1,6 +1,6 @@
 """Accessibility of every console page in a real headless Chromium (`test_browser_console`'s fixtures):
 axe-core (vendored, ``vendor/axe.min.js``) finds no serious or critical WCAG 2.2 A/AA violation on the
-login, wall, incidents, incident, zones editor, users and audit pages; thumbnails and checkboxes are
+login, wall, incidents, incident, zones editor, camera health, users and audit pages; thumbnails and checkboxes are
 labelled, each checkbox differently; the zones editor works from the keyboard alone (select a shape,
 move a vertex with the arrow keys, add and delete points, save).
 """
@@ -74,6 +74,9 @@ def test_every_page_has_no_serious_accessibility_violation(live_server, open_pag
     page.goto(f"{base}/zones/cam1")
     page.locator("#shape-list button").first.wait_for()
     found["zones"] = serious_violations(page)
+    page.goto(f"{base}/health")
+    page.locator(".health-card h3").first.wait_for()
+    found["health"] = serious_violations(page)
     page.goto(f"{base}/users")
     page.locator('#user-rows tr[data-user="vera"]').wait_for()
     found["users"] = serious_violations(page)
@@ -88,6 +91,7 @@ def test_every_page_has_no_serious_accessibility_violation(live_server, open_pag
         ("/events", ".timeline li[data-id]"),
         ("/events/a11y1", "#facts dt"),
         ("/zones/cam1", "#shape-list button"),
+        ("/health", ".health-card h3"),
     ):
         viewer.goto(f"{base}{path}")
         viewer.locator(ready).first.wait_for()

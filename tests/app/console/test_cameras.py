@@ -84,6 +84,9 @@ def test_the_protocol_lists_what_the_console_asks() -> None:
             "incident_started",
             "snapshot_file",
             "prepare_zones",
+            "health",
+            "accept_view",
+            "clear_old_view_zones",
         ]
     )
 
@@ -104,6 +107,10 @@ def test_both_backends_have_every_member_of_the_protocol(make: Callable[..., Any
     assert check.status("cam1", (0.0, 0.0), stopped=True).state == "stopped"
     assert not check.ready(5.0, stopped=False)
     check.prepare_zones(load_config(write_config(tmp_path)), "", "cam1")()  # a no-op before the start
+    assert check.health("cam1") is None  # nothing runs: no health to report
+    with pytest.raises(KeyError):
+        check.accept_view("cam1", "ada")
+    check.clear_old_view_zones("cam1")  # nothing to forget
     assert check.hub.snapshot_jpeg("cam1") is None
     store = open_event_store(tmp_path / "events.db")
     try:

@@ -126,6 +126,11 @@ def test_accepting_a_new_view_ends_moved_and_is_kept_for_the_next_run(tmp_path: 
     # the next run starts from the accepted view: the old view is now the moved one, judged at once
     again = rule(live=True, store=store)
     assert [e.zone for e in feed(again, [(0, 40, "ok")]) if e.phase == "start"] == ["moved"]
+    # the zones saved again: the note of the old view's zones is gone, here and for the next run
+    assert again.clear_old_view_zones() and not again.clear_old_view_zones()
+    kept = store.load("c")
+    assert kept is not None and kept.zones_on_old_view == () and kept.accepted_by == "ada"
+    assert again.status().zones_on_old_view == () and rule(live=True, store=store).status().zones_on_old_view == ()
     (tmp_path / "health" / "c.npy").write_bytes(b"not numpy")
     assert ReferenceStore(tmp_path / "health").load("c") is None  # damaged: learned again
 

@@ -31,6 +31,7 @@ from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub
 from campusguard.app.media.redact import redacted_path
+from campusguard.app.rules.camera_health import HealthStatus
 from campusguard.app.service import WatchService
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ __all__ = [
     "CameraState",
     "CameraStatus",
     "ClusterCameras",
+    "HealthStatus",
     "LocalCameras",
     "ZoneEdit",
 ]
@@ -160,6 +162,24 @@ class CameraBackend(Protocol):
             ConfigError: a zone or line leaves the camera's frame, or a rule names an unknown class.
             GroupUnavailableError: on a cluster, the camera's group did not answer the check.
         """
+        ...
+
+    def health(self, camera: str) -> HealthStatus | None:
+        """The camera's health now (`campusguard.app.rules.camera_health`), or ``None`` when its
+        health is off, it is not running, or it cannot be asked cheaply (on Ray)."""
+        ...
+
+    def accept_view(self, camera: str, by: str) -> bool:
+        """Make the camera's current view its reference (an admin accepted a moved camera's new view);
+        False when nothing was measured yet.
+
+        Raises:
+            KeyError: the camera is not running here, or its health is off (or on Ray: not offered).
+        """
+        ...
+
+    def clear_old_view_zones(self, camera: str) -> None:
+        """The camera's zones were saved again: forget the zones recorded when its view was accepted."""
         ...
 
 
@@ -287,6 +307,20 @@ class LocalCameras:
             return lambda: service.adopt_config(loaded)
         parts = service.build_camera_parts(loaded, camera)
         return lambda: service.apply_camera_parts(loaded, camera, parts)
+
+    def health(self, camera: str) -> HealthStatus | None:
+        service = self._service
+        return None if service is None else service.health_status(camera)
+
+    def accept_view(self, camera: str, by: str) -> bool:
+        service = self._service
+        if service is None:
+            raise KeyError(camera)
+        return service.accept_view(camera, by)
+
+    def clear_old_view_zones(self, camera: str) -> None:
+        if self._service is not None:
+            self._service.clear_old_view_zones(camera)
 
 
 class ClusterCameras:
@@ -442,6 +476,17 @@ class ClusterCameras:
                 log.warning("zones of camera %s saved; its group gets them when it answers: %s", camera, exc)
 
         return apply
+
+    def health(self, camera: str) -> HealthStatus | None:
+        """Not reported on Ray: the groups' answers carry no health (the incidents still come through)."""
+        return None
+
+    def accept_view(self, camera: str, by: str) -> bool:
+        """Not offered on Ray (the camera's reference view lives on its group's actor)."""
+        raise KeyError(camera)
+
+    def clear_old_view_zones(self, camera: str) -> None:
+        """Nothing to forget: a view cannot be accepted on Ray (`accept_view`)."""
 
     def _pull_frame(self, camera: str, known: Hashable | None) -> tuple[Hashable, bytes | None] | None:
         """The camera's latest JPEG from its group's actor (`PulledFrameHub`'s fetch); ``None`` before the start."""

@@ -6,8 +6,9 @@ the `page_user` dependency (303 to ``/login`` without a session), so ``request.s
 always set in its handlers. `login_router` holds the one public page, ``GET /login``.
 
 Pages: ``/`` (camera wall), ``/events`` (incident timeline, live through server-sent events),
-``/events/{id}`` (one incident with its clip; acknowledge / resolve), ``/zones/{camera}`` (zone and
-line editor on the camera's snapshot; read-only below admin), ``/users`` and ``/audit`` (admin). A
+``/events/{id}`` (one incident with its clip; acknowledge / resolve), ``/health`` (each camera's
+health and recent health incidents; an admin accepts a moved camera's view), ``/zones/{camera}``
+(zone and line editor on the camera's snapshot; read-only below admin), ``/users`` and ``/audit`` (admin). A
 lower role opening an admin page gets the 403 page (`forbidden_page`), not the API's JSON.
 
 Every page is sent with a Content-Security-Policy that allows only this origin's scripts and
@@ -48,6 +49,7 @@ SECURITY_HEADERS = {
 NAV: tuple[tuple[str, str, str], ...] = (
     ("/", "Cameras", "viewer"),
     ("/events", "Incidents", "viewer"),
+    ("/health", "Camera health", "viewer"),
     ("/users", "Users", "admin"),
     ("/audit", "Audit log", "admin"),
 )
@@ -182,6 +184,13 @@ def event_page(event_id: str, request: Request) -> HTMLResponse:
     return render_page(
         request, "event.html", title="Incident", script="event.js", active="/events", event_id=event_id[:128]
     )
+
+
+@router.get("/health")
+def health_page(request: Request) -> HTMLResponse:
+    """Camera health: each camera's state (can it see, and why not), its recent health incidents, and
+    for an admin accepting a moved camera's new view."""
+    return render_page(request, "health.html", title="Camera health", script="health.js", active="/health")
 
 
 @router.get("/zones")

@@ -38,6 +38,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -60,6 +61,7 @@ from campusguard.app.console.cameras import (
     CameraState,
     CameraStatus,
     ClusterCameras,
+    HealthStatus,
     LocalCameras,
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
@@ -380,6 +382,33 @@ class ConsoleRuntime:
         """The enabled cameras that are not live, with their state (``offline``, ``reconnecting``, ...)."""
         return {c.name: c.state for c in self.camera_status() if c.state != "live"}
 
+    def camera_health(self, camera: str) -> HealthStatus | None:
+        """The camera's health now (`CameraBackend.health`): ``None`` when its health is off, it is not
+        running, or on Ray. ``KeyError`` for an unknown camera."""
+        self._check_camera(camera)
+        return self.cameras.health(camera)
+
+    def problem_since(self, status: HealthStatus) -> datetime | None:
+        """Wall-clock time the camera's current health problem began: its open incident's start less the
+        time the problem had lasted by then (`Event.onset_s`); ``None`` while the incident is not stored yet."""
+        if status.event_id is None:
+            return None
+        event = self.store.get(status.event_id)
+        if event is None or event.started_at is None:
+            return None
+        onset_s = event.start_s if event.onset_s is None else event.onset_s
+        return event.started_at - timedelta(seconds=max(0.0, event.start_s - onset_s))
+
+    def accept_view(self, camera: str, by: str) -> bool:
+        """Make the camera's current view its reference (`CameraBackend.accept_view`); False when
+        nothing was measured yet.
+
+        Raises:
+            KeyError: unknown camera, not running, its health off, or on Ray.
+        """
+        self._check_camera(camera)
+        return self.cameras.accept_view(camera, by)
+
     def disk_problems(self) -> list[str]:
         """One line per full volume (path, free bytes, the last write that failed), for ``/readyz``."""
         return [
@@ -544,6 +573,9 @@ class ConsoleRuntime:
         hand edit of another camera reaches the console's view of it with this save, and that
         camera's running pipeline with a save to it (or a restart).
 
+        A save, also one that changes nothing, forgets the zones recorded when the camera's new view
+        was accepted (camera health's ``zones_on_old_view``): the admin has looked at them on the new view.
+
         Args:
             camera: the camera's id.
             body: the edit.
@@ -574,9 +606,11 @@ class ConsoleRuntime:
         with self._zones_lock:
             for _ in range(_SAVE_ATTEMPTS):
                 try:
-                    return self._save_zones_locked(camera, body, accepted)
+                    saved = self._save_zones_locked(camera, body, accepted)
                 except _FileChangedError:  # written by another process meanwhile: read it again, check again
                     continue
+                self.cameras.clear_old_view_zones(camera)  # saved on the view it has now: checked
+                return saved
             raise ConfigSaveError(f"{self.config_path}: the config file kept changing while a zones edit was saved")
 
     def _save_zones_locked(self, camera: str, body: dict[str, Any], accepted: set[str] | None) -> ZonesSave:

@@ -35,6 +35,8 @@ __all__ = [
     "KeepRequest",
     "EventPage",
     "CameraStatusOut",
+    "CameraHealthOut",
+    "HealthPage",
     "ZonesBody",
     "AuditPage",
     "AuditFacets",
@@ -219,6 +221,32 @@ class EventPage(BaseModel):
     total: int = Field(..., description="All matching events (not just this page).")
 
 
+HealthState = Literal["ok", "learning", "offline", "covered", "frozen", "blurred", "moved"]
+
+
+class CameraHealthOut(BaseModel):
+    """A camera's health (`campusguard.app.rules.camera_health.HealthStatus`): whether it can see, and why not."""
+
+    state: HealthState = Field(
+        ..., description="`ok`, `learning` (its usual view is being learned), or the problem of its open incident."
+    )
+    since_s: float | None = Field(None, description="When the problem began, on the camera's stream clock (seconds).")
+    since: str | None = Field(
+        None, description="When the problem began, wall clock (ISO 8601 UTC), from its incident; null until it is stored."
+    )
+    event_id: str | None = Field(None, description="The open health incident's id.")
+    measures: dict[str, float] = Field(
+        default_factory=dict,
+        description="The latest sample's measures (brightness, changed, covered_area, sharpness_ratio, similarity, ...).",
+    )
+    reference_made_at: str | None = Field(None, description="When the reference view was learned or accepted (ISO 8601).")
+    reference_accepted_by: str | None = Field(None, description="Who accepted it in the console; null when learned.")
+    zones_on_old_view: list[str] = Field(
+        default_factory=list,
+        description="Zones drawn on the view before the last accepted one: to check, until the camera's zones are saved.",
+    )
+
+
 class CameraStatusOut(BaseModel):
     name: str
     state: Literal["starting", "live", "reconnecting", "offline", "stopped", "failed"]
@@ -229,6 +257,11 @@ class CameraStatusOut(BaseModel):
     last_frame_time: float | None = Field(None, description="Unix seconds of the last frame read.")
     width: int | None = None
     height: int | None = None
+    health: CameraHealthOut | None = Field(
+        None,
+        description="Whether the camera can see (camera health); null when its health is off, it is not running yet, "
+        "or the cameras run on Ray (whose groups do not report it).",
+    )
 
 
 def _finite(points: list[tuple[float, float]]) -> bool:
@@ -285,6 +318,38 @@ class BulkReviewOut(BaseModel):
     conflicts: dict[str, str] = Field(
         ..., description="Id -> current state, for incidents the action does not apply to (nothing done)."
     )
+
+
+class HealthProblemOut(BaseModel):
+    """One camera health incident, as the health page lists it."""
+
+    id: str
+    problem: str = Field(..., description="offline, covered, frozen, blurred or moved.")
+    started_at: str | None
+    ended_at: str | None
+    duration_s: float | None = Field(
+        None, description="How long the problem lasted, from its onset to the incident's end (null while it goes on)."
+    )
+    open: bool = Field(..., description="Still going on.")
+    state: Literal["open", "acknowledged", "resolved"] = Field(..., description="Its review state.")
+    measures: dict[str, Any] = Field(default_factory=dict, description="The measures that decided it.")
+
+
+class CameraHealthRow(BaseModel):
+    """One camera on the health page: its state now and its recent health incidents."""
+
+    name: str
+    camera_state: str = Field(..., description="The reader's state (live, offline, reconnecting, ...).")
+    health: CameraHealthOut | None
+    problems: list[HealthProblemOut] = Field(..., description="Its latest health incidents in the period, newest first.")
+    problems_total: int = Field(..., description="All its health incidents in the period.")
+
+
+class HealthPage(BaseModel):
+    """Every camera's health and recent health incidents."""
+
+    days: int = Field(..., description="The period, in days back from now.")
+    cameras: list[CameraHealthRow]
 
 
 class OpenIncidents(BaseModel):

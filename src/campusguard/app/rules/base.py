@@ -108,6 +108,10 @@ class PictureRule(Rule, Protocol):
         when there is nothing to accept yet."""
         ...
 
+    def clear_old_view_zones(self) -> bool:
+        """Forget the zones `accept_view` recorded (they were saved again); whether there were any."""
+        ...
+
 
 @dataclass(frozen=True)
 class TimeWindow:

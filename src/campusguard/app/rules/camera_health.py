@@ -507,6 +507,18 @@ class CameraHealthRule:
             self._next_sample_s = None  # judge the next frame against the new view at once
             return True
 
+    def clear_old_view_zones(self) -> bool:
+        """Forget the zones recorded by `accept_view` (the camera's zones were saved again, so they
+        were checked on the new view). Returns whether there were any."""
+        with self._lock:
+            record = self._record
+            if record is None or not record.zones_on_old_view:
+                return False
+            self._record = ReferenceRecord(record.view, record.made_at, record.accepted_by)
+            if self.references is not None:
+                self.references.save(self.camera_id, self._record)
+            return True
+
     def snapshot_image(self, event: Event, image: np.ndarray | None) -> np.ndarray:
         """The incident's snapshot: the last good view beside the current one (``image``, or a
         "no signal" panel for an offline camera), each labelled."""

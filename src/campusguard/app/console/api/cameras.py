@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from campusguard.app.console.api.health import health_out
 from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
 from campusguard.app.console.runtime import (
     CameraNotInFileError,
@@ -45,8 +46,12 @@ def _check_camera(request: Request, name: str) -> None:
 
 @router.get("/cameras")
 def list_cameras(request: Request) -> list[CameraStatusOut]:
-    """Every camera's state, input and processed frame rates, drops, reconnects and last frame time."""
-    return [CameraStatusOut(**dataclasses.asdict(s)) for s in console_state(request).runtime.camera_status()]
+    """Every camera's state, input and processed frame rates, drops, reconnects, last frame time, and
+    whether it can see (``health``: null when its health is off, before its start, or on Ray)."""
+    runtime = console_state(request).runtime
+    return [
+        CameraStatusOut(**dataclasses.asdict(s), health=health_out(runtime, s.name)) for s in runtime.camera_status()
+    ]
 
 
 @router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_UNAVAILABLE})

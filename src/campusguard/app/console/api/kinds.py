@@ -27,6 +27,12 @@ class RuleKindOut(RuleFormOut):
     has_end: bool = Field(
         description="Whether its incidents last (an `end` phase follows `start`); false for line crossings."
     )
+    section: str | None = Field(
+        None,
+        description="The camera section that configures the kind instead of a `rules:` item (`health` for "
+        "`camera_health`, on by default for every camera); null for the kinds added as rules. The zone editor "
+        "offers only those.",
+    )
 
 
 class RuleKindsOut(BaseModel):
@@ -38,13 +44,19 @@ class RuleKindsOut(BaseModel):
 
 @router.get("/rule-kinds")
 def rule_kinds(request: Request) -> RuleKindsOut:
-    """The rule kinds (kind, label, whether an incident has an end, what it watches and the fields of its
-    section, from its config model, with the configured alert sinks as the choices of `escalate.to`) and
-    the event phases."""
+    """The rule kinds (kind, label, whether an incident has an end, the camera section that configures it
+    when it is not a `rules:` item, what it watches and the fields of its section, from its config model,
+    with the configured alert sinks as the choices of `escalate.to`) and the event phases."""
     sinks = [a.sink_name for a in console_state(request).runtime.loaded.config.alerts]
     return RuleKindsOut(
         kinds=[
-            RuleKindOut(kind=e.kind, label=e.label, has_end=e.has_end, **dict(rule_form(e.config, sinks=sinks)))
+            RuleKindOut(
+                kind=e.kind,
+                label=e.label,
+                has_end=e.has_end,
+                section=e.section,
+                **dict(rule_form(e.config, sinks=sinks)),
+            )
             for e in registry.RULES
         ],
         phases=list(EVENT_PHASES),

@@ -5,6 +5,7 @@ import {
   ApiError, STATE_LABELS, api, downloadPost, el, eventStream, eventDuration, formatTime, hasRole, kindLabel, loadKinds,
   showError,
 } from "./api.js";
+import { showHealth } from "./event_health.js";
 
 const id = document.body.dataset.eventId;
 const path = `/api/v1/events/${encodeURIComponent(id)}`;
@@ -123,6 +124,7 @@ function render(event) {
     ...fact("Event id", event.id),
   );
 
+  showHealth(event); // a camera health incident: its problem and measures; accepting a moved camera's view
   if (event.checklist !== undefined) lastChecklist = event.checklist;
   renderChecklist(lastChecklist);
   evidence.hidden = !hasRole("operator");

@@ -1,9 +1,12 @@
 // The camera wall: a tile per camera with its live view (MJPEG) or a still refreshed every second,
 // and its status (state, frame rates, drops, reconnects, age of the last frame), polled every 2 s;
 // a red marker on a tile whose camera has open (unacknowledged) incidents, with their number and a
-// link to them, refreshed whenever the live event stream reports a change (and every 15 s).
+// link to them, refreshed whenever the live event stream reports a change (and every 15 s); a band over
+// the view of a camera that cannot see (camera health: offline, covered, frozen, blurred, moved), with
+// since when and a link to its incident.
 import "./nav.js";
 import { api, el, eventStream, hasRole, showError } from "./api.js";
+import { HEALTH_LABELS, HEALTH_WHY, incidentLink, isProblem, sinceWords } from "./health_words.js";
 
 const LIVE_LIMIT = 4; // browsers allow ~6 connections per site over HTTP/1.1: more cameras use stills
 const STATUS_EVERY_MS = 2000;
@@ -43,6 +46,7 @@ function makeTile(camera) {
     hidden: true,
   });
   const stats = el("p", { class: "stats muted" });
+  const health = el("div", { class: "health-band", hidden: true });
   const links = el(
     "p",
     { class: "links" },
@@ -52,11 +56,11 @@ function makeTile(camera) {
   const root = el(
     "article",
     { class: "tile card", dataset: { camera: camera.name } },
-    el("div", { class: "view" }, img, placeholder, badge, marker),
+    el("div", { class: "view" }, img, placeholder, health, badge, marker),
     el("header", {}, el("h2", {}, camera.name), links),
     stats,
   );
-  const tile = { root, img, placeholder, badge, marker, stats, name: camera.name, timer: null, retry: null };
+  const tile = { root, img, placeholder, badge, marker, stats, health, name: camera.name, timer: null, retry: null };
   showMarker(tile);
   img.addEventListener("load", () => {
     placeholder.hidden = true;
@@ -129,6 +133,26 @@ function startView(tile) {
   tile.timer = setInterval(refresh, STILL_EVERY_MS);
 }
 
+/** The band over the view of a camera that cannot see: the problem, why, since when, its incident. */
+function showHealth(tile, health) {
+  const state = health ? health.state : null;
+  const problem = isProblem(state);
+  tile.root.classList.toggle("cannot-see", problem);
+  tile.root.dataset.health = state || "";
+  tile.health.hidden = !problem;
+  if (!problem) {
+    tile.health.replaceChildren();
+    return;
+  }
+  const since = sinceWords(health.since);
+  tile.health.title = HEALTH_WHY[state] || "";
+  tile.health.replaceChildren(
+    el("strong", { class: "health-problem" }, HEALTH_LABELS[state] || state),
+    since ? el("span", { class: "health-since" }, since) : null,
+    health.event_id ? incidentLink(health.event_id, "Incident") : null,
+  );
+}
+
 function fps(value) {
   return Number.isFinite(value) ? value.toFixed(1) : "–";
 }
@@ -145,7 +169,9 @@ function updateStatus(tile, camera) {
   ];
   if (camera.width && camera.height) parts.push(`${camera.width}×${camera.height}`);
   parts.push(age === null ? "no frame yet" : `last frame ${age < 10 ? age.toFixed(1) : Math.round(age)} s ago`);
+  if (camera.health && camera.health.state === "learning") parts.push("learning its view");
   tile.stats.textContent = parts.join(" · ");
+  showHealth(tile, camera.health);
 }
 
 async function poll() {
@@ -167,7 +193,9 @@ async function poll() {
       tiles.forEach(startView);
     }
     const live = cameras.filter((c) => c.state === "live").length;
+    const blind = cameras.filter((c) => c.health && isProblem(c.health.state)).length;
     summary.textContent = cameras.length ? `${live} of ${cameras.length} live` : "No cameras configured";
+    if (blind) summary.textContent += ` · ${blind} cannot see`;
   } catch (err) {
     showError(errorBox, `Camera status unavailable: ${err.message}`);
   }

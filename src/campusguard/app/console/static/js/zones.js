@@ -12,6 +12,7 @@
 // its config model (type, bounds, default, choices), so no list of fields is written here.
 import "./nav.js";
 import { ApiError, api, apiVersioned, el, hasRole, loadKinds, showError } from "./api.js";
+import { oldViewNote } from "./health_words.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const camera = document.body.dataset.camera;
@@ -776,6 +777,7 @@ if (canEdit) {
       selected = was ? shapes.findIndex((s) => `${s.type}:${s.data.name}` === was) : -1;
       render();
       statusLine.textContent = `Saved at ${new Date().toLocaleTimeString()}: applied to the running camera.`;
+      showOldView(null); // saved on the new view: the server forgets the zones drawn on the old one
     } catch (err) {
       const status = err instanceof ApiError ? err.status : 0;
       statusLine.textContent = "Not saved.";
@@ -834,6 +836,14 @@ window.addEventListener("resize", () => {
   render();
 });
 
+/** The camera's new view was accepted (camera health): say which zones were drawn on the old one. */
+function showOldView(health) {
+  const box = document.getElementById("old-view-note");
+  const note = oldViewNote(health);
+  box.hidden = !note;
+  box.textContent = note || "";
+}
+
 async function init() {
   try {
     const cameras = await api("/api/v1/cameras");
@@ -842,7 +852,9 @@ async function init() {
     cameraSelect.addEventListener("change", () => location.assign(`/zones/${encodeURIComponent(cameraSelect.value)}`));
     const me = cameras.find((c) => c.name === camera);
     if (me && me.width && me.height) frame = { w: me.width, h: me.height };
-    kinds = (await loadKinds()).kinds;
+    // kinds configured by a camera section of their own (camera health: `health:`) are not rules to add
+    kinds = (await loadKinds()).kinds.filter((k) => !k.section);
+    showOldView(me && me.health);
     await loadSaved();
   } catch (err) {
     showError(errorBox, err.message);
