@@ -63,6 +63,7 @@ _FEATURES = [
     "scan",
     "events",
     "prune",
+    "replay",
     "serve",
     "evidence",
     "report",

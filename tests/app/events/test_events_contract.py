@@ -391,7 +391,7 @@ def test_an_empty_database_is_migrated_to_the_current_schema(
             backend.open(read_only=True)
     with backend.open() as store:  # type: ignore[attr-defined]
         store.record(make_event())
-    assert backend.version() == SCHEMA_VERSION == 5
+    assert backend.version() == SCHEMA_VERSION == 6
     with backend.open() as store, backend.open(read_only=True) as reader:  # type: ignore[attr-defined]
         assert store.get("e1") == reader.get("e1") == make_event()
     assert backend.version() == SCHEMA_VERSION  # opening again migrates nothing
@@ -465,4 +465,4 @@ def test_concurrent_openers_of_an_empty_database_migrate_it_once(
             s.close()
     assert backend.version() == SCHEMA_VERSION
     if backend.name == "postgresql":
-        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,), (4,), (5,)]
+        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,), (4,), (5,), (6,)]

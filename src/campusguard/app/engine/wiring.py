@@ -52,6 +52,7 @@ __all__ = [
     "SourceProbe",
     "build_alert_sink",
     "build_camera",
+    "build_rules",
     "build_tracker",
     "default_detector_factory",
     "detector_key",
@@ -143,6 +144,38 @@ def _build_rule(
     return RULES.build(rule, ctx)
 
 
+def build_rules(
+    loaded: LoadedConfig,
+    camera_index: int,
+    names: dict[int, str],
+    resolution_wh: tuple[int, int],
+    stream_key: str = "",
+) -> tuple[RuleEngine, dict[str, PolygonZone]]:
+    """The rules of camera ``camera_index`` for frames of ``resolution_wh``, and its zones: what
+    `build_camera` gives the analytics stage, and `campusguard replay` the stored tracks.
+
+    Raises:
+        ConfigError: as `build_camera`.
+    """
+    cam: CameraConfig = loaded.config.cameras[camera_index]
+    loaded.check_frame_size(camera_index, resolution_wh)
+    loaded.check_class_names(camera_index, names)
+    zones: dict[str, PolygonZone] = {z.name: z.build(resolution_wh) for z in cam.zones}  # they fit: checked above
+    anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
+    lines = {ln.name: ln for ln in cam.lines}
+    rules: list[Rule] = []
+    for ri, rule in enumerate(cam.rules):
+        try:
+            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key))
+        except InvalidInputError as exc:
+            raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
+    keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
+        rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
+        for r in cam.rules
+    ]
+    return RuleEngine(cam.id, rules, keys), zones
+
+
 def build_camera(
     loaded: LoadedConfig,
     camera_index: int,
@@ -161,29 +194,15 @@ def build_camera(
             know; the message names the line of the config file.
     """
     cam: CameraConfig = loaded.config.cameras[camera_index]
-    loaded.check_frame_size(camera_index, resolution_wh)
-    loaded.check_class_names(camera_index, names)
-    zones: dict[str, PolygonZone] = {z.name: z.build(resolution_wh) for z in cam.zones}  # they fit: checked above
-    anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
-    lines = {ln.name: ln for ln in cam.lines}
-    rules: list[Rule] = []
-    for ri, rule in enumerate(cam.rules):
-        try:
-            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key))
-        except InvalidInputError as exc:
-            raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
+    rules, zones = build_rules(loaded, camera_index, names, resolution_wh, stream_key)
     geometry = CameraGeometry(
         resolution_wh=resolution_wh,
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
         lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
-    keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
-        rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
-        for r in cam.rules
-    ]
     return CameraParts(
         build_tracker(loaded.config.tracker, fps),
-        RuleEngine(cam.id, rules, keys),
+        rules,
         geometry,
         mask=frame_mask_for(cam.privacy, resolution_wh),
         blur=cam.privacy.blur,

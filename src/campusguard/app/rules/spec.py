@@ -252,6 +252,8 @@ class RuleEntry(Generic[C]):
         label: the kind for people (``"Fire lane"``): console filters, titles.
         has_end: whether its incidents last (an ``end`` phase follows ``start``); ``False`` for
             instantaneous ones (a line crossing starts and ends at once).
+        needs_pixels: the rule reads the frames' pixels, which the stored tracks do not hold
+            (`campusguard replay` leaves it out and says so).
     """
 
     config: type[C]
@@ -259,6 +261,7 @@ class RuleEntry(Generic[C]):
     build: Callable[[C, RuleContext], Rule]
     label: str
     has_end: bool = True
+    needs_pixels: bool = False
 
     def __post_init__(self) -> None:
         kind = kind_of(self.config)
