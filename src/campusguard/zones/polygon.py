@@ -174,18 +174,31 @@ def polygon_problem(polygon_xy: np.ndarray | Sequence[Sequence[float]]) -> str |
     return None
 
 
-def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:
-    """Vectorised even-odd test of ``(N, 2)`` points against a closed ``(K, 2)`` polygon.
-
-    Points on an edge or a vertex count as inside. Returns ``(N,) bool``.
-    """
-    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
+def _edges(polygon_xy: np.ndarray) -> tuple[np.ndarray, ...]:
+    """What the point test needs of a closed ``(K, 2)`` polygon, as ``(1, K)`` float64 rows: each
+    edge's ends ``ax, ay, bx, by``, its bounding box (less and plus the 1e-9 px tolerance) and length."""
     poly = np.asarray(polygon_xy, dtype=np.float64)
+    ax, ay = poly[:, 0][None, :], poly[:, 1][None, :]
+    bx, by = np.roll(poly[:, 0], -1)[None, :], np.roll(poly[:, 1], -1)[None, :]
+    return (
+        ax,
+        ay,
+        bx,
+        by,
+        np.minimum(ax, bx) - 1e-9,
+        np.maximum(ax, bx) + 1e-9,
+        np.minimum(ay, by) - 1e-9,
+        np.maximum(ay, by) + 1e-9,
+        np.maximum(np.hypot(bx - ax, by - ay), 1e-12),
+    )
+
+
+def _inside(points_xy: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
+    ax, ay, bx, by, x_lo, x_hi, y_lo, y_hi, scale = edges
+    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     if len(pts) == 0:
         return np.zeros(0, dtype=bool)
     x, y = pts[:, 0:1], pts[:, 1:2]  # (N, 1)
-    ax, ay = poly[:, 0][None, :], poly[:, 1][None, :]  # (1, K)
-    bx, by = np.roll(poly[:, 0], -1)[None, :], np.roll(poly[:, 1], -1)[None, :]
     # ray casting to +x: count edges straddling the horizontal through the point, right of it
     straddles = (ay > y) != (by > y)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -193,15 +206,17 @@ def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarr
     inside = np.count_nonzero(straddles & (x < x_cross), axis=1) % 2 == 1
     # boundary: collinear with an edge and within its bounding box
     cross = (bx - ax) * (y - ay) - (by - ay) * (x - ax)
-    scale = np.maximum(np.hypot(bx - ax, by - ay), 1e-12)
-    within = (
-        (x >= np.minimum(ax, bx) - 1e-9)
-        & (x <= np.maximum(ax, bx) + 1e-9)
-        & (y >= np.minimum(ay, by) - 1e-9)
-        & (y <= np.maximum(ay, by) + 1e-9)
-    )
+    within = (x >= x_lo) & (x <= x_hi) & (y >= y_lo) & (y <= y_hi)
     on_edge = np.any((np.abs(cross) / scale <= 1e-9) & within, axis=1)
     return inside | on_edge
+
+
+def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:
+    """Vectorised even-odd test of ``(N, 2)`` points against a closed ``(K, 2)`` polygon.
+
+    Points on an edge or a vertex count as inside. Returns ``(N,) bool``.
+    """
+    return _inside(points_xy, _edges(polygon_xy))
 
 
 class PolygonZone:
@@ -240,12 +255,13 @@ class PolygonZone:
         area = 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
         self.name = name
         self.polygon_xy: np.ndarray = pts.astype(np.float32)
+        self._edges = _edges(self.polygon_xy)  # computed once: `contains` runs on every frame
         self.area_px: float = abs(area)
         self.resolution_wh = resolution_wh
 
     def contains(self, points_xy: np.ndarray) -> np.ndarray:
         """``(N,) bool``: which of the ``(N, 2)`` pixel points lie inside (boundary included)."""
-        return points_in_polygon(points_xy, self.polygon_xy)
+        return _inside(points_xy, self._edges)
 
     def trigger(self, detections: Detections, anchor: str = "bottom_center") -> np.ndarray:
         """``(N,) bool``: which detections have their ``anchor`` point inside the zone."""

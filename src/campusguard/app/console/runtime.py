@@ -273,6 +273,7 @@ class ConsoleRuntime:
         self._rates = FrameRates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
+        self._outcomes: dict[tuple[str, str], int] = {}  # (rule, outcome) -> recorded through the API since start
         self._zones_lock = threading.Lock()
         self._state: _FileState | None = None  # the config file as last read or written (`_file_state`)
         # each camera's editable parts as its pipeline was last given them (at the start, or its
@@ -693,12 +694,19 @@ class ConsoleRuntime:
         return config_revision(data)
 
     # metrics --------------------------------------------------------------------------------
+    def count_outcome(self, rule: str, outcome: str) -> None:
+        """One more ``outcome`` recorded for an incident of ``rule`` (``campusguard_incident_outcomes_total``)."""
+        with self._event_starts_lock:
+            key = (rule, outcome)
+            self._outcomes[key] = self._outcomes.get(key, 0) + 1
+
     def _prom_sample(self) -> PipelineSample:
         with self._event_starts_lock:
             events = dict(self._event_starts)
+            outcomes = dict(self._outcomes)
         service = self.service
         if service is None:
-            return PipelineSample((), events)
+            return PipelineSample((), events, outcomes=outcomes)
         service.refresh_metrics()
         worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
         store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
@@ -734,6 +742,7 @@ class ConsoleRuntime:
             disk_full={v: st.full for v, st in disk.volumes().items()},
             disk_write_failures=dict(disk.failures),
             mqtt_connected=self.mqtt_connected(),
+            outcomes=outcomes,
         )
         retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
         if retention is None:

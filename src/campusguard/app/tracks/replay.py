@@ -182,38 +182,86 @@ def _wall(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds).astimezone()
 
 
-def frame_detections(block: TrackBlock, offsets: np.ndarray, i: int) -> Detections:
-    """Frame ``i``'s tracked rows as the rules got them (``data["fallen"]`` where the frame had it)."""
-    a, b = int(offsets[i]), int(offsets[i + 1])
-    n = b - a
-    data = {"fallen": block.fallen[a:b].astype(bool)} if block.flags[i] & FLAG_FALLEN else {}
+def _rows_detections(block: TrackBlock, rows: np.ndarray, fallen: bool) -> Detections:
+    """The tracked rows ``rows`` of one frame (``fallen``: the frame carried ``data["fallen"]``)."""
+    data = {"fallen": block.fallen[rows].astype(bool)} if fallen else {}
     return Detections(
-        block.xyxy[a:b],
-        np.ones(n, np.float32),
-        block.class_id[a:b].astype(np.int64),
-        block.tracker_id[a:b].astype(np.int64),
+        block.xyxy[rows],
+        np.ones(len(rows), np.float32),
+        block.class_id[rows].astype(np.int64),
+        block.tracker_id[rows].astype(np.int64),
         data,
     )
 
 
-def feed_segment(engine: RuleEngine, segment: Segment, *, offline_end_s: float | None = None) -> list[Event]:
-    """Every frame of ``segment`` through ``engine`` in order, as the analytics stage fed them, then
-    the end of the stream (`RuleEngine.close` at the last frame); every update the rules emitted.
+@dataclass
+class _RulePlan:
+    """Which rows of a segment one rule looks at (`rows_of_interest`), per frame; None: every row."""
 
-    ``offline_end_s`` (live cameras): a gap between two frames longer than this ends the open
-    incidents at the frame before it, as the analytics stage does when a camera goes quiet.
+    rows: np.ndarray | None = None
+    per_frame: np.ndarray | None = None
+
+
+def _plan(rule: object, whole: Detections, offsets: np.ndarray) -> _RulePlan:
+    interest = getattr(rule, "rows_of_interest", None)
+    if interest is None or getattr(rule, "is_idle", None) is None:
+        return _RulePlan()
+    mask = interest(whole)
+    if mask is None:
+        return _RulePlan()
+    cs = np.zeros(len(mask) + 1, dtype=np.int64)
+    np.cumsum(mask, out=cs[1:])
+    return _RulePlan(rows=np.asarray(mask, bool), per_frame=cs[offsets[1:]] - cs[offsets[:-1]])
+
+
+def feed_segment(
+    engine: RuleEngine, segment: Segment, *, offline_end_s: float | None = None, skip_idle: bool = True
+) -> list[Event]:
+    """Every frame of ``segment`` through ``engine``'s rules in order, as the analytics stage fed them
+    (`RuleEngine.update`: each rule in turn, the frame's tracked rows, index, stream time and wall
+    time), then the end of the stream (`RuleEngine.close` at the last frame); every update emitted.
+
+    ``skip_idle``: a rule that declares its rows of interest (`rows_of_interest`, all rules of a zone
+    but fall) is given only those rows, and is not called on a frame without any while it
+    `is_idle`: what it would do there is nothing (checked by the tests against feeding every frame
+    whole). Line rules count frames, so they get every frame. ``offline_end_s`` (live cameras): a
+    gap between two frames longer than this ends the open incidents at the frame before it, as the
+    analytics stage does when a camera goes quiet.
     """
     block = segment.block
     offsets = block.offsets()
     t, index, wall = block.t.tolist(), block.index.tolist(), block.wall.tolist()
+    flags = (block.flags & FLAG_FALLEN).astype(bool).tolist()
     gaps: set[int] = set()
     if offline_end_s is not None and block.frames > 1:
         gaps = {int(i) + 1 for i in np.flatnonzero(np.diff(block.wall) > offline_end_s)}
+    rules = engine.rules
+    if skip_idle:
+        whole = _rows_detections(block, np.arange(block.detections), False)
+        plans = [_plan(rule, whole, offsets) for rule in rules]
+    else:
+        plans = [_RulePlan() for _ in rules]
+    bounds = offsets.tolist()
     out: list[Event] = []
     for i in range(block.frames):
         if i in gaps:
             out += engine.close(t[i - 1], _wall(wall[i - 1]))
-        out += engine.update(t[i], frame_detections(block, offsets, i), index[i], _wall(wall[i]))
+        a, b = bounds[i], bounds[i + 1]
+        frame: Detections | None = None
+        moment: datetime | None = None
+        for rule, plan in zip(rules, plans, strict=True):
+            if plan.rows is None:
+                if frame is None:
+                    frame = _rows_detections(block, np.arange(a, b), flags[i])
+                dets = frame
+            else:
+                assert plan.per_frame is not None
+                if not plan.per_frame[i] and rule.is_idle():  # type: ignore[attr-defined]
+                    continue
+                dets = _rows_detections(block, a + np.flatnonzero(plan.rows[a:b]), flags[i])
+            if moment is None:
+                moment = _wall(wall[i])
+            out += rule.update(t[i], dets, index[i], moment)
     if block.frames:
         out += engine.close(t[-1], _wall(wall[-1]))
     return out

@@ -26,6 +26,7 @@ from campusguard.app.console.schemas import (
     KeepRequest,
     NoteRequest,
     OpenIncidents,
+    ResolveRequest,
     Responses,
     StepRequest,
 )
@@ -80,8 +81,19 @@ def _filter(
     state: Literal["open", "acknowledged", "resolved"] | None = Query(None, description="Review state."),
     since: datetime | None = Query(None, description="Started at or after (ISO 8601; naive = UTC)."),
     until: datetime | None = Query(None, description="Started before (ISO 8601; naive = UTC)."),
+    outcome: Literal["confirmed", "false_alarm", "nuisance", "none"] | None = Query(
+        None, description="What the operator found (none: incidents without an outcome)."
+    ),
 ) -> EventFilter:
-    return EventFilter(camera_id=camera, rule=rule, kind=kind, state=state, since=_aware(since), until=_aware(until))
+    return EventFilter(
+        camera_id=camera,
+        rule=rule,
+        kind=kind,
+        state=state,
+        since=_aware(since),
+        until=_aware(until),
+        outcome=outcome,
+    )
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -292,7 +304,9 @@ def _unticked(state: ConsoleState, records: list[EventRecord]) -> dict[str, int]
     return out
 
 
-def _review(request: Request, event_id: str, action: ReviewAction, note: str) -> EventOut:
+def _review(
+    request: Request, event_id: str, action: ReviewAction, note: str, outcome: str | None = None
+) -> EventOut:
     state = console_state(request)
     if action == "resolve" and not note.strip():
         record = state.runtime.store.get_record(event_id)
@@ -302,12 +316,21 @@ def _review(request: Request, event_id: str, action: ReviewAction, note: str) ->
                 f"{left[event_id]} checklist step(s) are not ticked: resolving needs a note saying why",
             )
     try:
-        record = state.runtime.store.review(event_id, action, user=request.state.user.name, note=note)
+        if outcome is None:
+            record = state.runtime.store.review(event_id, action, user=request.state.user.name, note=note)
+        else:
+            record = state.runtime.store.review(
+                event_id, action, user=request.state.user.name, note=note, outcome=outcome
+            )
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}") from exc
     except ReviewConflictError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
-    audit(request, f"event.{action}", event_id, note=note)
+    if outcome is None:
+        audit(request, f"event.{action}", event_id, note=note)
+    else:
+        audit(request, f"event.{action}", event_id, note=note, outcome=outcome)
+        state.runtime.count_outcome(record.event.rule_name, outcome)
     data = event_json(state, record.to_dict(), request)
     state.runtime.publish_event_update(data)
     return _with_checklist(state, record, request)
@@ -471,9 +494,10 @@ def acknowledge(event_id: EventId, body: NoteRequest, request: Request) -> Event
 @router.post(
     "/events/{event_id}/resolve", dependencies=[Depends(require_role("operator"))], responses=_REVIEW_RESPONSES
 )
-def resolve(event_id: EventId, body: NoteRequest, request: Request) -> EventOut:
-    """Resolve an open or acknowledged event (operator or admin), with a note."""
-    return _review(request, event_id, "resolve", body.note)
+def resolve(event_id: EventId, body: ResolveRequest, request: Request) -> EventOut:
+    """Resolve an open or acknowledged event (operator or admin), with a note and what was found
+    (``outcome``: confirmed, false_alarm or nuisance; audited with it)."""
+    return _review(request, event_id, "resolve", body.note, body.outcome)
 
 
 @router.post("/events/{event_id}/keep", dependencies=[Depends(require_role("operator"))], responses=_NOT_FOUND)
@@ -520,12 +544,21 @@ def bulk_review(body: BulkReviewRequest, request: Request) -> BulkReviewOut:
                 f"{len(left)} incident(s) have checklist steps not ticked ({', '.join(sorted(left)[:5])}): "
                 "resolving them needs a note saying why",
             )
-    result = store.review_many(body.ids, body.action, user=user, note=body.note)
+    if body.outcome is not None and body.action != "resolve":
+        raise HTTPException(422, "an outcome is recorded when resolving, not when acknowledging")
+    result = store.review_many(body.ids, body.action, user=user, note=body.note, outcome=body.outcome)
     asked = len(set(body.ids))
+    found = {} if body.outcome is None else {"outcome": body.outcome}
     state.users.audit_many(
         user,
-        [(f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked}) for r in result.updated],
+        [
+            (f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked, **found})
+            for r in result.updated
+        ],
     )
+    if body.outcome is not None:
+        for r in result.updated:
+            state.runtime.count_outcome(r.event.rule_name, body.outcome)
     updated = []
     for record in result.updated:
         data = event_json(state, record.to_dict(), request)
