@@ -147,3 +147,58 @@ def test_rule_engine_type_is_what_replay_feeds(scene) -> None:
     assert {e.event_id for e in final_states(feed_segment(engine, segment))} == {
         e.event_id for e in read_events(run_a / "events.db")
     }
+
+
+def test_outcomes_set_through_the_api_are_counted_by_replay(scene, tmp_path: Path) -> None:
+    """Target 3: false alarms marked through the console's API, then a stricter rule replayed: the
+    false alarms it removes are counted gone, the confirmed incident it keeps counted kept."""
+    import shutil
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "console"))
+    from fakes_console import make_console
+
+    _, data, run_a = scene
+    shutil.copy(run_a / "events.db", tmp_path / "events.db")
+    shutil.copytree(run_a / "tracks", tmp_path / "tracks")
+    own = copy.deepcopy(data)
+    own["storage"] = {"sqlite": str(tmp_path / "events.db")}
+    config = tmp_path / "watch.yaml"
+    config.write_text(yaml.safe_dump(own))
+    stored = read_events(tmp_path / "events.db")
+    loitering = [e.event_id for e in stored if e.rule_kind == "loitering"]
+    others = [e.event_id for e in stored if e.rule_kind != "loitering"]
+    assert loitering and others
+    c = make_console(config, tmp_path)
+    try:
+        client = c.client()
+        r = client.post(
+            "/api/v1/events/bulk",
+            json={"ids": loitering, "action": "resolve", "outcome": "false_alarm", "note": "nobody there"},
+            headers=c.bearer("otto"),
+        )
+        assert r.status_code == 200 and all(e["outcome"] == "false_alarm" for e in r.json()["updated"])
+        r = client.post(f"/api/v1/events/{others[0]}/resolve", json={"outcome": "confirmed"}, headers=c.bearer("otto"))
+        assert r.status_code == 200 and r.json()["outcome"] == "confirmed" and r.json()["outcome_by"] == "otto"
+        bad = client.post(f"/api/v1/events/{others[-1]}/resolve", json={"outcome": "maybe"}, headers=c.bearer("otto"))
+        assert bad.status_code == 422
+        entries, _ = c.users.audit_entries(limit=50)
+        assert {(e.target, e.details.get("outcome")) for e in entries if e.action == "event.resolve"} >= {
+            (others[0], "confirmed"),
+            *((eid, "false_alarm") for eid in loitering),
+        }
+        metrics = client.get("/metrics", headers=c.bearer("ada")).text
+        assert 'campusguard_incident_outcomes_total{outcome="false_alarm",rule="loitering:loiter_area"}' in metrics
+        listed = client.get("/api/v1/events?outcome=false_alarm", headers=c.bearer("otto")).json()
+        assert {e["id"] for e in listed["items"]} == set(loitering)
+    finally:
+        c.runtime.stop()
+        c.users.close()
+    stricter = copy.deepcopy(own)
+    for rule in stricter["cameras"][0]["rules"]:
+        if rule["kind"] == "loitering":
+            rule["min_seconds"] = 600.0  # longer than the scene: no loitering at all
+    result = run_replay(parse_config(yaml.safe_dump(stricter), str(config)), since=None)
+    counts = result.comparison.counts
+    assert counts["false_alarm"] == {"gone": len(loitering), "kept": 0}
+    assert counts["confirmed"] == {"gone": 0, "kept": 1}
+    assert f"{len(loitering)} of {len(loitering)} false alarms gone, 1 of 1 confirmed kept" in result.comparison.summary()
