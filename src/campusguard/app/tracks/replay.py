@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -420,17 +421,21 @@ def run_replay(
     folder = loaded.config.storage.tracks_path()
     segments = load_segments(folder, since=since, until=until, cameras=cameras)
     incidents, skipped, notes = replay_segments(loaded, segments, note=note)
-    own = None
-    if store is None:
+    replayed_cams = {s.meta.camera_id for s in segments}
+    storage = loaded.config.storage
+    records: list[EventRecord] = []
+    if store is not None:
+        records = stored_records(store, since, until, cameras) if segments else []
+    elif segments and (storage.postgresql or Path(storage.sqlite).exists()):
         from campusguard.app.events import open_event_store
 
-        own = store = open_event_store(loaded.config.storage, read_only=True)
-    try:
-        replayed_cams = {s.meta.camera_id for s in segments}
-        records = stored_records(store, since, until, cameras) if segments else []
-    finally:
-        if own is not None:
+        own = open_event_store(storage, read_only=True)
+        try:
+            records = stored_records(own, since, until, cameras)
+        finally:
             own.close()
+    elif segments:
+        note(f"no event store at {storage.sqlite}: nothing to compare with")
     scope, left_out = stored_in_scope(
         [r for r in records if r.event.camera_id in replayed_cams], segments, pixel_kinds()
     )
