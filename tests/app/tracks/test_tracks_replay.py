@@ -190,6 +190,27 @@ def test_outcomes_set_through_the_api_are_counted_by_replay(scene, tmp_path: Pat
         assert 'campusguard_incident_outcomes_total{outcome="false_alarm",rule="loitering:loiter_area"}' in metrics
         listed = client.get("/api/v1/events?outcome=false_alarm", headers=c.bearer("otto")).json()
         assert {e["id"] for e in listed["items"]} == set(loitering)
+        # the noise page's data: the loitering rows are all false alarms, and come first
+        noise = client.get("/api/v1/noise", params={"since": "2000-01-01T00:00:00"}, headers=c.bearer("vera")).json()
+        first = noise["rows"][0]
+        assert first["rule"] == "loitering:loiter_area" and first["noise_share"] == 1.0
+        assert first["incidents_url"].startswith("/events?camera=cam0&rule=loitering")
+        assert sum(r["false_alarm"] for r in noise["rows"]) == len(loitering)
+        # the shift report of the period, from the console (HTML asked for; PDF needs the reports extra)
+        shift = client.get(
+            "/api/v1/reports/shift", params={"since": "2000-01-01T00:00:00", "format": "html"}, headers=c.bearer("otto")
+        )
+        assert shift.status_code == 200 and "false_alarm" in shift.text and "Outcomes" in shift.text
+        # the rule form's "Replay the last 7 days": the edited rules over the stored tracks, nothing saved
+        zones = client.get("/api/v1/cameras/cam0/zones", headers=c.bearer("ada")).json()
+        for rule in zones["rules"]:
+            if rule["kind"] == "loitering":
+                rule["min_seconds"] = 600.0
+        before = config.read_text()
+        r = client.post("/api/v1/cameras/cam0/zones/replay", json=zones, headers=c.bearer("otto"))
+        assert r.status_code == 200, r.text
+        assert r.json()["comparison"]["false_alarm"] == {"gone": len(loitering), "kept": 0}
+        assert config.read_text() == before
     finally:
         c.runtime.stop()
         c.users.close()

@@ -579,6 +579,36 @@ class ConsoleRuntime:
                     continue
             raise ConfigSaveError(f"{self.config_path}: the config file kept changing while a zones edit was saved")
 
+    def replay_zones(self, camera: str, body: dict[str, Any], *, days: float = 7.0) -> Any:
+        """What the camera's edited zones, lines and rules (``body``, as `save_zones` takes it) would
+        have raised over its stored tracks of the last ``days``, against its stored incidents and their
+        outcomes (`campusguard.app.tracks.replay.ReplayResult`); nothing is saved or applied.
+
+        Raises:
+            KeyError: unknown camera.
+            ConfigError: the body is invalid (the message names its field), or a rule cannot be built
+                for the recorded frames.
+        """
+        from datetime import UTC, datetime, timedelta
+
+        from campusguard.app.tracks.replay import run_replay
+
+        self._check_camera(camera)
+        if not isinstance(body, dict) or set(body) - set(EDITABLE_PARTS):
+            raise ConfigError(f"the body must be an object with {', '.join(map(repr, EDITABLE_PARTS))}")
+        state = self._file_state()
+        data = {**state.data, "cameras": list(state.data["cameras"])}
+        index = next(
+            (i for i, c in enumerate(data["cameras"]) if isinstance(c, dict) and c.get("id") == camera), None
+        )
+        if index is None:
+            raise KeyError(camera)
+        data["cameras"][index] = {**data["cameras"][index], **body}
+        checked = validate_config(data, _SENT)
+        loaded = LoadedConfig(checked.config, str(self.config_path), None, None)
+        since = datetime.now(UTC) - timedelta(days=days)
+        return run_replay(loaded, since=since, cameras={camera}, store=self.store)
+
     def _save_zones_locked(self, camera: str, body: dict[str, Any], accepted: set[str] | None) -> ZonesSave:
         """`save_zones` under the save lock, on the file as it is now."""
         state = self._file_state()  # the file as it is now, not as this runtime last wrote it

@@ -222,14 +222,17 @@ class PresenceTracker:
                 best, best_d = tid, d
         return best
 
-    def rows_inside(self, detections: Detections) -> np.ndarray:
+    def rows_inside(self, detections: Detections, anchors: np.ndarray | None = None) -> np.ndarray:
         """``(N,) bool``: the tracked rows of the watched classes whose anchor is in the zone: the only
-        rows `update` looks at (any number of frames' rows at once)."""
+        rows `update` looks at (any number of frames' rows at once); ``anchors``: the rows' anchor
+        points if computed already."""
         if not len(detections):
             return np.zeros(0, dtype=bool)
         if detections.tracker_id is None:
             raise InvalidInputError(f"zone {self.zone.name!r}: rules need tracked detections (tracker_id)")
-        inside = self.zone.trigger(detections, self.anchor)
+        if anchors is None:
+            anchors = detections.anchor(self.anchor)
+        inside = self.zone.contains(anchors)
         if self._class_ids is not None:
             inside &= of_classes(detections.class_id, self._class_ids)
         return inside & (detections.tracker_id >= 0)
@@ -245,7 +248,7 @@ class PresenceTracker:
             anchors = detections.anchor(self.anchor)
             heights = detections.xyxy[:, 3] - detections.xyxy[:, 1]
             ids = detections.tracker_id.tolist()
-            rows = [int(i) for i in np.flatnonzero(self.rows_inside(detections))]
+            rows = [int(i) for i in np.flatnonzero(self.rows_inside(detections, anchors))]
             # known ids first, so a new id never takes over a track that is still detected
             rows.sort(key=lambda i: ids[i] not in self.tracks)
             for i in rows:

@@ -426,6 +426,87 @@ def incident_report(event_id: EventId, fmt: Literal["html", "pdf"], request: Req
     )
 
 
+@router.get(
+    "/reports/shift",
+    dependencies=[Depends(require_role("operator"))],
+    response_class=Response,
+    responses={200: {"content": {"application/pdf": {}, "text/html": {}}}},
+)
+def shift_report_download(
+    request: Request,
+    since: datetime = Query(..., description="Shift start (ISO 8601; naive = UTC)."),
+    until: datetime | None = Query(None, description="Shift end (ISO 8601; naive = UTC); default now."),
+    fmt: Literal["auto", "pdf", "html"] = Query(
+        "auto", alias="format", description="auto: PDF where the `reports` extra is installed, else HTML."
+    ),
+) -> Any:
+    """The shift handover report of the incidents started in the period (operator or admin): counts by
+    kind, camera, hour and outcome, open and kept incidents, who acknowledged and resolved what."""
+    import tempfile
+
+    from starlette.background import BackgroundTask
+    from starlette.responses import HTMLResponse
+
+    from campusguard.app.evidence.report import shift_report
+    from campusguard.errors import MissingDependencyError
+
+    lo = _aware(since)
+    hi = _aware(until) or datetime.now(UTC)
+    assert lo is not None
+    if hi <= lo:
+        raise HTTPException(422, "until must be after since")
+    report = shift_report(_case_source(console_state(request)), lo, hi)
+    name = f"campusguard-shift-{lo:%Y%m%dT%H%M}"
+    html_headers = {**MEDIA_HEADERS, "Content-Disposition": f'attachment; filename="{name}.html"'}
+    if fmt == "html":
+        return HTMLResponse(report.html(), headers=html_headers)
+    folder = PathType(tempfile.mkdtemp(prefix="campusguard-report-"))
+    out = folder / f"{name}.pdf"
+    try:
+        report.pdf(out)
+    except MissingDependencyError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        if fmt == "pdf":
+            raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, str(exc)) from exc
+        return HTMLResponse(report.html(), headers=html_headers)
+    return FileResponse(
+        out,
+        media_type="application/pdf",
+        filename=out.name,
+        headers=MEDIA_HEADERS,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
+
+
+@router.get("/noise")
+def noise(
+    request: Request,
+    since: datetime = Query(..., description="Period start (ISO 8601; naive = UTC)."),
+    until: datetime | None = Query(None, description="Period end (ISO 8601; naive = UTC); default now."),
+    limit: int = Query(100, ge=1, le=1000),
+) -> dict[str, Any]:
+    """Per rule, zone, camera and hour of day (local): incidents per day and the share of false and
+    nuisance alarms, worst first, each with the timeline link of its incidents."""
+    from urllib.parse import urlencode
+
+    from campusguard.app.events.noise import noise_rows
+
+    lo = _aware(since)
+    hi = _aware(until) or datetime.now(UTC)
+    assert lo is not None
+    if hi <= lo:
+        raise HTTPException(422, "until must be after since")
+    records, _ = console_state(request).runtime.store.query_records(
+        EventFilter(since=lo, until=hi), limit=MAX_CSV_ROWS, newest_first=False
+    )
+    rows = noise_rows(records, (hi - lo).total_seconds() / 86400)
+    out = []
+    for row in rows[:limit]:
+        query = urlencode({"camera": row.camera, "rule": row.rule, "since": lo.isoformat(), "until": hi.isoformat()})
+        out.append({**row.to_dict(), "incidents_url": f"/events?{query}"})
+    return {"since": lo.isoformat(), "until": hi.isoformat(), "rows": out, "groups": len(rows)}
+
+
 @router.post(
     "/evidence",
     dependencies=[Depends(require_role("operator"))],
@@ -548,11 +629,11 @@ def bulk_review(body: BulkReviewRequest, request: Request) -> BulkReviewOut:
         raise HTTPException(422, "an outcome is recorded when resolving, not when acknowledging")
     result = store.review_many(body.ids, body.action, user=user, note=body.note, outcome=body.outcome)
     asked = len(set(body.ids))
-    found = {} if body.outcome is None else {"outcome": body.outcome}
+    outcome: dict[str, Any] = {} if body.outcome is None else {"outcome": body.outcome}
     state.users.audit_many(
         user,
         [
-            (f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked, **found})
+            (f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked, **outcome})
             for r in result.updated
         ],
     )
