@@ -87,11 +87,13 @@ def test_the_config_package_is_schema_only():
         "campusguard.app.events.types",
         "campusguard.app.events.urls",
         "campusguard.app.infra.configmodel",
+        "campusguard.app.infra.secrets",  # the one owner of secrets: remembers the config's, pure otherwise
         "campusguard.app.alerts.registry",
         "campusguard.app.alerts.spec",
         "campusguard.app.alerts.stdout",  # the default sink
         "campusguard.app.rules.registry",
         "campusguard.app.rules.spec",
+        "campusguard.app.rules.camera_health",  # the cameras' `health` section (a kind with a section of its own)
     )
     offenders = {
         p.name: sorted(m for m in imported_modules(p) if m.startswith(APP_LAYERS) and not m.startswith(allowed))
@@ -188,20 +190,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(node: ast.AST):
-    """Every import statement under ``node``, at any depth (functions, methods, try blocks), except those
-    under ``if TYPE_CHECKING:`` (its ``else:`` branch runs, so it counts)."""
+    """Every import statement under ``node``, at any depth (functions, methods, try blocks, and both branches
+    of ``if TYPE_CHECKING:``: a type-only import is still a dependency, and a cycle hidden behind one is a
+    cycle in the design)."""
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child.test):
-            for stmt in child.orelse:
-                yield from _import_nodes(ast.Module(body=[stmt], type_ignores=[]))
-        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
         else:
             yield from _import_nodes(child)
@@ -224,7 +218,8 @@ def import_graph() -> dict[str, set[str]]:
       its own package explicitly (``from . import x``, ``from campusguard.app.events import Event``) does
       get the edge, since it reads names the half-run ``__init__`` may not have bound yet.
     - Imports inside functions count (they run when called, and a local import hiding a cycle is the thing
-      this test is for); imports under ``if TYPE_CHECKING:`` do not (they never run).
+      this test is for), and so do imports under ``if TYPE_CHECKING:``: they never run, but a module that
+      needs another's types to be written depends on it, and a cycle behind one is still a cycle (issue 41).
     """
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in files}
@@ -318,17 +313,59 @@ def test_the_import_graph_is_complete():
     assert "campusguard.app.events.types" in graph["campusguard.app.events"]  # a re-export is an edge
 
 
+def test_type_checking_and_local_imports_are_edges():
+    """Issue 41: an import only a type checker runs, or one inside a function, is a dependency all the same."""
+    code = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from campusguard.a import A\nelse:\n    import campusguard.b\n"
+        "def f():\n    import campusguard.c\n"
+    )
+    found = {
+        name
+        for node in _import_nodes(ast.parse(code))
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module])
+    }
+    assert found == {"typing", "campusguard.a", "campusguard.b", "campusguard.c"}
+
+
+_DISCOVERING = {  # registry -> (its package folder, which module names `campusguard.plugins.discover` imports)
+    "campusguard.app.rules.registry": (("app", "rules"), lambda name: name != "registry"),
+    "campusguard.app.alerts.registry": (("app", "alerts"), lambda name: name != "registry"),
+    "campusguard.backends.registry": (("backends",), lambda name: name.endswith("_backend")),
+}
+
+
+def with_discovery(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` plus the imports a registry makes by discovery (no import statement names them): each
+    registry imports the modules of its folder, so a plugin that imports its registry is a cycle."""
+    out = {m: set(t) for m, t in graph.items()}
+    for registry, (folder, include) in _DISCOVERING.items():
+        package = ".".join(["campusguard", *folder])
+        for path in sorted(PACKAGE.joinpath(*folder).glob("*.py")):
+            if not path.stem.startswith("_") and include(path.stem):
+                out[registry].add(f"{package}.{path.stem}")
+    return out
+
+
 def test_no_import_cycles():
-    """No cycle among campusguard modules, counting imports inside functions (see `import_graph`)."""
-    cycles = _cycles(import_graph())
+    """No cycle among campusguard modules, counting imports inside functions and under ``TYPE_CHECKING``
+    (see `import_graph`), and the registries' imports by discovery."""
+    graph = with_discovery(import_graph())
+    assert "campusguard.app.rules.line_rules" in graph["campusguard.app.rules.registry"]
+    assert "campusguard.backends.openvino_backend" in graph["campusguard.backends.registry"]
+    cycles = _cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
-def test_a_sink_is_its_module_and_one_registry_line():
-    """Issue 34: a new alert sink is two files: its module (section model, builder, files it owns) and its
-    entry in `SINKS`. The config union, the wiring and retention's files are derived from the registry, so no
-    module outside `app/alerts/` names a sink module, and the registry's entries are each declared in one
-    module of their own."""
+def _registry_imports(rel: str) -> set[str]:
+    return {m for m in imported_modules(PACKAGE / rel) if m.startswith("campusguard")}
+
+
+def test_a_sink_is_one_module_found_by_discovery():
+    """Issue 41: a new alert sink is one module in `app/alerts/` (section model, builder, files it owns,
+    example, entry) and its test: `SINKS` finds its `SinkEntry` (`campusguard.plugins.discover`), the
+    registry imports no sink module, and the config union, the wiring and retention's files are derived
+    from the registry, so no module outside `app/alerts/` names a sink module."""
     from campusguard.app.alerts.registry import SINKS
 
     modules = set()
@@ -338,28 +375,83 @@ def test_a_sink_is_its_module_and_one_registry_line():
         assert module.startswith("campusguard.app.alerts."), module
         modules.add(module)
     assert len(modules) == len(SINKS)  # one module per sink
-    registry = imported_modules(PACKAGE / "app" / "alerts" / "registry.py")
-    assert modules <= registry
+    assert _registry_imports("app/alerts/registry.py") == {
+        "campusguard.app.alerts.protocol",
+        "campusguard.app.alerts.spec",
+        "campusguard.errors",
+        "campusguard.plugins",
+    }
     derived = ["app/config/alerts.py", "app/config/root.py", "app/engine/wiring.py", "app/retention/policy.py"]
     for rel in derived:
         named = imported_modules(PACKAGE / rel) & (modules - {"campusguard.app.alerts.stdout"})
         assert not named, f"{rel} names sink modules {sorted(named)}: derive from SINKS instead"
 
 
-def test_a_rule_is_its_module_and_one_registry_line():
-    """Issue 34: a new rule kind is two files: its module (section model, rule class, builder, entry) and its
-    entry in `RULES`; the config's union and kinds are derived from the registry, so no config module names a
-    rule module, and the registry's entries declare their section model beside their rule class."""
+def test_a_rule_is_one_module_found_by_discovery():
+    """Issue 41: a new rule kind is one module in `app/rules/` (section model, rule class, builder, example,
+    entry) and its test: `RULES` finds its `RuleEntry`, the registry imports no rule module, the config's union
+    and kinds are derived from the registry, and each entry declares its section model beside its rule class."""
     from campusguard.app.rules.registry import RULES
 
     for entry in RULES:
         module = entry.config.__module__
         assert module == entry.rule_type.__module__ == entry.build.__module__, entry.kind
-        assert module in imported_modules(PACKAGE / "app" / "rules" / "registry.py")
-    rule_modules = {e.config.__module__ for e in RULES}
+        assert module.startswith("campusguard.app.rules."), module
+    assert _registry_imports("app/rules/registry.py") == {
+        "campusguard.app.rules.base",
+        "campusguard.app.rules.spec",
+        "campusguard.errors",
+        "campusguard.plugins",
+    }
+    # a kind configured by a camera section of its own (`health`) is that section's model, named by the
+    # camera and root sections like any section; the kinds of `rules` items are derived from the registry
+    rule_modules = {e.config.__module__ for e in RULES if e.section is None}
     for path in sorted((PACKAGE / "app" / "config").glob("*.py")):
         named = imported_modules(path) & rule_modules
         assert not named, f"config/{path.name} names rule modules {sorted(named)}: derive from RULES instead"
+
+
+def test_a_backend_is_one_module_and_nothing_outside_it_names_it():
+    """Issue 41: each backend's entry (with its builder, quantiser, profiler and verdicts, as functions, never
+    ``"module:function"`` strings) is declared in its own ``backends/*_backend.py`` module, the registry imports
+    none of them, and no code outside ``backends/`` compares anything with a backend's name: it asks the
+    entry's capabilities (`BackendSpec.device_pipeline`, ``auto_device``, ``fp16_cast``, ``set_threads``)."""
+    import sys
+
+    from campusguard.backends.registry import BACKENDS
+
+    for spec in BACKENDS.values():
+        module = spec.build.__module__
+        assert module.startswith("campusguard.backends.") and module.endswith("_backend"), module
+        assert getattr(sys.modules[module], "SPEC", None) is spec or spec in vars(sys.modules[module]).values()
+        for name in ("profiler", "verdicts", "int8_export", "device_pipeline", "set_threads"):
+            assert getattr(spec, name) is None or callable(getattr(spec, name)), (spec.name, name)
+    assert _registry_imports("backends/registry.py") == {
+        "campusguard.backends.spec",
+        "campusguard.errors",
+        "campusguard.plugins",
+    }
+    registry_strings = [
+        n.value
+        for n in ast.walk(ast.parse((PACKAGE / "backends" / "registry.py").read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("campusguard.")
+    ]
+    assert registry_strings == []
+    names = set(BACKENDS)
+
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(named(e) for e in node.elts)
+
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "backends":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(named(n) for n in [node.left, *node.comparators]):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == [], "code outside backends/ branches on a backend's name: " + ", ".join(offenders)
 
 
 _ECHO_MODULE = '''"""A throwaway engine: runs nothing, returns an empty head output of the model's shape."""
@@ -371,6 +463,7 @@ from pathlib import Path
 import numpy as np
 
 from campusguard.backends.base import LoadOptions
+from campusguard.backends.spec import BackendSpec
 from campusguard.models.resolve import parse_model_ref, read_model_info
 
 
@@ -387,13 +480,20 @@ class EchoBackend:
 
 def build(path: Path, options: LoadOptions) -> EchoBackend:
     return EchoBackend(path)
-'''
 
-_ECHO_LINE = (
-    '    BackendSpec(name="echo", summary="a throwaway engine", module="campusguard.backends.echo_backend", '
-    'reads=("onnx",), devices=("cpu",), precisions=("fp32",), bench=(("echo", "host", False),), '
-    'cpu_trial=("fp32",), formats=(("fp32", "cpu", ""),)),\n'
+
+SPEC = BackendSpec(
+    name="echo",
+    summary="a throwaway engine",
+    build=build,
+    reads=("onnx",),
+    devices=("cpu",),
+    precisions=("fp32",),
+    bench=(("echo", "host", False),),
+    cpu_trial=("fp32",),
+    formats=(("fp32", "cpu", ""),),
 )
+'''
 
 _ECHO_CHECKS = """
 import json, subprocess, sys
@@ -428,10 +528,10 @@ print(json.dumps(found))
 """
 
 
-def test_a_new_backend_is_its_module_plus_one_registry_line(tmp_path: Path):
-    """Target 4: a copy of the package with one new module and one line in `backends/registry.py`'s `_ENTRIES`;
-    every derived list (config literal, CLI help, bench variants, skip rules, formats, doctor, the engine trial)
-    and `Detector` pick it up, with no other file touched."""
+def test_a_new_backend_is_one_module_dropped_into_backends(tmp_path: Path):
+    """Issue 41: a copy of the package with one new module, ``backends/echo_backend.py``, declaring its
+    `BackendSpec`; every derived list (config literal, CLI help, bench variants, skip rules, formats, doctor,
+    the engine trial) and `Detector` pick it up, with no other file touched."""
     import json
     import os
     import shutil
@@ -444,10 +544,6 @@ def test_a_new_backend_is_its_module_plus_one_registry_line(tmp_path: Path):
     shutil.copytree(PACKAGE, root / "campusguard", ignore=shutil.ignore_patterns("__pycache__", "*.onnx"))
     backends = root / "campusguard" / "backends"
     (backends / "echo_backend.py").write_text(_ECHO_MODULE)
-    registry = (backends / "registry.py").read_text()
-    marker = "\n)\n\nBACKENDS: dict[str, BackendSpec]"
-    assert registry.count(marker) == 1
-    (backends / "registry.py").write_text(registry.replace(marker, "\n" + _ECHO_LINE.rstrip("\n") + marker))
     model = build_tiny_detector_onnx(tmp_path / "tiny.onnx")
     env = {**os.environ, "PYTHONPATH": str(root), "CAMPUSGUARD_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run(

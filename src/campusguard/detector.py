@@ -219,7 +219,6 @@ class Detector:
         if pipeline not in ("host", "device", "auto"):
             raise InvalidInputError(f"pipeline {pipeline!r} must be host, device or auto")
         name = getattr(self.backend, "name", "")
-        on_torch = name == "torch"
         if pipeline != "host" and self.backend.info.end_to_end:
             if pipeline == "device":
                 raise InvalidInputError(
@@ -227,18 +226,21 @@ class Detector:
                     "use pipeline='host' or head='classic'"
                 )
             return None
-        if pipeline == "device" and "device" not in backend_spec(name).pipelines:
-            with_device = tuple(s.name for s in BACKENDS.values() if "device" in s.pipelines)
+        spec = backend_spec(name) if name in BACKENDS else None
+        if pipeline == "device" and (spec is None or spec.device_pipeline is None):
+            with_device = tuple(s.name for s in BACKENDS.values() if s.device_pipeline is not None)
             raise InvalidInputError(f"pipeline='device' runs on the {choices(with_device)} backend, not {name!r}")
-        if pipeline == "host" or (pipeline == "auto" and not (on_torch and self.provider.split(":")[1] != "cpu")):
+        auto = spec is not None and spec.auto_device and self.provider.split(":")[1] != "cpu"  # "<engine>:<device>"
+        if pipeline == "host" or (pipeline == "auto" and not auto):
             if cuda_graphs:
                 raise InvalidInputError("cuda_graphs needs pipeline='device' (or 'auto' on a GPU)")
             return None
-        if not on_torch:
-            if cuda_graphs:
-                raise InvalidInputError("cuda_graphs is for the PyTorch device pipeline (backend='torch')")
-            return OrtDevicePipeline.from_detector(self)
-        return DevicePipeline.from_detector(self, cuda_graphs=cuda_graphs)
+        assert spec is not None and spec.device_pipeline is not None  # checked above for "device", "auto" needs it
+        if cuda_graphs and not spec.cuda_graphs:
+            with_graphs = tuple(s.name for s in BACKENDS.values() if s.cuda_graphs)
+            raise InvalidInputError(f"cuda_graphs is for the device pipeline of the {choices(with_graphs)} backend")
+        pipe: DevicePipeline | OrtDevicePipeline = spec.device_pipeline(self, cuda_graphs)
+        return pipe
 
     @property
     def pipeline(self) -> str:

@@ -166,68 +166,6 @@ def backend_verdicts(
     return out
 
 
-def onnxruntime_verdicts(context: dict[str, Any]) -> list[Verdict]:
-    """ONNX Runtime's verdicts: one per GPU vendor's provider, and the CPU."""
-    providers: list[str] = context["providers"]
-    vendors = {g["vendor"] for g in context["gpus"]}
-    out = []
-    if "amd" in vendors:
-        if "MIGraphXExecutionProvider" in providers:
-            out.append(Verdict("ONNX Runtime on MIGraphX", "ready", ""))
-        elif "ROCMExecutionProvider" in providers:
-            out.append(
-                Verdict(
-                    "ONNX Runtime on ROCm",
-                    "ready",
-                    "legacy provider, removed from ONNX Runtime 1.23; prefer onnxruntime-migraphx",
-                )
-            )
-        else:
-            out.append(Verdict("ONNX Runtime on MIGraphX", "cpu-only", "onnxruntime-migraphx is not installed"))
-    if "nvidia" in vendors:
-        if "CUDAExecutionProvider" in providers:
-            out.append(
-                Verdict(
-                    "ONNX Runtime on CUDA",
-                    "ready",
-                    "TensorRT available" if "TensorrtExecutionProvider" in providers else "",
-                )
-            )
-        else:
-            out.append(Verdict("ONNX Runtime on CUDA", "cpu-only", "onnxruntime-gpu is not installed"))
-    if not vendors:
-        detail = "no GPU found"
-        if "OpenVINOExecutionProvider" in providers:
-            out.append(Verdict("ONNX Runtime on OpenVINO", "ready", "CPU"))
-        out.append(Verdict("ONNX Runtime on CPU", "ready", detail))
-    else:
-        out.append(Verdict("ONNX Runtime on CPU", "ready", ""))
-    return out
-
-
-def torch_verdicts(context: dict[str, Any]) -> list[Verdict]:
-    """PyTorch's verdict: ready on a GPU, CPU-only, or why it is unavailable."""
-    torch_info: dict[str, Any] | None = context["torch"]
-    gpus = context["gpus"]
-    out = []
-    if torch_info is None:
-        out.append(Verdict("PyTorch", "unavailable", "not installed: pip install 'campusguard[torch]'"))
-    elif "error" in torch_info:
-        out.append(Verdict("PyTorch", "unavailable", torch_info["error"]))
-    elif torch_info["gpu_available"]:
-        out.append(
-            Verdict(
-                f"PyTorch on {'ROCm' if torch_info['hip'] else 'CUDA'}",
-                "ready",
-                f"{torch_info['device_count']} device(s), {torch_info['build']}",
-            )
-        )
-    else:
-        why = f"{torch_info['build']} build sees no GPU" if gpus else "no GPU found"
-        out.append(Verdict("PyTorch", "cpu-only", why))
-    return out
-
-
 def collect_environment(include_torch: bool = True) -> dict[str, Any]:
     """Everything `campusguard doctor` reports, as a JSON-serialisable dict."""
     import onnxruntime as ort

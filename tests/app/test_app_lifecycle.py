@@ -7,9 +7,10 @@
 - one good camera and one refused ``rtsp://`` camera: both commands run, every incident of the
   good camera is stored, and the refused one is ``offline`` (target 3);
 - a real RTSP camera (GStreamer's RTSP server on loopback) offline at start, then up, then killed
-  and restarted: the camera comes online, its incident open when it went away ends as
-  interrupted after ``offline_end_s``, the outage is logged once when it starts and once when it
-  ends, and it comes back (skipped only without the GStreamer RTSP server).
+  and restarted: the camera comes online, no incident is left open once it has been away
+  ``offline_end_s`` (whether the rule or the interrupted end closed it: the interrupted end itself is
+  checked deterministically by test_app_pipeline's offline test), the outage is logged once when it
+  starts and once when it ends, and it comes back (skipped only without the GStreamer RTSP server).
 
 The commands run as subprocesses (``fakes_watch.py``: the real `watch` and `serve` code with the
 `BlobDetector`); the webhook receiver is a real HTTP server on a free loopback port.
@@ -313,7 +314,7 @@ def check_console_shows_the_offline_camera(port: int, tmp: Path) -> None:
     base, h = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     cameras = {c["name"]: c["state"] for c in httpx.get(f"{base}/api/v1/cameras", headers=h).json()}
     assert cameras["gate"] == "offline" and cameras["loop"] == "live", cameras
-    ready = httpx.get(f"{base}/readyz")
+    ready = httpx.get(f"{base}/readyz", headers=h)
     assert ready.status_code == 200, ready.text  # a live camera: ready, with the offline one as a detail
     assert ready.json()["cameras_down"]["gate"] == "offline"
     metrics = httpx.get(f"{base}/metrics", headers=h).text
@@ -419,7 +420,7 @@ outputs:
     try:
         runtime.start()  # the camera's server is not up: the console starts all the same
         assert runtime.camera_status()[0].state == "offline"
-        assert client.get("/readyz").json()["cameras_down"] == {"gate": "offline"}
+        assert client.get("/readyz", headers=console.bearer("vera")).json()["cameras_down"] == {"gate": "offline"}
         camera.start()
 
         def incidents(open_only: bool = False) -> list[Event]:
@@ -434,9 +435,8 @@ outputs:
         # ended as interrupted when it was still open at the kill. Under CI's load the rule has also been seen
         # to end it itself just before (its ball missed for end_grace_s), so this test asks only that none is
         # left open; test_app_pipeline's test_an_incident_open_when_its_camera_goes_offline_ends_as_interrupted
-        # checks the interrupted end deterministically.
+        # checks the interrupted end deterministically. (The wait above is that check: nothing to assert again.)
         before = incidents()
-        assert before and all(e.end_s is not None for e in before), before
         wait_for(lambda: runtime.camera_status()[0].state == "offline", 15, "the camera to be offline")
         assert client.get("/readyz").status_code == 503
         time.sleep(1.5)  # a few refused attempts, held back in the log

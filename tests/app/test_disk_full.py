@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 import pytest
 
-from campusguard.app.alerts.sinks import JsonlSink  # noqa: E402
+from campusguard.app.alerts.jsonl import JsonlSink  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
 from campusguard.app.events.store import SQLiteEventStore, StoreUnavailableError  # noqa: E402
 from campusguard.app.events.types import Event  # noqa: E402

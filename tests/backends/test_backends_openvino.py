@@ -287,3 +287,51 @@ def test_warm_up_compiles_what_a_cameras_frames_will_run() -> None:
     assert set(det.backend._streams) == {(1, 288, 480, 3)}  # type: ignore[attr-defined]
     det(np.zeros((360, 640, 3), np.uint8))
     assert set(det.backend._streams) == {(1, 288, 480, 3)}  # type: ignore[attr-defined]
+
+
+def test_a_compile_error_carries_openvinos_whole_reason(tmp_path: Path) -> None:
+    """Issue 41: OpenVINO's text starts with the source locations it passed through (``core.cpp:117:``) and ends
+    with the reason; the error kept only its first line, a location. A real compile failure (a performance hint
+    OpenVINO refuses) now names the reason, on one line, without the locations."""
+    from campusguard.backends.openvino_backend import OpenVinoBackend
+    from campusguard.errors import ModelLoadError
+
+    backend = OpenVinoBackend(DEFAULT_MODEL, device="cpu", cache_root=tmp_path / "ov")
+    with pytest.raises(ModelLoadError) as caught:
+        backend._compile((1, 3, 64, 64), hint="BOGUS")
+    message = str(caught.value)
+    assert "Wrong value BOGUS" in message and "PERFORMANCE_HINT" in message, message
+    assert "core.cpp" not in message and "\n" not in message
+    assert message.startswith(f"{DEFAULT_MODEL}: OpenVINO cannot compile this model for CPU (")
+    assert "core.cpp:117" in str(caught.value.__cause__)  # OpenVINO's own text began with the location
+
+
+def test_a_compile_waits_for_another_process_compiling_into_its_cache(tmp_path: Path) -> None:
+    """Two processes loading one model (two camera groups on one node) compile into one cache directory one at a
+    time: while this process holds ``<cache>.lock``, a second one's compile waits, and finishes once it is let go."""
+    import fcntl
+    import subprocess
+    import sys
+    import time
+
+    from campusguard.backends.openvino_backend import _file_digest, compiled_cache_dir
+
+    cache = compiled_cache_dir(_file_digest(DEFAULT_MODEL), DEFAULT_MODEL.stem, (1, 3, 320, 320), "cpu-default", tmp_path)
+    code = (
+        "import sys; from pathlib import Path; import numpy as np\n"
+        "from campusguard.backends.openvino_backend import OpenVinoBackend\n"
+        "b = OpenVinoBackend(Path(sys.argv[1]), device='cpu', cache_root=Path(sys.argv[2]))\n"
+        "b.infer(np.zeros((1, 3, 320, 320), np.float32)); print(b.cache)\n"
+    )
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.with_name(cache.name + ".lock"), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(DEFAULT_MODEL), str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        time.sleep(8)  # long enough to read the model and reach the compile (about 2 s on a busy 2-core machine)
+        waiting = proc.poll() is None and not any(cache.glob("*.blob"))
+        fcntl.flock(held, fcntl.LOCK_UN)
+    out = proc.communicate(timeout=300)[0].strip()
+    assert waiting, "the second compile did not wait for the lock"
+    assert proc.returncode == 0 and Path(out) == cache and any(cache.glob("*.blob"))

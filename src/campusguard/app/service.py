@@ -19,18 +19,20 @@ a signal in `campusguard.app.signals`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
-from campusguard.app.alerts.sinks import AlertSink
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import CameraConfig, LoadedConfig, source_kind
 from campusguard.app.engine.analytics import AnalyticsWorker
 from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes
@@ -43,6 +45,7 @@ from campusguard.app.engine.wiring import (
     DetectorFactory,
     SourceProbe,
     build_camera,
+    build_health_only,
     default_detector_factory,
     detector_key,
     motion_gate_for,
@@ -57,13 +60,16 @@ from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
-from campusguard.app.events.writer import EventWorker
+from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.sdnotify import systemd
 from campusguard.app.media.annotate import AnnotatedVideoWriter, finish_dead_segments
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.retention import RetentionCleaner
 from campusguard.app.retention.stage import RetentionStage, start_retention
+from campusguard.app.rules import RuleEngine
+from campusguard.app.rules.base import PictureRule
+from campusguard.app.rules.camera_health import HealthStatus
 from campusguard.app.tracks.recorder import TrackRecorder, TrackWriter
 from campusguard.app.tracks.segments import segment_meta
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
@@ -158,6 +164,9 @@ class WatchService:
         self._wired = threading.Event()  # every stage started: a camera coming online may join
         self._events_q: queue.Queue = queue.Queue(maxsize=256)
         self.track_writer: TrackWriter | None = None  # the cameras' tracks, for `campusguard replay`
+        # cameras offline since the start: their health rule alone, ticked until their first frame comes
+        self._waiting_health: dict[str, RuleEngine] = {}
+        self._waiting_lock = threading.Lock()
         self._detected: dict[str, queue.Queue] = {}
 
     # the system diagram ---------------------------------------------------------------------
@@ -185,6 +194,7 @@ class WatchService:
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
         self._start_retention()  # expire incidents, media and logs; keep media under its limits
         self._start_metrics_and_watchdog()
+        self._start_waiting_health(events)  # cameras offline since the start: `offline` incidents meanwhile
         self._started = True
         self._wired.set()
 
@@ -291,14 +301,45 @@ class WatchService:
 
     def _reader_run(self, reader: CameraReader, events: queue.Queue) -> Callable[[], None]:
         """A reader's thread: its frames, then, for a camera that never came online (so no analytics
-        worker passes its end on), its end straight to the event worker, which waits for every camera's."""
+        worker passes its end on), its health incidents ended as interrupted and its end straight to
+        the event worker, which waits for every camera's."""
 
         def run() -> None:
             reader.run()
             if reader.camera_id not in self.analytics:
+                with self._waiting_lock:
+                    waiting = self._waiting_health.pop(reader.camera_id, None)
+                if waiting is not None:
+                    for ev in waiting.close(time.monotonic(), datetime.now().astimezone()):
+                        ended = dataclasses.replace(ev, details={**ev.details, "interrupted": True})
+                        put_until(events, EventMessage(ended), self.failed.is_set)
                 put_until(events, EndOfStream(reader.camera_id, reader.ended_reason or "stopped"), self.failed.is_set)
 
         return run
+
+    def _start_waiting_health(self, events: queue.Queue) -> None:
+        """Camera health for the cameras offline since the start (nothing else of them runs yet): one
+        thread ticks their health rules, so an offline camera is an incident even if it never came up."""
+        for index, cam in self.cameras:
+            if cam.id in self.offline:
+                engine = build_health_only(self.loaded, index)
+                if engine is not None:
+                    self._waiting_health[cam.id] = engine
+        if not self._waiting_health:
+            return
+
+        def tick() -> None:
+            while not self.stop_event.wait(0.2):
+                with self._waiting_lock:
+                    waiting = list(self._waiting_health.values())
+                    if not waiting:
+                        return
+                    now, wall = time.monotonic(), datetime.now().astimezone()
+                    for engine in waiting:
+                        for ev in engine.tick(now, wall):
+                            put_until(events, EventMessage(ev), self.failed.is_set)
+
+        threading.Thread(target=tick, name="health-offline", daemon=True).start()
 
     def _camera_online(self, cam: CameraConfig) -> Callable[[np.ndarray, float | None], None]:
         """What a camera offline at start does with its first frame (in its reader's thread, before
@@ -313,6 +354,10 @@ class WatchService:
             probe = probe_of(cam, image, fps)
             names = self.detectors[cam.id].names
             parts = build_camera(self.loaded, index, names, probe.resolution_wh, probe.fps, self.stream_keys.get(cam.id, ""))
+            with self._waiting_lock:  # its health rule, running since the start, goes on (an open `offline` ends)
+                waiting = self._waiting_health.pop(cam.id, None)
+            if waiting is not None:
+                parts.rules.adopt(waiting)
             self.probes[cam.id] = probe
             for reader in self.readers:
                 if reader.camera_id == cam.id:
@@ -495,6 +540,36 @@ class WatchService:
             if reader.camera_id == camera_id:
                 reader.mask = parts.mask
         self.analytics[camera_id].blur = parts.blur
+
+    def _picture_rules(self, camera_id: str) -> list[PictureRule]:
+        worker = self.analytics.get(camera_id)
+        if worker is not None:
+            return worker.rules.picture_rules()
+        with self._waiting_lock:
+            waiting = self._waiting_health.get(camera_id)
+        return waiting.picture_rules() if waiting is not None else []
+
+    def health_status(self, camera_id: str) -> HealthStatus | None:
+        """Camera ``camera_id``'s health now, or None when its health is off (or it is not running)."""
+        for rule in self._picture_rules(camera_id):
+            status = rule.status()
+            if isinstance(status, HealthStatus):
+                return status
+        return None
+
+    def accept_view(self, camera_id: str, by: str) -> bool:
+        """Make camera ``camera_id``'s current view its reference (an admin accepted a moved camera's new
+        view; its zones, drawn on the old view, are recorded). False when it has no measured frame yet.
+
+        Raises:
+            KeyError: the camera is not running or its health is off.
+        """
+        rules = self._picture_rules(camera_id)
+        if not rules:
+            raise KeyError(camera_id)
+        cam = next((c for _, c in self.cameras if c.id == camera_id), None)
+        zones = [z.name for z in cam.zones] if cam is not None else []
+        return all(rule.accept_view(by, zones) for rule in rules)
 
     def refresh_metrics(self) -> None:
         """Copy the readers' counters into the cameras' `CameraMetrics` (they are owned by the readers)."""

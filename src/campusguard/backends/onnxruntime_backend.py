@@ -25,8 +25,11 @@ model), so a restart does not recompile and two models never share a cache.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +37,10 @@ import numpy as np
 
 from campusguard.backends.base import LoadOptions
 from campusguard.backends.devices import DeviceSpec, resolve_device
+from campusguard.backends.spec import BackendSpec, VerdictLine
 from campusguard.cache import cache_dir
-from campusguard.errors import DeviceError, ModelLoadError
+from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError
+from campusguard.models.export import quantize_int8
 from campusguard.models.info import ModelInfo, info_from_onnx
 
 __all__ = [
@@ -346,3 +351,120 @@ def build(path: Path, options: LoadOptions) -> OnnxRuntimeBackend:
         intra_op_threads=options.intra_op_threads,
         allow_spinning=options.allow_spinning,
     )
+
+
+def device_pipeline(detector: Any, cuda_graphs: bool = False) -> Any:
+    """The device-resident path (`campusguard.backends.onnxruntime_device.OrtDevicePipeline`) of a `Detector`."""
+    if cuda_graphs:
+        raise InvalidInputError("cuda_graphs is for the PyTorch device pipeline (backend='torch')")
+    from campusguard.backends.onnxruntime_device import OrtDevicePipeline
+
+    return OrtDevicePipeline.from_detector(detector)
+
+
+def aggregate_ort_events(
+    events: Sequence[dict[str, Any]], skip_runs: int = 0
+) -> tuple[dict[str, tuple[str, float, int]], int]:
+    """Sum ONNX Runtime profiler node events per node: ``{node: (op_type, total_us, calls)}`` and the run count.
+
+    Args:
+        events: the profiler's JSON events.
+        skip_runs: leading ``model_run`` events (warm-up) whose node events are ignored.
+    """
+    runs = sorted(
+        (e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"), key=lambda e: e["ts"]
+    )
+    start = runs[skip_runs]["ts"] if len(runs) > skip_runs else 0
+    counted = len(runs) - min(skip_runs, len(runs))
+    nodes: dict[str, tuple[str, float, int]] = {}
+    for e in events:
+        if e.get("cat") != "Node" or not str(e.get("name", "")).endswith("_kernel_time") or e.get("ts", 0) < start:
+            continue
+        name = str(e["name"]).removesuffix("_kernel_time")
+        op = str((e.get("args") or {}).get("op_name", "?"))
+        prev = nodes.get(name, (op, 0.0, 0))
+        nodes[name] = (op, prev[1] + float(e.get("dur", 0)), prev[2] + 1)
+    return nodes, counted
+
+
+def profile_operators(
+    detector: Any, batch: np.ndarray, runs: int, warmup: int
+) -> tuple[dict[str, tuple[str, float, int]], int]:
+    """ONNX Runtime's profiler on a session like the detector's: per-node kernel times (``bench profile``)."""
+    import onnxruntime as ort
+
+    backend = detector.backend
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    with tempfile.TemporaryDirectory(prefix="cg-prof-") as tmp:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = str(Path(tmp) / "ort")
+        sess = ort.InferenceSession(str(backend.path), sess_options=opts, providers=backend.session.get_providers())
+        name = sess.get_inputs()[0].name
+        x = batch.astype(np.float16) if sess.get_inputs()[0].type == "tensor(float16)" else batch
+        for _ in range(warmup + runs):
+            sess.run(None, {name: x})
+        trace = sess.end_profiling()
+        events = json.loads(Path(trace).read_text(encoding="utf-8"))
+    return aggregate_ort_events(events, skip_runs=warmup)
+
+
+def verdicts(context: dict[str, Any]) -> list[VerdictLine]:
+    """``campusguard doctor``'s verdicts on ONNX Runtime: one per GPU vendor's provider, and the CPU."""
+    providers: list[str] = context["providers"]
+    vendors = {g["vendor"] for g in context["gpus"]}
+    out: list[VerdictLine] = []
+    if "amd" in vendors:
+        if "MIGraphXExecutionProvider" in providers:
+            out.append(("ONNX Runtime on MIGraphX", "ready", ""))
+        elif "ROCMExecutionProvider" in providers:
+            out.append(
+                (
+                    "ONNX Runtime on ROCm",
+                    "ready",
+                    "legacy provider, removed from ONNX Runtime 1.23; prefer onnxruntime-migraphx",
+                )
+            )
+        else:
+            out.append(("ONNX Runtime on MIGraphX", "cpu-only", "onnxruntime-migraphx is not installed"))
+    if "nvidia" in vendors:
+        if "CUDAExecutionProvider" in providers:
+            trt = "TensorRT available" if "TensorrtExecutionProvider" in providers else ""
+            out.append(("ONNX Runtime on CUDA", "ready", trt))
+        else:
+            out.append(("ONNX Runtime on CUDA", "cpu-only", "onnxruntime-gpu is not installed"))
+    if not vendors:
+        if "OpenVINOExecutionProvider" in providers:
+            out.append(("ONNX Runtime on OpenVINO", "ready", "CPU"))
+        out.append(("ONNX Runtime on CPU", "ready", "no GPU found"))
+    else:
+        out.append(("ONNX Runtime on CPU", "ready", ""))
+    return out
+
+
+SPEC = BackendSpec(
+    name="onnxruntime",
+    label="ONNX Runtime",
+    summary="ONNX Runtime: the default for every model (CPU, CUDA/TensorRT, MIGraphX)",
+    build=build,
+    reads=("onnx",),
+    suffixes=(".onnx",),
+    devices=("auto", "cpu", "cuda", "rocm"),
+    precisions=("fp32", "fp16", "int8"),
+    requires=("onnxruntime",),
+    bench=(("onnxruntime", "host", False), ("onnxruntime-device", "device", False)),
+    cpu_trial=("fp32", "int8"),
+    int8_export=quantize_int8,
+    int8_tag="int8",
+    profiler=profile_operators,
+    verdicts=verdicts,
+    device_pipeline=device_pipeline,
+    formats=(
+        ("fp32", "cpu,cuda,rocm", ""),
+        ("fp16", "cuda,rocm", "a GPU provider for speed (runs on CPU but slower)"),
+        ("int8", "cpu", "calibration images (--data); QOperator, ONNX Runtime's CPU kernels"),
+    ),
+    order=10,
+)
+"""This engine's entry in the backend registry (`campusguard.backends.registry`, found by discovery)."""

@@ -14,6 +14,10 @@ Compiled models are cached by OpenVINO (``CACHE_DIR``) in one directory per mode
 input shape and precision under ``<cache>/openvino`` (`compiled_cache_dir`), so a restart loads the
 compiled blob instead of compiling again and two models never share a cache. A model with a dynamic
 input is compiled once per input shape met (the detector letterboxes to one shape per camera).
+Processes compiling into one cache directory (two camera groups of one node, two trials) take turns
+on ``<cache>.lock`` (`fcntl.flock`), so the second loads the blob the first wrote. A compile or read
+error carries OpenVINO's whole reason on one line (`openvino_reason`), not its first line, which is a
+source location (``core.cpp:117:``).
 
 OpenVINO is imported inside this module's functions: without the ``openvino`` extra the kit still
 imports, and loading this backend says which extra to install.
@@ -21,15 +25,19 @@ imports, and loading this backend says which extra to install.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from campusguard.backends.base import LoadOptions, Started
+from campusguard.backends.spec import BackendSpec, VerdictLine
 from campusguard.cache import cache_dir
 from campusguard.errors import DeviceError, InvalidInputError, ModelLoadError, require
 from campusguard.models.info import ModelInfo, info_from_onnx
@@ -42,6 +50,7 @@ __all__ = [
     "import_nncf_quietly",
     "ir_metadata",
     "openvino_device",
+    "openvino_reason",
     "quantize_int8_nncf",
     "verdicts",
 ]
@@ -77,6 +86,37 @@ def compiled_cache_dir(
     """OpenVINO's compiled-model cache of one model: ``<root>/<stem>-<sha256[:16]>-<shape>-<precision>``."""
     shape = "x".join(str(d) for d in input_shape)
     return (root or cache_dir() / "openvino") / f"{stem}-{digest[:16]}-{shape}-{precision}"
+
+
+_LOCATION = re.compile(r"^(Exception from )?\S+\.(cpp|hpp|h|cc):\d+:?$")
+
+
+def openvino_reason(exc: BaseException) -> str:
+    """OpenVINO's whole reason for ``exc`` on one line.
+
+    OpenVINO's texts start with the source locations the exception passed through, one a line
+    (``Exception from src/inference/src/cpp/core.cpp:117:``), then the reason, often on several lines
+    (``[ GENERAL_ERROR ] ...``). The locations say nothing to an operator and the first line alone is one
+    of them, so they are dropped and every other line is kept, joined with ``" | "``; a text of locations
+    only is kept whole.
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = [line for line in lines if not _LOCATION.match(line)]
+    return " | ".join(reason or lines) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def _cache_lock(cache: Path) -> Iterator[None]:
+    """Hold an exclusive `fcntl.flock` on ``<cache>.lock`` while compiling into ``cache``: two processes loading
+    one model (two camera groups on one node, two trials) take turns, so the second reads the blob the first
+    wrote instead of compiling and writing beside it."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.with_name(cache.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _file_digest(path: Path) -> str:
@@ -142,8 +182,7 @@ class OpenVinoBackend:
         try:
             self._model = self._core.read_model(str(self.path))
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses with multi-line texts
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelLoadError(f"{self.path}: OpenVINO cannot read this model ({first[:200]})") from exc
+            raise ModelLoadError(f"{self.path}: OpenVINO cannot read this model ({openvino_reason(exc)})") from exc
         self.info: ModelInfo = self._model_info()
         self._model_u8: Any = None  # built at first use (`_with_uint8_input`)
         self._digest = _file_digest(self.path)
@@ -226,11 +265,11 @@ class OpenVinoBackend:
             self._digest, self.path.stem, shape, f"{self.ov_device.lower()}-{tag}", self._cache_root
         )
         try:
-            compiled = self._core.compile_model(model, self.ov_device, self._config(cache, hint))
+            with _cache_lock(cache):  # one compiler per cache directory, across processes (camera groups, trials)
+                compiled = self._core.compile_model(model, self.ov_device, self._config(cache, hint))
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelLoadError(
-                f"{self.path}: OpenVINO cannot compile this model for {self.ov_device} ({first[:200]})"
+                f"{self.path}: OpenVINO cannot compile this model for {self.ov_device} ({openvino_reason(exc)})"
             ) from exc
         self.cache = cache
         self.execution_devices = [str(d) for d in compiled.get_property("EXECUTION_DEVICES")]
@@ -369,7 +408,7 @@ def _type_name(hint: str) -> str:
     return text.strip("<>' ")
 
 
-def verdicts(context: dict[str, Any]) -> list[tuple[str, str, str]]:
+def verdicts(context: dict[str, Any]) -> list[VerdictLine]:
     """``campusguard doctor``'s verdict: the devices OpenVINO sees and the precision its CPU plugin runs."""
     import importlib.util
 
@@ -491,3 +530,49 @@ def ir_metadata(model: Any) -> dict[str, str]:
     section = info["campusguard"]
     keys = list(section.astype(dict) if hasattr(section, "astype") else section)
     return {str(k): str(model.get_rt_info(["campusguard", str(k)]).astype(str)) for k in keys}
+
+
+def profile_operators(
+    detector: Any, batch: np.ndarray, runs: int, warmup: int
+) -> tuple[dict[str, tuple[str, float, int]], int]:
+    """OpenVINO's per-node performance counters (``PERF_COUNT``) of a request compiled like the detector's."""
+    request = detector.backend.profiling_request(tuple(batch.shape))
+    for _ in range(warmup):
+        request.infer({0: batch})
+    nodes: dict[str, tuple[str, float, int]] = {}
+    for _ in range(runs):
+        request.infer({0: batch})
+        for info in request.get_profiling_info():
+            us = info.real_time.total_seconds() * 1e6
+            if us <= 0:
+                continue
+            kind, total, count = nodes.get(info.node_name, (str(info.node_type), 0.0, 0))
+            nodes[info.node_name] = (kind, total + us, count + 1)
+    return nodes, runs
+
+
+SPEC = BackendSpec(
+    name="openvino",
+    label="OpenVINO",
+    summary="OpenVINO: Intel CPUs, iGPUs and NPUs; FP32, BF16 and NNCF INT8 (the openvino extra)",
+    build=build,
+    reads=("onnx", "xml"),
+    suffixes=(".xml",),
+    devices=("auto", "cpu", "gpu", "npu"),
+    precisions=("fp32", "bf16", "int8"),
+    requires=("openvino",),
+    extra="openvino",
+    bench=(("openvino", "host", False),),
+    cpu_trial=("fp32", "bf16", "int8ov"),
+    int8_export=quantize_int8_nncf,
+    int8_tag="int8ov",
+    int8_suffix=".xml",
+    profiler=profile_operators,
+    verdicts=verdicts,
+    formats=(
+        ("fp32", "cpu,gpu,npu", ""),
+        ("int8ov", "cpu,gpu,npu", "calibration images (--data); NNCF, an OpenVINO IR (.xml and .bin)"),
+    ),
+    order=30,
+)
+"""This engine's entry in the backend registry (`campusguard.backends.registry`, found by discovery)."""

@@ -1,33 +1,30 @@
 """The backend registry: one entry per inference engine, and every list of backends derived from it.
 
-An entry says what a backend is (name, one-line summary), what it reads (model kinds and the file
-suffixes it is the default for), where it runs (devices, as the engine names them), in which
-precisions, what it needs installed (import names and the pip extra), how bench runs it (its
-pipeline variants), whether ``precision: auto`` times it on the CPU, and where its code lives: the
-module whose ``build(path_or_ref, options)`` makes the `campusguard.backends.base.Backend`
-(`campusguard.backends.loader.load_backend`), and optionally a function that quantises an FP32
-ONNX file to the backend's INT8 variant (``campusguard export --int8 --backend NAME``).
+Each engine is one module, ``backends/<name>_backend.py``, that declares a `BackendSpec` at module
+level (`campusguard.backends.spec`): what it is (name, label, one-line summary), what it reads (model
+kinds and the file suffixes it is the default for), where it runs, in which precisions, what it needs
+installed, how bench runs it, whether ``precision: auto`` times it on the CPU, and its code: the
+builder, and optionally its INT8 quantiser, operator profiler, doctor verdicts and device pipeline.
+`_ENTRIES` finds them (`campusguard.plugins.discover`); no list names them.
 
 The config literal (`campusguard.app.config.detector.DetectorConfig.backend`), the CLI choices and
 help of ``predict``, ``bench`` and ``export``, bench's and profile's lists, the export formats table
-(`FORMATS`), ``campusguard doctor``'s verdicts and the engine trial of
-``precision: auto`` all read `BACKENDS`. Adding a backend is its module plus one line in `_ENTRIES`
-(``tests/test_architecture.py`` checks that nothing else names backends by hand).
+(`FORMATS`), ``campusguard doctor``'s verdicts and the engine trial of ``precision: auto`` all read
+`BACKENDS`; code outside ``backends/`` asks an entry's capabilities, never its name
+(``tests/test_architecture.py`` drops a new engine module into a copy of the package and checks every
+list picks it up).
 
-This module imports no engine: availability is `importlib.util.find_spec`, so the config and the CLI
-stay cheap to import.
+Importing a backend module imports no engine (they are imported inside functions); availability is
+`importlib.util.find_spec`, so the config and the CLI stay cheap to import.
 """
-
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from campusguard.backends.spec import BackendSpec
 from campusguard.errors import InvalidInputError
+from campusguard.plugins import discover
 
 __all__ = [
     "BACKENDS",
@@ -45,158 +42,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class BackendSpec:
-    """One inference engine as the rest of the kit sees it.
-
-    Attributes:
-        name: the name configs and ``--backend`` use.
-        summary: one line for help texts (what it is, what it needs).
-        module: the module with ``build(path_or_ref, options) -> Backend``.
-        reads: model kinds it runs: ``onnx`` files, ``pt`` checkpoints, ``arch`` configs, ``xml`` OpenVINO IRs;
-            an engine that reads ``onnx`` gets ``.pt`` and architecture models exported to ONNX first.
-        suffixes: model file suffixes it is the default for.
-        devices: the device names it accepts (``cpu``, ``cuda``, ``rocm``, ``gpu``, ``npu``, ``auto``).
-        precisions: the precisions it runs: ``fp32``, ``fp16``, ``bf16``, ``int8``.
-        requires: import names it needs (checked without importing them).
-        extra: the pip extra that installs them (``None``: the core).
-        bench: bench's variants of it: ``(bench name, pipeline, CUDA graphs)``.
-        cpu_trial: the precisions ``precision: auto`` times on the CPU (each with the accuracy bar).
-        int8_export: ``"module:function"`` that quantises an FP32 ONNX file to this engine's INT8 variant,
-            called as ``f(src, out, images, calib_hw=...)``; ``None``: it has none.
-        int8_tag: the INT8 variant's file tag (``NAME.<tag><int8_suffix>``).
-        int8_suffix: the INT8 variant's file suffix (``.onnx``; OpenVINO's IR: ``.xml``).
-        formats: the model files it runs, ``(tag, devices, needs)``: ``fp32`` is ``NAME.onnx``, any other tag
-            ``NAME.<tag>.onnx`` (or ``NAME-<tag>.onnx``); ``devices`` (comma-separated) where that file pays;
-            ``needs`` what making it takes. A precision in `precisions` without a file (BF16) is a compile option.
-        verdicts: ``"module:function"`` giving ``campusguard doctor``'s verdicts on it, called with
-            ``{"providers": [...], "torch": {...} or None, "gpus": [...]}``, returning ``(name, status, detail)``
-            tuples or `campusguard.doctor.Verdict`; ``None``: one line from `missing`.
-        profiler: ``"module:function"`` giving per-operator times (``campusguard bench profile``), called as
-            ``f(detector, batch, runs, warmup) -> ({node: (op_type, total_us, calls)}, runs)``.
-    """
-
-    name: str
-    summary: str
-    module: str
-    reads: tuple[str, ...] = ("onnx",)
-    suffixes: tuple[str, ...] = ()
-    devices: tuple[str, ...] = ("cpu",)
-    precisions: tuple[str, ...] = ("fp32",)
-    requires: tuple[str, ...] = ()
-    extra: str | None = None
-    bench: tuple[tuple[str, str, bool], ...] = ()
-    cpu_trial: tuple[str, ...] = ()
-    int8_export: str | None = None
-    int8_tag: str = "int8"
-    int8_suffix: str = ".onnx"
-    profiler: str | None = None
-    formats: tuple[tuple[str, str, str], ...] = ()
-    verdicts: str | None = None
-
-    def missing(self) -> str | None:
-        """Why this backend cannot load here (one line naming the extra), or ``None`` when it can."""
-        absent = [m for m in self.requires if importlib.util.find_spec(m) is None]
-        if not absent:
-            return None
-        install = f"pip install 'campusguard[{self.extra}]'" if self.extra else f"pip install {' '.join(absent)}"
-        return f"the {self.name} backend needs {', '.join(absent)}: {install}"
-
-    @property
-    def pipelines(self) -> tuple[str, ...]:
-        """The pre/post-processing pipelines it runs (``host``, ``device``), from its bench variants."""
-        return tuple(dict.fromkeys(pipeline for _, pipeline, _ in self.bench))
-
-    @property
-    def available(self) -> bool:
-        return self.missing() is None
-
-    def builder(self) -> Callable[..., Any]:
-        """The module's ``build`` function (imports the module, not the engine)."""
-        return importlib.import_module(self.module).build
-
-    def int8_quantiser(self) -> Callable[..., Path] | None:
-        """The function making this engine's INT8 variant, or ``None``."""
-        return None if self.int8_export is None else _resolve(self.int8_export)
-
-    def verdict_function(self) -> Callable[[dict[str, Any]], list[Any]]:
-        """The doctor's verdicts function (`verdicts`)."""
-        if self.verdicts is None:
-            raise InvalidInputError(f"the {self.name} backend has no doctor verdicts")
-        return _resolve(self.verdicts)
-
-    def operator_profiler(self) -> Callable[..., Any]:
-        """The per-operator profiler (`profiler`); `InvalidInputError` when it has none."""
-        if self.profiler is None:
-            raise InvalidInputError(f"the {self.name} backend has no operator profiler")
-        return _resolve(self.profiler)
-
-
-def _resolve(target: str) -> Any:
-    """``"package.module:name"`` -> that attribute (imports the module)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-_ENTRIES: tuple[BackendSpec, ...] = (
-    BackendSpec(
-        name="onnxruntime",
-        summary="ONNX Runtime: the default for every model (CPU, CUDA/TensorRT, MIGraphX)",
-        module="campusguard.backends.onnxruntime_backend",
-        reads=("onnx",),
-        suffixes=(".onnx",),
-        devices=("auto", "cpu", "cuda", "rocm"),
-        precisions=("fp32", "fp16", "int8"),
-        requires=("onnxruntime",),
-        bench=(("onnxruntime", "host", False), ("onnxruntime-device", "device", False)),
-        cpu_trial=("fp32", "int8"),
-        int8_export="campusguard.models.export:quantize_int8",
-        int8_tag="int8",
-        profiler="campusguard.bench.profile:_ort_profile",
-        verdicts="campusguard.doctor:onnxruntime_verdicts",
-        formats=(
-            ("fp32", "cpu,cuda,rocm", ""),
-            ("fp16", "cuda,rocm", "a GPU provider for speed (runs on CPU but slower)"),
-            ("int8", "cpu", "calibration images (--data); QOperator, ONNX Runtime's CPU kernels"),
-        ),
-    ),
-    BackendSpec(
-        name="torch",
-        summary="PyTorch through Ultralytics: .pt checkpoints and architecture names (the torch extra)",
-        module="campusguard.backends.torch_backend",
-        reads=("pt", "arch"),
-        suffixes=(".pt",),
-        devices=("auto", "cpu", "cuda", "rocm"),
-        precisions=("fp32", "fp16"),
-        requires=("torch", "ultralytics"),
-        extra="torch",
-        bench=(("torch", "host", False), ("torch-device", "device", False), ("torch-graphs", "device", True)),
-        profiler="campusguard.bench.profile:_torch_profile",
-        verdicts="campusguard.doctor:torch_verdicts",
-    ),
-    BackendSpec(
-        name="openvino",
-        summary="OpenVINO: Intel CPUs, iGPUs and NPUs; FP32, BF16 and NNCF INT8 (the openvino extra)",
-        module="campusguard.backends.openvino_backend",
-        reads=("onnx", "xml"),
-        suffixes=(".xml",),
-        devices=("auto", "cpu", "gpu", "npu"),
-        precisions=("fp32", "bf16", "int8"),
-        requires=("openvino",),
-        extra="openvino",
-        bench=(("openvino", "host", False),),
-        cpu_trial=("fp32", "bf16", "int8ov"),
-        int8_export="campusguard.backends.openvino_backend:quantize_int8_nncf",
-        int8_tag="int8ov",
-        int8_suffix=".xml",
-        profiler="campusguard.bench.profile:_openvino_profile",
-        verdicts="campusguard.backends.openvino_backend:verdicts",
-        formats=(
-            ("fp32", "cpu,gpu,npu", ""),
-            ("int8ov", "cpu,gpu,npu", "calibration images (--data); NNCF, an OpenVINO IR (.xml and .bin)"),
-        ),
-    ),
+_ENTRIES: tuple[BackendSpec, ...] = tuple(
+    found.entry
+    for found in discover(__name__.rpartition(".")[0], BackendSpec, include=lambda name: name.endswith("_backend"))
 )
+"""Every `BackendSpec` declared in a ``*_backend`` module of `campusguard.backends`, in their ``order``."""
 
 BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in _ENTRIES}
 BACKEND_NAMES: tuple[str, ...] = tuple(BACKENDS)

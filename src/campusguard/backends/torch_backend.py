@@ -13,6 +13,7 @@ import numpy as np
 
 from campusguard.backends.base import LoadOptions
 from campusguard.backends.devices import DeviceSpec, describe_devices, parse_device
+from campusguard.backends.spec import BackendSpec, VerdictLine
 from campusguard.errors import DeviceError, require
 from campusguard.models.families import architecture_config
 from campusguard.models.info import info_from_ultralytics
@@ -118,3 +119,82 @@ def build(ref: ModelRef, options: LoadOptions) -> TorchBackend:
         allow_cpu_fallback=options.allow_cpu_fallback,
         end_to_end=options.end_to_end,
     )
+
+
+def device_pipeline(detector: Any, cuda_graphs: bool = False) -> Any:
+    """The device-resident path (`campusguard.backends.torch_device.DevicePipeline`) of a `Detector`."""
+    from campusguard.backends.torch_device import DevicePipeline
+
+    return DevicePipeline.from_detector(detector, cuda_graphs=cuda_graphs)
+
+
+def set_threads(threads: int) -> None:
+    """PyTorch's intra-op threads for this process (bench's ``--torch-threads``)."""
+    torch: Any = require("torch", "torch")
+    torch.set_num_threads(threads)
+
+
+def profile_operators(
+    detector: Any, batch: np.ndarray, runs: int, warmup: int
+) -> tuple[dict[str, tuple[str, float, int]], int]:
+    """PyTorch's profiler over the detector's model: self time per ``aten::`` operator and input shape."""
+    torch: Any = require("torch", "torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    backend = detector.backend
+    for _ in range(warmup):
+        backend.infer(batch)
+    activities = [ProfilerActivity.CPU]
+    gpu = backend.device.type == "cuda"
+    if gpu:
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities, record_shapes=True) as prof:
+        for _ in range(runs):
+            backend.infer(batch)
+        if gpu:
+            torch.cuda.synchronize()
+    nodes: dict[str, tuple[str, float, int]] = {}
+    for e in prof.key_averages(group_by_input_shape=True):
+        us = float(getattr(e, "self_device_time_total", 0.0) if gpu else e.self_cpu_time_total)
+        if us <= 0 or not str(e.key).startswith("aten::"):
+            continue
+        shapes = str(getattr(e, "input_shapes", ""))[:80]
+        nodes[f"{e.key} {shapes}"] = (str(e.key), us, int(e.count))
+    return nodes, runs
+
+
+def verdicts(context: dict[str, Any]) -> list[VerdictLine]:
+    """``campusguard doctor``'s verdict on PyTorch: ready on a GPU, CPU-only, or why it is unavailable."""
+    torch_info: dict[str, Any] | None = context["torch"]
+    if torch_info is None:
+        return [("PyTorch", "unavailable", "not installed: pip install 'campusguard[torch]'")]
+    if "error" in torch_info:
+        return [("PyTorch", "unavailable", torch_info["error"])]
+    if torch_info["gpu_available"]:
+        where = f"PyTorch on {'ROCm' if torch_info['hip'] else 'CUDA'}"
+        return [(where, "ready", f"{torch_info['device_count']} device(s), {torch_info['build']}")]
+    why = f"{torch_info['build']} build sees no GPU" if context["gpus"] else "no GPU found"
+    return [("PyTorch", "cpu-only", why)]
+
+
+SPEC = BackendSpec(
+    name="torch",
+    label="PyTorch",
+    summary="PyTorch through Ultralytics: .pt checkpoints and architecture names (the torch extra)",
+    build=build,
+    reads=("pt", "arch"),
+    suffixes=(".pt",),
+    devices=("auto", "cpu", "cuda", "rocm"),
+    precisions=("fp32", "fp16"),
+    requires=("torch", "ultralytics"),
+    extra="torch",
+    bench=(("torch", "host", False), ("torch-device", "device", False), ("torch-graphs", "device", True)),
+    profiler=profile_operators,
+    verdicts=verdicts,
+    device_pipeline=device_pipeline,
+    auto_device=True,
+    fp16_cast=True,
+    set_threads=set_threads,
+    order=20,
+)
+"""This engine's entry in the backend registry (`campusguard.backends.registry`, found by discovery)."""

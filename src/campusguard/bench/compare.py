@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from campusguard.backends.registry import BACKENDS, DEFAULT_BACKEND
 from campusguard.bench.results import find_result_files, load_result
 from campusguard.bench.stats import relative_delta
 from campusguard.errors import InvalidInputError
@@ -308,21 +309,28 @@ def _against_baseline_sentences(cmp: Comparison, ok: Sequence[Row], m: str, mach
 
 
 def _backend_sentences(machine: str, rows: Sequence[Row], idx: dict[RowKey, Row]) -> list[str]:
-    """ONNX Runtime against PyTorch on ``machine``, for every combination measured on both."""
-    pairs = [
-        (r, idx[(r.model, "torch", r.precision, r.batch, "batch")])
-        for r in rows
-        if r.backend == "onnxruntime" and (r.model, "torch", r.precision, r.batch, "batch") in idx
-    ]
-    pairs = [(a, b) for a, b in pairs if a.fps and b.fps]
-    if not pairs:
-        return []
-    ratios = [(a.fps or 0.0) / (b.fps or 1.0) for a, b in pairs]
-    return [
-        f"ONNX Runtime against PyTorch on {machine}: {min(ratios):.1f}x to {max(ratios):.1f}x PyTorch's throughput ("
-        + ", ".join(f"{a.model} {a.precision} b{a.batch} {x:.1f}x" for (a, _), x in zip(pairs, ratios, strict=True))
-        + ")."
-    ]
+    """The default backend against each other backend on ``machine``, for every combination measured on both."""
+    base = BACKENDS[DEFAULT_BACKEND]
+    out = []
+    for other in BACKENDS.values():
+        if other.name == base.name:
+            continue
+        pairs = [
+            (r, idx[(r.model, other.name, r.precision, r.batch, "batch")])
+            for r in rows
+            if r.backend == base.name and (r.model, other.name, r.precision, r.batch, "batch") in idx
+        ]
+        pairs = [(a, b) for a, b in pairs if a.fps and b.fps]
+        if not pairs:
+            continue
+        ratios = [(a.fps or 0.0) / (b.fps or 1.0) for a, b in pairs]
+        out.append(
+            f"{base.title} against {other.title} on {machine}: {min(ratios):.1f}x to {max(ratios):.1f}x "
+            f"{other.title}'s throughput ("
+            + ", ".join(f"{a.model} {a.precision} b{a.batch} {x:.1f}x" for (a, _), x in zip(pairs, ratios, strict=True))
+            + ")."
+        )
+    return out
 
 
 def _batching_sentences(machine: str, rows: Sequence[Row]) -> list[str]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from campusguard.backends.devices import DeviceSpec, resolve_device
+from campusguard.backends.registry import backend_spec
 from campusguard.bench.memory import (
     CpuShare,
     MemoryReport,
@@ -366,11 +367,10 @@ def _load_and_warm_up(
     """Load the `Detector`, time the load and the first call apart, then run the untimed warm-up calls."""
     from campusguard.detector import Detector
 
-    if combo.backend in TORCH_VARIANTS and settings.torch_threads is not None:
-        import torch
-
-        torch.set_num_threads(settings.torch_threads)
     backend, pipeline, cuda_graphs = VARIANTS[combo.backend]
+    engine = backend_spec(backend)
+    if engine.set_threads is not None and settings.torch_threads is not None:
+        engine.set_threads(settings.torch_threads)
     t0 = time.perf_counter()
     det = Detector(
         model_arg,
@@ -379,7 +379,7 @@ def _load_and_warm_up(
         conf=settings.conf,
         iou=settings.iou,
         backend=backend,
-        half=combo.precision == "fp16" and backend == "torch",
+        half=combo.precision == "fp16" and engine.fp16_cast,
         batch=combo.batch,
         dynamic=settings.dynamic,
         rect=False,

@@ -14,7 +14,6 @@ by memory-bound element-wise work, or by the pre-/post-processing around the net
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +28,6 @@ __all__ = [
     "OpTime",
     "ProfileResult",
     "categorise",
-    "aggregate_ort_events",
     "profile_model",
     "write_profile",
 ]
@@ -92,31 +90,6 @@ class ProfileResult:
         return asdict(self)
 
 
-def aggregate_ort_events(
-    events: Sequence[dict[str, Any]], skip_runs: int = 0
-) -> tuple[dict[str, tuple[str, float, int]], int]:
-    """Sum ONNX Runtime profiler node events per node: ``{node: (op_type, total_us, calls)}`` and the run count.
-
-    Args:
-        events: the profiler's JSON events.
-        skip_runs: leading ``model_run`` events (warm-up) whose node events are ignored.
-    """
-    runs = sorted(
-        (e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"), key=lambda e: e["ts"]
-    )
-    start = runs[skip_runs]["ts"] if len(runs) > skip_runs else 0
-    counted = len(runs) - min(skip_runs, len(runs))
-    nodes: dict[str, tuple[str, float, int]] = {}
-    for e in events:
-        if e.get("cat") != "Node" or not str(e.get("name", "")).endswith("_kernel_time") or e.get("ts", 0) < start:
-            continue
-        name = str(e["name"]).removesuffix("_kernel_time")
-        op = str((e.get("args") or {}).get("op_name", "?"))
-        prev = nodes.get(name, (op, 0.0, 0))
-        nodes[name] = (op, prev[1] + float(e.get("dur", 0)), prev[2] + 1)
-    return nodes, counted
-
-
 def _tables(
     per_node: dict[str, tuple[str, float, int]], runs: int
 ) -> tuple[list[OpTime], list[OpTime], dict[str, float]]:
@@ -173,75 +146,6 @@ def _verdict(res: ProfileResult) -> str:
         f"bound by {names[top]}: {share:.0%} of network time; the network is {1 - around:.0%} of the end-to-end "
         f"time (pre {res.preprocess_ms:.1f} ms, inference {res.inference_ms:.1f} ms, post {res.postprocess_ms:.1f} ms)"
     )
-
-
-def _ort_profile(
-    detector: Any, batch: np.ndarray, runs: int, warmup: int
-) -> tuple[dict[str, tuple[str, float, int]], int]:
-    import onnxruntime as ort
-
-    backend = detector.backend
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    with tempfile.TemporaryDirectory(prefix="cg-prof-") as tmp:
-        opts.enable_profiling = True
-        opts.profile_file_prefix = str(Path(tmp) / "ort")
-        sess = ort.InferenceSession(str(backend.path), sess_options=opts, providers=backend.session.get_providers())
-        name = sess.get_inputs()[0].name
-        x = batch.astype(np.float16) if sess.get_inputs()[0].type == "tensor(float16)" else batch
-        for _ in range(warmup + runs):
-            sess.run(None, {name: x})
-        trace = sess.end_profiling()
-        events = json.loads(Path(trace).read_text(encoding="utf-8"))
-    return aggregate_ort_events(events, skip_runs=warmup)
-
-
-def _openvino_profile(
-    detector: Any, batch: np.ndarray, runs: int, warmup: int
-) -> tuple[dict[str, tuple[str, float, int]], int]:
-    """OpenVINO's per-node performance counters (``PERF_COUNT``) of a request compiled like the detector's."""
-    request = detector.backend.profiling_request(tuple(batch.shape))
-    for _ in range(warmup):
-        request.infer({0: batch})
-    nodes: dict[str, tuple[str, float, int]] = {}
-    for _ in range(runs):
-        request.infer({0: batch})
-        for info in request.get_profiling_info():
-            us = info.real_time.total_seconds() * 1e6
-            if us <= 0:
-                continue
-            kind, total, count = nodes.get(info.node_name, (str(info.node_type), 0.0, 0))
-            nodes[info.node_name] = (kind, total + us, count + 1)
-    return nodes, runs
-
-
-def _torch_profile(
-    detector: Any, batch: np.ndarray, runs: int, warmup: int
-) -> tuple[dict[str, tuple[str, float, int]], int]:
-    torch: Any = require("torch", "torch")
-    from torch.profiler import ProfilerActivity, profile
-
-    backend = detector.backend
-    for _ in range(warmup):
-        backend.infer(batch)
-    activities = [ProfilerActivity.CPU]
-    gpu = backend.device.type == "cuda"
-    if gpu:
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, record_shapes=True) as prof:
-        for _ in range(runs):
-            backend.infer(batch)
-        if gpu:
-            torch.cuda.synchronize()
-    nodes: dict[str, tuple[str, float, int]] = {}
-    for e in prof.key_averages(group_by_input_shape=True):
-        us = float(getattr(e, "self_device_time_total", 0.0) if gpu else e.self_cpu_time_total)
-        if us <= 0 or not str(e.key).startswith("aten::"):
-            continue
-        shapes = str(getattr(e, "input_shapes", ""))[:80]
-        nodes[f"{e.key} {shapes}"] = (str(e.key), us, int(e.count))
-    return nodes, runs
 
 
 def profile_model(

@@ -65,13 +65,23 @@ def synth(
         help="Relative weights of the still images' lightings, e.g. day=1,overcast=2,dusk=1,night=3 "
         "(lightings not named: 0; default day=0.4,overcast=0.25,dusk=0.15,night=0.2).",
     ),
+    view_effect: list[str] = typer.Option(
+        [],
+        "--view-effect",
+        help="Something that happens to every video's view, KIND:START-END[:knob=value,...] in seconds, repeatable: "
+        "the camera-health problems cover, defocus (sigma), turn (angle_deg, zoom, shift_px) and freeze, in the truth "
+        "as camera_health incidents, and the harmless dusk (level), flash (level), shade (area) and shake (shift_px). "
+        "E.g. --view-effect cover:40-80 --view-effect defocus:110-170:sigma=5.",
+    ),
 ) -> None:
     """Render synthetic campus images (YOLO format, data.yaml) and videos with ground truth."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from campusguard.data.synth.dataset import generate_dataset, validate_generate_args
     from campusguard.data.synth.images import ImageParams
+    from campusguard.data.synth.view_effects import parse_view_effect
 
+    effects = [parse_view_effect(text) for text in view_effect]
     size_wh = parse_size_wh(video_size)
     validate_generate_args(images, videos, seed, imgsz, size_wh, video_seconds, fps, val_fraction)
     if lying_fraction is not None and not 0.0 <= lying_fraction <= 1.0:
@@ -105,6 +115,7 @@ def synth(
             val_fraction=val_fraction,
             params=params,
             progress=progress,
+            view_effects=effects,
         )
     dt = time.perf_counter() - t0
     typer.echo(

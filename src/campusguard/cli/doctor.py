@@ -54,8 +54,10 @@ def register(app: typer.Typer) -> None:
         if device is not None:
             check = _check_device(device)
             env["device_check"] = check
-        if as_json:
-            typer.echo(json.dumps(env, indent=2, default=str))
+        if as_json:  # no secret in a report people paste into tickets (a proxy URL with a password)
+            from campusguard.app.infra.secrets import redact_mapping
+
+            typer.echo(json.dumps(redact_mapping(env), indent=2, default=str))
         else:
             _print(env, skipped_torch=no_torch)
         if check and check["status"] != "ok":

@@ -119,29 +119,45 @@ def key(config: Path = typer.Argument(..., help="The watch/serve config file."))
     typer.echo(f"private key: {path}", err=True)
 
 
+EXIT_INTACT_UNPINNED = 3
+"""`evidence verify`'s exit code for a bundle that is intact but whose signer was not pinned."""
+
+
 @evidence_app.command("verify")
 def verify(
-    bundle: Path = typer.Argument(..., help="The evidence bundle (CASE.zip)."),
+    bundle: Path = typer.Argument(..., help="The evidence bundle (CASE.zip, or the folder it was extracted into)."),
     key: Path | None = typer.Option(None, "--key", help="The site's public key PEM, as you received it."),
+    fingerprint: str | None = typer.Option(
+        None, "--fingerprint", help="The site's key fingerprint (SHA256:...), as `campusguard evidence key` prints it."
+    ),
 ) -> None:
-    """Check a bundle's signature and every file: exit 0 with a summary, or 1 naming each fault."""
-    from campusguard.app.evidence.bundle import verify_bundle
+    """Check a bundle's signature and every file. Exit 0: intact and signed by the pinned key
+    (--key or --fingerprint); 3: intact, but no signer was pinned (compare the fingerprint shown
+    with the one the site published); 1: a changed, missing or added file, or a bad or other signature."""
+    from campusguard.app.evidence.bundle import parse_fingerprint, shown, verify_bundle
 
     pem = None
     if key is not None:
         try:
-            pem = key.read_bytes()
+            with key.open("rb") as fh:
+                pem = fh.read(64 * 1024)
         except OSError as exc:
-            raise InvalidInputError(f"--key {key}: {exc.strerror}") from None
-    check = verify_bundle(bundle, pem, key_name=str(key))
+            raise InvalidInputError(f"--key {shown(key)}: {exc.strerror}") from None
+    pin = None if fingerprint is None else parse_fingerprint(fingerprint)
+    check = verify_bundle(bundle, pem, key_name=shown(key), pin=pin)
     if not check.ok:
         for problem in check.problems:
             typer.echo(f"FAILED {problem}", err=True)
-        typer.echo(f"{bundle}: NOT verified ({len(check.problems)} problem(s))", err=True)
+        typer.echo(f"{shown(bundle)}: NOT verified ({len(check.problems)} problem(s))", err=True)
         raise typer.Exit(1)
     typer.echo(check.summary())
-    if key is None:
-        typer.echo("note: compare the signer's fingerprint with the one the site gave you, or pass --key", err=True)
+    if not check.trusted:
+        typer.echo(
+            f"{shown(bundle)}: intact, signed by {check.signer}, signer not pinned: compare with the site's "
+            "published fingerprint (campusguard evidence key), then pass --fingerprint or --key",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTACT_UNPINNED)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from campusguard.app.infra.secrets import install_log_redaction
 from campusguard.errors import InvalidInputError
 
 __all__ = ["LOG_LEVELS", "LOG_LEVEL_HELP", "apply_log_level", "log_level_option", "quiet_decoder_logs", "setup_logging"]
@@ -49,6 +50,8 @@ def setup_logging(level: str) -> None:
         handler = _CliHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(_FORMAT))
         root.addHandler(handler)
+    # secrets (camera and webhook credentials, tokens) never reach the log, whoever formats the line
+    install_log_redaction(root.handlers)
     # DEBUG is CampusGuard's own: what each source opened, gate decisions, detector batches, rule
     # state changes (rate-limited where per frame); libraries (Ray, paho, urllib3, asyncio) stay at INFO
     root.setLevel(max(number, logging.INFO))

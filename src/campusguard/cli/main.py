@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from campusguard.app.infra.secrets import redact_text
 from campusguard.cli.logs import setup_logging
 from campusguard.errors import CampusGuardError
 
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(rv, int):
             return rv
     except CampusGuardError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -322,6 +322,29 @@ def register(app: typer.Typer) -> None:
         typer.echo(token)
         print(f"API token for {name!r}, valid {days} days; it is not shown again.", file=sys.stderr)
 
+    @users_app.command("tokens")
+    def users_tokens(
+        name: str | None = typer.Argument(None, help="Only this user's tokens."),
+        users_db: Path = _users_db_option(),
+    ) -> None:
+        """List the valid API tokens: id, user, label, created, expires (never the token itself)."""
+        with _open_users(users_db) as users:
+            for t in users.api_tokens(name):
+                typer.echo(f"{t.id}  {t.user}  {t.label or '-'}  created {t.created_at}  expires {t.expires_at}")
+
+    @users_app.command("revoke-token")
+    def users_revoke_token(
+        token_id: str = typer.Argument(..., help="The token's id, as `users tokens` lists it."),
+        users_db: Path = _users_db_option(),
+    ) -> None:
+        """Revoke an API token: it stops working at once (a running console sees it at the next request)."""
+        with _open_users(users_db) as users:
+            revoked = users.revoke_api_token(token_id)
+            if revoked is None:
+                raise InvalidInputError(f"no API token {token_id!r} in {users.path} (see `campusguard users tokens`)")
+            users.audit(None, "token.revoke", revoked.user, token=token_id, label=revoked.label, via="cli")
+        typer.echo(f"revoked API token {token_id} of {revoked.user!r}")
+
     app.add_typer(users_app)
 
 

@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -80,13 +79,10 @@ def bundle(site: ConsoleUnderTest, tmp_path_factory: pytest.TempPathFactory) -> 
     since = (datetime.now(UTC) - timedelta(days=2)).isoformat()
     until = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     args = ["evidence", "export", str(site.config), "--camera", "cam1", "--since", since, "--until", until]
-    t0 = time.perf_counter()
-    rc = main(
+    rc = main(  # its time against the 10 s target: benchmarks/evidence_export.py prints it
         [*args, "--out", str(out), "--reason", "police request 2026-117", "--users-db", str(site.tmp / "users.db")]
     )
-    seconds = time.perf_counter() - t0
-    print(f"\n[evidence] export of {N} incidents with clips: {seconds:.2f} s, {out.stat().st_size:,} bytes")
-    assert rc == 0 and seconds < 30  # target 10 s: measured and printed above, asserted generously
+    assert rc == 0
     return out
 
 
@@ -208,7 +204,7 @@ def test_a_changed_added_or_removed_file_or_a_wrong_key_fails_naming_it(
     folder = tmp_path / "extracted"
     with zipfile.ZipFile(bundle) as zf:
         zf.extractall(folder)
-    assert verify(capsys, str(folder))[0] == 0
+    assert verify(capsys, str(folder))[0] == 3  # intact, but no signer pinned
     extracted = folder / clip
     extracted.write_bytes(extracted.read_bytes()[:-1] + b"\x00")
     (folder / "notes.txt").write_text("mine")
@@ -229,9 +225,21 @@ def test_a_changed_added_or_removed_file_or_a_wrong_key_fails_naming_it(
     assert rc == 1 and "not a PEM Ed25519 key" in err and "Traceback" not in err
 
 
+def needs_poppler() -> None:
+    """The PDF checks read pages with poppler's tools: skip with the reason where they are missing, fail under
+    ``CI=true`` (`.ci/run` installs ``poppler-utils``), as the PostgreSQL tests do."""
+    missing = [tool for tool in ("pdftoppm", "pdftotext", "pdfimages") if shutil.which(tool) is None]
+    if missing:
+        reason = f"{', '.join(missing)} not installed (apt-get install poppler-utils): the report's PDF is not read"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
 def test_the_shift_report_renders_with_every_incident_and_a_chart(
     site: ConsoleUnderTest, bundle: Path, tmp_path: Path
 ) -> None:
+    needs_poppler()
     out = tmp_path / "shift.pdf"
     assert (
         main(["report", str(site.config), "--since", "2d", "--out", str(out), "--users-db", str(site.tmp / "users.db")])

@@ -68,11 +68,41 @@ class SignInSetup:
     url: str  # the console, on 127.0.0.1
 
 
+def _cannot(reason: str) -> None:
+    """Skip with ``reason``, or fail under ``CI=true`` (where every tool is installed), as the PostgreSQL tests do."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def ensure_provider_modules() -> None:
+    """The OpenID Provider's node modules, installed with ``npm ci`` (from ``package-lock.json``) the first time
+    they are missing, so the README's one test command runs these tests on a fresh clone; a missing ``npm`` or an
+    install that fails (no network) skips them with the reason."""
+    if (PROVIDER_DIR / "node_modules" / "oidc-provider").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        _cannot(f"npm is not installed: the OpenID Provider of these tests needs `npm ci` in {PROVIDER_DIR}")
+        return
+    import fcntl
+
+    with (PROVIDER_DIR / ".npm-ci.lock").open("w") as lock:  # one install, whatever runs these tests at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (PROVIDER_DIR / "node_modules" / "oidc-provider").is_dir():
+            return
+        proc = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=PROVIDER_DIR, capture_output=True, text=True, timeout=600
+        )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        _cannot(f"`npm ci` in {PROVIDER_DIR} failed (exit {proc.returncode}): {last}")
+
+
 def start_provider(console_url: str) -> Provider:
     if NODE is None:
         pytest.skip("node is not installed (the OpenID Provider of these tests runs on node)")
-    if not (PROVIDER_DIR / "node_modules" / "oidc-provider").is_dir():
-        pytest.fail(f"run `npm ci` in {PROVIDER_DIR} first (.ci/run does)")
+    ensure_provider_modules()
     options = {
         "host": "localhost",
         "clientId": CLIENT_ID,
@@ -557,3 +587,77 @@ def test_serve_names_a_missing_client_secret_in_one_line(tmp_path, monkeypatch, 
     assert main(["serve", str(config), "--port", str(free_port())]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and f"{SECRET_ENV} is not set" in err and len(err.splitlines()) == 1
+
+
+# issue 44 -------------------------------------------------------------------------------------------
+
+
+def test_discovery_endpoints_over_http_from_an_https_issuer_are_refused():
+    from campusguard.app.console.oidc import ProviderMetadata
+
+    issuer = "https://login.campus.example"
+    document = {
+        "issuer": issuer,
+        "authorization_endpoint": f"{issuer}/authorize",
+        "token_endpoint": f"{issuer}/token",
+        "jwks_uri": f"{issuer}/jwks",
+        "userinfo_endpoint": f"{issuer}/me",
+    }
+    assert ProviderMetadata.from_document(document, issuer).token_endpoint == f"{issuer}/token"
+    for key in ("authorization_endpoint", "token_endpoint", "jwks_uri", "userinfo_endpoint", "end_session_endpoint"):
+        plain = {**document, key: "http://login.campus.example/x"}
+        with pytest.raises(SignInRefused, match=f"{key} uses http, not the issuer's https"):
+            ProviderMetadata.from_document(plain, issuer)
+
+
+def test_email_is_an_account_name_only_when_verified():
+    loaded = parse_config(
+        oidc_section("http://127.0.0.1:8080", "http://localhost:9000", username_claims=["email"]), "watch.yaml"
+    )
+    sign_in = build_oidc(loaded.config.console, environ={SECRET_ENV: "s"})
+    assert sign_in is not None
+    claims = {"iss": "http://localhost:9000", "sub": "s1", "email": "ada@campus.example", "groups": ["cg-admins"]}
+    with pytest.raises(SignInRefused, match="email_verified") as caught:
+        sign_in.identity(claims)
+    assert caught.value.status == 403
+    with pytest.raises(SignInRefused):
+        sign_in.identity({**claims, "email_verified": "true"})  # a string is not the provider's true
+    assert sign_in.identity({**claims, "email_verified": True}).name == "ada@campus.example"
+
+
+def test_oidc_sessions_are_rechecked_and_end_when_no_group_maps_any_more(signin):
+    sessions = signin.console.app.state.console.provider_sessions
+    assert sessions is not None and sessions.recheck_s == 900.0  # the default: 15 minutes
+    sessions.recheck_s = 1.0
+    signin.provider.set_groups("alice", ["cg-operators"])
+    try:
+        answer = sign_in_http(signin, "alice")
+        assert answer.status_code == 200 and answer.session
+        cookies = {"cg_session": answer.session}
+        with httpx.Client(base_url=signin.url, cookies=cookies, timeout=15) as client:
+            assert client.get("/api/v1/auth/me").status_code == 200
+            signin.provider.set_groups("alice", ["cg-admins"])  # promoted at the provider
+            time.sleep(1.2)
+            assert client.get("/api/v1/auth/me").json()["role"] == "admin"  # applied at the re-check
+            signin.provider.set_groups("alice", ["staff"])  # no group maps any more
+            assert client.get("/api/v1/auth/me").status_code == 200  # not yet due
+            time.sleep(1.2)
+            gone = client.get("/api/v1/auth/me")
+            assert gone.status_code == 401 and "campus sign-in ended" in gone.text
+            assert client.get("/api/v1/auth/me").status_code == 401  # revoked, not just refused once
+        ended, _ = signin.console.users.audit_entries(limit=1, action="logout.oidc")
+        assert ended and "no role" in ended[0].details["reason"]
+    finally:
+        sessions.recheck_s = 900.0
+        signin.provider.set_groups("alice", ["cg-operators", "staff"])
+
+
+def test_an_oidc_session_from_before_a_restart_ends_at_its_first_request(signin):
+    answer = sign_in_http(signin, "alice")
+    assert answer.status_code == 200 and answer.session
+    sessions = signin.console.app.state.console.provider_sessions
+    with sessions._lock:  # what a restart of the console loses: the grants held in memory
+        sessions._sessions.clear()
+    with httpx.Client(base_url=signin.url, cookies={"cg_session": answer.session}, timeout=15) as client:
+        r = client.get("/api/v1/auth/me")
+    assert r.status_code == 401 and "before the console restarted" in r.text

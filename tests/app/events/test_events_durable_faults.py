@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -305,24 +307,49 @@ print("done", flush=True)
 """
 
 
-def test_a_sigkill_during_the_jsonl_trim_leaves_the_old_file_or_the_new_one_whole(tmp_path: Path) -> None:
+# where strace kills the trim: at the rename of the trimmed copy over the log (before it: the old file stays),
+# and at the folder's fsync that follows it (after it: the new file is in place)
+_KILL_AT = {
+    "the rename": (["-e", "trace=rename,renameat,renameat2", "-e", "inject=rename,renameat,renameat2:signal=KILL"], "old"),
+    "after the rename": (["-e", "trace=rename,renameat,renameat2,fsync", "-e", "inject=fsync:signal=KILL:when=2"], "new"),
+}
+
+
+@pytest.mark.parametrize("where", list(_KILL_AT))
+def test_a_sigkill_inside_the_jsonl_trim_leaves_the_old_file_or_the_new_one_whole(tmp_path: Path, where: str) -> None:
+    """The trim writes the kept lines to a temporary file, fsyncs it, renames it over the log, then fsyncs the
+    folder. strace (``-e inject=...:signal=KILL``) kills it inside that write: at the rename itself, and at the
+    folder's fsync just after it; strace's own trace shows where the kill landed. The log is then the old file
+    or the trimmed one, whole (an in-place rewrite has no rename to kill at, and fails here)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        message = "strace is not installed (apt-get install strace): it kills the trim at its rename"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
     log = tmp_path / "events.jsonl"
     now = datetime.now(UTC)
     old, new = (now - timedelta(days=40)).isoformat(), (now - timedelta(days=1)).isoformat()
-    lines = [json.dumps({"event_id": f"{k:08d}", "started_at": old if k < 60_000 else new}) for k in range(80_000)]
-    whole = "\n".join(lines) + "\n"
-    cutoff = (now - timedelta(days=30)).isoformat()
-    for delay in (0.02, 0.15):
-        log.write_text(whole)
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _TRIM, str(log), cutoff], env=_env(), stdout=subprocess.PIPE, text=True
-        )
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        got = log.read_text()
-        assert got in (whole, "\n".join(lines[60_000:]) + "\n")  # one or the other, whole: no cut, no duplicate
+    lines = [json.dumps({"event_id": f"{k:08d}", "started_at": old if k < 6_000 else new}) for k in range(8_000)]
+    whole, trimmed = "\n".join(lines) + "\n", "\n".join(lines[6_000:]) + "\n"
+    log.write_text(whole)
+    options, left = _KILL_AT[where]
+    proc = subprocess.run(
+        [strace, "-qq", *options, sys.executable, "-c", _TRIM, str(log), (now - timedelta(days=30)).isoformat()],
+        env={**_env(), "PYTHONDONTWRITEBYTECODE": "1"},  # no .pyc written: the trim's rename is the only one
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if "ptrace" in proc.stderr and "Operation not permitted" in proc.stderr:
+        pytest.skip(f"strace may not trace here: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.stdout.split() == ["ready"], proc.stdout  # killed before it could say "done"
+    renamed = re.search(rf'rename\("([^"]+)", "{re.escape(str(log))}"\) = (\?|0)', proc.stderr)
+    assert renamed and "+++ killed by SIGKILL +++" in proc.stderr, proc.stderr[-2000:]
+    assert renamed.group(2) == ("?" if where == "the rename" else "0")  # killed at the rename, or after it
+    assert log.read_text() == (whole if left == "old" else trimmed)
+    if where == "the rename":
+        assert Path(renamed.group(1)).read_text() == trimmed  # the new file was written whole before the rename
 
 
 # a volume that fills and frees ----------------------------------------------------------------------

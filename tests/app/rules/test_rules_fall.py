@@ -183,3 +183,10 @@ def test_two_boxes_on_one_fallen_person_raise_one_incident_two_people_two():
     # with a stricter duplicate test (9/10 of the smaller box on the other) both tracks raise their own
     events = _run(_rule(duplicate_overlap=0.9), _two_tracks(whole, part))
     assert len([e for e in events if e.phase == "start"]) == 2
+
+
+def test_the_fall_entry():
+    from campusguard.app.rules.registry import RULES
+
+    entry = RULES.entry("fall")
+    assert (entry.label, entry.has_end, entry.order, entry.rule_type) == ("Fall", True, 60, FallRule)

@@ -83,8 +83,11 @@ def test_engine_validation():
 
 def test_rule_types_cover_every_kind():
     from campusguard.app.config import RULE_KINDS
+    from campusguard.app.rules import RULES
 
-    assert set(RULE_TYPES) == set(RULE_KINDS)
+    assert set(RULE_TYPES) == set(RULES.kinds())
+    # the kinds a camera's `rules` items may have: all but those a camera section configures (health)
+    assert set(RULE_KINDS) == {e.kind for e in RULES if e.section is None}
     assert all(cls.kind == kind for kind, cls in RULE_TYPES.items())
 
 
@@ -170,3 +173,11 @@ def test_carry_over_keeps_unchanged_rules_and_their_state(scene):
     assert [e.phase for e in retired.close(2.0)] == ["end"]
     # rules without keys are never carried over
     assert RuleEngine("c", [running.rules[0]]).carry_over(running).rules == running.rules
+
+
+def test_the_line_crossing_entry():
+    """A crossing is instantaneous: its kind has no end phase (MQTT pulses it back to 0)."""
+    from campusguard.app.rules.registry import RULES
+
+    entry = RULES.entry("line_crossing")
+    assert (entry.label, entry.has_end, entry.order, entry.rule_type) == ("Line crossing", False, 50, LineCrossingRule)

@@ -326,3 +326,17 @@ def test_updates_are_throttled_and_ids_capped(scene):
     ]
     assert all(e.tracker_ids == (1, 2, 3, 4, 5) for _, e in emitted[1:])  # capped at 5 ids
     assert emitted[-1][1].details["n_objects"] == 20
+
+
+def test_the_zone_kinds_entries():
+    """The four zone kinds' facts (the registry test iterates over whatever kinds it finds)."""
+    from campusguard.app.rules.registry import RULES
+
+    entries = {k: RULES.entry(k) for k in ("intrusion", "crowd", "fire_lane", "loitering")}
+    assert {k: (e.label, e.has_end, e.order) for k, e in entries.items()} == {
+        "intrusion": ("Intrusion", True, 10),
+        "crowd": ("Crowd", True, 20),
+        "fire_lane": ("Fire lane", True, 30),
+        "loitering": ("Loitering", True, 40),
+    }
+    assert [e.rule_type for e in entries.values()] == [IntrusionRule, CrowdRule, FireLaneRule, LoiteringRule]

@@ -1,7 +1,7 @@
 """Alert sinks: where raised events are reported, after the event store has committed them.
 
 Public API:
-    `AlertSink`: protocol, ``send(event) -> None`` (never blocks on the network) and
+    `AlertSink` (`protocol`): protocol, ``send(event) -> None`` (never blocks on the network) and
         ``close(timeout_s=5.0)`` (flush what it can; nothing is dropped silently).
     `StdoutSink(stream=sys.stdout)`: one line per event.
     `JsonlSink(path)`: one `Event.to_dict` JSON object per line, flushed and fsync'd per event.
@@ -27,7 +27,10 @@ Every sink takes ``phases`` (default all of ``start``, ``update``, ``end``) to c
 lifecycle updates it reports.
 """
 
-from campusguard.app.alerts.sinks import AlertSink, JsonlSink, MultiSink, StdoutSink, format_event
+from campusguard.app.alerts.jsonl import JsonlSink
+from campusguard.app.alerts.protocol import AlertSink
+from campusguard.app.alerts.sinks import MultiSink
+from campusguard.app.alerts.stdout import StdoutSink, format_event
 from campusguard.app.alerts.webhook import WebhookSink
 
 __all__ = ["AlertSink", "StdoutSink", "JsonlSink", "WebhookSink", "MultiSink", "format_event"]

@@ -18,10 +18,10 @@ with back-off while the server is down or refuses, and written to the dead lette
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
 import logging
 import mimetypes
-import os
 import smtplib
 import sqlite3
 import ssl
@@ -40,6 +40,7 @@ from campusguard.app.alerts.outbox import Outbox, OutboxMessage
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.alerts.webhook import DeadLetters, retry_delay
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from campusguard.app.infra.secrets import resolve_secret
 from campusguard.app.media.redact import redacted_path
 from campusguard.errors import InvalidInputError
 
@@ -68,6 +69,12 @@ class EmailSinkConfig(SinkConfigBase):
         title="Password variable",
         description="Environment variable holding the SMTP password (never the password itself).",
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+    password_file: str | None = Field(
+        None,
+        title="Password file",
+        description="File whose first line is the SMTP password (a mounted secret, mode 0600); instead of password_env.",
+        min_length=1,
     )
     sender: str | None = Field(None, title="Sender", description="The From address (required).", pattern=_ADDRESS)
     to: list[str] = Field(
@@ -120,9 +127,30 @@ class EmailSinkConfig(SinkConfigBase):
         bad = [a for a in self.to if not re.match(_ADDRESS, a)]
         if bad:
             raise ValueError(f"not an email address: {', '.join(bad)}")
-        if self.password_env and not self.username:
-            raise ValueError("`password_env` needs `username`")
+        if (self.password_env or self.password_file) and not self.username:
+            raise ValueError("`password_env` or `password_file` needs `username`")
+        if self.password_env and self.password_file:
+            raise ValueError("give the SMTP password one way: `password_env` or `password_file`")
+        if self.security == "none" and self.username and not is_loopback_host(self.host):
+            raise ValueError(
+                f"security: none would send the SMTP login in clear to {self.host}; use starttls or tls "
+                "(plain SMTP with a login is accepted only to a loopback host)"
+            )
         return self
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); no name lookup."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class ComposeError(ValueError):
+    """An alert that cannot be made into an email (a header that would be forged, a bad address)."""
 
 
 def email_subject(events: Sequence[Event]) -> str:
@@ -188,6 +216,8 @@ class EmailSink:
             )
         if timeout_s <= 0 or digest_s < 0 or max_age_s <= 0 or max_digest < 1:
             raise InvalidInputError("email sink: need timeout_s > 0, digest_s >= 0, max_age_s > 0, max_digest >= 1")
+        if security == "none" and username and not is_loopback_host(host):
+            raise InvalidInputError(f"email sink: security none would send the SMTP login in clear to {host}")
         self.host, self.port = host, int(port)
         self.sender, self.to = sender, list(to)
         self.security = security
@@ -268,6 +298,9 @@ class EmailSink:
                     log.error("email outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
                 failing = True
                 self._stop.wait(1.0)
+            except Exception:  # a fault of ours: said, never the end of the sender
+                log.exception("email %s:%d: the sender hit an unexpected error; it goes on", self.host, self.port)
+                self._stop.wait(1.0)
             else:
                 failing = False
 
@@ -296,11 +329,11 @@ class EmailSink:
             except (ValueError, TypeError):
                 self.dead.add({"raw": m.payload.decode("utf-8", "replace")}, "not an event")
                 self.outbox.remove([m.seq])
-        messages = readable
-        if not events:
+        messages, events, message = self._composable(readable, events)
+        if message is None:
             return
         try:
-            self._deliver(self.compose(events))
+            self._deliver(message)
         except (OSError, smtplib.SMTPException, ssl.SSLError) as exc:
             error = " ".join(f"{type(exc).__name__}: {exc}".split())
             if self.last_error is None:
@@ -331,6 +364,39 @@ class EmailSink:
         self.sent += 1
         self.delivered += len(events)
         self._last_sent = time.monotonic()
+
+    def _composable(
+        self, messages: list[OutboxMessage], events: list[Event]
+    ) -> tuple[list[OutboxMessage], list[Event], EmailMessage | None]:
+        """The email of ``events``; an alert that cannot be composed goes to the dead letters with the
+        reason and the others go without it (each is tried alone only when the batch fails)."""
+        if not events:
+            return [], [], None
+        try:
+            return messages, events, self.compose(events)
+        except (ValueError, TypeError, LookupError) as exc:
+            if len(events) == 1:
+                reason = f"cannot compose the email: {' '.join(f'{type(exc).__name__}: {exc}'.split())}"
+                log.warning(
+                    "email %s:%d: alert %s goes to the dead letters (%s)",
+                    self.host,
+                    self.port,
+                    events[0].event_id,
+                    reason,
+                )
+                self.dead.add(json.loads(messages[0].payload), reason)
+                self.outbox.remove([messages[0].seq])
+                return [], [], None
+        kept_messages: list[OutboxMessage] = []
+        kept_events: list[Event] = []
+        for m, e in zip(messages, events, strict=True):
+            _, alone, email = self._composable([m], [e])
+            if email is not None:
+                kept_messages.append(m)
+                kept_events.extend(alone)
+        if not kept_events:
+            return [], [], None
+        return kept_messages, kept_events, self.compose(kept_events)
 
     def _deliver(self, message: EmailMessage) -> None:
         """One SMTP conversation; raises on any failure (a refused login, recipient or message)."""
@@ -421,13 +487,7 @@ def _files(cfg: EmailSinkConfig, sqlite: Path) -> SinkFiles:
 
 
 def _build(cfg: EmailSinkConfig, ctx: SinkContext) -> EmailSink:
-    password = None
-    if cfg.password_env:
-        password = os.environ.get(cfg.password_env)
-        if password is None:
-            raise InvalidInputError(
-                f"email sink {cfg.sink_name}: the environment variable {cfg.password_env} is not set"
-            )
+    password = resolve_secret(None, cfg.password_env, cfg.password_file, f"email sink {cfg.sink_name}")
     files = _files(cfg, ctx.sqlite)
     assert files.outbox is not None and files.dead_letters is not None and cfg.sender is not None
     return EmailSink(
@@ -453,4 +513,6 @@ def _build(cfg: EmailSinkConfig, ctx: SinkContext) -> EmailSink:
     )
 
 
-EMAIL = SinkEntry(EmailSinkConfig, _build, _files)
+EMAIL = SinkEntry(
+    EmailSinkConfig, _build, _files, example={"sender": "a@b.example", "to": ["c@d.example"]}, order=50
+)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from campusguard.app.alerts.sinks import AlertSink
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.events.types import ESCALATION, Event
 from campusguard.errors import InvalidInputError
 

@@ -135,4 +135,4 @@ def _files(cfg: JsonlSinkConfig, sqlite: Path) -> SinkFiles:
     return SinkFiles(log=Path(cfg.path) if cfg.path else None)
 
 
-JSONL = SinkEntry(JsonlSinkConfig, _build, _files)
+JSONL = SinkEntry(JsonlSinkConfig, _build, _files, example={"path": "alerts.jsonl"}, order=20)

@@ -46,7 +46,10 @@ from pydantic import Field, model_validator
 
 from campusguard.app.alerts.outbox import Outbox
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles, all_phases
+from campusguard.app.alerts.webhook import DeadLetters
 from campusguard.app.events.types import EVENT_PHASES, Event, LifecyclePhase, PhaseFilter
+from campusguard.app.infra.configmodel import ConfigModel
+from campusguard.app.infra.secrets import redact_text, resolve_secret
 from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import InvalidInputError, require
 
@@ -55,6 +58,26 @@ __all__ = ["MQTT", "MqttSink", "MqttSinkConfig", "topic_level"]
 log = logging.getLogger(__name__)
 
 _EVENT_TYPES = {"start": "new", "update": "update", "end": "end", "escalation": "escalation"}
+
+
+class MqttTlsConfig(ConfigModel):
+    """TLS to the broker (port 8883 by convention): the CA that signed its certificate, and this
+    client's certificate and key when the broker asks for one."""
+
+    ca: str | None = Field(
+        None,
+        title="CA file",
+        description="PEM file of the CA(s) to trust; none: the system's trust store.",
+        min_length=1,
+    )
+    cert: str | None = Field(None, title="Client certificate", description="PEM client certificate file.", min_length=1)
+    key: str | None = Field(None, title="Client key", description="PEM private key file of `cert`.", min_length=1)
+
+    @model_validator(mode="after")
+    def _pair(self) -> MqttTlsConfig:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("give both `cert` and `key` for a client certificate, or neither")
+        return self
 
 
 class MqttSinkConfig(SinkConfigBase):
@@ -77,7 +100,28 @@ class MqttSinkConfig(SinkConfigBase):
         "", title="Client id", description="MQTT client id; empty lets the broker assign one.", max_length=128
     )
     username: str | None = Field(None, title="User name", description="Broker user name, if it needs one.")
-    password: str | None = Field(None, title="Password", description="Broker password.")
+    password: str | None = Field(
+        None, title="Password", description="Broker password (prefer `password_env` or `password_file`)."
+    )
+    password_env: str | None = Field(
+        None,
+        title="Password variable",
+        description="Environment variable holding the broker password.",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+    password_file: str | None = Field(
+        None, title="Password file", description="File whose first line is the broker password.", min_length=1
+    )
+    tls: MqttTlsConfig | None = Field(
+        None,
+        title="TLS",
+        description="Connect over TLS (`{}` trusts the system's CAs; `ca`, `cert`, `key` are PEM files).",
+    )
+    dead_letter: str | None = Field(
+        None,
+        title="Dead-letter file",
+        description="JSON-lines file for alerts that cannot be published; default beside the event store.",
+    )
     qos: Literal[1, 2] = Field(1, title="QoS", description="MQTT quality of service: 1 (at least once) or 2.")
     keepalive_s: int = Field(30, ge=5, le=3600, title="Keep-alive", description="MQTT keep-alive in seconds.")
     reconnect_min_s: int = Field(
@@ -118,8 +162,12 @@ class MqttSinkConfig(SinkConfigBase):
     def _delays(self) -> MqttSinkConfig:
         if self.reconnect_min_s > self.reconnect_max_s:
             raise ValueError("reconnect_min_s must not exceed reconnect_max_s")
+        ways = [n for n in ("password", "password_env", "password_file") if getattr(self, n)]
+        if len(ways) > 1:
+            raise ValueError(f"give the broker password one way, not {' and '.join(ways)}")
+        if ways and not self.username:
+            raise ValueError(f"`{ways[0]}` needs `username`")
         return self
-
 
 
 def topic_level(name: str) -> str:
@@ -175,6 +223,8 @@ class MqttSink:
         phases: Collection[str] = EVENT_PHASES,
         pulse_s: float = 5.0,
         connect_wait_s: float = 2.0,
+        tls: MqttTlsConfig | None = None,
+        dead_letter_path: str | Path | None = None,
     ) -> None:
         mqtt = require("paho.mqtt.client", "console")
         if qos not in (1, 2):
@@ -195,6 +245,8 @@ class MqttSink:
         self.pulse_s = float(pulse_s)
         self.last_error: str | None = None
         self._outbox = Outbox(outbox_path, max_outbox, what="mqtt outbox")
+        dead_path = Path(dead_letter_path) if dead_letter_path else Path(outbox_path).with_suffix(".dead-letter.jsonl")
+        self.dead = DeadLetters(dead_path, target=f"mqtt://{host}:{int(port)}", what="mqtt dead letter")
         self._open: dict[str, dict[str, Any]] = {}  # event id -> last published event JSON
         self._active: dict[str, set[str]] = {}  # state topic -> open event ids
         self._pulses: dict[str, list[float]] = {}  # state topic -> monotonic expiry of instantaneous updates
@@ -212,6 +264,16 @@ class MqttSink:
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
         if username is not None:
             client.username_pw_set(username, password)
+        if tls is not None:
+            import ssl
+
+            try:
+                context = ssl.create_default_context(cafile=tls.ca)
+                if tls.cert is not None:
+                    context.load_cert_chain(tls.cert, tls.key)
+            except (OSError, ssl.SSLError) as exc:
+                raise InvalidInputError(f"mqtt sink: TLS files cannot be used: {type(exc).__name__}: {exc}") from None
+            client.tls_set_context(context)
         client.will_set(self.availability_topic, b"offline", qos=qos, retain=True)
         client.reconnect_delay_set(min_delay=reconnect_min_s, max_delay=reconnect_max_s)
         client.on_connect = self._on_connect
@@ -240,7 +302,9 @@ class MqttSink:
             prefix=cfg.prefix,
             client_id=cfg.client_id,
             username=cfg.username,
-            password=cfg.password,
+            password=resolve_secret(cfg.password, cfg.password_env, cfg.password_file, f"mqtt sink {cfg.sink_name}"),
+            tls=cfg.tls,
+            dead_letter_path=cfg.dead_letter,
             qos=cfg.qos,
             keepalive_s=cfg.keepalive_s,
             reconnect_min_s=cfg.reconnect_min_s,
@@ -279,6 +343,19 @@ class MqttSink:
             return
         if self._closed:
             raise InvalidInputError("mqtt sink is closed")
+        try:
+            self._put(event)
+        except (ValueError, TypeError) as exc:  # an alert that cannot be made into messages: said, never raised
+            reason = f"cannot compose: {redact_text(' '.join(f'{type(exc).__name__}: {exc}'.split()))}"
+            log.warning(
+                "mqtt %s:%d: alert %s goes to the dead letters (%s)", self.host, self.port, event.event_id, reason
+            )
+            self.dead.add({"event_id": event.event_id, "phase": event.phase, "sequence": event.sequence}, reason)
+            return
+        self._wake.set()
+
+    def _put(self, event: Event) -> None:
+        """The event's messages (its JSON and its state topic) into the outbox, once."""
         after = event.to_dict()
         topic = self.state_topic(event.camera_id, event.rule_name)
         instant = event.phase != "end" and not event.is_open  # a rule without an end phase (a line crossing)
@@ -306,7 +383,6 @@ class MqttSink:
         if dropped:
             self.dropped += dropped
             log.error("mqtt outbox full: dropped the %d oldest unacknowledged message(s)", dropped)
-        self._wake.set()
 
     def _state(self, topic: str) -> int:
         """Open incidents plus live pulses of a state topic (``_state_lock`` held)."""
@@ -350,6 +426,7 @@ class MqttSink:
         if left:
             log.warning("mqtt %s:%d: %d message(s) not acknowledged; kept in the outbox", self.host, self.port, left)
         self._outbox.close()
+        self.dead.close()
 
     # paho callbacks (network thread: never block, never take the outbox lock) ---------------
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
@@ -385,10 +462,14 @@ class MqttSink:
         while not self._stop.is_set():
             self._wake.wait(0.5)
             self._wake.clear()
-            self._take_acks()
-            self._expire_pulses()
-            self._hand_over()
-            self._reassert_state()
+            try:
+                self._take_acks()
+                self._expire_pulses()
+                self._hand_over()
+                self._reassert_state()
+            except Exception:  # the outbox file, or a fault of ours: said, never the end of the publisher
+                log.exception("mqtt %s:%d: the publisher hit an error; it goes on", self.host, self.port)
+                self._stop.wait(1.0)
         self._take_acks()
 
     def _take_acks(self) -> None:
@@ -427,19 +508,33 @@ class MqttSink:
         if room <= 0:
             return
         for seq, topic, payload, retain in self._outbox.after(self._cursor, room):
-            info = self._client.publish(topic, payload, qos=self.qos, retain=retain)
-            self._inflight[info.mid] = seq
             self._cursor = seq
+            try:
+                info = self._client.publish(topic, payload, qos=self.qos, retain=retain)
+            except (ValueError, TypeError) as exc:  # a topic or payload paho refuses: to the dead letters
+                reason = f"cannot publish: {' '.join(f'{type(exc).__name__}: {exc}'.split())}"
+                log.warning(
+                    "mqtt %s:%d: a message to %r goes to the dead letters (%s)", self.host, self.port, topic, reason
+                )
+                self.dead.add({"topic": topic, "payload": payload.decode("utf-8", "replace")}, reason)
+                self._outbox.remove([seq])
+                continue
+            self._inflight[info.mid] = seq
 
 
 def _files(cfg: MqttSinkConfig, sqlite: Path) -> SinkFiles:
-    return SinkFiles(outbox=Path(cfg.outbox) if cfg.outbox else sqlite.with_suffix(".mqtt-outbox.db"))
+    return SinkFiles(
+        outbox=Path(cfg.outbox) if cfg.outbox else sqlite.with_suffix(".mqtt-outbox.db"),
+        dead_letters=Path(cfg.dead_letter) if cfg.dead_letter else sqlite.with_suffix(".mqtt.dead-letter.jsonl"),
+    )
 
 
 def _build(cfg: MqttSinkConfig, ctx: SinkContext) -> MqttSink:
-    outbox = _files(cfg, ctx.sqlite).outbox
-    assert outbox is not None
-    return MqttSink.from_config(cfg, default_outbox=outbox)
+    files = _files(cfg, ctx.sqlite)
+    assert files.outbox is not None
+    return MqttSink.from_config(
+        cfg.model_copy(update={"dead_letter": str(files.dead_letters)}), default_outbox=files.outbox
+    )
 
 
-MQTT = SinkEntry(MqttSinkConfig, _build, _files)
+MQTT = SinkEntry(MqttSinkConfig, _build, _files, order=40)

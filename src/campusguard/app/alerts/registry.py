@@ -4,28 +4,23 @@
 builder `campusguard.app.engine.wiring` calls, and the files each sink owns (outbox, dead
 letters, alert log) that retention looks after.
 
-A new sink kind is two files: a module here with its section model (a `SinkConfigBase`), its
-class and its `SinkEntry`, and that entry in `SINKS` below.
+A new sink kind is one module here (and its test): its section model (a `SinkConfigBase`), its
+class and its `SinkEntry` at module level. `SINKS` finds it (`campusguard.plugins.discover` over
+this package's modules); no list names it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import Annotated, Any, Union
 
 from pydantic import BeforeValidator, Discriminator, Tag
 
-from campusguard.app.alerts.email import EMAIL
-from campusguard.app.alerts.jsonl import JSONL
-from campusguard.app.alerts.mqtt import MQTT
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
-from campusguard.app.alerts.stdout import STDOUT
-from campusguard.app.alerts.webhook import WEBHOOK
 from campusguard.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from campusguard.app.alerts.sinks import AlertSink
+from campusguard.plugins import discover
 
 __all__ = ["DEFAULT_SINK_KIND", "SINKS", "SinkRegistry", "UnknownSinkKindError"]
 
@@ -109,5 +104,5 @@ def _union(members: tuple[Any, ...]) -> Any:
     return Union[members]  # noqa: UP007 (a runtime tuple of types)
 
 
-SINKS = SinkRegistry([STDOUT, JSONL, WEBHOOK, MQTT, EMAIL])
-"""Every alert sink kind of the app."""
+SINKS = SinkRegistry(found.entry for found in discover(__name__.rpartition(".")[0], SinkEntry, exclude=("registry",)))
+"""Every alert sink kind of the app: each `SinkEntry` declared in a module of `campusguard.app.alerts`."""

@@ -1,33 +1,16 @@
-"""The `AlertSink` protocol and the fan-out to several sinks (`MultiSink`); the stdout and JSON-lines
-sinks live in their own modules (`stdout`, `jsonl`) and are re-exported here."""
+"""`MultiSink`: the fan-out to several sinks (each an `AlertSink`, `campusguard.app.alerts.protocol`)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
-from campusguard.app.alerts.jsonl import JsonlSink
-from campusguard.app.alerts.stdout import StdoutSink, format_event
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.events.types import Event
 
-__all__ = ["AlertSink", "StdoutSink", "JsonlSink", "MultiSink", "format_event"]
+__all__ = ["MultiSink"]
 
 log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class AlertSink(Protocol):
-    """Somewhere to report events. ``send`` must return quickly and never raise on delivery
-    problems (those are the sink's to handle); ``close`` flushes."""
-
-    def send(self, event: Event) -> None:
-        """Report one lifecycle update (ignored if its phase is not one the sink reports)."""
-        ...
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Flush pending alerts, waiting at most ``timeout_s`` seconds, and release resources."""
-        ...
 
 
 class MultiSink:

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 
 from pydantic import Field
 
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.events.types import EVENT_PHASES, LifecyclePhase
 from campusguard.app.infra.configmodel import ConfigModel
-
-if TYPE_CHECKING:
-    from campusguard.app.alerts.sinks import AlertSink
 
 __all__ = ["SINK_NAME_PATTERN", "SinkConfigBase", "SinkContext", "SinkEntry", "SinkFiles", "sink_kind_of"]
 
@@ -133,11 +131,24 @@ class SinkEntry(Generic[C]):
             raise `campusguard.errors.CampusGuardError` or `OSError`; the caller names the line).
         files: ``files(section, sqlite) -> SinkFiles``: the files it owns, for the event store's
             SQLite file ``sqlite`` (retention and the docs read them from here).
+        example: the fields of a small valid section of the kind (without ``kind``), building a sink
+            that needs no server to start; tests and docs configure every kind from it.
+        order: where the kind is listed (`campusguard.plugins.discover`: lower first; a kind with
+            none comes after those with one, by module name).
+
+    The registry finds every entry declared at the top level of a module of `campusguard.app.alerts`,
+    so a new sink is its module (and its test), nothing else.
     """
 
     config: type[C]
     build: Callable[[C, SinkContext], AlertSink]
     files: Callable[[C, Path], SinkFiles] = _no_files
+    example: Mapping[str, Any] = field(default_factory=dict)
+    order: int | None = None
+
+    def example_section(self) -> dict[str, Any]:
+        """`example` with its ``kind``: one ``alerts`` item."""
+        return {"kind": self.kind, **self.example}
 
     @property
     def kind(self) -> str:

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
+from campusguard.app.infra.configmodel import printable
 
 __all__ = ["STDOUT", "StdoutSink", "StdoutSinkConfig", "format_event"]
 
@@ -30,10 +31,11 @@ def format_event(event: Event) -> str:
         extra += f" count={event.count}"
     if event.direction is not None:
         extra += f" direction={event.direction}"
-    return (
+    line = (
         f"[{event.phase}] {event.camera_id} {event.rule_name}({event.rule_kind}) zone={event.zone} "
         f"t={event.start_s:.2f}{end}s ids={list(event.tracker_ids)} classes=[{classes}]{extra} id={event.event_id}"
     )
+    return printable(line)  # one line whatever the names hold: no forged lines, no terminal escapes
 
 
 class StdoutSink:
@@ -64,4 +66,4 @@ def _build(cfg: StdoutSinkConfig, ctx: SinkContext) -> StdoutSink:
     return StdoutSink(ctx.out, phases=cfg.phases)
 
 
-STDOUT = SinkEntry(StdoutSinkConfig, _build)
+STDOUT = SinkEntry(StdoutSinkConfig, _build, order=10)

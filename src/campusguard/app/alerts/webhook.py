@@ -22,9 +22,11 @@ the body (`Event.to_dict`) carries ``event_id``, ``phase`` and ``sequence``, so 
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -46,7 +48,16 @@ from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import AppendLog, locked_for_rewrite, replace_durably
-from campusguard.errors import InvalidInputError
+from campusguard.app.infra.secrets import (
+    redact_text,
+    redact_url,
+    remember_secret,
+    resolve_secret,
+    secret_values,
+    url_userinfo,
+    without_userinfo,
+)
+from campusguard.errors import ConfigError, InvalidInputError
 
 __all__ = ["WEBHOOK", "WebhookSink", "WebhookSinkConfig", "DeadLetters", "retry_delay"]
 
@@ -65,7 +76,39 @@ class WebhookSinkConfig(SinkConfigBase):
 
     kind: Literal["webhook"] = Field("webhook", title="Kind", description="`webhook`: HTTP POST of the event JSON.")
     url: str | None = Field(
-        None, title="URL", description="The receiver's http(s) URL (required).", pattern=r"^https?://"
+        None,
+        title="URL",
+        description="The receiver's http(s) URL (this, `url_env` or `url_file` is required); `user:password@` in it "
+        "is sent as HTTP Basic authorisation. Logs, dead letters and bundles show it redacted.",
+        pattern=r"^https?://",
+    )
+    url_env: str | None = Field(
+        None,
+        title="URL variable",
+        description="Environment variable holding the URL (when it carries a token or a password).",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+    url_file: str | None = Field(
+        None, title="URL file", description="File whose first line is the URL (a mounted secret).", min_length=1
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        title="Headers",
+        description="Extra HTTP headers sent with each alert; their values count as secrets (shown `***`).",
+        max_length=32,
+    )
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        title="Headers from the environment",
+        description="Header name to the environment variable holding its value, e.g. "
+        "`{Authorization: CG_WEBHOOK_AUTH}` with `CG_WEBHOOK_AUTH='Bearer ...'`.",
+        max_length=32,
+    )
+    headers_file: dict[str, str] = Field(
+        default_factory=dict,
+        title="Headers from files",
+        description="Header name to a file whose first line is its value.",
+        max_length=32,
     )
     timeout_s: float = Field(WEBHOOK_TIMEOUT_S, gt=0, le=300, title="Timeout", description="Seconds per request.")
     retries: int | None = Field(
@@ -112,9 +155,22 @@ class WebhookSinkConfig(SinkConfigBase):
 
     @model_validator(mode="after")
     def _needs(self) -> WebhookSinkConfig:
-        if not self.url:
-            raise ValueError("a webhook alert sink needs `url`")
+        given = [n for n in ("url", "url_env", "url_file") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError("a webhook alert sink needs one of `url`, `url_env` or `url_file`")
+        for field in ("headers", "headers_env", "headers_file"):
+            for name, value in getattr(self, field).items():
+                if not _HEADER_NAME.match(name):
+                    raise ValueError(f"{field}: {name!r} is not an HTTP header name")
+                if any(c in value for c in "\r\n\0"):
+                    raise ValueError(f"{field}: the value of {name} must be one line")
+        twice = set(self.headers) & set(self.headers_env) | set(self.headers_env) & set(self.headers_file)
+        if twice or set(self.headers) & set(self.headers_file):
+            raise ValueError("a header is given twice among headers, headers_env and headers_file")
         return self
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
 
 
 def retry_delay(attempts: int, backoff_s: float, backoff_max_s: float) -> float:
@@ -247,15 +303,17 @@ class WebhookSink:
         phases: Collection[str] = EVENT_PHASES,
         ledger: DeliveryLedger | None = None,
     ) -> None:
+        shown = redact_url(url)
         if not url.startswith(("http://", "https://")):
-            raise InvalidInputError(f"webhook url {url!r} must start with http:// or https://")
+            raise InvalidInputError(f"webhook url {shown!r} must start with http:// or https://")
         if (retries is not None and retries < 0) or backoff_s < 0 or backoff_max_s < 0:
-            raise InvalidInputError(f"webhook {url}: need retries >= 0, backoff_s >= 0, backoff_max_s >= 0")
+            raise InvalidInputError(f"webhook {shown}: need retries >= 0, backoff_s >= 0, backoff_max_s >= 0")
         if timeout_s <= 0 or max_age_s <= 0 or parallel < 1:
-            raise InvalidInputError(f"webhook {url}: need timeout_s > 0, max_age_s > 0, parallel >= 1")
+            raise InvalidInputError(f"webhook {shown}: need timeout_s > 0, max_age_s > 0, parallel >= 1")
         self.url = url
+        self.shown = shown  # what logs, thread names, dead letters and the ledger say: never a password or token
         self.dead_letter_path = Path(dead_letter_path)
-        self.dead = DeadLetters(self.dead_letter_path, target=url, what="webhook dead letter")
+        self.dead = DeadLetters(self.dead_letter_path, target=shown, what="webhook dead letter")
         self.retries = retries
         self.backoff_s = float(backoff_s)
         self.backoff_max_s = float(backoff_max_s)
@@ -263,6 +321,14 @@ class WebhookSink:
         self.timeout_s = float(timeout_s)
         self.parallel = int(parallel)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
+        remember_secret(*(headers or {}).values())
+        user, password = url_userinfo(url)
+        if user is not None and not any(k.lower() == "authorization" for k in self.headers):
+            # urllib takes user info as part of the host name: it travels as HTTP Basic instead
+            basic = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+            self.headers["Authorization"] = f"Basic {basic}"
+            remember_secret(password, basic)
+        self._post_url = without_userinfo(url)
         self.redrive = redrive
         self.phases = PhaseFilter(phases)
         self.ledger = ledger
@@ -281,11 +347,11 @@ class WebhookSink:
         self._last_redrive = 0.0
         self._outage_since: float | None = None
         self._pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="webhook")
-        self._thread = threading.Thread(target=self._run, name=f"webhook-{url}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"webhook-{shown}", daemon=True)
         self._thread.start()
         left = len(self.outbox)
         if left:
-            log.info("webhook %s: %d alert(s) left by an earlier run go out now", url, left)
+            log.info("webhook %s: %d alert(s) left by an earlier run go out now", shown, left)
 
     @property
     def dead_lettered(self) -> int:
@@ -303,10 +369,14 @@ class WebhookSink:
             return
         if self.ledger is not None and self.ledger.delivered(event):
             return
-        payload = json.dumps(event.to_dict(), default=str).encode("utf-8")
+        try:
+            payload = json.dumps(event.to_dict(), default=str).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # an alert that cannot be made into JSON: said, never raised
+            self._cannot_compose(event, exc)
+            return
         added, dropped = self.outbox.add_once(event.event_id, payload, event)
         if dropped:
-            log.error("webhook %s: outbox full, dropped the %d oldest alert(s)", self.url, dropped)
+            log.error("webhook %s: outbox full, dropped the %d oldest alert(s)", self.shown, dropped)
         if added:
             self._wake.set()
 
@@ -332,7 +402,7 @@ class WebhookSink:
         left = self._left = len(self.outbox)
         if left:
             log.warning(
-                "webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.url, left, self.outbox.path
+                "webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.shown, left, self.outbox.path
             )
         self.outbox.close()
         self.dead.close()
@@ -342,7 +412,7 @@ class WebhookSink:
     # delivery -------------------------------------------------------------------------------
     def _post(self, body: bytes) -> None:
         """One attempt; raises on anything but a 2xx answer (`_Rejected` for a final 4xx)."""
-        request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
+        request = urllib.request.Request(self._post_url, data=body, headers=self.headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 response.read()
@@ -362,6 +432,9 @@ class WebhookSink:
                 if not failing:
                     log.error("webhook outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
                 failing = True
+                self._stop.wait(1.0)
+            except Exception:  # a fault of ours: said, never the end of the delivery
+                log.exception("webhook %s: the delivery hit an unexpected error; it goes on", self.shown)
                 self._stop.wait(1.0)
             else:
                 failing = False
@@ -397,6 +470,9 @@ class WebhookSink:
             except (OSError, ValueError) as exc:
                 self._failed(message, _one_line(exc))
                 return
+            except Exception as exc:  # noqa: BLE001 - whatever an alert holds, the delivery goes on
+                self._give_up(message, f"cannot send: {_one_line(exc)}")
+                return
             self.outbox.remove([message.seq])
             key = self._record(message.payload)
             with self._busy_lock:
@@ -407,7 +483,7 @@ class WebhookSink:
             if self._outage_since is not None:
                 log.warning(
                     "webhook %s answers again after %.0f s; %d alert(s) waiting go out now",
-                    self.url,
+                    self.shown,
                     time.monotonic() - self._outage_since,
                     len(self.outbox),
                 )
@@ -428,7 +504,7 @@ class WebhookSink:
             return
         if self._outage_since is None:
             self._outage_since = time.monotonic()
-            log.warning("webhook %s failed (%s); alerts wait in the outbox %s", self.url, error, self.outbox.path)
+            log.warning("webhook %s failed (%s); alerts wait in the outbox %s", self.shown, error, self.outbox.path)
         self.outbox.retry(message.seq, time.time() + retry_delay(attempts, self.backoff_s, self.backoff_max_s), error)
 
     def _give_up(self, message: OutboxMessage, error: str) -> None:
@@ -436,9 +512,14 @@ class WebhookSink:
             payload = json.loads(message.payload)
         except ValueError:
             payload = {"raw": message.payload.decode("utf-8", "replace")}
-        log.warning("webhook %s: alert %s goes to the dead letters (%s)", self.url, payload.get("event_id"), error)
+        log.warning("webhook %s: alert %s goes to the dead letters (%s)", self.shown, payload.get("event_id"), error)
         self.dead.add(payload, error)
         self.outbox.remove([message.seq])
+
+    def _cannot_compose(self, event: Event, exc: BaseException) -> None:
+        reason = f"cannot compose: {_one_line(exc)}"
+        log.warning("webhook %s: alert %s goes to the dead letters (%s)", self.shown, event.event_id, reason)
+        self.dead.add({"event_id": event.event_id, "phase": event.phase, "sequence": event.sequence}, reason)
 
     def _record(self, body: bytes) -> tuple[str, str, int] | None:
         """Put a delivered body in the ledger; its ``(event_id, phase, sequence)``."""
@@ -470,8 +551,8 @@ class WebhookSink:
 
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
-        return f"{type(exc.reason).__name__}: {exc.reason}"
-    return " ".join(str(exc).split()) or type(exc).__name__
+        return redact_text(f"{type(exc.reason).__name__}: {exc.reason}")
+    return redact_text(" ".join(str(exc).split()) or type(exc).__name__)
 
 
 def _files(cfg: WebhookSinkConfig, sqlite: Path) -> SinkFiles:
@@ -481,11 +562,28 @@ def _files(cfg: WebhookSinkConfig, sqlite: Path) -> SinkFiles:
     )
 
 
+def _headers(cfg: WebhookSinkConfig) -> dict[str, str]:
+    """The configured headers, those from the environment and from files resolved (`resolve_secret`)."""
+    what = f"webhook sink {cfg.sink_name}"
+    out = {name: str(resolve_secret(value, None, None, f"{what} header {name}")) for name, value in cfg.headers.items()}
+    out.update({n: str(resolve_secret(None, env, None, f"{what} header {n}")) for n, env in cfg.headers_env.items()})
+    out.update({n: str(resolve_secret(None, None, f, f"{what} header {n}")) for n, f in cfg.headers_file.items()})
+    for name, value in out.items():
+        if any(c in value for c in "\r\n\0"):
+            raise ConfigError(f"{what}: the value of header {name} must be one line")
+    return out
+
+
 def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
     files = _files(cfg, ctx.sqlite)
-    assert files.dead_letters is not None and cfg.url is not None  # the url: checked by the model
+    assert files.dead_letters is not None  # the url: checked by the model
+    url = resolve_secret(cfg.url, cfg.url_env, cfg.url_file, f"webhook sink {cfg.sink_name} url", required=True)
+    assert url is not None
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"webhook sink {cfg.sink_name}: the url must start with http:// or https://")
+    remember_secret(*sorted(secret_values({"url": url})))
     return WebhookSink(
-        cfg.url,
+        url,
         dead_letter_path=files.dead_letters,
         outbox_path=files.outbox,
         retries=cfg.retries,
@@ -494,9 +592,10 @@ def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
         max_age_s=cfg.max_age_s,
         timeout_s=cfg.timeout_s,
         parallel=cfg.parallel,
+        headers=_headers(cfg),
         phases=cfg.phases,
-        ledger=DeliveryLedger(ctx.ledger_path, f"webhook:{cfg.url}"),
+        ledger=DeliveryLedger(ctx.ledger_path, f"webhook:{redact_url(url)}"),
     )
 
 
-WEBHOOK = SinkEntry(WebhookSinkConfig, _build, _files)
+WEBHOOK = SinkEntry(WebhookSinkConfig, _build, _files, example={"url": "http://127.0.0.1:9/hook"}, order=30)

@@ -7,14 +7,15 @@ from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel, Loc, validate_imgsz
 from campusguard.app.config.motion import MotionConfig
 from campusguard.app.config.privacy import PrivacyConfig
 from campusguard.app.config.retention import CameraRetentionConfig
-from campusguard.app.config.rules import RuleConfig, ZoneRuleConfigBase
+from campusguard.app.config.rules import RuleConfig, RuleConfigBase, ZoneRuleConfigBase
 from campusguard.app.config.zones import LineConfig, ZoneConfig
+from campusguard.app.rules.camera_health import CameraHealthConfig, effective_health
 from campusguard.errors import InvalidInputError
 from campusguard.ops.privacy import shapes_inside_polygons
 from campusguard.zones import to_pixels
@@ -38,7 +39,7 @@ class ReconnectConfig(ConfigModel):
 
     initial_s: float = Field(0.5, gt=0, le=60, title="First delay", description="Seconds before the first retry.")
     max_s: float = Field(
-        30.0, gt=0, le=600, title="Longest delay", description="Upper bound of the delay between retries, seconds."
+        10.0, gt=0, le=600, title="Longest delay", description="Upper bound of the delay between retries, seconds (so a camera that comes back is seen again within this long)."
     )
     factor: float = Field(
         2.0, ge=1, le=10, title="Factor", description="Each failed attempt multiplies the delay by this."
@@ -68,6 +69,19 @@ class CameraConfig(ConfigModel):
     )
     source: int | str = Field(
         0, title="Source", description="Video file, image folder, webcam index, or rtsp/http(s) URL."
+    )
+    password_env: str | None = Field(
+        None,
+        title="Password variable",
+        description="Environment variable holding the password of the source URL's user "
+        "(`rtsp://cam@host/...`), instead of `user:password@` in the file.",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+    password_file: str | None = Field(
+        None,
+        title="Password file",
+        description="File whose first line is the password of the source URL's user (a mounted secret).",
+        min_length=1,
     )
     enabled: bool = Field(True, title="Enabled", description="Skip this camera when false.")
     fps_cap: float | None = Field(
@@ -158,6 +172,30 @@ class CameraConfig(ConfigModel):
         title="Retention",
         description="This camera's own incident and media durations, replacing the global retention section's.",
     )
+    health: CameraHealthConfig | None = Field(
+        None,
+        title="Health",
+        description="This camera's camera-health settings: the fields named here replace the site-wide `health` "
+        "section's (`enabled: false` turns camera health off for this camera).",
+    )
+    _health: CameraHealthConfig = PrivateAttr(default_factory=CameraHealthConfig)
+
+    def resolve_health(self, site: CameraHealthConfig) -> None:
+        """Settle this camera's health settings over the site-wide ones (`WatchConfig` does, once loaded)."""
+        self._health = effective_health(site, self.health)
+
+    @property
+    def effective_health(self) -> CameraHealthConfig:
+        """This camera's health settings: the site-wide section with the camera's own fields over it."""
+        return self._health
+
+    def incident_rules(self) -> list[RuleConfigBase]:
+        """Every rule section that raises this camera's incidents: its ``rules`` and, unless turned
+        off, its camera health (what wiring builds, escalation and checklists read)."""
+        rules: list[RuleConfigBase] = list(self.rules)
+        if self._health.enabled:
+            rules.append(self._health)
+        return rules
 
     @field_validator("resolution_wh")
     @classmethod
@@ -170,6 +208,14 @@ class CameraConfig(ConfigModel):
     @classmethod
     def _imgsz(cls, value: int | tuple[int, int] | None) -> int | tuple[int, int] | None:
         return validate_imgsz(value)
+
+    @model_validator(mode="after")
+    def _password_for_a_url(self) -> CameraConfig:
+        if (self.password_env or self.password_file) and source_kind(self.source) != "url":
+            raise ValueError("`password_env` and `password_file` need a stream URL as `source`")
+        if self.password_env and self.password_file:
+            raise ValueError("give the camera password one way: `password_env` or `password_file`")
+        return self
 
     def is_live(self) -> bool:
         """Whether frames are paced by the outside world (webcam, URL) rather than read as fast as wanted."""

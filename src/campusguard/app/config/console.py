@@ -140,6 +140,19 @@ class OidcConfig(ConfigModel):
     timeout_s: float = Field(
         10.0, gt=0, le=120, title="Provider timeout", description="Seconds to wait for the provider on each request."
     )
+    recheck_s: float = Field(
+        900.0,
+        ge=1,
+        le=86400,
+        title="Re-check interval",
+        description=(
+            "Seconds between checks of a signed-in user with the provider (a refresh with the refresh token, else "
+            "userinfo with the access token; add offline_access to scopes where the provider gives refresh tokens "
+            "only then): a user the provider no longer knows, or whose groups map to no role, loses the session; "
+            "a changed role applies at once. Sessions of a previous run of the console are ended (their tokens "
+            "live in memory only)."
+        ),
+    )
 
     @field_validator("issuer")
     @classmethod

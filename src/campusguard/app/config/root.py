@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from campusguard.app.alerts.stdout import StdoutSinkConfig
 from campusguard.app.config.alerts import AnyAlertSinkConfig
@@ -26,9 +26,12 @@ from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.locate import dotted, first_error, line_of
 from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.retention import RetentionConfig
+from campusguard.app.config.rules import RuleConfigBase
 from campusguard.app.config.service import ServiceConfig
 from campusguard.app.config.storage import StorageConfig
 from campusguard.app.config.tracker import TrackerConfig
+from campusguard.app.infra.secrets import remember_config_secrets
+from campusguard.app.rules.camera_health import CameraHealthConfig
 from campusguard.errors import ConfigError
 
 __all__ = [
@@ -88,6 +91,18 @@ class WatchConfig(ConfigModel):
         title="Service",
         description="How the process stops (SIGTERM, SIGINT): the time a clean stop may take.",
     )
+    health: CameraHealthConfig = Field(
+        default_factory=CameraHealthConfig,
+        title="Camera health",
+        description="Site-wide camera-health settings (offline, frozen, covered, blurred, moved), on for every "
+        "camera; a camera's own `health` section changes the fields it names.",
+    )
+
+    @model_validator(mode="after")
+    def _resolve_health(self) -> WatchConfig:
+        for cam in self.cameras:
+            cam.resolve_health(self.health)
+        return self
 
     def reference_errors(self) -> list[tuple[Loc, str]]:
         """Cross-references the field validators cannot see: unique camera ids, then each camera's own."""
@@ -108,19 +123,23 @@ class WatchConfig(ConfigModel):
                     (("alerts", si, "name"), f"alert sink name {sink.sink_name!r} is already used by {used}; give one a `name`")
                 )
             names.setdefault(sink.sink_name, si)
+        escalating: list[tuple[Loc, RuleConfigBase]] = [(("health",), self.health)]
         for ci, cam in enumerate(self.cameras):
-            for ri, rule in enumerate(cam.rules):
-                if rule.escalate is None:
-                    continue
-                for ti, target in enumerate(rule.escalate.to):
-                    if target not in names:
-                        known = ", ".join(names) or "none"
-                        errors.append(
-                            (
-                                ("cameras", ci, "rules", ri, "escalate", "to", ti),
-                                f"no alert sink is named {target!r} (alert sinks: {known})",
-                            )
+            escalating += [(("cameras", ci, "rules", ri), rule) for ri, rule in enumerate(cam.rules)]
+            if cam.health is not None:
+                escalating.append((("cameras", ci, "health"), cam.health))
+        for loc, rule in escalating:
+            if rule.escalate is None:
+                continue
+            for ti, target in enumerate(rule.escalate.to):
+                if target not in names:
+                    known = ", ".join(names) or "none"
+                    errors.append(
+                        (
+                            (*loc, "escalate", "to", ti),
+                            f"no alert sink is named {target!r} (alert sinks: {known})",
                         )
+                    )
         return errors
 
 
@@ -276,6 +295,7 @@ def validate_config(data: object, path: str = "<config>", text: str | None = Non
     if not isinstance(data, dict):
         sections = ", ".join(WatchConfig.model_fields)
         raise ConfigError(f"{path}:1: the config must be a mapping of sections ({sections}), got {type(data).__name__}")
+    remember_config_secrets(data)  # kept out of every log line from now on, even if the config is refused
     loaded = LoadedConfig(WatchConfig(), path, None, text)
     try:
         loaded.config = WatchConfig.model_validate(data)

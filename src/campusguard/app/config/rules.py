@@ -38,8 +38,8 @@ __all__ = [
 RULE_CONFIGS: tuple[type[RuleConfigBase], ...] = RULES.config_models()
 """The model of each rule kind, in the order the kinds are listed (schema, messages, console)."""
 
-RULE_KINDS: tuple[str, ...] = RULES.kinds()
-"""Every rule kind, as ``kind`` spells it in the config, in registry order."""
+RULE_KINDS: tuple[str, ...] = tuple(kind_of(model) for model in RULE_CONFIGS)
+"""Every kind a camera's ``rules`` item may have, as ``kind`` spells it in the config, in registry order."""
 
 if TYPE_CHECKING:
     RuleConfig = RuleConfigBase

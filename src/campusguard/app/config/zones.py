@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, Strict, field_validator, model_validator
 
 from campusguard.app.config.base import ConfigModel
+from campusguard.app.infra.configmodel import NameText
 from campusguard.zones import FrameUnits, LineZone, PolygonZone, line_problem, polygon_problem, units_problem
 
 __all__ = ["LineConfig", "PolygonShapeConfig", "ZoneConfig"]
@@ -26,7 +27,7 @@ class PolygonShapeConfig(ConfigModel):
     """A named polygon of one camera, in pixels or fractions of its frame, checked by the kit
     (`polygon_problem`, `units_problem`): what zones and privacy masks share."""
 
-    name: str = Field(
+    name: NameText = Field(
         "shape",
         title="Name",
         description="Name, unique per camera.",
@@ -58,7 +59,7 @@ class PolygonShapeConfig(ConfigModel):
 class ZoneConfig(PolygonShapeConfig):
     """A named polygon zone of one camera."""
 
-    name: str = Field(
+    name: NameText = Field(
         "zone",
         title="Name",
         description="Zone name, unique per camera; rules refer to it.",
@@ -79,7 +80,7 @@ class ZoneConfig(PolygonShapeConfig):
 class LineConfig(ConfigModel):
     """A named counting line of one camera."""
 
-    name: str = Field(
+    name: NameText = Field(
         "line",
         title="Name",
         description="Line name, unique per camera; rules refer to it.",

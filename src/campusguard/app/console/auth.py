@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import ipaddress
 import secrets
@@ -34,6 +35,7 @@ from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBea
 
 from campusguard.app.console.devices import DeviceCookies
 from campusguard.app.console.media_audit import DownloadLog
+from campusguard.app.console.oidc_sessions import SessionEnded
 from campusguard.app.console.users import ROLES, Credential, User, UserStore, role_at_least
 from campusguard.errors import InvalidInputError
 
@@ -337,6 +339,8 @@ class ConsoleState:
     settings: ConsoleSettings
     devices: DeviceCookies = field(default_factory=lambda: DeviceCookies(secrets.token_bytes(32)))
     downloads: DownloadLog = field(default_factory=DownloadLog)
+    provider_sessions: Any = None
+    """`campusguard.app.console.oidc_sessions.ProviderSessions` when campus sign-in is configured."""
 
 
 def console_state(request: Request) -> ConsoleState:
@@ -377,6 +381,12 @@ def _authenticate(request: Request, bearer: HTTPAuthorizationCredentials | None,
                 raise HTTPException(status.HTTP_403_FORBIDDEN, f"missing or wrong {CSRF_HEADER} header")
     else:
         raise _unauthorised("not authenticated: log in or send Authorization: Bearer <token>")
+    sessions = console_state(request).provider_sessions
+    if sessions is not None:  # a campus sign-in's session: the provider is asked again now and then
+        try:
+            credential = dataclasses.replace(credential, user=sessions.check(credential))
+        except SessionEnded as exc:
+            raise _unauthorised(f"your campus sign-in ended ({exc}); sign in again") from None
     request.state.user = credential.user
     request.state.credential = credential
     return credential

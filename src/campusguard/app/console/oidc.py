@@ -31,7 +31,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -95,8 +95,8 @@ def safe_next(value: str | None) -> str:
     """
     if not value or not value.startswith("/") or value.startswith(("//", "/\\")) or len(value) > 2048:
         return "/"
-    if value.startswith(("/login", "/auth/")) or any(c in value for c in "\r\n\t\\"):
-        return "/"
+    if value.startswith(("/login", "/auth/")) or any(c < " " or c in "\x7f\\" for c in value):
+        return "/"  # a browser drops a tab or a line break: "/\t/host" would become "//host"
     return quote(value, safe="/?&=%:;,+@!$()*~.-_#")
 
 
@@ -129,11 +129,25 @@ class ProviderMetadata:
                 f"not the configured {issuer!r}",
                 status=502,
             )
+        scheme = urlsplit(issuer).scheme
         urls = {}
-        for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
+        for key in (
+            "authorization_endpoint",
+            "token_endpoint",
+            "jwks_uri",
+            "userinfo_endpoint",
+            "end_session_endpoint",
+        ):
             value = document.get(key)
+            optional = key in ("userinfo_endpoint", "end_session_endpoint")
+            if optional and not (isinstance(value, str) and value):
+                continue
             if not isinstance(value, str) or urlsplit(value).scheme not in ("https", "http"):
                 raise SignInRefused(f"the provider's discovery document has no usable {key}", status=502)
+            if urlsplit(value).scheme != scheme:  # an https issuer's codes and tokens never travel over http
+                raise SignInRefused(
+                    f"the provider's {key} uses {urlsplit(value).scheme}, not the issuer's {scheme}", status=502
+                )
             urls[key] = value
         advertised = document.get("id_token_signing_alg_values_supported") or ["RS256"]
         algorithms = tuple(a for a in advertised if a in ASYMMETRIC_ALGORITHMS)
@@ -142,8 +156,6 @@ class ProviderMetadata:
                 f"the provider signs ID tokens only with {advertised!r}; an asymmetric algorithm is needed", status=502
             )
         methods = document.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        end_session = document.get("end_session_endpoint")
-        userinfo = document.get("userinfo_endpoint")
         return cls(
             issuer=issuer,
             authorization_endpoint=urls["authorization_endpoint"],
@@ -151,8 +163,8 @@ class ProviderMetadata:
             jwks_uri=urls["jwks_uri"],
             algorithms=algorithms,
             token_auth_methods=tuple(str(m) for m in methods),
-            end_session_endpoint=end_session if isinstance(end_session, str) and end_session else None,
-            userinfo_endpoint=userinfo if isinstance(userinfo, str) and userinfo else None,
+            end_session_endpoint=urls.get("end_session_endpoint"),
+            userinfo_endpoint=urls.get("userinfo_endpoint"),
             iss_parameter=document.get("authorization_response_iss_parameter_supported") is True,
         )
 
@@ -269,14 +281,36 @@ class Transaction:
 
 
 @dataclass(frozen=True)
+class ProviderGrant:
+    """What the provider gave a sign-in, kept in this process only (never on disk) to re-check the
+    session later (`OidcSignIn.recheck`): the access token, the refresh token when there is one,
+    and when the access token expires (wall clock, s; ``None``: not said)."""
+
+    access_token: str | None = None
+    refresh_token: str | None = field(default=None, repr=False)
+    expires_at: float | None = None
+
+    @classmethod
+    def from_tokens(cls, tokens: Mapping[str, Any], now: float) -> ProviderGrant:
+        access, refresh = tokens.get("access_token"), tokens.get("refresh_token")
+        expires_in = tokens.get("expires_in")
+        return cls(
+            access if isinstance(access, str) and access else None,
+            refresh if isinstance(refresh, str) and refresh else None,
+            now + float(expires_in) if isinstance(expires_in, int | float) and expires_in > 0 else None,
+        )
+
+
+@dataclass(frozen=True)
 class Identity:
-    """A verified provider user: who, and the console role their claims map to."""
+    """A verified provider user: who, the console role their claims map to, and the grant to re-check it with."""
 
     issuer: str
     subject: str
     name: str
     role: str
     values: tuple[str, ...]
+    grant: ProviderGrant = field(default_factory=ProviderGrant, repr=False, compare=False)
 
 
 class OidcSignIn:
@@ -451,18 +485,80 @@ class OidcSignIn:
         wanted = (self.config.role_claim, *self.config.username_claims)
         if any(c not in claims for c in wanted) and isinstance(access_token, str):
             claims = self._with_userinfo(metadata, claims, access_token, wanted)
-        return self.identity(claims), transaction
+        identity = self.identity(claims)
+        return replace(identity, grant=ProviderGrant.from_tokens(tokens, self._clock())), transaction
+
+    def recheck(self, identity: Identity) -> Identity:
+        """Ask the provider again about a signed-in user: a refresh (with the refresh token) when
+        there is one, else userinfo with the access token; their groups are mapped again.
+
+        Returns:
+            The identity now (its role may have changed), with the grant to use next time.
+
+        Raises:
+            SignInRefused: status 502 when the provider cannot be asked now (keep the session, try
+                later); any other status when it refuses (the grant was revoked, the access token
+                expired without a refresh token, another subject) or no group maps to a role any more.
+        """
+        metadata = self.metadata()
+        grant = identity.grant
+        claims: dict[str, Any] = {"iss": identity.issuer, "sub": identity.subject}
+        if grant.refresh_token is not None:
+            tokens = self._refresh(metadata, grant.refresh_token)
+            grant = ProviderGrant.from_tokens({"refresh_token": grant.refresh_token, **tokens}, self._clock())
+            id_token = tokens.get("id_token")
+            if isinstance(id_token, str) and id_token:
+                fresh = self.validate_id_token(id_token, nonce=None)
+                if fresh.get("sub") != identity.subject:
+                    raise SignInRefused("the refreshed ID token is about another subject (sub)")
+                claims.update(fresh)
+        if grant.access_token is None:
+            raise SignInRefused("no access token to ask the provider with; sign in again")
+        if grant.expires_at is not None and grant.expires_at <= self._clock():
+            raise SignInRefused("the provider's access token expired and no refresh token was given; sign in again")
+        wanted = (self.config.role_claim, *self.config.username_claims)
+        if self.config.role_claim not in claims or metadata.userinfo_endpoint is not None:
+            claims = self._with_userinfo(metadata, claims, grant.access_token, wanted, fresh=True)
+        checked = self.identity({**claims, "iss": identity.issuer, "sub": identity.subject})
+        return replace(checked, name=identity.name, grant=grant)
+
+    def _refresh(self, metadata: ProviderMetadata, refresh_token: str) -> dict[str, Any]:
+        import requests
+        from authlib.integrations.base_client import OAuthError
+
+        try:
+            with self._client(metadata) as client:
+                token = client.refresh_token(
+                    metadata.token_endpoint,
+                    refresh_token=refresh_token,
+                    timeout=self.config.timeout_s,
+                    allow_redirects=False,
+                )
+        except OAuthError as exc:
+            raise SignInRefused(f"the provider refused the refresh: {exc.error}") from None
+        except requests.RequestException as exc:
+            raise SignInRefused(f"the token endpoint cannot be reached: {type(exc).__name__}", status=502) from None
+        except ValueError:
+            raise SignInRefused("the token endpoint's answer is not JSON", status=502) from None
+        return dict(token)
 
     def _with_userinfo(
-        self, metadata: ProviderMetadata, claims: dict[str, Any], access_token: str, wanted: tuple[str, ...]
+        self,
+        metadata: ProviderMetadata,
+        claims: dict[str, Any],
+        access_token: str,
+        wanted: tuple[str, ...],
+        *,
+        fresh: bool = False,
     ) -> dict[str, Any]:
         """The ID token's claims, with those of ``wanted`` it lacks taken from the provider's userinfo endpoint.
 
         Some providers (and some provider settings) put groups only there. The answer must be about the
-        same ``sub``; the ID token's own claims always win.
+        same ``sub``; the ID token's own claims always win, unless ``fresh`` (a re-check: userinfo is
+        the newer word, and a 401 there means the grant is gone).
 
         Raises:
-            SignInRefused: the endpoint fails, or answers about another subject.
+            SignInRefused: the endpoint fails (502), refuses the token (401/403), or answers about another subject.
         """
         import requests
 
@@ -475,6 +571,8 @@ class OidcSignIn:
                 timeout=self.config.timeout_s,
                 allow_redirects=False,
             )
+            if response.status_code in (401, 403):
+                raise SignInRefused(f"the provider's userinfo endpoint refused the access token (HTTP {response.status_code})")
             info = response.json() if response.status_code == 200 else None
         except (requests.RequestException, ValueError):
             info = None
@@ -482,7 +580,8 @@ class OidcSignIn:
             raise SignInRefused("the provider's userinfo endpoint gave no claims", status=502)
         if info.get("sub") != claims.get("sub"):
             raise SignInRefused("the provider's userinfo answer is about another subject (sub)")
-        return {**{c: info[c] for c in wanted if c in info}, **claims}
+        taken = {c: info[c] for c in wanted if c in info}
+        return {**claims, **taken} if fresh else {**taken, **claims}
 
     def _exchange(self, metadata: ProviderMetadata, code: str, verifier: str) -> dict[str, Any]:
         import requests
@@ -507,8 +606,11 @@ class OidcSignIn:
         return dict(token)
 
     # the ID token ---------------------------------------------------------------------------
-    def validate_id_token(self, id_token: str, *, nonce: str, access_token: str | None = None) -> dict[str, Any]:
-        """The claims of an ID token whose algorithm, signature, ``iss``, ``aud``, ``exp`` and ``nonce`` are right.
+    def validate_id_token(
+        self, id_token: str, *, nonce: str | None, access_token: str | None = None
+    ) -> dict[str, Any]:
+        """The claims of an ID token whose algorithm, signature, ``iss``, ``aud``, ``exp`` and ``nonce`` are right
+        (``nonce`` None: a refreshed ID token, which carries none to check).
 
         Raises:
             SignInRefused: naming the first check that fails.
@@ -538,9 +640,12 @@ class OidcSignIn:
             "aud": {"essential": True, "value": self.config.client_id},
             "sub": {"essential": True},
             "exp": {"essential": True},
-            "nonce": {"essential": True, "value": nonce},
         }
-        params: dict[str, Any] = {"nonce": nonce, "client_id": self.config.client_id}
+        if nonce is not None:
+            options["nonce"] = {"essential": True, "value": nonce}
+        params: dict[str, Any] = {"client_id": self.config.client_id}
+        if nonce is not None:
+            params["nonce"] = nonce
         if access_token:
             params["access_token"] = access_token
         claims = CodeIDToken(token.claims, token.header, options, params)
@@ -561,13 +666,11 @@ class OidcSignIn:
         Raises:
             SignInRefused: no usable user name, or no value of ``role_claim`` mapped to a role (403).
         """
-        name = next(
-            (str(claims[c]) for c in self.config.username_claims if isinstance(claims.get(c), str) and claims[c]),
-            None,
-        )
+        name = next((str(claims[c]) for c in self.config.username_claims if _usable_name_claim(claims, c)), None)
         if name is None:
             raise SignInRefused(
-                f"the ID token has none of the user name claims {', '.join(self.config.username_claims)}",
+                f"the ID token has none of the user name claims {', '.join(self.config.username_claims)}"
+                " (an email counts only with email_verified: true)",
                 status=403,
             )
         try:
@@ -602,6 +705,15 @@ class OidcSignIn:
         query = urlencode({"client_id": self.config.client_id, "post_logout_redirect_uri": self.public_url + "/login"})
         joiner = "&" if "?" in metadata.end_session_endpoint else "?"
         return metadata.end_session_endpoint + joiner + query
+
+
+def _usable_name_claim(claims: Mapping[str, Any], claim: str) -> bool:
+    """Whether ``claim`` can name the account: a non-empty string, and for ``email`` only one the
+    provider says it verified (``email_verified: true``): anyone can type an unverified address."""
+    value = claims.get(claim)
+    if not isinstance(value, str) or not value:
+        return False
+    return claim != "email" or claims.get("email_verified") is True
 
 
 def _header_of(token: str) -> dict[str, Any]:

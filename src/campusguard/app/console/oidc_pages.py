@@ -30,6 +30,7 @@ from campusguard.app.console.oidc import (
     SignInRefused,
 )
 from campusguard.app.console.pages import render_page
+from campusguard.app.console.users import hash_token
 from campusguard.errors import InvalidInputError
 
 __all__ = ["router", "oidc_of", "password_login_allowed", "COOKIE_PATH"]
@@ -116,6 +117,8 @@ def oidc_callback(request: Request) -> Response:
     except SignInRefused as exc:
         return _refuse(request, exc)
     token, csrf = state.users.create_session(outcome.user.name, ttl=state.settings.session_ttl)
+    if state.provider_sessions is not None:  # re-checked with the provider every console.oidc.recheck_s
+        state.provider_sessions.remember(hash_token(token), identity, ttl_s=state.settings.session_ttl.total_seconds())
     request.state.user = outcome.user
     details: dict[str, object] = {
         "address": client_address(request),

@@ -9,7 +9,7 @@ taken from the config, so their number is bounded; the event store's counters ha
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
 from campusguard.app.engine.metrics import LatencyHistogram
@@ -59,6 +59,15 @@ class PipelineSample:
     disk_write_failures: dict[str, int] = field(default_factory=dict)  # kind of write -> failed for lack of room
     mqtt_connected: dict[str, bool] = field(default_factory=dict)  # broker "host:port" -> connected
     outcomes: dict[tuple[str, str], int] = field(default_factory=dict)  # (rule, outcome) -> recorded since start
+
+
+def viewer_sample(sample: PipelineSample) -> PipelineSample:
+    """``sample`` as a viewer may read it: full volumes by number (``volume-1``), never their paths
+    (a mount point names the site's layout; operators and admins get the paths)."""
+    if not sample.disk_full:
+        return sample
+    numbered = {f"volume-{i}": full for i, (_, full) in enumerate(sorted(sample.disk_full.items()), 1)}
+    return replace(sample, disk_full=numbered)
 
 
 class PipelineCollector:

@@ -63,7 +63,7 @@ from campusguard.app.console.cameras import (
     LocalCameras,
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
-from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry
+from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry, viewer_sample
 from campusguard.app.console.revisions import (
     RevisionConflictError,
     camera_revision,
@@ -270,6 +270,7 @@ class ConsoleRuntime:
         )
         self.bus = EventBus()
         self.registry = build_registry(self._prom_sample)
+        self.viewer_registry = build_registry(lambda: viewer_sample(self._prom_sample()))  # no volume paths
         self._rates = FrameRates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes

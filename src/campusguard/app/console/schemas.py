@@ -123,6 +123,16 @@ class TokenOut(BaseModel):
     expires_days: int
 
 
+class TokenInfoOut(BaseModel):
+    id: str = Field(
+        ..., description="The token's id (16 hex digits of its SHA-256); DELETE /api/v1/tokens/{id} revokes it."
+    )
+    user: str
+    label: str | None = None
+    created_at: str
+    expires_at: str
+
+
 class NoteRequest(_Request):
     note: str = Field("", max_length=2000, description="What was done or found.")
 
@@ -306,8 +316,8 @@ class Ready(BaseModel):
     ready: bool
     problems: list[str] = Field(
         default_factory=list,
-        description="Why not ready: the cameras without a recent frame, ``disk full`` (with a full volume's path, "
-        "free bytes and error only for an operator's or admin's token or session).",
+        description="Why not ready (signed-in callers only): the cameras without a recent frame, ``disk full`` "
+        "(with a full volume's path, free bytes and error only for an operator's or admin's token or session).",
     )
     mqtt_connected: dict[str, bool] | None = None  # each MQTT sink's broker: connected? (alerts wait in the outbox)
     cameras_down: dict[str, str] | None = Field(

@@ -41,8 +41,9 @@ from campusguard.app.console.auth import (
 )
 from campusguard.app.console.devices import DeviceCookies, device_key_beside
 from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
+from campusguard.app.console.oidc_sessions import ProviderSessions
 from campusguard.app.console.schemas import Health, Ready
-from campusguard.app.console.users import UserStore
+from campusguard.app.console.users import User, UserStore
 from campusguard.app.events.store import StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -138,11 +139,17 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 
 
-class SecurityHeaders:
-    """ASGI middleware: `SECURITY_HEADERS` on every HTTP response, and ``no-store`` on API JSON."""
+HSTS = (b"strict-transport-security", b"max-age=31536000")
+"""Sent when the console's ``public_url`` is https: browsers then never try it over plain http."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+
+class SecurityHeaders:
+    """ASGI middleware: `SECURITY_HEADERS` on every HTTP response (and `HSTS` with ``hsts``), and
+    ``no-store`` on API JSON."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], hsts: bool = False) -> None:
         self.app = app
+        self.headers = (*SECURITY_HEADERS, HSTS) if hsts else SECURITY_HEADERS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -154,7 +161,7 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {k.lower() for k, _ in headers}
-                headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
+                headers += [(k, v) for k, v in self.headers if k not in present]
                 if is_api and b"cache-control" not in present:
                     headers.append((b"cache-control", b"no-store"))
                 message["headers"] = headers
@@ -176,28 +183,29 @@ def _health_router() -> APIRouter:
         responses={503: {"model": Ready, "description": "No camera produces frames, or a disk is full."}},
     )
     def readyz(request: Request) -> Response:
-        """Some camera produced a frame in the last few seconds and no volume written to is full
-        (public): 200, else 503 with the reasons. The cameras that are not live (offline,
-        reconnecting, ...) are listed by id (a campus always has a camera down); a full disk is
-        ``disk full``, and an operator's or admin's session or token also gets each full volume's
-        path, free bytes and last error. Each MQTT sink's broker and whether it is connected is a
-        detail: alerts wait in its outbox."""
+        """Some camera produced a frame in the last few seconds and no volume written to is full:
+        200, else 503. Public, and then it says only ``{"ready": true|false}``: the camera ids and
+        the brokers' addresses are a map of the site. A signed-in caller (session or token) also
+        gets the reasons, the cameras that are not live (offline, reconnecting, ...) and each MQTT
+        sink's broker with whether it is connected; an operator or admin also each full volume's
+        path, free bytes and last error (others read ``disk full``)."""
         runtime = console_state(request).runtime
         problems = [] if runtime.ready() else ["no camera produced a frame recently"]
         disk = runtime.disk_problems()
+        role = _caller_role(request)
         if disk:
-            problems += disk if _caller_role(request) in ("operator", "admin") else ["disk full"]
+            problems += disk if role in ("operator", "admin") else ["disk full"]
         ready = not problems
+        code = status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE
+        if role is None:
+            return JSONResponse({"ready": ready}, code)
         body = Ready(
             ready=ready,
             problems=problems,
             mqtt_connected=runtime.mqtt_connected() or None,
             cameras_down=runtime.cameras_down() or None,
         )
-        return JSONResponse(
-            body.model_dump(exclude_defaults=True),
-            status.HTTP_200_OK if ready else status.HTTP_503_SERVICE_UNAVAILABLE,
-        )
+        return JSONResponse(body.model_dump(exclude_defaults=True), code)
 
     return router
 
@@ -215,11 +223,14 @@ def _root_protected_router() -> APIRouter:
     router = APIRouter()
 
     @router.get("/metrics", tags=["metrics"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
-    def metrics(request: Request) -> Response:
-        """Prometheus metrics (``campusguard_*``); needs auth (a bearer API token works)."""
+    def metrics(request: Request, user: User = Depends(current_user)) -> Response:
+        """Prometheus metrics (``campusguard_*``); needs auth (a bearer API token works). A viewer's
+        scrape names full volumes by number, an operator's or admin's by their path."""
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-        return Response(generate_latest(console_state(request).runtime.registry), media_type=CONTENT_TYPE_LATEST)
+        runtime = console_state(request).runtime
+        registry = runtime.registry if user.role in ("operator", "admin") else runtime.viewer_registry
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     @router.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
     def openapi(request: Request) -> JSONResponse:
@@ -314,7 +325,8 @@ def create_app(
         runtime: the `ConsoleRuntime` (pipeline, store, live view, zones, metrics).
         users_db: the users database file, or an open `UserStore`.
         session_ttl: login session lifetime.
-        secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy).
+        secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy); on by itself,
+            with HSTS, when the config's ``console.public_url`` is https.
         max_body_bytes: request body limit (413 above).
         limiter: failed-login limits (default: 5 free failures per user name and address, 20 per
             address, then a delay that doubles with each failure, from 1 s up to 15 minutes; 10 per
@@ -331,6 +343,9 @@ def create_app(
             secret's environment variable is not set.
     """
     proxies = parse_trusted_proxies(trusted_proxies)
+    public_url = runtime.loaded.config.console.public_url
+    https = public_url is not None and public_url.lower().startswith("https://")
+    secure_cookies = secure_cookies or https
     oidc = build_oidc(runtime.loaded.config.console)  # the console section's campus sign-in, if any
     users = users_db if isinstance(users_db, UserStore) else UserStore(users_db, password_hasher=password_hasher)
     app = FastAPI(
@@ -356,6 +371,8 @@ def create_app(
         devices=DeviceCookies(device_key_beside(users.path)),
     )
     app.state.oidc = oidc
+    if oidc is not None:
+        app.state.console.provider_sessions = ProviderSessions(oidc, users, recheck_s=oidc.config.recheck_s)
     _error_handlers(app)
 
     # public: PUBLIC_ROUTES and nothing else
@@ -374,5 +391,5 @@ def create_app(
 
     check_routes_protected(app)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, hsts=https)
     return app

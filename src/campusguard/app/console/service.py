@@ -13,11 +13,13 @@ recordings finished, sinks flushed), then the live views and event streams, then
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from campusguard.app.infra.secrets import install_log_redaction
 from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsoleService"]
 
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 _HTTP_CLOSE_S = 3.0  # open streams (live view, event push) are cut after this long once the stop began
 
 
@@ -62,6 +65,7 @@ class ConsoleService:
             app, host=host, port=port, timeout_graceful_shutdown=int(_HTTP_CLOSE_S), **(options or {})
         )
         self.server = uvicorn.Server(config)
+        install_log_redaction(h for name in _UVICORN_LOGGERS for h in logging.getLogger(name).handlers)
         self.where = f"{host}:{port}"
         self.start_timeout_s = start_timeout_s
         self._thread: threading.Thread | None = None

@@ -146,6 +146,11 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def hash_token(token: str) -> str:
+    """What the database keeps of a token (and `Credential.token_hash`): its SHA-256, hex."""
+    return _token_hash(token)
+
+
 @dataclass(frozen=True)
 class User:
     """A console user."""
@@ -213,6 +218,25 @@ class Credential:
     token_hash: str
     csrf: str | None
     expires_at: datetime
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """An API token as an admin sees it (never the token itself).
+
+    Attributes:
+        id: the first 16 hex digits of the token's SHA-256 (what `UserStore.revoke_api_token` takes).
+        user, label, created_at, expires_at: whose, what for, when made and until when (UTC ISO).
+    """
+
+    id: str
+    user: str
+    label: str | None
+    created_at: str
+    expires_at: str
+
+
+TOKEN_ID_LENGTH = 16
 
 
 @dataclass(frozen=True)
@@ -526,6 +550,33 @@ class UserStore(SQLiteFile):
         """Delete one token by its hash (logout); True if it existed."""
         with self._transaction() as conn:
             return conn.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,)).rowcount > 0
+
+    def api_tokens(self, name: str | None = None) -> list[TokenInfo]:
+        """The unexpired API tokens (of user ``name``, or of all), newest first."""
+        sql = "SELECT token_hash, user_name, label, created_at, expires_at FROM tokens WHERE kind = 'api' AND expires_at > ?"
+        args: tuple[Any, ...] = (_iso(_now()),)
+        if name is not None:
+            sql += " AND user_name = ?"
+            args += (name,)
+        rows = self._read(sql + " ORDER BY created_at DESC", args)
+        return [TokenInfo(str(h)[:TOKEN_ID_LENGTH], u, lbl, c, e) for h, u, lbl, c, e in rows]
+
+    def revoke_api_token(self, token_id: str) -> TokenInfo | None:
+        """Delete the API token whose id (`TokenInfo.id`) this is; the token deleted, or ``None`` when
+        there is none (an id that is not 16 hex digits matches nothing)."""
+        if len(token_id) != TOKEN_ID_LENGTH or any(c not in "0123456789abcdef" for c in token_id):
+            return None
+        with self._transaction() as conn:
+            rows = conn.execute(
+                "SELECT token_hash, user_name, label, created_at, expires_at FROM tokens "
+                "WHERE kind = 'api' AND substr(token_hash, 1, ?) = ?",
+                (TOKEN_ID_LENGTH, token_id),
+            ).fetchall()
+            if len(rows) != 1:
+                return None
+            digest, user, label, created, expires = rows[0]
+            conn.execute("DELETE FROM tokens WHERE token_hash = ?", (digest,))
+        return TokenInfo(token_id, user, label, created, expires)
 
     def purge_expired(self) -> int:
         """Delete expired tokens; the number deleted."""

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import cv2
@@ -187,6 +188,7 @@ class AnalyticsWorker:
                     item = self.inbox.get(timeout=0.2)
                 except queue.Empty:
                     self.heartbeat = time.monotonic()
+                    self._tick(self.heartbeat)
                     self._end_if_offline(self.heartbeat)
                     continue
                 self.heartbeat = time.monotonic()
@@ -201,12 +203,27 @@ class AnalyticsWorker:
             if self.tracks is not None:
                 self.tracks.close()
 
+    def _tick(self, now: float) -> None:
+        """A live camera that gives no frame: its picture rules (camera health) see the time pass, on
+        the live stream clock (``time.monotonic()``, as its frames' timestamps)."""
+        if self.offline_end_s is None:
+            return
+        self._apply_pending()
+        for ev in self.rules.tick(now, datetime.now().astimezone()):
+            self._emit(ev, None)
+
     def _end_if_offline(self, now: float) -> None:
-        """End the open incidents as interrupted once no frame came for ``offline_end_s`` seconds."""
+        """End the open incidents about objects as interrupted once no frame came for ``offline_end_s``
+        seconds (the camera's own health incidents stay open: they are about the outage)."""
         if self.offline_end_s is None or not self._open or now - self._last_frame_at < self.offline_end_s:
             return
-        n = len(self._open)
-        self._finish(interrupted=True)
+        wall = wall_time_of(self._last_frame) if self._last_frame is not None else None
+        ended = self.rules.close_for_outage(self._last_ts, wall)
+        if not ended:
+            return
+        n = len(ended)
+        for ev in ended:
+            self._emit(dataclasses.replace(ev, details={**ev.details, "interrupted": True}), None)
         self.offline_ended += n
         log.warning(
             "camera %s: no frame for %.0f s; %d open incident(s) ended as interrupted",
@@ -232,6 +249,7 @@ class AnalyticsWorker:
         events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
         if self.tracks is not None:  # exactly what the rules got, for `campusguard replay`
             self.tracks.record(frame.index, frame.timestamp_s, wall, tracked)
+        events += self.rules.observe(frame.timestamp_s, frame.index, frame.image, wall)
         self._last_ts = frame.timestamp_s
         self._last_frame = frame
         blur = self.blur
@@ -261,12 +279,12 @@ class AnalyticsWorker:
         policy = known.media_blur if known is not None and known.media_blur is not None else self.blur
         if ev.media_blur != policy:
             ev = dataclasses.replace(ev, media_blur=policy)
-        if ev.phase == "start" and self.snapshots_dir is not None and frame is not None:
+        if ev.phase == "start" and self.snapshots_dir is not None and (frame is not None or not ev.tracker_ids):
             snapshot = self._snapshot(ev, frame, redact)
             if snapshot is not None:
                 ev = ev.with_snapshot(str(snapshot))
-        elif ev.event_id in self._open and self._open[ev.event_id].snapshot_path:
-            ev = ev.with_snapshot(self._open[ev.event_id].snapshot_path)  # type: ignore[arg-type]
+        elif (opened := self._open.get(ev.event_id)) is not None and opened.snapshot_path:
+            ev = ev.with_snapshot(opened.snapshot_path)
         if ev.phase == "end" or ev.end_s is not None:
             self._open.pop(ev.event_id, None)
         else:
@@ -274,22 +292,30 @@ class AnalyticsWorker:
         self.metrics.events += 1
         put_until(self.events_out, EventMessage(ev), self.failed.is_set)
 
-    def _snapshot(self, ev: Event, frame: Frame, redact: np.ndarray | None = None) -> Path | None:
+    def _snapshot(self, ev: Event, frame: Frame | None, redact: np.ndarray | None = None) -> Path | None:
         """Write the event's JPEG (complete, or not at all); None when it could not be written.
 
-        With ``redact`` (areas in pixels of the geometry's frame size) its redacted variant is
-        written first, so a sharp snapshot never exists without the one viewers are given.
+        The picture is the frame's, or what the event's rule composes (camera health: the last
+        good view beside this one; without a frame, beside "no signal"). With ``redact`` (areas in
+        pixels of the geometry's frame size) its redacted variant is written first, so a sharp
+        snapshot never exists without the one viewers are given.
         """
         assert self.snapshots_dir is not None
-        path = (
-            self.snapshots_dir
-            / f"{self.camera_id}_{frame.index:07d}_{ev.rule_name.replace(':', '-')}_{ev.event_id[:8]}.jpg"
-        )
-        if redact is not None:
-            redacted = redact_image(frame.image, redact, self.geometry.resolution_wh)
+        image = self.rules.snapshot_image(ev, frame.image if frame is not None else None)
+        if image is None:
+            return None
+        index = frame.index if frame is not None else ev.start_frame
+        path = self.snapshots_dir / f"{self.camera_id}_{index:07d}_{ev.rule_name.replace(':', '-')}_{ev.event_id[:8]}.jpg"
+        if redact is not None or (self.blur != "none" and image is not (frame.image if frame is not None else None)):
+            # a composed picture (camera health) has no person areas of its own: viewers get it blurred whole
+            redacted = (
+                redact_image(image, redact, self.geometry.resolution_wh)
+                if frame is not None and image is frame.image and redact is not None
+                else cv2.GaussianBlur(image, (0, 0), 12)
+            )
             if self._write_jpeg(ev, redacted, redacted_path(path)) is None:
                 return None
-        return self._write_jpeg(ev, frame.image, path)
+        return self._write_jpeg(ev, image, path)
 
     def _write_jpeg(self, ev: Event, image: np.ndarray, path: Path) -> Path | None:
         assert self.snapshots_dir is not None

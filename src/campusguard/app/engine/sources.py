@@ -8,7 +8,7 @@ OpenCV's FFMPEG backend), reads frames, stamps them and puts them on a `FrameQue
 - file sources by default block instead, so every frame is processed in order and results
   are reproducible (timestamps come from the frame index and the file's frame rate);
 - a live source that cannot be opened (at start too: the camera is ``offline``), fails or
-  stalls is reopened with exponential back-off (0.5 s doubling to 30 s by default, back to
+  stalls is reopened with exponential back-off (0.5 s doubling to 10 s by default, back to
   0.5 s only after a minute of frames), and may come back at another resolution (every frame
   carries its own size); the outage is logged once when it starts and once when it ends
   (`campusguard.app.infra.throttle.OutageLog`), not on every attempt;
@@ -33,6 +33,7 @@ import numpy as np
 from campusguard.app.config.cameras import source_kind
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.queues import BoundedQueue
+from campusguard.app.infra.secrets import redact_url
 from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import CampusGuardError, SourceError
 from campusguard.io.images import IMAGE_SUFFIXES
@@ -143,7 +144,7 @@ class CaptureSource:
             self.cap = cv2.VideoCapture(str(source), cv2.CAP_FFMPEG, params)
         if not self.cap.isOpened():
             self.cap.release()
-            raise SourceError(f"cannot open video source {source!r}")
+            raise SourceError(f"cannot open video source {redact_url(str(source))!r}")
         fps = float(self.cap.get(cv2.CAP_PROP_FPS) or 0.0)
         self.fps = fps if 0 < fps < 1000 else None
         self.frame_count = int(self.cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if kind == "path" else 0
@@ -152,7 +153,7 @@ class CaptureSource:
         log.debug(
             "opened %s %r with OpenCV's %s backend: %dx%d, %s fps, %s frames",
             kind,
-            source,
+            redact_url(str(source)),
             self.cap.getBackendName(),
             int(self.cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0),
             int(self.cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0),

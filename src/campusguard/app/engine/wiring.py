@@ -20,8 +20,8 @@ from typing import Literal, TextIO
 
 import numpy as np
 
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.alerts.registry import SINKS
-from campusguard.app.alerts.sinks import AlertSink
 from campusguard.app.alerts.spec import SinkContext
 from campusguard.app.config import (
     AnyAlertSinkConfig,
@@ -37,6 +37,7 @@ from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.infra.secrets import redact_url, resolve_secret, with_password
 from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
 from campusguard.app.rules.engine import rule_fingerprint
@@ -52,6 +53,7 @@ __all__ = [
     "SourceProbe",
     "build_alert_sink",
     "build_camera",
+    "build_health_only",
     "build_rules",
     "build_tracker",
     "default_detector_factory",
@@ -124,6 +126,8 @@ def _build_rule(
     lines: dict[str, LineConfig],
     resolution_wh: tuple[int, int],
     stream_key: str = "",
+    live: bool = False,
+    state_dir: Path | None = None,
 ) -> Rule:
     """The rule a rule section configures (`RULES` maps its kind to its builder); zone and line
     names were checked when the file was parsed.
@@ -140,6 +144,8 @@ def _build_rule(
         anchors=anchors,
         lines=lines,
         stream_key=stream_key,
+        live=live,
+        state_dir=state_dir,
     )
     return RULES.build(rule, ctx)
 
@@ -150,9 +156,13 @@ def build_rules(
     names: dict[int, str],
     resolution_wh: tuple[int, int],
     stream_key: str = "",
+    *,
+    pictures: bool = True,
 ) -> tuple[RuleEngine, dict[str, PolygonZone]]:
-    """The rules of camera ``camera_index`` for frames of ``resolution_wh``, and its zones: what
-    `build_camera` gives the analytics stage, and `campusguard replay` the stored tracks.
+    """The rules of camera ``camera_index`` for frames of ``resolution_wh`` (its ``rules`` and, unless
+    off, its camera health), and its zones: what `build_camera` gives the analytics stage.
+    ``pictures=False`` leaves out the kinds that read the frames' pixels (`RuleEntry.needs_pixels`):
+    what `campusguard replay` runs over the stored tracks.
 
     Raises:
         ConfigError: as `build_camera`.
@@ -164,16 +174,50 @@ def build_rules(
     anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
     lines = {ln.name: ln for ln in cam.lines}
     rules: list[Rule] = []
-    for ri, rule in enumerate(cam.rules):
+    sections = cam.incident_rules()
+    live = cam.is_live() and not stream_key
+    state_dir = health_state_dir(loaded.config) if live else None
+    built = []
+    for ri, rule in enumerate(sections):
+        if not pictures and RULES.entry(rule.kind).needs_pixels:
+            continue
+        loc: tuple[str | int, ...] = ("rules", ri) if ri < len(cam.rules) else ("health",)
         try:
-            rules.append(_build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key))
+            rules.append(
+                _build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key, live, state_dir)
+            )
         except InvalidInputError as exc:
-            raise loaded.error(("cameras", camera_index, "rules", ri), str(exc)) from None
+            raise loaded.error(("cameras", camera_index, *loc), str(exc)) from None
+        built.append(rule)
     keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
         rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
-        for r in cam.rules
+        for r in built
     ]
     return RuleEngine(cam.id, rules, keys), zones
+
+
+def build_health_only(loaded: LoadedConfig, camera_index: int) -> RuleEngine | None:
+    """The picture rules (camera health) of a live camera that has given no frame yet, so that its
+    ``offline`` incident is raised while nothing else of it can be built (no frame size yet); None
+    when its health is off. `RuleEngine.adopt` hands the rule to the camera's full rules later."""
+    cam: CameraConfig = loaded.config.cameras[camera_index]
+    health = cam.effective_health
+    if not health.enabled:
+        return None
+    ctx = RuleContext(
+        camera_id=cam.id,
+        names={},
+        resolution_wh=cam.resolution_wh or (1, 1),
+        live=cam.is_live(),
+        state_dir=health_state_dir(loaded.config) if cam.is_live() else None,
+    )
+    return RuleEngine(cam.id, [RULES.build(health, ctx)])
+
+
+def health_state_dir(config: WatchConfig) -> Path:
+    """Where live cameras' health keeps its reference views: ``health/`` beside the SQLite file
+    (the folder of the site's local state)."""
+    return Path(config.storage.sqlite).resolve().parent / "health"
 
 
 def build_camera(
@@ -376,9 +420,15 @@ def motion_gate_for(cam: CameraConfig, detector: DetectorLike, frame_wh: tuple[i
     )
 
 
+def camera_source(cam: CameraConfig) -> int | str:
+    """The camera's source, with the password from ``password_env``/``password_file`` put into its URL."""
+    password = resolve_secret(None, cam.password_env, cam.password_file, f"camera {cam.id!r}")
+    return cam.source if password is None else with_password(str(cam.source), password)
+
+
 def open_camera(cam: CameraConfig) -> FrameSource:
-    """Open a camera's source with its settings; `SourceError` naming it when it cannot be opened."""
-    return open_source(cam.source, folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
+    """Open a camera's source with its settings; `SourceError` naming it (its URL redacted) when it cannot be opened."""
+    return open_source(camera_source(cam), folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
 
 
 def reader_for(
@@ -434,7 +484,7 @@ def probe_source(
     try:
         image = source.read()
         if image is None:
-            raise SourceError(f"source {cam.source!r} opened but gave no frame")
+            raise SourceError(f"source {redact_url(str(cam.source))!r} opened but gave no frame")
     except BaseException:
         source.close()
         raise
@@ -490,7 +540,7 @@ def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRec
     rules = {
         (cam.id, rule.display_name()): EscalationRule(rule.escalate.after_s, tuple(rule.escalate.to))
         for cam in config.cameras
-        for rule in cam.rules
+        for rule in cam.incident_rules()
         if rule.escalate is not None
     }
     if not rules:

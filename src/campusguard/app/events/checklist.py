@@ -80,8 +80,7 @@ class _Rule(Protocol):
 class _Camera(Protocol):
     id: str
 
-    @property
-    def rules(self) -> Sequence[_Rule]: ...
+    def incident_rules(self) -> Sequence[_Rule]: ...
 
 
 class _Config(Protocol):
@@ -96,7 +95,7 @@ def sop_of(config: _Config, camera_id: str, rule_name: str) -> tuple[str, ...]:
     for cam in config.cameras:
         if cam.id != camera_id:
             continue
-        for rule in cam.rules:
+        for rule in cam.incident_rules():
             if rule.display_name() == rule_name:
                 return tuple(rule.sop)
     return ()

@@ -5,23 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from campusguard.app.events.settings import StorageSettings
 from campusguard.app.events.store import EventDatabase, SQLiteEventStore
 from campusguard.app.events.urls import is_postgres_url, postgres_url_problem
 from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from campusguard.app.config.storage import StorageConfig
     from campusguard.app.events.postgres import RetryPolicy
 
 __all__ = ["open_event_store", "storage_backend"]
 
 
-def storage_backend(storage: StorageConfig) -> Literal["sqlite", "postgresql"]:
+def storage_backend(storage: StorageSettings) -> Literal["sqlite", "postgresql"]:
     """The field of the storage section that names the store in use (for error locations)."""
     return "postgresql" if storage.postgresql else "sqlite"
 
 
-def open_event_store(storage: StorageConfig | str | Path, *, read_only: bool = False) -> EventDatabase:
+def open_event_store(storage: StorageSettings | str | Path, *, read_only: bool = False) -> EventDatabase:
     """Open the event store a storage section (or a SQLite path or PostgreSQL URL) names.
 
     Args:

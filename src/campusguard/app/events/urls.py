@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
+
+from campusguard.app.infra.secrets import redact_url
 
 __all__ = ["POSTGRES_SCHEMES", "is_postgres_url", "postgres_url_problem", "redact_url", "one_line"]
 
@@ -27,25 +28,6 @@ def postgres_url_problem(url: str) -> str | None:
     if parts.fragment:
         return "must not have a #fragment"
     return None
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password (``user:password@`` or ``?password=``) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hostport = netloc.rpartition("@")
-            if ":" in userinfo:
-                userinfo = userinfo.split(":", 1)[0] + ":***"
-            netloc = f"{userinfo}@{hostport}"
-        query = parts.query
-        if query:
-            pairs = [(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(query, keep_blank_values=True)]
-            query = urlencode(pairs, safe="*/:%=,")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-    except ValueError:
-        return re.sub(r"(//[^/:@]*):[^@/]*@", r"\1:***@", url)
 
 
 def one_line(exc: BaseException) -> str:

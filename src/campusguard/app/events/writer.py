@@ -36,7 +36,7 @@ from campusguard.app.events.types import Event
 from campusguard.app.infra.throttle import OutageLog
 
 if TYPE_CHECKING:
-    from campusguard.app.alerts.sinks import AlertSink
+    from campusguard.app.alerts.protocol import AlertSink
 
 __all__ = ["EventMessage", "EventWorker"]
 

@@ -6,7 +6,8 @@ Layout of a bundle::
     manifest.sig             Ed25519 signature of manifest.json (base64)
     public_key.pem           the signer's public key
     case.json                the selection, software version, models with their SHA-256
-    config/watch.yaml        the config file in force at export (zones, lines, rules, privacy)
+    config/watch.yaml        the config file in force at export (zones, lines, rules, privacy), its secrets
+                             (passwords, credentials in URLs, tokens, headers) shown ``***``
     config/cameras.json      per camera: id, resolution, privacy policy, zones, lines, rules
     audit.json               the audit entries about the incidents
     incidents/<id>/incident.json   the record, review state, checklist, timeline, audit entries
@@ -15,7 +16,8 @@ Layout of a bundle::
     report.html              the incident report (`campusguard.app.evidence.report`)
 
 Media are stored uncompressed (JPEG and H.264 do not shrink), text deflated. The bundle is
-written beside ``out`` under a temporary name and renamed when complete. Every exported incident
+written beside ``out`` under a temporary name (mode ``0600``: it holds sharp media) and renamed
+when complete. Every exported incident
 is then marked kept (legal hold) until someone releases it.
 """
 
@@ -40,6 +42,7 @@ from campusguard import __version__
 from campusguard.app.events.records import EventRecord, utc_iso
 from campusguard.app.evidence.bundle import FORMAT, MANIFEST, PUBLIC_KEY, SIGNATURE, fingerprint, public_pem, sign
 from campusguard.app.evidence.case import CaseSource, IncidentCase
+from campusguard.app.infra.secrets import redact_config_yaml
 from campusguard.errors import InvalidInputError
 
 __all__ = ["ExportResult", "default_user", "export_case"]
@@ -137,7 +140,8 @@ def export_case(
     part = out.with_name(f".{out.name}.{os.getpid()}.part")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(part, "w", allowZip64=True) as zf:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", allowZip64=True) as zf:
             w = _Writer(zf)
             _write_case(w, source, incidents, public_pem(key.public_key()), created_at, user, reason, selection or {})
             files = sorted(w.files, key=lambda f: f["path"])
@@ -206,7 +210,7 @@ def _write_case(
             "models": source.models(),
         },
     )
-    config_text = source.config_text.encode()
+    config_text = redact_config_yaml(source.config_text).encode()  # never the site's passwords or tokens
     w.add_bytes("config/watch.yaml", config_text)
     cameras = [i.record.event.camera_id for i in incidents]
     w.add_json(

@@ -24,7 +24,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
 
-__all__ = ["Rule", "TimeWindow", "parse_time_windows", "in_time_windows", "ClassNames"]
+__all__ = ["Rule", "PictureRule", "TimeWindow", "parse_time_windows", "in_time_windows", "ClassNames"]
 
 ClassNames = Mapping[int, str] | Sequence[str] | None
 
@@ -75,6 +75,37 @@ class Rule(Protocol):
 
     def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
         """End every open event (at shutdown or end of stream); returns the ``end`` updates."""
+        ...
+
+
+@runtime_checkable
+class PictureRule(Rule, Protocol):
+    """A rule that watches the camera's picture and its silence, not the objects (camera health).
+
+    Its incidents are about the camera itself, so an outage does not end them as interrupted.
+    """
+
+    def observe(
+        self, timestamp_s: float, frame_index: int, image: np.ndarray, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """One frame's picture (``(H, W, 3)`` BGR or ``(H, W)`` grey ``uint8``): the updates it caused."""
+        ...
+
+    def tick(self, now_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """Time passing without frames (stream clock of a live camera): the updates it caused."""
+        ...
+
+    def snapshot_image(self, event: Event, image: np.ndarray | None) -> np.ndarray:
+        """What the incident's snapshot shows, from the current frame (None: no frame)."""
+        ...
+
+    def status(self) -> Any:
+        """What the console shows of the camera's state (camera health: a `HealthStatus`)."""
+        ...
+
+    def accept_view(self, by: str, zones: Sequence[str] = ()) -> bool:
+        """Make the current view the camera's reference (``zones``: drawn on the old one); False
+        when there is nothing to accept yet."""
         ...
 
 

@@ -7,16 +7,15 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from campusguard.app.events.types import Event
-from campusguard.app.rules.base import Rule
+from campusguard.app.rules.base import PictureRule, Rule
+from campusguard.app.rules.shapes import ShapeSection
 from campusguard.app.rules.spec import RuleConfigBase, ZoneRuleConfigBase
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from campusguard.app.config.zones import LineConfig, ZoneConfig
 
 __all__ = ["RuleEngine", "rule_fingerprint"]
 
@@ -43,8 +42,8 @@ def _log_changes(events: list[Event]) -> list[Event]:
 
 def rule_fingerprint(
     rule: RuleConfigBase,
-    zones: Sequence[ZoneConfig],
-    lines: Sequence[LineConfig],
+    zones: Sequence[ShapeSection],
+    lines: Sequence[ShapeSection],
     *,
     names: Mapping[int, str],
     resolution_wh: tuple[int, int],
@@ -55,7 +54,7 @@ def rule_fingerprint(
     stream. Two equal fingerprints build the same rule, so a live edit may keep the running one.
     """
     target = rule.target()
-    shapes: Sequence[ZoneConfig | LineConfig] = zones if isinstance(rule, ZoneRuleConfigBase) else lines
+    shapes: Sequence[ShapeSection] = zones if isinstance(rule, ZoneRuleConfigBase) else lines
     watched = [s.model_dump(mode="json") for s in shapes if target is not None and s.name == target]
     return json.dumps(
         {
@@ -119,6 +118,13 @@ class RuleEngine:
         retired = [r for r in previous.rules if id(r) not in kept]
         return RuleEngine(previous.camera_id, retired)
 
+    def adopt(self, running: RuleEngine) -> None:
+        """Take over ``running``'s rules in place of this engine's rules of the same names, state and open
+        incidents included (a camera offline at start: its health rule, running since the start, joins the
+        rules built at its first frame)."""
+        by_name = {r.name: r for r in running.rules}
+        self.rules = [by_name.get(r.name, r) for r in self.rules]
+
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
@@ -126,6 +132,42 @@ class RuleEngine:
         out: list[Event] = []
         for rule in self.rules:
             out += rule.update(timestamp_s, detections, frame_index, wall_time)
+        return _log_changes(out)
+
+    def picture_rules(self) -> list[PictureRule]:
+        """The rules that watch the picture itself (camera health)."""
+        return [r for r in self.rules if isinstance(r, PictureRule)]
+
+    def observe(
+        self, timestamp_s: float, frame_index: int, image: np.ndarray, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Hand one frame's picture to the rules that watch it; their events."""
+        out: list[Event] = []
+        for rule in self.picture_rules():
+            out += rule.observe(timestamp_s, frame_index, image, wall_time)
+        return _log_changes(out)
+
+    def tick(self, now_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """Time passing without frames (a live camera's clock); the picture rules' events."""
+        out: list[Event] = []
+        for rule in self.picture_rules():
+            out += rule.tick(now_s, wall_time)
+        return _log_changes(out)
+
+    def snapshot_image(self, event: Event, image: np.ndarray | None) -> np.ndarray | None:
+        """The snapshot of ``event``: what its rule composes when it watches the picture, else ``image``."""
+        for rule in self.picture_rules():
+            if rule.name == event.rule_name:
+                return rule.snapshot_image(event, image)
+        return image
+
+    def close_for_outage(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
+        """End the open events of the rules about objects (the camera gives no frames, so they cannot go
+        on); the picture rules' incidents are about the outage itself and stay open."""
+        out: list[Event] = []
+        for rule in self.rules:
+            if not isinstance(rule, PictureRule):
+                out += rule.close(timestamp_s, wall_time)
         return _log_changes(out)
 
     def open_events(self) -> list[Event]:

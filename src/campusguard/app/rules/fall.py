@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind
+from campusguard.app.infra.configmodel import NameText
 from campusguard.app.rules.spec import RuleContext, RuleEntry, ZoneRuleConfigBase
 from campusguard.app.rules.zone_rules import FireLaneRule
 from campusguard.detections import Detections
@@ -68,7 +69,7 @@ class FallRuleConfig(ZoneRuleConfigBase):
 
     kind: Literal["fall"] = Field("fall", title="Kind", description="Rule kind.")
     zone_optional: ClassVar[bool] = True
-    zone: str | None = Field(
+    zone: NameText | None = Field(
         None, title="Zone", description="Name of the zone the rule watches; none watches the whole frame."
     )
     min_duration_s: float = Field(
@@ -130,7 +131,7 @@ class FallRule(FireLaneRule):
 
     kind: RuleKind = "fall"
 
-    def __init__(  # type: ignore[no-untyped-def]
+    def __init__(
         self,
         *,
         signal: FallSignal = "auto",
@@ -138,7 +139,7 @@ class FallRule(FireLaneRule):
         upright_aspect: float = 1.5,
         class_ids: Collection[int] | None = (0,),
         duplicate_overlap: float = 0.5,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         super().__init__(class_ids=class_ids, per_track=True, **kwargs)
         what = f"rule {self.name!r}"
@@ -282,4 +283,4 @@ def _build_fall(cfg: FallRuleConfig, ctx: RuleContext) -> FallRule:
     )
 
 
-FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall")
+FALL = RuleEntry(FallRuleConfig, FallRule, _build_fall, "Fall", example={"min_duration_s": 3}, order=60)

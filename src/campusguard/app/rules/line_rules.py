@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind, event_id_for
+from campusguard.app.infra.configmodel import NameText
 from campusguard.app.rules.base import (
     ClassNames,
     check_non_negative,
@@ -33,7 +34,7 @@ class LineCrossingRuleConfig(RuleConfigBase):
 
     kind: Literal["line_crossing"] = Field("line_crossing", title="Kind", description="Rule kind.")
     watches_line: ClassVar[bool] = True
-    line: str = Field("line", title="Line", description="Name of the line (a line of the same camera).")
+    line: NameText = Field("line", title="Line", description="Name of the line (a line of the same camera).")
     direction: Literal["in", "out", "both"] = Field(
         "in", title="Direction", description="Crossing direction that raises an event."
     )
@@ -130,7 +131,7 @@ class LineCrossingRule:
         crossings = self.line.update(detections)
         if wall_time is not None and not in_time_windows(self.time_windows, wall_time):
             return []
-        masks = []
+        masks: list[tuple[Literal["in", "out"], np.ndarray, int]] = []
         if self.direction in ("in", "both"):
             masks.append(("in", crossings.crossed_in, crossings.in_count))
         if self.direction in ("out", "both"):
@@ -172,7 +173,7 @@ class LineCrossingRule:
                         class_ids=(cid,),
                         class_names=() if name is None else (name,),
                         count=int(count),
-                        direction=direction,  # type: ignore[arg-type]
+                        direction=direction,
                         started_at=wall_time,
                         ended_at=wall_time,
                         details={"in_count": crossings.in_count, "out_count": crossings.out_count},
@@ -196,5 +197,11 @@ def _build_line_crossing(cfg: LineCrossingRuleConfig, ctx: RuleContext) -> LineC
 
 
 LINE_CROSSING = RuleEntry(
-    LineCrossingRuleConfig, LineCrossingRule, _build_line_crossing, "Line crossing", has_end=False
+    LineCrossingRuleConfig,
+    LineCrossingRule,
+    _build_line_crossing,
+    "Line crossing",
+    has_end=False,
+    example={"line": "line", "direction": "in"},
+    order=50,
 )

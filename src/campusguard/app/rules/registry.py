@@ -4,8 +4,9 @@
 filters, `GET /api/v1/rule-kinds`), the rule classes, the builder `wiring` calls, the CLI's ``--kind``
 help, and the config's `RuleConfig` union (`campusguard.app.config.rules`: derived from here).
 
-A new rule kind is two files: a module here with its section model (a `spec.RuleConfigBase`),
-the rule class and its `RuleEntry`, and that entry in `RULES` below.
+A new rule kind is one module here (and its test): its section model (a `spec.RuleConfigBase`),
+the rule class and its `RuleEntry` at module level. `RULES` finds it (`campusguard.plugins.discover`
+over this package's modules); no list names it.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from campusguard.app.rules.base import Rule
-from campusguard.app.rules.fall import FALL
-from campusguard.app.rules.line_rules import LINE_CROSSING
 from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry, rule_config_union
-from campusguard.app.rules.zone_rules import CROWD, FIRE_LANE, INTRUSION, LOITERING
 from campusguard.errors import InvalidInputError
+from campusguard.plugins import discover
 
 __all__ = ["RULES", "RuleRegistry", "UnknownRuleKindError"]
 
@@ -91,11 +90,12 @@ class RuleRegistry:
         return {kind: entry.rule_type for kind, entry in self._entries.items()}
 
     def config_models(self) -> tuple[type[RuleConfigBase], ...]:
-        """Every kind's section model, in order."""
-        return tuple(entry.config for entry in self)
+        """The section models of the kinds written as a camera's ``rules`` items, in order (not the
+        kinds a camera section of their own configures, such as ``health``)."""
+        return tuple(entry.config for entry in self if entry.section is None)
 
     def config_union(self) -> Any:
-        """The discriminated union (on ``kind``) of the section models: a camera's ``rules`` items."""
+        """The discriminated union (on ``kind``) of `config_models`: a camera's ``rules`` items."""
         return rule_config_union(self.config_models())
 
     def build(self, cfg: RuleConfigBase, ctx: RuleContext) -> Rule:
@@ -113,6 +113,6 @@ class RuleRegistry:
         return entry.build(cfg, ctx)
 
 
-RULES = RuleRegistry([INTRUSION, CROWD, FIRE_LANE, LOITERING, LINE_CROSSING, FALL])
-"""Every rule kind of the app."""
+RULES = RuleRegistry(found.entry for found in discover(__name__.rpartition(".")[0], RuleEntry, exclude=("registry",)))
+"""Every rule kind of the app: each `RuleEntry` declared in a module of `campusguard.app.rules`."""
 

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, TypeVar, Union
 
 from pydantic import Field
 
-from campusguard.app.infra.configmodel import ConfigModel
+from campusguard.app.infra.configmodel import ConfigModel, NameText
 from campusguard.app.rules.base import Rule
+from campusguard.app.rules.shapes import LineSection
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
-
-if TYPE_CHECKING:
-    from campusguard.app.config.zones import LineConfig
 
 __all__ = [
     "ClassRef",
@@ -72,7 +71,7 @@ class RuleConfigBase(ConfigModel):
     watches_line: ClassVar[bool] = False
     """Whether `target` is a line of the camera (else a zone, or nothing)."""
 
-    name: str | None = Field(
+    name: NameText | None = Field(
         None,
         title="Name",
         description="Rule name for events, unique per camera; default `<kind>:<zone or line>`.",
@@ -127,7 +126,7 @@ class ZoneRuleConfigBase(RuleConfigBase):
     zone_optional: ClassVar[bool] = False
     """Whether the rule may go without ``zone`` (and then watch the whole frame)."""
 
-    zone: str | None = Field(
+    zone: NameText | None = Field(
         None, title="Zone", description="Name of the zone the rule watches (a zone of the same camera); required."
     )
     inertia: int = Field(
@@ -196,6 +195,9 @@ class RuleContext:
         lines: the camera's line sections by name (built by the line rule with its hysteresis).
         resolution_wh: frame size ``(width, height)`` in pixels.
         stream_key: which recording the frames come from (`event_id_for`); empty for a live camera.
+        live: whether the camera is live (a webcam or URL: its frames can stop coming).
+        state_dir: a folder the camera's rules may keep state in across restarts (a live camera's
+            reference view), or None (memory only).
     """
 
     camera_id: str
@@ -203,8 +205,10 @@ class RuleContext:
     resolution_wh: tuple[int, int]
     zones: Mapping[str, PolygonZone] = field(default_factory=dict)
     anchors: Mapping[str, str] = field(default_factory=dict)
-    lines: Mapping[str, LineConfig] = field(default_factory=dict)
+    lines: Mapping[str, LineSection] = field(default_factory=dict)
     stream_key: str = ""
+    live: bool = False
+    state_dir: Path | None = None
 
     def rule_kwargs(self, cfg: RuleConfigBase) -> dict[str, Any]:
         """The keyword arguments every rule takes, from the fields every rule section has."""
@@ -254,6 +258,17 @@ class RuleEntry(Generic[C]):
             instantaneous ones (a line crossing starts and ends at once).
         needs_pixels: the rule reads the frames' pixels, which the stored tracks do not hold
             (`campusguard replay` leaves it out and says so).
+        example: a small valid section of the kind (a camera's ``rules`` item), watching the zone
+            named ``zone`` or the line named ``line`` (the shapes' default names); ``None``: the
+            kind and its target only (`example_section`). Tests and docs build every kind from it.
+        order: where the kind is listed (`campusguard.plugins.discover`: lower first; a kind with
+            none comes after those with one, by module name).
+        section: the camera section that configures the kind, on by default for every camera
+            (``"health"`` for ``camera_health``), instead of an item of the camera's ``rules``;
+            None for the kinds written as ``rules`` items.
+
+    The registry finds every entry declared at the top level of a module of `campusguard.app.rules`,
+    so a new kind is its module (and its test), nothing else.
     """
 
     config: type[C]
@@ -262,6 +277,9 @@ class RuleEntry(Generic[C]):
     label: str
     has_end: bool = True
     needs_pixels: bool = False
+    example: Mapping[str, Any] | None = None
+    order: int | None = None
+    section: str | None = None
 
     def __post_init__(self) -> None:
         kind = kind_of(self.config)
@@ -274,3 +292,13 @@ class RuleEntry(Generic[C]):
     def kind(self) -> str:
         """The kind, as the config's ``kind`` spells it."""
         return kind_of(self.config)
+
+    def example_section(self) -> dict[str, Any]:
+        """`example` with its ``kind``, else the kind watching the zone ``zone`` or the line ``line``."""
+        if self.example is not None:
+            return {"kind": self.kind, **self.example}
+        if self.config.watches_line:
+            return {"kind": self.kind, "line": "line"}
+        if issubclass(self.config, ZoneRuleConfigBase):
+            return {"kind": self.kind, "zone": "zone"}
+        return {"kind": self.kind}

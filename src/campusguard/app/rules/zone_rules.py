@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -332,7 +332,7 @@ class _ZoneRule:
 class _EpisodeRule(_ZoneRule):
     """A zone rule raising one event per track (``per_track=True``) or one at a time for the zone."""
 
-    def __init__(self, *, per_track: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *, per_track: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.per_track = bool(per_track)
         self.episode = self._episode()
@@ -385,7 +385,7 @@ class IntrusionRule(_EpisodeRule):
 
     kind: RuleKind = "intrusion"
 
-    def __init__(self, *, class_ids: Collection[int] | None = (0,), per_track: bool = True, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *, class_ids: Collection[int] | None = (0,), per_track: bool = True, **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, per_track=per_track, **kwargs)
 
     def update(
@@ -407,7 +407,7 @@ class CrowdRule(_EpisodeRule):
 
     kind: RuleKind = "crowd"
 
-    def __init__(self, *, min_count: int, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *, min_count: int, class_ids: Collection[int] | None = (0,), **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, **kwargs)
         if int(min_count) < 1:
             raise InvalidInputError(f"rule {self.name!r}: min_count must be >= 1, got {min_count}")
@@ -460,7 +460,7 @@ class FireLaneRule(_EpisodeRule):
 
     kind: RuleKind = "fire_lane"
 
-    def __init__(  # type: ignore[no-untyped-def]
+    def __init__(
         self,
         *,
         class_ids: Collection[int] | None = VEHICLE_CLASS_IDS,
@@ -468,7 +468,7 @@ class FireLaneRule(_EpisodeRule):
         max_movement_px: float | None = None,
         stationary_window_s: float = 1.0,
         per_track: bool = True,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
         self.stationary_window_s = float(stationary_window_s)
         super().__init__(class_ids=class_ids, per_track=per_track, **kwargs)
@@ -537,7 +537,7 @@ class LoiteringRule(_ZoneRule):
 
     kind: RuleKind = "loitering"
 
-    def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, **kwargs)
 
     def update(
@@ -572,7 +572,15 @@ def _build_loitering(cfg: LoiteringRuleConfig, ctx: RuleContext) -> LoiteringRul
     return LoiteringRule(min_seconds=cfg.min_seconds, **ctx.zone_rule_kwargs(cfg))
 
 
-INTRUSION = RuleEntry(IntrusionRuleConfig, IntrusionRule, _build_intrusion, "Intrusion")
-CROWD = RuleEntry(CrowdRuleConfig, CrowdRule, _build_crowd, "Crowd")
-FIRE_LANE = RuleEntry(FireLaneRuleConfig, FireLaneRule, _build_fire_lane, "Fire lane")
-LOITERING = RuleEntry(LoiteringRuleConfig, LoiteringRule, _build_loitering, "Loitering")
+INTRUSION = RuleEntry(
+    IntrusionRuleConfig, IntrusionRule, _build_intrusion, "Intrusion", example={"zone": "zone", "min_seconds": 1}, order=10
+)
+CROWD = RuleEntry(
+    CrowdRuleConfig, CrowdRule, _build_crowd, "Crowd", example={"zone": "zone", "min_count": 3, "min_seconds": 2}, order=20
+)
+FIRE_LANE = RuleEntry(
+    FireLaneRuleConfig, FireLaneRule, _build_fire_lane, "Fire lane", example={"zone": "zone", "min_seconds": 30}, order=30
+)
+LOITERING = RuleEntry(
+    LoiteringRuleConfig, LoiteringRule, _build_loitering, "Loitering", example={"zone": "zone", "min_seconds": 60}, order=40
+)

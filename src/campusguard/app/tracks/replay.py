@@ -308,32 +308,24 @@ def replay_segments(
                 note(msg)
             continue
         cam = loaded.config.cameras[index]
-        if _health_on(loaded, index) and (cam_id, "camera_health") not in told:
-            told.add((cam_id, "camera_health"))
-            skipped.append(f"{cam_id}:camera_health")
-            note(f"camera {cam_id}: camera_health reads pixels the tracks do not hold: not replayed")
-        engine, _ = build_rules(loaded, index, seg.meta.names, seg.meta.resolution_wh, seg.meta.stream_key)
+        for section in cam.incident_rules():  # its rules and, unless off, its camera health
+            name = section.display_name()
+            if _needs_pixels(section.kind) and (cam_id, name) not in told:
+                told.add((cam_id, name))
+                skipped.append(f"{cam_id}:{name}")
+                note(f"camera {cam_id}: rule {name} ({section.kind}) reads pixels the tracks do not hold: not replayed")
+        engine, _ = build_rules(
+            loaded, index, seg.meta.names, seg.meta.resolution_wh, seg.meta.stream_key, pictures=False
+        )
         kept = [(r, k) for r, k in zip(engine.rules, engine.keys, strict=True) if r.kind not in no_pixels]
-        for r in engine.rules:
-            key = (cam_id, "camera_health" if r.kind == "camera_health" else r.name)
-            if r.kind in no_pixels and key not in told:
-                told.add(key)
-                skipped.append(f"{cam_id}:{r.name}")
-                note(f"camera {cam_id}: rule {r.name} ({r.kind}) reads pixels the tracks do not hold: not replayed")
         engine = RuleEngine(cam_id, [r for r, _ in kept], [k or "" for _, k in kept])
         events = feed_segment(engine, seg, offline_end_s=cam.offline_end_s if cam.is_live() else None)
         incidents += [ReplayIncident.of(ev) for ev in final_states(events)]
     return incidents, skipped, notes
 
 
-def _health_on(loaded: LoadedConfig, index: int) -> bool:
-    """Whether the camera's health checks run (a ``health`` section of the camera, else of the config,
-    not switched off): they read pixels, and are on by default where the config has them."""
-    cam = loaded.config.cameras[index]
-    for section in (getattr(cam, "health", None), getattr(loaded.config, "health", None)):
-        if section is not None:
-            return bool(getattr(section, "enabled", True))
-    return False
+def _needs_pixels(kind: str) -> bool:
+    return kind in pixel_kinds()
 
 
 # comparing ----------------------------------------------------------------------------------

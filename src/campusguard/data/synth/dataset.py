@@ -10,7 +10,7 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import cv2
 
 from campusguard.data.synth.classes import COCO_NAMES, SYNTH_NC
 from campusguard.data.synth.images import ImageParams, encode_jpeg, render_image, yolo_label_text
+from campusguard.data.synth.view_effects import ViewEffect
 from campusguard.errors import InvalidInputError
 from campusguard.models.info import check_imgsz
 
@@ -106,11 +107,13 @@ def generate_dataset(
     val_fraction: float = 0.2,
     params: ImageParams | None = None,
     progress: Progress | None = None,
+    view_effects: Sequence[ViewEffect] = (),
 ) -> DatasetSummary:
     """Render and write the data set; same arguments give the same bytes.
 
     The last ``round(images * val_fraction)`` images form the val split. Video ``i`` uses seed
-    `video_seed(seed, i)`.
+    `video_seed(seed, i)`; ``view_effects`` happen to every video's view (camera-health problems
+    and nuisances, in the truth as ``camera_health`` incidents).
     """
     validate_generate_args(images, videos, seed, imgsz, video_size_wh, video_seconds, fps, val_fraction)
     out = Path(out_dir)
@@ -143,6 +146,7 @@ def generate_dataset(
                 seconds=video_seconds,
                 fps=fps,
                 name=f"video_{v:03d}",
+                effects=view_effects,
             )
             video_paths.append(out / "videos" / truth.video)
             if progress is not None:

@@ -17,7 +17,7 @@ rendered boxes (`incidents.compute_incidents`), not copied from the script.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from campusguard.data.synth.lighting import LIGHTINGS, Lighting
 from campusguard.data.synth.render import NoiseBank, Placed, compose
 from campusguard.data.synth.scene import render_background
 from campusguard.data.synth.sprites import Look, draw_object, draw_rider, lying, random_look
+from campusguard.data.synth.view_effects import ViewEffect, apply_view_effects, frozen_source_index, health_truth
 from campusguard.errors import InvalidInputError
 from campusguard.io.video_writer import H264Writer
 
@@ -546,6 +547,9 @@ class SynthVideo:
             moves (quiet stretches of a campus day and night, `_active_windows`): scripts and
             traffic live wholly inside the active spans and nothing is parked. 0 (the default)
             keeps the videos of every seed what they were.
+        effects: what happens to the camera's view (`view_effects.ViewEffect`: covered, defocused,
+            turned or frozen, and nuisances such as dusk, a flash or shake); the problems among
+            them are added to the truth's incidents as ``camera_health`` ones. None by default.
     """
 
     def __init__(
@@ -557,6 +561,7 @@ class SynthVideo:
         rules: RuleParams | None = None,
         falls: bool = False,
         idle_fraction: float = 0.0,
+        effects: Sequence[ViewEffect] = (),
     ) -> None:
         if not 0.0 <= idle_fraction < 1.0:
             raise InvalidInputError(f"idle fraction must be within [0, 1), got {idle_fraction}")
@@ -569,6 +574,7 @@ class SynthVideo:
             int(fps),
         )
         self.falls = bool(falls)
+        self.effects = tuple(effects)
         self.rules = rules or (RuleParams(fall_min_seconds=3.0) if self.falls else RuleParams())
         self.num_frames = int(round(self.seconds * self.fps))
         W, H = self.size_wh
@@ -607,8 +613,12 @@ class SynthVideo:
 
     def frame(self, index: int) -> tuple[np.ndarray, list[dict]]:
         """Render frame ``index``: ``(H, W, 3) uint8`` BGR and its objects ``[{track_id, class_id, xyxy}]``.
-        Stateless: frames can be rendered in any order, nothing is kept between calls.
+        Stateless: frames can be rendered in any order, nothing is kept between calls. While a
+        ``freeze`` effect is on, the frame it froze on is returned (noise and labels included).
         """
+        source = frozen_source_index(self.effects, index, self.fps)
+        if source != index:
+            return self.frame(source)
         t = index / self.fps
         frame = self.background.copy()
         items: list[Placed] = []
@@ -639,6 +649,8 @@ class SynthVideo:
                 items.append(Placed(rider, float(u), float(v), z - 0.05, PERSON, a.rider[0]))
         s = self.size_wh[0] / 640.0
         objects = compose(frame, items, min_visible=_VIDEO_MIN_VISIBLE, min_size_px=12.0 * s)
+        if self.effects:
+            frame = np.ascontiguousarray(apply_view_effects(frame, self.effects, t, self.seed, index))
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xF4A3E, index]))
         self.noise.add(frame, rng, self.noise_level)
         labels = [
@@ -680,7 +692,7 @@ class SynthVideo:
             lines,
             self.rules.to_dict(),
             frames,
-            [i.to_dict() for i in incidents],
+            [i.to_dict() for i in incidents] + health_truth(self.effects),
             self.lighting.name,
             idle_fraction=self.idle_fraction,
             active_windows=self.active_windows,
@@ -719,13 +731,15 @@ def generate_video(
     name: str = "video_000",
     falls: bool = False,
     idle_fraction: float = 0.0,
+    effects: Sequence[ViewEffect] = (),
 ) -> VideoTruth:
     """Write ``out_dir/<name>.mp4`` (H.264, browsers play it) and ``out_dir/<name>.json`` (ground truth); return the truth.
 
-    ``falls``: also script people who fall; ``idle_fraction``: quiet share of the video (see `SynthVideo`)."""
+    ``falls``: also script people who fall; ``idle_fraction``: quiet share of the video; ``effects``:
+    what happens to the camera's view (see `SynthVideo`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    video = SynthVideo(seed, size_wh, seconds, fps, falls=falls, idle_fraction=idle_fraction)
+    video = SynthVideo(seed, size_wh, seconds, fps, falls=falls, idle_fraction=idle_fraction, effects=effects)
     path = out / f"{name}.mp4"
     per_frame: list[list[dict]] = []
     with H264Writer(path, float(fps), video.size_wh, crf=18) as writer:

@@ -120,7 +120,10 @@ def _refuse_while_limited(state: ConsoleState, name: str, address: str, what: st
 @router.post("/auth/logout", status_code=status.HTTP_204_NO_CONTENT)
 def logout(request: Request, response: Response, user: User = Depends(current_user)) -> None:
     """End this session (or revoke this API token) and clear the cookies."""
-    console_state(request).users.revoke(request.state.credential.token_hash)
+    state = console_state(request)
+    state.users.revoke(request.state.credential.token_hash)
+    if state.provider_sessions is not None:
+        state.provider_sessions.forget(request.state.credential.token_hash)
     audit(request, "logout", user.name, kind=request.state.credential.kind)
     response.delete_cookie(SESSION_COOKIE, path="/")
     response.delete_cookie(CSRF_COOKIE, path="/")

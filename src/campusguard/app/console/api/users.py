@@ -12,6 +12,7 @@ from campusguard.app.console.schemas import (
     USER_NAME_PATTERN,
     AccountOut,
     TokenCreate,
+    TokenInfoOut,
     TokenOut,
     UserCreate,
     UserOut,
@@ -116,3 +117,23 @@ def create_token(name: UserName, body: TokenCreate, request: Request) -> TokenOu
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no user {name!r}") from exc
     audit(request, "token.create", name, label=body.label, days=body.days)
     return TokenOut(token=token, user=name, expires_days=body.days)
+
+
+@router.get("/tokens")
+def list_tokens(request: Request, user: str | None = None) -> list[TokenInfoOut]:
+    """The API tokens that are still valid (of ``user``, or of everyone), newest first: id, owner,
+    label and dates, never the token."""
+    return [TokenInfoOut(**t.__dict__) for t in console_state(request).users.api_tokens(user)]
+
+
+@router.delete(
+    "/tokens/{token_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={404: {"description": "No API token has this id."}},
+)
+def revoke_token(token_id: Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")], request: Request) -> None:
+    """Revoke an API token by its id (`GET /api/v1/tokens`): it stops working at once."""
+    revoked = console_state(request).users.revoke_api_token(token_id)
+    if revoked is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no API token {token_id!r}")
+    audit(request, "token.revoke", revoked.user, token=token_id, label=revoked.label)

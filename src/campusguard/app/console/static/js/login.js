@@ -1,11 +1,6 @@
 // The login page: POST /api/v1/auth/login, then go where the user was going (same site only).
 import { api, ApiError, showError } from "./api.js";
-
-function safeNext() {
-  const next = new URLSearchParams(location.search).get("next") || "/";
-  // only a path on this site ("/x"), never "//host", "/\\host" or an absolute URL
-  return /^\/(?![\/\\])/.test(next) && !next.startsWith("/login") ? next : "/";
-}
+import { safeNext } from "./safe_next.js";
 
 const form = document.getElementById("login-form");
 const error = document.getElementById("login-error");
@@ -19,7 +14,7 @@ form.addEventListener("submit", async (e) => {
       method: "POST",
       body: { username: form.username.value.trim(), password: form.password.value },
     });
-    location.assign(safeNext());
+    location.assign(safeNext(new URLSearchParams(location.search).get("next"), location.origin));
   } catch (err) {
     const status = err instanceof ApiError ? err.status : 0;
     const message =

@@ -1,0 +1,136 @@
+"""Console sessions made by a campus sign-in, re-checked with the provider while they last.
+
+A session made by `campusguard.app.console.oidc_pages` lives 12 hours by default; the provider may
+remove the user, or move them out of every group that maps to a role, long before. `ProviderSessions`
+keeps each such session's provider grant (`ProviderGrant`: the access and refresh tokens, in this
+process's memory only, never on disk) and, at the first request after ``recheck_s`` has passed,
+asks the provider again (`OidcSignIn.recheck`). The session ends (revoked in the users database)
+when the provider refuses or no group maps any more; a changed role applies at once. A provider
+that cannot be reached keeps the session for now and is asked again after `RETRY_S`.
+
+A session of an account tied to a provider whose grant this process does not hold (made before a
+restart of the console) is ended at its first request: it cannot be checked, so it fails closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from campusguard.app.console.oidc import Identity, OidcSignIn, SignInRefused
+from campusguard.app.console.users import Credential, User, UserStore
+
+__all__ = ["RETRY_S", "ProviderSessions", "SessionEnded"]
+
+log = logging.getLogger(__name__)
+
+RETRY_S = 60.0
+"""Seconds before a provider that could not be reached is asked again about a session."""
+
+
+class SessionEnded(Exception):
+    """The provider no longer vouches for the session's user; the session was revoked."""
+
+
+@dataclass
+class _Tracked:
+    identity: Identity
+    next_check: float
+    expires_at: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class ProviderSessions:
+    """The sessions of one console made by its provider's sign-in (thread-safe).
+
+    Args:
+        sign_in: the console's `OidcSignIn`.
+        users: the users database (sessions revoked there, roles set there).
+        recheck_s: seconds between two checks of one session.
+        clock: wall-clock seconds (a parameter for tests).
+    """
+
+    def __init__(
+        self,
+        sign_in: OidcSignIn,
+        users: UserStore,
+        *,
+        recheck_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.sign_in = sign_in
+        self.users = users
+        self.recheck_s = float(recheck_s)
+        self._clock = clock
+        self._sessions: dict[str, _Tracked] = {}
+        self._local: set[str] = set()  # sessions of accounts with a console password: nothing to check
+        self._lock = threading.Lock()
+
+    def remember(self, token_hash: str, identity: Identity, *, ttl_s: float) -> None:
+        """Track the session ``token_hash`` just made for ``identity``, valid ``ttl_s`` seconds (those
+        past their end are dropped here)."""
+        now = self._clock()
+        with self._lock:
+            for old in [h for h, t in self._sessions.items() if t.expires_at <= now]:
+                del self._sessions[old]
+            self._sessions[token_hash] = _Tracked(identity, now + self.recheck_s, now + ttl_s)
+
+    def forget(self, token_hash: str) -> None:
+        with self._lock:
+            self._sessions.pop(token_hash, None)
+
+    def check(self, credential: Credential) -> User:
+        """The session's user, after asking the provider when a check is due.
+
+        Raises:
+            SessionEnded: the session was revoked (the reason in the message).
+        """
+        if credential.kind != "session" or credential.token_hash in self._local:
+            return credential.user
+        with self._lock:
+            tracked = self._sessions.get(credential.token_hash)
+        if tracked is None:
+            if self.users.external_issuer(credential.user.name) is None:
+                with self._lock:
+                    self._local.add(credential.token_hash)
+                return credential.user
+            self._end(credential, "the session was made before the console restarted and cannot be re-checked")
+        if self._clock() < tracked.next_check:
+            return credential.user
+        with tracked.lock:
+            if self._clock() < tracked.next_check:  # another request checked it meanwhile
+                return self.users.get_user(credential.user.name) or credential.user
+            return self._recheck(credential, tracked)
+
+    def _recheck(self, credential: Credential, tracked: _Tracked) -> User:
+        try:
+            identity = self.sign_in.recheck(tracked.identity)
+        except SignInRefused as exc:
+            if exc.status == 502:  # the provider cannot be asked now: keep the session, ask again soon
+                log.warning(
+                    "campus sign-in of %s not re-checked: %s; asked again in %.0f s", credential.user.name, exc, RETRY_S
+                )
+                tracked.next_check = self._clock() + RETRY_S
+                return credential.user
+            self._end(credential, str(exc))
+        tracked.identity = identity
+        tracked.next_check = self._clock() + self.recheck_s
+        user = credential.user
+        if identity.role != user.role:
+            try:
+                user = self.users.set_role(user.name, identity.role)
+            except (KeyError, ValueError) as exc:
+                self._end(credential, f"the role could not be set ({exc})")
+            self.users.audit(user.name, "role.oidc", user.name, role=identity.role, previous_role=credential.user.role)
+        return user
+
+    def _end(self, credential: Credential, reason: str) -> NoReturn:
+        self.forget(credential.token_hash)
+        self.users.revoke(credential.token_hash)
+        self.users.audit(credential.user.name, "logout.oidc", credential.user.name, reason=reason)
+        log.warning("campus sign-in session of %s ended: %s", credential.user.name, reason)
+        raise SessionEnded(reason)
