@@ -40,7 +40,7 @@ NAMES = {0: "person", 2: "car"}
 def test_build_camera_maps_every_section() -> None:
     parts = build_camera(parse_config(CONFIG, "c.yaml"), 0, NAMES, (640, 360), 10.0)
     intrusion, crowd, crossing, health = parts.rules.rules  # the rules, then the camera's health (on by default)
-    assert health.kind == "camera_health" and not health.live  # no source: a file, no offline clock
+    assert health.kind == "camera_health" and health.live  # the default source is webcam 0: live, with an offline clock
     assert isinstance(intrusion, IntrusionRule) and intrusion.presence.anchor == "center"  # the zone's anchor
     assert isinstance(crowd, CrowdRule) and crowd.presence.anchor == "bottom_center"
     assert crowd.class_ids == (0, 2) and crowd.zone.polygon_xy.tolist()[0] == [320.0, 180.0]

@@ -70,6 +70,8 @@ from campusguard.app.retention.stage import RetentionStage, start_retention
 from campusguard.app.rules import RuleEngine
 from campusguard.app.rules.base import PictureRule
 from campusguard.app.rules.camera_health import HealthStatus
+from campusguard.app.tracks.recorder import TrackRecorder, TrackWriter
+from campusguard.app.tracks.segments import segment_meta
 from campusguard.errors import CampusGuardError, ConfigError, SourceError
 
 __all__ = ["WatchService"]
@@ -161,6 +163,7 @@ class WatchService:
         self._finished = False
         self._wired = threading.Event()  # every stage started: a camera coming online may join
         self._events_q: queue.Queue = queue.Queue(maxsize=256)
+        self.track_writer: TrackWriter | None = None  # the cameras' tracks, for `campusguard replay`
         # cameras offline since the start: their health rule alone, ticked until their first frame comes
         self._waiting_health: dict[str, RuleEngine] = {}
         self._waiting_lock = threading.Lock()
@@ -186,6 +189,7 @@ class WatchService:
         detected = self._detected = {cam.id: queue.Queue(maxsize=8) for _, cam in self.cameras}
         self._start_detection(frame_queues, detected, doorbell)  # FrameQueues -> batches -> per-camera queues
         self._finish_dead_segments()  # a killed run's .part recordings: finished or removed, before ours start
+        self._start_track_writer()  # what the rules consume, kept for `campusguard replay`
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
         self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
         self._start_retention()  # expire incidents, media and logs; keep media under its limits
@@ -402,6 +406,20 @@ class WatchService:
         )
         self._spawn("detection", self.detection.run)
 
+    def _start_track_writer(self) -> None:
+        storage = self.config.storage
+        if self.owns_storage and storage.record_tracks:
+            self.track_writer = TrackWriter(storage.tracks_path(), disk=self.disk)
+
+    def _track_recorder(self, cam: CameraConfig, p: CameraParts) -> TrackRecorder | None:
+        if self.track_writer is None:
+            return None
+        meta = segment_meta(
+            cam, self.detectors[cam.id].names, p.geometry.resolution_wh, self.probes[cam.id].fps,
+            self.stream_keys.get(cam.id, ""),
+        )
+        return self.track_writer.recorder(meta)
+
     def _start_analytics(
         self, parts: dict[str, CameraParts], inboxes: dict[str, queue.Queue], events: queue.Queue
     ) -> None:
@@ -435,6 +453,7 @@ class WatchService:
             tracked_out=self.tracked.get(cam.id),
             blur=p.blur,
             offline_end_s=cam.offline_end_s if cam.is_live() else None,
+            tracks=self._track_recorder(cam, p),
         )
         self.analytics[cam.id] = worker
         self._spawn(f"analytics-{cam.id}", worker.run)
@@ -623,6 +642,8 @@ class WatchService:
             self._finished = True
             self.watchdog.check()  # a worker that died since the watchdog's last round fails the run too
             self._background_stop.set()
+            if self.track_writer is not None:
+                self.track_writer.close()  # every camera's last block written before retention's last pass
             if self._retention_stage is not None:
                 self.disk.on_full = self.disk.floor = None  # the process-wide disk state outlives this service
                 self._retention_stage.finish()  # the last pass: what the last frames wrote, within the limits

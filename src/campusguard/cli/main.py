@@ -64,6 +64,7 @@ _FEATURES = [
     "scan",
     "events",
     "prune",
+    "replay",
     "serve",
     "evidence",
     "report",

@@ -198,6 +198,7 @@ class LineZone:
             assert detections.tracker_id is not None
             ids = detections.tracker_id.tolist()
             classes = detections.class_id.tolist()
+            signed = dist.tolist()  # the same doubles, compared without NumPy's per-scalar cost
             # known ids first, so a new id never takes over a track that is still detected
             for i in sorted(range(n), key=lambda k: ids[k] not in self._tracks):
                 tid = ids[i]
@@ -208,7 +209,8 @@ class LineZone:
                     state = self._stitch(points[i], heights[i], classes[i])
                     if state is not None:
                         self._tracks[tid] = state
-                side = 0 if abs(dist[i]) <= self.hysteresis_px or dist[i] == 0 else (1 if dist[i] > 0 else -1)
+                d = signed[i]
+                side = 0 if abs(d) <= self.hysteresis_px or d == 0 else (1 if d > 0 else -1)
                 if state is None:
                     state = _TrackSide(side, points[i].copy(), self._n_updates, points[i].copy(), classes[i])
                     self._tracks[tid] = state

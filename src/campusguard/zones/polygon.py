@@ -174,18 +174,64 @@ def polygon_problem(polygon_xy: np.ndarray | Sequence[Sequence[float]]) -> str |
     return None
 
 
-def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:
-    """Vectorised even-odd test of ``(N, 2)`` points against a closed ``(K, 2)`` polygon.
-
-    Points on an edge or a vertex count as inside. Returns ``(N,) bool``.
-    """
-    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
+def _edges(polygon_xy: np.ndarray) -> tuple[np.ndarray, ...]:
+    """What the point test needs of a closed ``(K, 2)`` polygon, as ``(1, K)`` float64 rows: each
+    edge's ends ``ax, ay, bx, by``, its bounding box (less and plus the 1e-9 px tolerance) and length."""
     poly = np.asarray(polygon_xy, dtype=np.float64)
+    ax, ay = poly[:, 0][None, :], poly[:, 1][None, :]
+    bx, by = np.roll(poly[:, 0], -1)[None, :], np.roll(poly[:, 1], -1)[None, :]
+    return (
+        ax,
+        ay,
+        bx,
+        by,
+        np.minimum(ax, bx) - 1e-9,
+        np.maximum(ax, bx) + 1e-9,
+        np.minimum(ay, by) - 1e-9,
+        np.maximum(ay, by) + 1e-9,
+        np.maximum(np.hypot(bx - ax, by - ay), 1e-12),
+    )
+
+
+_SMALL = 48  # points x edges below which the test runs on Python floats (NumPy's per-call cost dominates)
+
+
+def _edge_rows(edges: tuple[np.ndarray, ...]) -> list[tuple[float, ...]]:
+    """The edges of `_edges` as one tuple of Python floats each."""
+    return [tuple(float(a[0, k]) for a in edges) for k in range(edges[0].shape[1])]
+
+
+def _inside_small(pts: list[list[float]], rows: list[tuple[float, ...]]) -> np.ndarray:
+    """`_inside` for a few points, on Python floats: the same IEEE double operations in the same
+    order as the array code, so the same answers, without NumPy's set-up cost per call."""
+    out = np.zeros(len(pts), dtype=bool)
+    for i, (x, y) in enumerate(pts):
+        crossings = 0
+        on_edge = False
+        for ax, ay, bx, by, x_lo, x_hi, y_lo, y_hi, scale in rows:
+            if (ay > y) != (by > y) and x < ax + (y - ay) * (bx - ax) / (by - ay):
+                crossings += 1
+            if (
+                not on_edge
+                and x_lo <= x <= x_hi
+                and y_lo <= y <= y_hi
+                and abs((bx - ax) * (y - ay) - (by - ay) * (x - ax)) / scale <= 1e-9
+            ):
+                on_edge = True
+        out[i] = on_edge or crossings % 2 == 1
+    return out
+
+
+def _inside(
+    points_xy: np.ndarray, edges: tuple[np.ndarray, ...], rows: list[tuple[float, ...]] | None = None
+) -> np.ndarray:
+    ax, ay, bx, by, x_lo, x_hi, y_lo, y_hi, scale = edges
+    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     if len(pts) == 0:
         return np.zeros(0, dtype=bool)
+    if len(pts) * ax.shape[1] <= _SMALL:
+        return _inside_small(pts.tolist(), _edge_rows(edges) if rows is None else rows)
     x, y = pts[:, 0:1], pts[:, 1:2]  # (N, 1)
-    ax, ay = poly[:, 0][None, :], poly[:, 1][None, :]  # (1, K)
-    bx, by = np.roll(poly[:, 0], -1)[None, :], np.roll(poly[:, 1], -1)[None, :]
     # ray casting to +x: count edges straddling the horizontal through the point, right of it
     straddles = (ay > y) != (by > y)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -193,15 +239,17 @@ def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarr
     inside = np.count_nonzero(straddles & (x < x_cross), axis=1) % 2 == 1
     # boundary: collinear with an edge and within its bounding box
     cross = (bx - ax) * (y - ay) - (by - ay) * (x - ax)
-    scale = np.maximum(np.hypot(bx - ax, by - ay), 1e-12)
-    within = (
-        (x >= np.minimum(ax, bx) - 1e-9)
-        & (x <= np.maximum(ax, bx) + 1e-9)
-        & (y >= np.minimum(ay, by) - 1e-9)
-        & (y <= np.maximum(ay, by) + 1e-9)
-    )
+    within = (x >= x_lo) & (x <= x_hi) & (y >= y_lo) & (y <= y_hi)
     on_edge = np.any((np.abs(cross) / scale <= 1e-9) & within, axis=1)
     return inside | on_edge
+
+
+def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:
+    """Vectorised even-odd test of ``(N, 2)`` points against a closed ``(K, 2)`` polygon.
+
+    Points on an edge or a vertex count as inside. Returns ``(N,) bool``.
+    """
+    return _inside(points_xy, _edges(polygon_xy))
 
 
 class PolygonZone:
@@ -240,12 +288,14 @@ class PolygonZone:
         area = 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
         self.name = name
         self.polygon_xy: np.ndarray = pts.astype(np.float32)
+        self._edges = _edges(self.polygon_xy)  # computed once: `contains` runs on every frame
+        self._edge_rows = _edge_rows(self._edges)
         self.area_px: float = abs(area)
         self.resolution_wh = resolution_wh
 
     def contains(self, points_xy: np.ndarray) -> np.ndarray:
         """``(N,) bool``: which of the ``(N, 2)`` pixel points lie inside (boundary included)."""
-        return points_in_polygon(points_xy, self.polygon_xy)
+        return _inside(points_xy, self._edges, self._edge_rows)
 
     def trigger(self, detections: Detections, anchor: str = "bottom_center") -> np.ndarray:
         """``(N,) bool``: which detections have their ``anchor`` point inside the zone."""

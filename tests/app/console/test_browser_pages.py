@@ -9,7 +9,7 @@ import pytest
 
 from campusguard.app.console.pages import STATIC_DIR
 
-PAGES = ["/", "/events", "/events/abc123", "/zones/cam1", "/users", "/audit"]
+PAGES = ["/", "/events", "/events/abc123", "/noise", "/zones/cam1", "/users", "/audit"]
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -332,6 +332,33 @@ def test_review_transitions_record_user_time_and_note(
     assert direct.state == "resolved" and direct.acknowledged_by is None
 
 
+def test_resolving_records_the_outcome_by_whom_and_when_and_filters_on_it(
+    store: ReviewableEventStore, make_event: Callable[..., Event]
+) -> None:
+    for eid in ("e1", "e2", "e3", "e4"):
+        store.add(make_event(event_id=eid))
+    fa = store.review("e1", "resolve", user="ivan", note="a shadow", outcome="false_alarm")
+    assert (fa.outcome, fa.outcome_by, fa.note) == ("false_alarm", "ivan", "a shadow")
+    assert fa.outcome_at is not None and datetime.fromisoformat(fa.outcome_at) <= datetime.now(UTC)
+    assert store.review("e2", "resolve", user="olga").outcome is None  # resolving without one records none
+    with pytest.raises(InvalidInputError, match="outcome must be one of"):
+        store.review("e3", "resolve", user="olga", outcome="maybe")
+    with pytest.raises(InvalidInputError, match="when resolving"):
+        store.review("e3", "acknowledge", user="olga", outcome="confirmed")
+    assert store.get_record("e3").state == "open"  # type: ignore[union-attr]  # nothing changed by a refused call
+    if isinstance(store, UpsertingEventStore):
+        bulk = store.review_many(["e3", "e4"], "resolve", user="olga", outcome="nuisance")
+        assert [(r.event.event_id, r.outcome, r.outcome_by) for r in bulk.updated] == [
+            ("e3", "nuisance", "olga"),
+            ("e4", "nuisance", "olga"),
+        ]
+    store.record(make_event(event_id="e1", phase="end", end_s=30.0))  # the pipeline never touches it
+    assert store.get_record("e1").outcome == "false_alarm"  # type: ignore[union-attr]
+    ids = lambda outcome: {r.event.event_id for r in store.query_records(EventFilter(outcome=outcome))[0]}  # noqa: E731
+    assert ids("false_alarm") == {"e1"} and ids("none") == {"e2"}
+    assert ids(None) == {"e1", "e2", "e3", "e4"}
+
+
 def test_concurrent_acknowledgements_of_one_incident_succeed_once(
     store: ReviewableEventStore, make_event: Callable[..., Event]
 ) -> None:
@@ -391,7 +418,7 @@ def test_an_empty_database_is_migrated_to_the_current_schema(
             backend.open(read_only=True)
     with backend.open() as store:  # type: ignore[attr-defined]
         store.record(make_event())
-    assert backend.version() == SCHEMA_VERSION == 5
+    assert backend.version() == SCHEMA_VERSION == 6
     with backend.open() as store, backend.open(read_only=True) as reader:  # type: ignore[attr-defined]
         assert store.get("e1") == reader.get("e1") == make_event()
     assert backend.version() == SCHEMA_VERSION  # opening again migrates nothing
@@ -465,4 +492,4 @@ def test_concurrent_openers_of_an_empty_database_migrate_it_once(
             s.close()
     assert backend.version() == SCHEMA_VERSION
     if backend.name == "postgresql":
-        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,), (4,), (5,)]
+        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,), (4,), (5,), (6,)]

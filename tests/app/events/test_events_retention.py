@@ -358,3 +358,18 @@ def test_evidence_never_goes_to_make_up_for_the_segment_being_written(
     report = pruner.run(writers_idle=True)  # the pass at the stop
     assert report.files == {"recordings": 1} and list((tmp_path / "rec").iterdir()) == []
     assert len(list((tmp_path / "snaps").iterdir())) == 3 and sum(report.kept_bytes.values()) <= 500_000
+
+
+def test_track_files_expire_with_retention_tracks_and_go_after_recordings_for_space(tmp_path: Path) -> None:
+    tracks = tmp_path / "tracks"
+    old = _file(tracks, "cam0_20260101T00Z_abc.cgtracks", 50_000, age_s=31 * 86400)
+    recent = _file(tracks, "cam0_20260101T01Z_abc.cgtracks", 50_000, age_s=3600)
+    writing = _file(tracks, "cam0_20260101T02Z_abc.cgtracks", 50_000, age_s=5)
+    layout = MediaLayout(data_dir=tmp_path, recordings_dir=tmp_path / "rec", tracks_dir=tracks)
+    assert parse_config("", "c.yaml").config.retention.tracks == "30d"
+    report = Pruner(_policy(), layout, None, ["cam0"]).run()
+    assert report.files == {"tracks": 1} and not old.exists() and recent.exists()
+    # over max_media: the recordings go first, then the oldest track files; the one being written stays
+    _file(tmp_path / "rec", "cam0_20260101T000000Z_0001.mp4", 100_000, age_s=60)
+    report = Pruner(_policy(max_media_bytes=60_000), layout, None, ["cam0"]).run()
+    assert report.files == {"recordings": 1, "tracks": 1} and not recent.exists() and writing.exists()

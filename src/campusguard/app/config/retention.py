@@ -44,10 +44,19 @@ _SIZE_B = {
 }
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
-RETENTION_KINDS: tuple[str, ...] = ("incidents", "snapshots", "clips", "recordings", "dead_letters", "logs")
+RETENTION_KINDS: tuple[str, ...] = (
+    "incidents",
+    "snapshots",
+    "clips",
+    "recordings",
+    "tracks",
+    "dead_letters",
+    "logs",
+)
 """What the retention section names a duration for."""
-MEDIA_KINDS: tuple[str, ...] = ("snapshots", "clips", "recordings")
-"""The media `max_media` and `min_free` count (the oldest go first when over)."""
+MEDIA_KINDS: tuple[str, ...] = ("snapshots", "clips", "recordings", "tracks")
+"""The media `max_media` and `min_free` count (the oldest go first when over); ``tracks``: the
+cameras' track files (`campusguard replay`)."""
 
 
 def parse_duration(text: str | float | int) -> float:
@@ -144,6 +153,12 @@ class RetentionConfig(ConfigModel):
     recordings: str = Field(
         "7d", title="Recordings", description="Delete annotated recording files this long after their last write."
     )
+    tracks: str = Field(
+        "30d",
+        title="Tracks",
+        description="Delete the cameras' track files (what `campusguard replay` runs rules over) this long after "
+        "their last write.",
+    )
     dead_letters: str = Field(
         "30d", title="Dead letters", description="Drop webhook dead-letter lines older than this."
     )
@@ -152,7 +167,7 @@ class RetentionConfig(ConfigModel):
         None,
         title="Most media",
         description=(
-            "Snapshots, clips and recordings together take at most this much (e.g. 50GB); the oldest go first, "
+            "Snapshots, clips, recordings and tracks together take at most this much (e.g. 50GB); the oldest go first, "
             "kept incidents' media never. None: no limit but `min_free`."
         ),
     )
@@ -185,7 +200,7 @@ class RetentionConfig(ConfigModel):
     )
     enabled: bool = Field(True, title="Enabled", description="False: never delete anything (not recommended).")
 
-    @field_validator("incidents", "snapshots", "clips", "recordings", "dead_letters", "logs", "orphan_grace")
+    @field_validator("incidents", "snapshots", "clips", "recordings", "tracks", "dead_letters", "logs", "orphan_grace")
     @classmethod
     def _check_durations(cls, value: str) -> str:
         parse_duration(value)

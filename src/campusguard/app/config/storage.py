@@ -74,6 +74,26 @@ class StorageConfig(ConfigModel):
         min_length=1,
     )
 
+    tracks: str | None = Field(
+        None,
+        title="Tracks folder",
+        description=(
+            "Folder of the cameras' track files (what the rules consumed on every processed frame: ids, classes, "
+            "boxes, times; a few MB per camera-hour of a busy scene), which `campusguard replay` runs changed "
+            "rules over; default: `tracks` beside the `sqlite` file. Kept for `retention.tracks`."
+        ),
+        min_length=1,
+    )
+    record_tracks: bool = Field(
+        True,
+        title="Record tracks",
+        description="Keep every camera's tracks for `campusguard replay` (watch and serve); false: keep none.",
+    )
+
+    def tracks_path(self) -> Path:
+        """The track files' folder: `tracks`, else ``tracks`` beside the `sqlite` file."""
+        return Path(self.tracks) if self.tracks else Path(self.sqlite).parent / "tracks"
+
     def spool_path(self) -> Path:
         """The event spool file: `spool`, else the default beside the `sqlite` file (the folder of
         CampusGuard's local state)."""

@@ -50,6 +50,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("/", "Cameras", "viewer"),
     ("/events", "Incidents", "viewer"),
     ("/health", "Camera health", "viewer"),
+    ("/noise", "Noise", "viewer"),
     ("/users", "Users", "admin"),
     ("/audit", "Audit log", "admin"),
 )
@@ -176,6 +177,13 @@ def wall_page(request: Request) -> HTMLResponse:
 def events_page(request: Request) -> HTMLResponse:
     """The incident timeline: filters, thumbnails, acknowledge; new incidents appear live."""
     return render_page(request, "events.html", title="Incidents", script="events.js", active="/events")
+
+
+@router.get("/noise")
+def noise_page(request: Request) -> HTMLResponse:
+    """Where the alarms come from: per rule, zone, camera and hour, incidents per day and the share of
+    false and nuisance alarms, worst first, each linking to its incidents."""
+    return render_page(request, "noise.html", title="Noise", script="noise.js", active="/noise")
 
 
 @router.get("/events/{event_id}")

@@ -58,6 +58,7 @@ class PipelineSample:
     disk_full: dict[str, bool] = field(default_factory=dict)  # volume a write failed on -> full now
     disk_write_failures: dict[str, int] = field(default_factory=dict)  # kind of write -> failed for lack of room
     mqtt_connected: dict[str, bool] = field(default_factory=dict)  # broker "host:port" -> connected
+    outcomes: dict[tuple[str, str], int] = field(default_factory=dict)  # (rule, outcome) -> recorded since start
 
 
 def viewer_sample(sample: PipelineSample) -> PipelineSample:
@@ -155,6 +156,14 @@ class PipelineCollector:
         for (camera, rule, kind), n in sorted(s.events.items()):
             events.add_metric([camera, rule, kind], float(n))
         yield events
+        outcomes = core.CounterMetricFamily(
+            "campusguard_incident_outcomes",
+            "Outcomes operators recorded when resolving incidents (confirmed, false_alarm, nuisance), by rule.",
+            labels=["rule", "outcome"],
+        )
+        for (rule, outcome), n in sorted(s.outcomes.items()):
+            outcomes.add_metric([rule, outcome], float(n))
+        yield outcomes
         yield core.CounterMetricFamily(
             "campusguard_store_retries",
             "Event store writes that failed (store unavailable) and were tried again or spooled.",

@@ -276,6 +276,7 @@ class ConsoleRuntime:
         self._rates = FrameRates()
         self._event_starts: Counter[tuple[str, str, str]] = Counter()
         self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
+        self._outcomes: dict[tuple[str, str], int] = {}  # (rule, outcome) -> recorded through the API since start
         self._zones_lock = threading.Lock()
         self._state: _FileState | None = None  # the config file as last read or written (`_file_state`)
         # each camera's editable parts as its pipeline was last given them (at the start, or its
@@ -613,6 +614,36 @@ class ConsoleRuntime:
                 return saved
             raise ConfigSaveError(f"{self.config_path}: the config file kept changing while a zones edit was saved")
 
+    def replay_zones(self, camera: str, body: dict[str, Any], *, days: float = 7.0) -> Any:
+        """What the camera's edited zones, lines and rules (``body``, as `save_zones` takes it) would
+        have raised over its stored tracks of the last ``days``, against its stored incidents and their
+        outcomes (`campusguard.app.tracks.replay.ReplayResult`); nothing is saved or applied.
+
+        Raises:
+            KeyError: unknown camera.
+            ConfigError: the body is invalid (the message names its field), or a rule cannot be built
+                for the recorded frames.
+        """
+        from datetime import UTC, datetime, timedelta
+
+        from campusguard.app.tracks.replay import run_replay
+
+        self._check_camera(camera)
+        if not isinstance(body, dict) or set(body) - set(EDITABLE_PARTS):
+            raise ConfigError(f"the body must be an object with {', '.join(map(repr, EDITABLE_PARTS))}")
+        state = self._file_state()
+        data = {**state.data, "cameras": list(state.data["cameras"])}
+        index = next(
+            (i for i, c in enumerate(data["cameras"]) if isinstance(c, dict) and c.get("id") == camera), None
+        )
+        if index is None:
+            raise KeyError(camera)
+        data["cameras"][index] = {**data["cameras"][index], **body}
+        checked = validate_config(data, _SENT)
+        loaded = LoadedConfig(checked.config, str(self.config_path), None, None)
+        since = datetime.now(UTC) - timedelta(days=days)
+        return run_replay(loaded, since=since, cameras={camera}, store=self.store)
+
     def _save_zones_locked(self, camera: str, body: dict[str, Any], accepted: set[str] | None) -> ZonesSave:
         """`save_zones` under the save lock, on the file as it is now."""
         state = self._file_state()  # the file as it is now, not as this runtime last wrote it
@@ -728,12 +759,19 @@ class ConsoleRuntime:
         return config_revision(data)
 
     # metrics --------------------------------------------------------------------------------
+    def count_outcome(self, rule: str, outcome: str) -> None:
+        """One more ``outcome`` recorded for an incident of ``rule`` (``campusguard_incident_outcomes_total``)."""
+        with self._event_starts_lock:
+            key = (rule, outcome)
+            self._outcomes[key] = self._outcomes.get(key, 0) + 1
+
     def _prom_sample(self) -> PipelineSample:
         with self._event_starts_lock:
             events = dict(self._event_starts)
+            outcomes = dict(self._outcomes)
         service = self.service
         if service is None:
-            return PipelineSample((), events)
+            return PipelineSample((), events, outcomes=outcomes)
         service.refresh_metrics()
         worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
         store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
@@ -769,6 +807,7 @@ class ConsoleRuntime:
             disk_full={v: st.full for v, st in disk.volumes().items()},
             disk_write_failures=dict(disk.failures),
             mqtt_connected=self.mqtt_connected(),
+            outcomes=outcomes,
         )
         retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
         if retention is None:

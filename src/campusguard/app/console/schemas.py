@@ -139,6 +139,14 @@ class NoteRequest(_Request):
     note: str = Field("", max_length=2000, description="What was done or found.")
 
 
+class ResolveRequest(NoteRequest):
+    outcome: Literal["confirmed", "false_alarm", "nuisance"] | None = Field(
+        None,
+        description="What was found: confirmed (a real incident), false_alarm (nothing there: the detector or "
+        "the rule was wrong) or nuisance (real but harmless: staff on duty, an animal, a delivery).",
+    )
+
+
 class KeepRequest(_Request):
     kept: Annotated[bool, Strict()] = Field(
         True,
@@ -167,6 +175,11 @@ class EventOut(BaseModel):
     direction: str | None
     details: dict[str, Any]
     has_snapshot: bool
+    outcome: Literal["confirmed", "false_alarm", "nuisance"] | None = Field(
+        None, description="What the operator who resolved it found (none: not recorded)."
+    )
+    outcome_by: str | None = None
+    outcome_at: str | None = None
     media_blur: str | None = Field(
         None,
         description="The camera's blur when the incident's media were made (none, persons, faces); "
@@ -310,6 +323,9 @@ class BulkReviewRequest(_Request):
     ] = Field(..., description=f"Event ids (1 to {MAX_BULK_IDS}; a repeated id counts once).")
     action: Literal["acknowledge", "resolve"] = Field(..., description="What to do with each incident.")
     note: str = Field("", max_length=2000, description="One note for all of them (empty keeps each stored note).")
+    outcome: Literal["confirmed", "false_alarm", "nuisance"] | None = Field(
+        None, description="With resolve: what was found, recorded on each incident resolved (confirmed, false_alarm, nuisance)."
+    )
 
 
 class BulkReviewOut(BaseModel):

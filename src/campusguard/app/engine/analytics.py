@@ -29,6 +29,7 @@ from campusguard.app.media.annotate import AnnotatedVideoWriter
 from campusguard.app.media.live import LiveFrame, render_live_frame
 from campusguard.app.media.redact import redact_image, redacted_path, redaction_areas
 from campusguard.app.rules import RuleEngine
+from campusguard.app.tracks.recorder import TrackRecorder
 from campusguard.detections import Detections
 from campusguard.ops.boxes import resize_boxes
 from campusguard.tracking import Tracker
@@ -109,6 +110,8 @@ class AnalyticsWorker:
         offline_end_s: a live camera's open incidents are ended, with ``details.interrupted``, when
             no frame came for this many seconds (its source offline or reconnecting); None (files):
             never. A camera's end by a stop (not the end of its file) ends them the same way.
+        tracks: where each frame's tracked rows go right after the rules ran on them (for
+            `campusguard replay`; appends without waiting), closed when the worker ends; or None.
     """
 
     def __init__(
@@ -129,8 +132,10 @@ class AnalyticsWorker:
         disk: DiskHealth | None = None,
         blur: BlurMode = "none",
         offline_end_s: float | None = None,
+        tracks: TrackRecorder | None = None,
     ) -> None:
         self.camera_id = camera_id
+        self.tracks = tracks
         self.blur = blur
         self.inbox = inbox
         self.events_out = events_out
@@ -195,6 +200,8 @@ class AnalyticsWorker:
                 self.process(item)
         finally:
             self._close_video()
+            if self.tracks is not None:
+                self.tracks.close()
 
     def _tick(self, now: float) -> None:
         """A live camera that gives no frame: its picture rules (camera health) see the time pass, on
@@ -240,6 +247,8 @@ class AnalyticsWorker:
         if self.tracked_out is not None:
             self.tracked_out.publish(tracked.xyxy, self.geometry.resolution_wh)
         events = self.rules.update(frame.timestamp_s, tracked, frame.index, wall)
+        if self.tracks is not None:  # exactly what the rules got, for `campusguard replay`
+            self.tracks.record(frame.index, frame.timestamp_s, wall, tracked)
         events += self.rules.observe(frame.timestamp_s, frame.index, frame.image, wall)
         self._last_ts = frame.timestamp_s
         self._last_frame = frame

@@ -54,6 +54,7 @@ __all__ = [
     "build_alert_sink",
     "build_camera",
     "build_health_only",
+    "build_rules",
     "build_tracker",
     "default_detector_factory",
     "detector_key",
@@ -149,6 +150,52 @@ def _build_rule(
     return RULES.build(rule, ctx)
 
 
+def build_rules(
+    loaded: LoadedConfig,
+    camera_index: int,
+    names: dict[int, str],
+    resolution_wh: tuple[int, int],
+    stream_key: str = "",
+    *,
+    pictures: bool = True,
+) -> tuple[RuleEngine, dict[str, PolygonZone]]:
+    """The rules of camera ``camera_index`` for frames of ``resolution_wh`` (its ``rules`` and, unless
+    off, its camera health), and its zones: what `build_camera` gives the analytics stage.
+    ``pictures=False`` leaves out the kinds that read the frames' pixels (`RuleEntry.needs_pixels`):
+    what `campusguard replay` runs over the stored tracks.
+
+    Raises:
+        ConfigError: as `build_camera`.
+    """
+    cam: CameraConfig = loaded.config.cameras[camera_index]
+    loaded.check_frame_size(camera_index, resolution_wh)
+    loaded.check_class_names(camera_index, names)
+    zones: dict[str, PolygonZone] = {z.name: z.build(resolution_wh) for z in cam.zones}  # they fit: checked above
+    anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
+    lines = {ln.name: ln for ln in cam.lines}
+    rules: list[Rule] = []
+    sections = cam.incident_rules()
+    live = cam.is_live() and not stream_key
+    state_dir = health_state_dir(loaded.config) if live else None
+    built = []
+    for ri, rule in enumerate(sections):
+        if not pictures and RULES.entry(rule.kind).needs_pixels:
+            continue
+        loc: tuple[str | int, ...] = ("rules", ri) if ri < len(cam.rules) else ("health",)
+        try:
+            rules.append(
+                _build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key, live, state_dir)
+            )
+        except InvalidInputError as exc:
+            raise loaded.error(("cameras", camera_index, *loc), str(exc)) from None
+        built.append(rule)
+    keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
+        rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
+        for r in built
+    ]
+    return RuleEngine(cam.id, rules, keys), zones
+
+
 def build_health_only(loaded: LoadedConfig, camera_index: int) -> RuleEngine | None:
     """The picture rules (camera health) of a live camera that has given no frame yet, so that its
     ``offline`` incident is raised while nothing else of it can be built (no frame size yet); None
@@ -191,35 +238,15 @@ def build_camera(
             know; the message names the line of the config file.
     """
     cam: CameraConfig = loaded.config.cameras[camera_index]
-    loaded.check_frame_size(camera_index, resolution_wh)
-    loaded.check_class_names(camera_index, names)
-    zones: dict[str, PolygonZone] = {z.name: z.build(resolution_wh) for z in cam.zones}  # they fit: checked above
-    anchors = {z.name: z.anchor for z in cam.zones}  # the box point each zone's rules test
-    lines = {ln.name: ln for ln in cam.lines}
-    rules: list[Rule] = []
-    sections = cam.incident_rules()
-    live = cam.is_live() and not stream_key
-    state_dir = health_state_dir(loaded.config) if live else None
-    for ri, rule in enumerate(sections):
-        loc: tuple[str | int, ...] = ("rules", ri) if ri < len(cam.rules) else ("health",)
-        try:
-            rules.append(
-                _build_rule(rule, cam.id, names, zones, anchors, lines, resolution_wh, stream_key, live, state_dir)
-            )
-        except InvalidInputError as exc:
-            raise loaded.error(("cameras", camera_index, *loc), str(exc)) from None
+    rules, zones = build_rules(loaded, camera_index, names, resolution_wh, stream_key)
     geometry = CameraGeometry(
         resolution_wh=resolution_wh,
         zones=[(name, z.polygon_xy.astype(np.float32)) for name, z in zones.items()],
         lines=[(ln.name, _end_points(ln.build(resolution_wh))) for ln in cam.lines],
     )
-    keys = [  # a live edit keeps the running rules these match (`RuleEngine.carry_over`)
-        rule_fingerprint(r, cam.zones, cam.lines, names=names, resolution_wh=resolution_wh, stream_key=stream_key)
-        for r in sections
-    ]
     return CameraParts(
         build_tracker(loaded.config.tracker, fps),
-        RuleEngine(cam.id, rules, keys),
+        rules,
         geometry,
         mask=frame_mask_for(cam.privacy, resolution_wh),
         blur=cam.privacy.blur,

@@ -132,7 +132,22 @@ CREATE TABLE event_steps (
 )
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
+_SCHEMA_V6 = """
+ALTER TABLE events ADD COLUMN outcome TEXT
+    CHECK (outcome IS NULL OR outcome IN ('confirmed', 'false_alarm', 'nuisance'));
+ALTER TABLE events ADD COLUMN outcome_by TEXT;
+ALTER TABLE events ADD COLUMN outcome_at TIMESTAMPTZ;
+CREATE INDEX events_outcome_time ON events (outcome, time_utc)
+"""
+
+MIGRATIONS: dict[int, str] = {
+    1: _SCHEMA_V1,
+    2: _SCHEMA_V2,
+    3: _SCHEMA_V3,
+    4: _SCHEMA_V4,
+    5: _SCHEMA_V5,
+    6: _SCHEMA_V6,
+}
 """Migration N brings a database from schema N-1 to N (the same numbers as SQLite's)."""
 assert max(MIGRATIONS) == SCHEMA_VERSION, "PostgreSQL and SQLite schema versions must move together"
 
@@ -370,14 +385,23 @@ class PostgresEventStore(UpsertingEventStore):
     def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return self._run(what, lambda conn: [tuple(r) for r in conn.execute(sql, args).fetchall()])
 
-    def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
+    def review(
+        self,
+        event_id: str,
+        action: ReviewAction,
+        *,
+        user: str,
+        note: str | None = None,
+        outcome: str | None = None,
+    ) -> EventRecord:
         """Acknowledge or resolve an incident (see `SQLiteEventStore.review`); committed when this returns."""
-        check_review_action(action)
-        args = _PG.review_args(action, event_id, user, note, datetime.now(UTC))
+        check_review_action(action, outcome)
+        args = _PG.review_args(action, event_id, user, note, datetime.now(UTC), outcome)
+        sql = _PG.review_sql(action, outcome=outcome is not None)
 
         def op(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
             with conn.transaction():  # check and change in one transaction
-                changed = conn.execute(_PG.review_sql(action), args).rowcount
+                changed = conn.execute(sql, args).rowcount
                 row = conn.execute(_PG.state_sql(), (event_id,)).fetchone()
             return changed, None if row is None else str(row[0])
 

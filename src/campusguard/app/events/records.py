@@ -13,11 +13,41 @@ from typing import Any, Literal, get_args
 
 from campusguard.app.events.types import Event
 
-__all__ = ["EventFilter", "EventRecord", "REVIEW_STATES", "ReviewAction", "ReviewState", "utc_iso"]
+__all__ = [
+    "EventFilter",
+    "EventRecord",
+    "OUTCOMES",
+    "Outcome",
+    "OutcomeFilter",
+    "REVIEW_STATES",
+    "ReviewAction",
+    "ReviewState",
+    "check_outcome",
+    "utc_iso",
+]
 
 ReviewState = Literal["open", "acknowledged", "resolved"]
 REVIEW_STATES: tuple[str, ...] = get_args(ReviewState)
 ReviewAction = Literal["acknowledge", "resolve"]
+Outcome = Literal["confirmed", "false_alarm", "nuisance"]
+"""What an operator found when resolving an incident: ``confirmed`` (a real incident),
+``false_alarm`` (nothing there: the detector or the rule was wrong) or ``nuisance`` (real but
+harmless: staff on duty, an animal, a delivery)."""
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+OutcomeFilter = Literal["confirmed", "false_alarm", "nuisance", "none"]
+"""An outcome to filter on, or ``none``: incidents without one."""
+
+
+def check_outcome(outcome: str | None) -> None:
+    """An outcome is one of `OUTCOMES` (or None).
+
+    Raises:
+        InvalidInputError: it is not.
+    """
+    if outcome is not None and outcome not in OUTCOMES:
+        from campusguard.errors import InvalidInputError
+
+        raise InvalidInputError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
 
 
 def utc_iso(value: datetime) -> str:
@@ -41,6 +71,8 @@ class EventFilter:
     until: datetime | None = None
     status: Literal["open", "closed"] | None = None
     """``open``: incidents not ended yet (the pipeline's lifecycle, not the review ``state``)."""
+    outcome: OutcomeFilter | None = None
+    """An outcome (`OUTCOMES`), or ``none``: incidents without one."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +95,9 @@ class EventRecord:
     kept: bool = False
     kept_by: str | None = None
     kept_at: str | None = None
+    outcome: str | None = None
+    outcome_by: str | None = None
+    outcome_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The event JSON of the console API (the API adds ``snapshot_url`` and ``clip_url``)."""
@@ -95,6 +130,9 @@ class EventRecord:
             "kept": self.kept,
             "kept_by": self.kept_by,
             "kept_at": self.kept_at,
+            "outcome": self.outcome,
+            "outcome_by": self.outcome_by,
+            "outcome_at": self.outcome_at,
             "recorded_at": self.recorded_at,
             "updated_at": self.updated_at,
         }

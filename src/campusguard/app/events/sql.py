@@ -77,12 +77,25 @@ REVIEW_COLUMNS: tuple[str, ...] = (
     "kept",
     "kept_by",
     "kept_at",
+    "outcome",
+    "outcome_by",
+    "outcome_at",
 )
 """The operators' columns: only `Dialect.review_sql` and `Dialect.keep_sql` write these."""
 RECORD_COLUMNS: tuple[str, ...] = COLUMNS + REVIEW_COLUMNS
 JSON_COLUMNS: frozenset[str] = frozenset({"tracker_ids", "class_ids", "class_names", "details"})
 TIME_COLUMNS: frozenset[str] = frozenset(
-    {"started_at", "ended_at", "time_utc", "recorded_at", "updated_at", "acknowledged_at", "resolved_at", "kept_at"}
+    {
+        "started_at",
+        "ended_at",
+        "time_utc",
+        "recorded_at",
+        "updated_at",
+        "acknowledged_at",
+        "resolved_at",
+        "kept_at",
+        "outcome_at",
+    }
 )
 """Wall-clock columns: ISO 8601 UTC text in SQLite, ``timestamptz`` in PostgreSQL."""
 
@@ -155,38 +168,59 @@ class Dialect:
             "time_utc = CASE WHEN excluded.started_at IS NULL THEN events.time_utc ELSE excluded.time_utc END"
         )
 
-    def review_sql(self, action: ReviewAction) -> str:
-        """Move an incident to ``REVIEW_TO[action]`` if its state allows; parameters from `review_args`."""
-        return self._review_update(action, f"event_id = {self.param}")
+    def review_sql(self, action: ReviewAction, *, outcome: bool = False) -> str:
+        """Move an incident to ``REVIEW_TO[action]`` if its state allows (and, ``outcome``, record the
+        outcome, by whom and when); parameters from `review_args`."""
+        return self._review_update(action, f"event_id = {self.param}", outcome)
 
     def review_args(
-        self, action: ReviewAction, event_id: str, user: str, note: str | None, now: datetime
+        self,
+        action: ReviewAction,
+        event_id: str,
+        user: str,
+        note: str | None,
+        now: datetime,
+        outcome: str | None = None,
     ) -> tuple[Any, ...]:
-        """The parameters of `review_sql`."""
-        return (REVIEW_TO[action], user, self.encode_time(now), note, event_id, *REVIEW_FROM[action])
+        """The parameters of `review_sql` (``outcome=True`` when ``outcome`` is given)."""
+        return (*self._set_args(action, user, note, now, outcome), event_id, *REVIEW_FROM[action])
 
-    def review_many_sql(self, action: ReviewAction, n: int) -> str:
+    def review_many_sql(self, action: ReviewAction, n: int, *, outcome: bool = False) -> str:
         """`review_sql` for ``n`` incidents at once, answering the ids it changed (``RETURNING``);
         parameters from `review_many_args`."""
         ids = ", ".join([self.param] * n)
-        return self._review_update(action, f"event_id IN ({ids})") + " RETURNING event_id"
+        return self._review_update(action, f"event_id IN ({ids})", outcome) + " RETURNING event_id"
 
-    def _review_update(self, action: ReviewAction, which: str) -> str:
+    def _review_update(self, action: ReviewAction, which: str, outcome: bool = False) -> str:
         """The review ``UPDATE`` of the events ``which`` selects, where their state allows ``action``."""
         by, at = _REVIEW_BY[action]
         p = self.param
         allowed = ", ".join([p] * len(REVIEW_FROM[action]))
+        found = f", outcome = {p}, outcome_by = {p}, outcome_at = {p}" if outcome else ""
         return (
             f"UPDATE events SET state = {p}, {by} = {p}, {at} = {p}, "
-            f"note = COALESCE(NULLIF(CAST({p} AS TEXT), ''), note) "
+            f"note = COALESCE(NULLIF(CAST({p} AS TEXT), ''), note){found} "
             f"WHERE {which} AND state IN ({allowed})"
         )
 
-    def review_many_args(
-        self, action: ReviewAction, event_ids: list[str], user: str, note: str | None, now: datetime
+    def _set_args(
+        self, action: ReviewAction, user: str, note: str | None, now: datetime, outcome: str | None
     ) -> tuple[Any, ...]:
-        """The parameters of `review_many_sql`."""
-        return (REVIEW_TO[action], user, self.encode_time(now), note, *event_ids, *REVIEW_FROM[action])
+        when = self.encode_time(now)
+        found = () if outcome is None else (outcome, user, when)
+        return (REVIEW_TO[action], user, when, note, *found)
+
+    def review_many_args(
+        self,
+        action: ReviewAction,
+        event_ids: list[str],
+        user: str,
+        note: str | None,
+        now: datetime,
+        outcome: str | None = None,
+    ) -> tuple[Any, ...]:
+        """The parameters of `review_many_sql` (``outcome=True`` when ``outcome`` is given)."""
+        return (*self._set_args(action, user, note, now, outcome), *event_ids, *REVIEW_FROM[action])
 
     def keep_sql(self) -> str:
         """Mark an incident kept (never pruned) or not; parameters ``(kept, user, now, event_id)``."""
@@ -280,6 +314,11 @@ class Dialect:
         if where.status is not None:
             clauses.append(f"status = {self.param}")
             args.append(where.status)
+        if where.outcome == "none":
+            clauses.append("outcome IS NULL")
+        elif where.outcome is not None:
+            clauses.append(f"outcome = {self.param}")
+            args.append(where.outcome)
         if where.since is not None:
             clauses.append(f"time_utc >= {self.param}")
             args.append(self.encode_time(where.since))
@@ -323,7 +362,7 @@ class Dialect:
         n = len(COLUMNS)
         base = dict(zip(COLUMNS, row[:n], strict=True))
         review: dict[str, Any] = dict(zip(REVIEW_COLUMNS, row[n:], strict=True))
-        for key in ("acknowledged_at", "resolved_at", "kept_at"):
+        for key in ("acknowledged_at", "resolved_at", "kept_at", "outcome_at"):
             review[key] = _time_text(review[key])
         review["kept"] = bool(review["kept"])
         state: ReviewState = review.pop("state")

@@ -27,6 +27,11 @@ Media policy (schema v4): ``media_blur``, the camera's ``privacy.blur`` when the
 snapshot and clip were made (`Event.media_blur`); rows from before it hold NULL, which the console
 takes as the strictest policy (`campusguard.app.media.policy`).
 
+Outcomes (schema v6): resolving an incident may record what the operator found (``outcome``:
+``confirmed``, ``false_alarm`` or ``nuisance``, with ``outcome_by`` and ``outcome_at``): `review`
+and `review_many` take it beside the note; queries filter on it (``none``: no outcome). Replay
+(`campusguard.app.tracks.replay`) counts the incidents a changed rule keeps or drops by outcome.
+
 Checklists (schema v5): table ``event_steps``, one row per incident and step text of its rule's
 ``sop`` (ticked or not, by whom, when): `UpsertingEventStore.set_step` and ``checklists``; retention
 deletes the rows of the incidents it deletes.
@@ -54,11 +59,13 @@ from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 from campusguard.app.events.checklist import StepMark
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.records import (
+    OUTCOMES,
     REVIEW_STATES,
     EventFilter,
     EventRecord,
     ReviewAction,
     ReviewState,
+    check_outcome,
     utc_iso,
 )
 from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, Dialect
@@ -97,6 +104,7 @@ __all__ = [
     "review_outcome",
     "ReviewState",
     "REVIEW_STATES",
+    "OUTCOMES",
     "CSV_FIELDS",
     "write_csv",
     "csv_lines",
@@ -170,11 +178,26 @@ CREATE TABLE IF NOT EXISTS event_steps (
 );
 """
 
+_SCHEMA_V6 = """
+ALTER TABLE events ADD COLUMN outcome TEXT
+    CHECK (outcome IS NULL OR outcome IN ('confirmed', 'false_alarm', 'nuisance'));
+ALTER TABLE events ADD COLUMN outcome_by TEXT;
+ALTER TABLE events ADD COLUMN outcome_at TEXT;
+CREATE INDEX IF NOT EXISTS events_outcome_time ON events (outcome, time_utc);
+"""
+
 _OWN_TABLES = frozenset({"events", "event_steps"})
 """The tables the migrations create (a new file holding any other table is not ours)."""
 
 # migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
+_MIGRATIONS: dict[int, str] = {
+    1: _SCHEMA_V1,
+    2: _SCHEMA_V2,
+    3: _SCHEMA_V3,
+    4: _SCHEMA_V4,
+    5: _SCHEMA_V5,
+    6: _SCHEMA_V6,
+}
 SCHEMA_VERSION = max(_MIGRATIONS)
 
 
@@ -275,8 +298,16 @@ class ReviewableEventStore(EventStore, Protocol):
         """One page of matching incidents and the number of all matching incidents."""
         ...
 
-    def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
-        """Acknowledge or resolve an incident; committed when this returns."""
+    def review(
+        self,
+        event_id: str,
+        action: ReviewAction,
+        *,
+        user: str,
+        note: str | None = None,
+        outcome: str | None = None,
+    ) -> EventRecord:
+        """Acknowledge or resolve an incident (resolving may record its ``outcome``); committed when this returns."""
         ...
 
 
@@ -346,24 +377,36 @@ class UpsertingEventStore:
 
     # review of many incidents -------------------------------------------------------------------
     def review_many(
-        self, event_ids: Sequence[str], action: ReviewAction, *, user: str, note: str | None = None
+        self,
+        event_ids: Sequence[str],
+        action: ReviewAction,
+        *,
+        user: str,
+        note: str | None = None,
+        outcome: str | None = None,
     ) -> BulkReview:
         """Acknowledge or resolve several incidents with one note, in one transaction (committed
         when this returns). Each incident moves only if its state allows (as `review` does); the
         others are reported, never raised: unknown ids in ``missing``, wrong states in ``conflicts``.
         A repeated id counts once.
 
+        ``outcome`` (resolve only): what was found (`OUTCOMES`), recorded on each incident resolved.
+
         Raises:
-            InvalidInputError: an unknown action, or more than `MAX_BULK_REVIEW` ids.
+            InvalidInputError: an unknown action or outcome, an outcome to acknowledge with, or more
+                than `MAX_BULK_REVIEW` ids.
         """
-        check_review_action(action)
+        check_review_action(action, outcome)
         ids = list(dict.fromkeys(event_ids))
         if len(ids) > MAX_BULK_REVIEW:
             raise InvalidInputError(f"at most {MAX_BULK_REVIEW} incidents per bulk review, got {len(ids)}")
         if not ids:
             return BulkReview()
         d = self.dialect
-        update = (d.review_many_sql(action, len(ids)), d.review_many_args(action, ids, user, note, datetime.now(UTC)))
+        update = (
+            d.review_many_sql(action, len(ids), outcome=outcome is not None),
+            d.review_many_args(action, ids, user, note, datetime.now(UTC), outcome),
+        )
         changed, rows = self._review_batch(
             f"reviewing {len(ids)} events", update, (d.select_many_sql(len(ids)), tuple(ids))
         )
@@ -668,20 +711,30 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
             row = self._conn.execute(SQLITE.select_sql(), (event_id,)).fetchone()
         return None if row is None else SQLITE.record(row)
 
-    def review(self, event_id: str, action: ReviewAction, *, user: str, note: str | None = None) -> EventRecord:
+    def review(
+        self,
+        event_id: str,
+        action: ReviewAction,
+        *,
+        user: str,
+        note: str | None = None,
+        outcome: str | None = None,
+    ) -> EventRecord:
         """Acknowledge or resolve an incident, recording who, when and the note; committed when this returns.
 
-        A non-empty ``note`` replaces the stored one; an empty or missing one keeps it.
+        A non-empty ``note`` replaces the stored one; an empty or missing one keeps it. ``outcome``
+        (resolve only): what was found (`OUTCOMES`), recorded with who and when.
 
         Raises:
             KeyError: no incident has this id.
             ReviewConflictError: the action does not apply to the current state (acknowledging an
                 acknowledged or resolved incident, resolving a resolved one).
+            InvalidInputError: an unknown action or outcome, or an outcome to acknowledge with.
         """
-        check_review_action(action)
-        args = SQLITE.review_args(action, event_id, user, note, datetime.now(UTC))
+        check_review_action(action, outcome)
+        args = SQLITE.review_args(action, event_id, user, note, datetime.now(UTC), outcome)
         with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
-            changed = conn.execute(SQLITE.review_sql(action), args).rowcount
+            changed = conn.execute(SQLITE.review_sql(action, outcome=outcome is not None), args).rowcount
             current = conn.execute(SQLITE.state_sql(), (event_id,)).fetchone()
         return review_outcome(self, event_id, action, changed, None if current is None else current[0])
 
@@ -698,10 +751,13 @@ def check_page(limit: int | None, offset: int) -> None:
         raise InvalidInputError(f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
 
 
-def check_review_action(action: str) -> None:
-    """A review action is one of `REVIEW_FROM`'s."""
+def check_review_action(action: str, outcome: str | None = None) -> None:
+    """A review action is one of `REVIEW_FROM`'s; an outcome is one of `OUTCOMES` and goes with ``resolve``."""
     if action not in REVIEW_FROM:
         raise InvalidInputError(f"review action must be one of {sorted(REVIEW_FROM)}, got {action!r}")
+    check_outcome(outcome)
+    if outcome is not None and action != "resolve":
+        raise InvalidInputError(f"an outcome is recorded when resolving, not with {action!r}")
 
 
 def query_events(
@@ -755,6 +811,7 @@ CSV_FIELDS: tuple[str, ...] = (
     "resolved_by",
     "resolved_at",
     "note",
+    "outcome",
 )
 _SPREADSHEET_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 

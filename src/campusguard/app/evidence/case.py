@@ -88,6 +88,8 @@ class IncidentCase:
                 )
         if r.resolved_at:
             rows.append({"at": r.resolved_at, "what": "resolved", "by": r.resolved_by, "detail": r.note or ""})
+        if r.outcome and r.outcome_at:
+            rows.append({"at": r.outcome_at, "what": f"outcome: {r.outcome}", "by": r.outcome_by, "detail": ""})
         if r.kept and r.kept_at:
             rows.append({"at": r.kept_at, "what": "kept (legal hold)", "by": r.kept_by, "detail": ""})
         for entry in self.audit:  # notes given with each review action, as audited

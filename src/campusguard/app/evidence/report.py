@@ -91,8 +91,16 @@ def _facts(case: IncidentCase) -> list[tuple[str, str]]:
         ("Started", str(d["started_at"])),
         ("Ended", str(d["ended_at"] or "still open")),
         ("Objects", ", ".join(d["class_names"]) or "-"),
+        ("Outcome", _outcome_text(d)),
         ("Note", d["note"] or "-"),
     ]
+
+
+def _outcome_text(d: dict[str, Any]) -> str:
+    """``false_alarm (otto, 2026-...)`` or ``-``: what the operator who resolved it found."""
+    if not d.get("outcome"):
+        return "-"
+    return f"{d['outcome']} ({d.get('outcome_by') or '?'}, {d.get('outcome_at') or '?'})"
 
 
 _CSS = """
@@ -272,10 +280,12 @@ class ShiftReport:
     by_kind: Counter[str] = field(default_factory=Counter)
     by_camera: Counter[str] = field(default_factory=Counter)
     by_hour: Counter[str] = field(default_factory=Counter)
+    by_outcome: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         for case in self.incidents:
             d = case.record.to_dict()
+            self.by_outcome[d.get("outcome") or "none"] += 1
             self.by_kind[d["kind"]] += 1
             self.by_camera[d["camera"]] += 1
             started = datetime.fromisoformat(d["started_at"]).astimezone(self.since.tzinfo)
@@ -332,13 +342,14 @@ class ShiftReport:
                     d["camera"],
                     d["rule"],
                     d["state"] + (" kept" if d["kept"] else ""),
+                    d.get("outcome") or "-",
                     c.checklist.summary() or "-",
                 ]
             )
         return rows
 
-    _HEAD = ("incident", "started (UTC)", "camera", "rule", "state", "checklist")
-    _WIDTHS = (0.34, 0.19, 0.1, 0.17, 0.1, 0.1)
+    _HEAD = ("incident", "started (UTC)", "camera", "rule", "state", "outcome", "checklist")
+    _WIDTHS = (0.3, 0.17, 0.09, 0.16, 0.09, 0.1, 0.09)
 
     def html(self) -> str:
         p = [
@@ -351,7 +362,11 @@ class ShiftReport:
             f"<p>{len(self.incidents)} incident(s); {len(self.open_ones())} not resolved; {len(self.kept_ones())} kept.</p>"
         )
         p.append(_img(self.chart_png(), "image/png", "incidents by kind, camera and hour"))
-        for title, rows in (("Counts by kind", self.by_kind), ("Counts by camera", self.by_camera)):
+        for title, rows in (
+            ("Counts by kind", self.by_kind),
+            ("Counts by camera", self.by_camera),
+            ("Outcomes (what the operators found)", self.by_outcome),
+        ):
             p.append(f"<h2>{title}</h2>" + _table(["", "incidents"], sorted(rows.items())))
         p.append("<h2>Not resolved</h2>" + _table(self._HEAD, self._rows(self.open_ones())))
         p.append("<h2>Kept (legal hold)</h2>" + _table(self._HEAD, self._rows(self.kept_ones())))
@@ -375,7 +390,11 @@ class ShiftReport:
         )
         chart = self.chart_png()
         pdf.image(chart, *_image_size(chart))
-        for title, counts in (("Counts by kind", self.by_kind), ("Counts by camera", self.by_camera)):
+        for title, counts in (
+            ("Counts by kind", self.by_kind),
+            ("Counts by camera", self.by_camera),
+            ("Outcomes (what the operators found)", self.by_outcome),
+        ):
             pdf.add(title, pdf.h2)
             pdf.table(["", "incidents"], sorted(counts.items()), (0.5, 0.2))
         pdf.add("Not resolved", pdf.h2)

@@ -23,6 +23,7 @@ class MediaLayout:
         snapshots_dir: incident snapshots (JPEG), named by the rows' ``snapshot_path``.
         clips_dir: incident clips, ``<event_id>.mp4``.
         recordings_dir: annotated recordings, ``<camera>...`` files.
+        tracks_dir: the cameras' track files (`campusguard.app.tracks`), ``<camera>_...`` files.
         dead_letters: the sinks' dead-letter JSONL files.
         logs: JSONL alert logs.
     """
@@ -31,6 +32,7 @@ class MediaLayout:
     snapshots_dir: Path | None = None
     clips_dir: Path | None = None
     recordings_dir: Path | None = None
+    tracks_dir: Path | None = None
     dead_letters: tuple[Path, ...] = ()
     logs: tuple[Path, ...] = ()
 
@@ -61,13 +63,19 @@ class MediaLayout:
             snapshots_dir=Path(snapshots) if snapshots else None,
             clips_dir=clips_dir,
             recordings_dir=Path(outputs.annotated_video_dir) if outputs.annotated_video_dir else None,
+            tracks_dir=config.storage.tracks_path(),
             dead_letters=tuple(dict.fromkeys(dead)),
             logs=tuple(dict.fromkeys(logs)),
         )
 
     def media_dirs(self) -> dict[str, Path]:
         """``{kind: folder}`` of the media folders that are set (`MEDIA_KINDS`)."""
-        dirs = {"snapshots": self.snapshots_dir, "clips": self.clips_dir, "recordings": self.recordings_dir}
+        dirs = {
+            "snapshots": self.snapshots_dir,
+            "clips": self.clips_dir,
+            "recordings": self.recordings_dir,
+            "tracks": self.tracks_dir,
+        }
         return {k: v for k, v in dirs.items() if v is not None}
 
     def free_bytes(self) -> tuple[int, int]:

@@ -47,7 +47,9 @@ _OPEN_FILE_S = 5.0  # a recording written to in the last seconds is the open one
 _KINDS = ("incidents", *MEDIA_KINDS, "orphans", "dead_letters", "logs")
 # for space: continuous recordings first, then incident evidence, the large clips before the
 # snapshots (the evidence a row names, and the smallest), so the snapshots stay while they fit
-_SPACE_ORDER = {"recordings": 0, "clips": 1, "snapshots": 2}
+# (the cameras' track files after the recordings: small, and what `campusguard replay` needs)
+_SPACE_ORDER = {"recordings": 0, "tracks": 1, "clips": 2, "snapshots": 3}
+_OPEN_TRACKS_S = 120.0  # a track file written to in the last two minutes may be the open one
 
 
 @dataclass(frozen=True)
@@ -350,6 +352,7 @@ class Pruner:
             writing |= {
                 p for p, _, m in media.get("recordings", []) if is_part_segment(p.name) and m >= self.started_at
             }
+            writing |= {p for p, _, m in media.get("tracks", []) if m >= wall - _OPEN_TRACKS_S}
         plan.media_bytes = {kind: sum(n for _, n, _ in files) for kind, files in media.items()}
         sizes = {_resolved(p): n for files in media.values() for p, n, _ in files}
         clips_dir = self.layout.clips_dir
@@ -396,8 +399,8 @@ class Pruner:
                         add("clips", path, nbytes, "expired")
                     continue
                 owner_cam = camera_of(path.name, self.camera_ids)
-                if path not in writing and mtime < wall - policy.ttl("recordings", owner_cam):
-                    add("recordings", path, nbytes, "expired")
+                if path not in writing and mtime < wall - policy.ttl(kind, owner_cam):
+                    add(kind, path, nbytes, "expired")
 
         # 4. logs and dead letters
         for kind, paths in (("dead_letters", self.layout.dead_letters), ("logs", self.layout.logs)):
@@ -416,7 +419,7 @@ class Pruner:
         over = 0 if policy.max_media_bytes is None else max(0, remaining - policy.max_media_bytes)
         # the segments being written count, but evidence never goes to make up for them: they go
         # (recordings first) once finished, at the latest in the pass at the stop
-        open_bytes = sum(n for p, n, _ in media.get("recordings", []) if p in writing)
+        open_bytes = sum(n for k in ("recordings", "tracks") for p, n, _ in media.get(k, []) if p in writing)
         over_evidence = over - open_bytes
         floor = policy.min_free_bytes(total)
         short = max(0, floor - free - freed)  # any media may go for the floor
@@ -437,12 +440,14 @@ class Pruner:
                             owner = row[0]
                         elif mtime >= grace and self.store is not None:
                             continue  # perhaps not committed yet
-                    elif (kind == "clips" and path.stem in protected) or (kind == "recordings" and path in writing):
+                    elif (kind == "clips" and path.stem in protected) or (
+                        kind in ("recordings", "tracks") and path in writing
+                    ):
                         continue
                     candidates.append((_SPACE_ORDER[kind], mtime, kind, path, nbytes, owner))
             candidates.sort(key=lambda c: (c[0], c[1]))
             for _, _, kind, path, nbytes, owner in candidates:
-                budget = over if kind == "recordings" else over_evidence
+                budget = over if kind in ("recordings", "tracks") else over_evidence
                 if not (budget > 0 or short > 0 or (asked > 0 and kind in need_kinds)):
                     continue
                 if owner is not None:

@@ -157,6 +157,14 @@ def in_time_windows(windows: Sequence[TimeWindow], moment: datetime) -> bool:
     return not windows or any(w.contains(moment) for w in windows)
 
 
+def of_classes(class_id: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``(N,) bool``: which of ``class_id`` are in ``wanted`` (a few ids; what `np.isin` answers, without
+    its set-up cost, which dominates on a frame's handful of rows)."""
+    if len(wanted) == 0:
+        return np.zeros(len(class_id), dtype=bool)
+    return (np.asarray(class_id)[:, None] == wanted[None, :]).any(axis=1)
+
+
 def class_name(class_names: ClassNames, class_id: int) -> str | None:
     """Name of ``class_id`` from a mapping or sequence, or ``None`` when unknown."""
     if class_names is None:
@@ -227,6 +235,7 @@ class PresenceTracker:
     ) -> None:
         self.zone = zone
         self.class_ids = None if class_ids is None else frozenset(int(c) for c in class_ids)
+        self._class_ids = None if self.class_ids is None else np.asarray(sorted(self.class_ids), dtype=np.int64)
         self.inertia = inertia
         self.max_gap_s = max_gap_s
         self.anchor = anchor
@@ -248,6 +257,21 @@ class PresenceTracker:
                 best, best_d = tid, d
         return best
 
+    def rows_inside(self, detections: Detections, anchors: np.ndarray | None = None) -> np.ndarray:
+        """``(N,) bool``: the tracked rows of the watched classes whose anchor is in the zone: the only
+        rows `update` looks at (any number of frames' rows at once); ``anchors``: the rows' anchor
+        points if computed already."""
+        if not len(detections):
+            return np.zeros(0, dtype=bool)
+        if detections.tracker_id is None:
+            raise InvalidInputError(f"zone {self.zone.name!r}: rules need tracked detections (tracker_id)")
+        if anchors is None:
+            anchors = detections.anchor(self.anchor)
+        inside = self.zone.contains(anchors)
+        if self._class_ids is not None:
+            inside &= of_classes(detections.class_id, self._class_ids)
+        return inside & (detections.tracker_id >= 0)
+
     def update(self, timestamp_s: float, detections: Detections) -> dict[int, TrackPresence]:
         """Update with one frame; return the tracks confirmed and inside on this frame."""
         self.renamed = {}
@@ -256,13 +280,10 @@ class PresenceTracker:
         if len(detections):
             if detections.tracker_id is None:
                 raise InvalidInputError(f"zone {self.zone.name!r}: rules need tracked detections (tracker_id)")
-            inside = self.zone.trigger(detections, self.anchor)
-            if self.class_ids is not None:
-                inside &= np.isin(detections.class_id, list(self.class_ids))
             anchors = detections.anchor(self.anchor)
             heights = detections.xyxy[:, 3] - detections.xyxy[:, 1]
             ids = detections.tracker_id.tolist()
-            rows = [int(i) for i in np.flatnonzero(inside & (detections.tracker_id >= 0))]
+            rows = [int(i) for i in np.flatnonzero(self.rows_inside(detections, anchors))]
             # known ids first, so a new id never takes over a track that is still detected
             rows.sort(key=lambda i: ids[i] not in self.tracks)
             for i in rows:

@@ -576,4 +576,5 @@ CAMERA_HEALTH = RuleEntry(
     example={"covered": {"min_s": 15}},
     order=70,
     section="health",
+    needs_pixels=True,  # `campusguard replay` cannot run it over the stored tracks: it says so and goes on
 )

@@ -160,6 +160,13 @@ class FallRule(FireLaneRule):
         self._down_last: dict[int, float] = {}
         self._fired_by: dict[int, str] = {}
 
+    def rows_of_interest(self, detections: Detections) -> np.ndarray | None:
+        """None: every row (a track seen upright anywhere counts later; see `FireLaneRule.rows_of_interest`)."""
+        return None
+
+    def is_idle(self) -> bool:
+        return False  # it remembers every track's shape
+
     def _signal_for(self, detections: Detections) -> str:
         if self.signal != "auto":
             return self.signal

@@ -11,7 +11,14 @@ from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind, event_id_for
 from campusguard.app.infra.configmodel import NameText
-from campusguard.app.rules.base import ClassNames, check_non_negative, class_name, in_time_windows, parse_time_windows
+from campusguard.app.rules.base import (
+    ClassNames,
+    check_non_negative,
+    class_name,
+    in_time_windows,
+    of_classes,
+    parse_time_windows,
+)
 from campusguard.app.rules.spec import RuleConfigBase, RuleContext, RuleEntry
 from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
@@ -90,6 +97,7 @@ class LineCrossingRule:
         self.line = line
         self.direction: Direction = direction
         self.class_ids = None if class_ids is None else tuple(sorted(int(c) for c in class_ids))
+        self._class_ids = None if self.class_ids is None else np.asarray(self.class_ids, dtype=np.int64)
         self.cooldown_s = float(cooldown_s)
         self.time_windows = parse_time_windows(time_windows, what)
         self.class_names = class_names
@@ -118,8 +126,8 @@ class LineCrossingRule:
         self._last_t = timestamp_s
         if self.time_windows and wall_time is None:
             raise InvalidInputError(f"rule {self.name!r} has time windows but update() got no wall_time")
-        if self.class_ids is not None and len(detections):
-            detections = detections[np.isin(detections.class_id, self.class_ids)]
+        if self._class_ids is not None and len(detections):
+            detections = detections[of_classes(detections.class_id, self._class_ids)]
         crossings = self.line.update(detections)
         if wall_time is not None and not in_time_windows(self.time_windows, wall_time):
             return []

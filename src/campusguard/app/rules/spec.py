@@ -256,6 +256,8 @@ class RuleEntry(Generic[C]):
         label: the kind for people (``"Fire lane"``): console filters, titles.
         has_end: whether its incidents last (an ``end`` phase follows ``start``); ``False`` for
             instantaneous ones (a line crossing starts and ends at once).
+        needs_pixels: the rule reads the frames' pixels, which the stored tracks do not hold
+            (`campusguard replay` leaves it out and says so).
         example: a small valid section of the kind (a camera's ``rules`` item), watching the zone
             named ``zone`` or the line named ``line`` (the shapes' default names); ``None``: the
             kind and its target only (`example_section`). Tests and docs build every kind from it.
@@ -274,6 +276,7 @@ class RuleEntry(Generic[C]):
     build: Callable[[C, RuleContext], Rule]
     label: str
     has_end: bool = True
+    needs_pixels: bool = False
     example: Mapping[str, Any] | None = None
     order: int | None = None
     section: str | None = None

@@ -222,6 +222,19 @@ class _ZoneRule:
     def _history_s(self) -> float:
         return 0.0
 
+    # what `campusguard replay` may skip (`campusguard.app.tracks.replay.feed_segment`) --------------
+    def rows_of_interest(self, detections: Detections) -> np.ndarray | None:
+        """``(N,) bool`` over any number of frames' rows: the rows this rule looks at (its classes,
+        tracked, anchor in its zone). `update` over a frame's rows of interest alone does what it
+        does over all of them; None: it looks at every row."""
+        return self.presence.rows_inside(detections)
+
+    def is_idle(self) -> bool:
+        """True when the rule holds nothing that time alone changes: no track in or lately in its
+        zone, no open incident. An idle rule's `update` on a frame without rows of interest does
+        nothing but note the time, so a replay may skip it until such a row comes."""
+        return not self.presence.tracks and all(e.current is None for e in self.track_episodes.values())
+
     def _dwelling(
         self, timestamp_s: float, detections: Detections, wall_time: datetime | None
     ) -> dict[int, tuple[int, float]]:
@@ -353,6 +366,9 @@ class _EpisodeRule(_ZoneRule):
         zone_event = [] if self.episode.current is None else [self.episode.current]
         return zone_event + super().open_events()
 
+    def is_idle(self) -> bool:
+        return self.episode.current is None and super().is_idle()
+
     def close(self, timestamp_s: float, wall_time: datetime | None = None) -> list[Event]:
         """End every open event."""
         return self.episode.close(timestamp_s, wall_time) + super().close(timestamp_s, wall_time)
@@ -398,6 +414,9 @@ class CrowdRule(_EpisodeRule):
         self.min_count = int(min_count)
         self._run_onset_s: float | None = None
         self._run_last_s: float | None = None
+
+    def is_idle(self) -> bool:
+        return self._run_last_s is None and super().is_idle()
 
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
@@ -470,6 +489,9 @@ class FireLaneRule(_EpisodeRule):
 
     def _history_s(self) -> float:
         return self.stationary_window_s
+
+    def is_idle(self) -> bool:
+        return not self._still_last and super().is_idle()
 
     def _is_stationary(self, p: TrackPresence, now_s: float) -> bool:
         """True if the track's anchor history covers the window and stayed within the threshold."""

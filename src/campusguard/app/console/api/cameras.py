@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response, status
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -163,6 +163,27 @@ def _rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> 
         "rules_changed": [str(n) for n in new if n in old and new[n] != old[n]],
         "rules_removed": [str(n) for n in old if n not in new],
     }
+
+
+@router.post(
+    "/cameras/{name}/zones/replay",
+    dependencies=[Depends(require_role("operator"))],
+    responses={**_NOT_FOUND, 422: {"description": "Invalid zones, lines or rules (the message names the field)."}},
+)
+def replay_zones(name: str, body: ZonesBody, request: Request, days: float = Query(7.0, gt=0, le=90)) -> JSONResponse:
+    """Replay the last 7 days: what the edited zones, lines and rules (the body a save sends) would have
+    raised over the camera's stored tracks, against its stored incidents and their outcomes
+    (`campusguard replay`'s JSON); nothing is saved. Rules that read pixels are left out (``skipped_rules``)."""
+    _check_camera(request, name)
+    new: dict[str, Any] = body.model_dump(mode="json", exclude_unset=True)
+    new.pop("privacy", None)
+    try:
+        result = console_state(request).runtime.replay_zones(name, new, days=days)
+    except KeyError as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no camera {name!r}") from exc
+    except ConfigError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return JSONResponse(result.to_dict())
 
 
 @router.put(

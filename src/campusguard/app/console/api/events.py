@@ -26,6 +26,7 @@ from campusguard.app.console.schemas import (
     KeepRequest,
     NoteRequest,
     OpenIncidents,
+    ResolveRequest,
     Responses,
     StepRequest,
 )
@@ -80,8 +81,19 @@ def _filter(
     state: Literal["open", "acknowledged", "resolved"] | None = Query(None, description="Review state."),
     since: datetime | None = Query(None, description="Started at or after (ISO 8601; naive = UTC)."),
     until: datetime | None = Query(None, description="Started before (ISO 8601; naive = UTC)."),
+    outcome: Literal["confirmed", "false_alarm", "nuisance", "none"] | None = Query(
+        None, description="What the operator found (none: incidents without an outcome)."
+    ),
 ) -> EventFilter:
-    return EventFilter(camera_id=camera, rule=rule, kind=kind, state=state, since=_aware(since), until=_aware(until))
+    return EventFilter(
+        camera_id=camera,
+        rule=rule,
+        kind=kind,
+        state=state,
+        since=_aware(since),
+        until=_aware(until),
+        outcome=outcome,
+    )
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -292,7 +304,9 @@ def _unticked(state: ConsoleState, records: list[EventRecord]) -> dict[str, int]
     return out
 
 
-def _review(request: Request, event_id: str, action: ReviewAction, note: str) -> EventOut:
+def _review(
+    request: Request, event_id: str, action: ReviewAction, note: str, outcome: str | None = None
+) -> EventOut:
     state = console_state(request)
     if action == "resolve" and not note.strip():
         record = state.runtime.store.get_record(event_id)
@@ -302,12 +316,21 @@ def _review(request: Request, event_id: str, action: ReviewAction, note: str) ->
                 f"{left[event_id]} checklist step(s) are not ticked: resolving needs a note saying why",
             )
     try:
-        record = state.runtime.store.review(event_id, action, user=request.state.user.name, note=note)
+        if outcome is None:
+            record = state.runtime.store.review(event_id, action, user=request.state.user.name, note=note)
+        else:
+            record = state.runtime.store.review(
+                event_id, action, user=request.state.user.name, note=note, outcome=outcome
+            )
     except KeyError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no event {event_id!r}") from exc
     except ReviewConflictError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
-    audit(request, f"event.{action}", event_id, note=note)
+    if outcome is None:
+        audit(request, f"event.{action}", event_id, note=note)
+    else:
+        audit(request, f"event.{action}", event_id, note=note, outcome=outcome)
+        state.runtime.count_outcome(record.event.rule_name, outcome)
     data = event_json(state, record.to_dict(), request)
     state.runtime.publish_event_update(data)
     return _with_checklist(state, record, request)
@@ -403,6 +426,87 @@ def incident_report(event_id: EventId, fmt: Literal["html", "pdf"], request: Req
     )
 
 
+@router.get(
+    "/reports/shift",
+    dependencies=[Depends(require_role("operator"))],
+    response_class=Response,
+    responses={200: {"content": {"application/pdf": {}, "text/html": {}}}},
+)
+def shift_report_download(
+    request: Request,
+    since: datetime = Query(..., description="Shift start (ISO 8601; naive = UTC)."),
+    until: datetime | None = Query(None, description="Shift end (ISO 8601; naive = UTC); default now."),
+    fmt: Literal["auto", "pdf", "html"] = Query(
+        "auto", alias="format", description="auto: PDF where the `reports` extra is installed, else HTML."
+    ),
+) -> Any:
+    """The shift handover report of the incidents started in the period (operator or admin): counts by
+    kind, camera, hour and outcome, open and kept incidents, who acknowledged and resolved what."""
+    import tempfile
+
+    from starlette.background import BackgroundTask
+    from starlette.responses import HTMLResponse
+
+    from campusguard.app.evidence.report import shift_report
+    from campusguard.errors import MissingDependencyError
+
+    lo = _aware(since)
+    hi = _aware(until) or datetime.now(UTC)
+    assert lo is not None
+    if hi <= lo:
+        raise HTTPException(422, "until must be after since")
+    report = shift_report(_case_source(console_state(request)), lo, hi)
+    name = f"campusguard-shift-{lo:%Y%m%dT%H%M}"
+    html_headers = {**MEDIA_HEADERS, "Content-Disposition": f'attachment; filename="{name}.html"'}
+    if fmt == "html":
+        return HTMLResponse(report.html(), headers=html_headers)
+    folder = PathType(tempfile.mkdtemp(prefix="campusguard-report-"))
+    out = folder / f"{name}.pdf"
+    try:
+        report.pdf(out)
+    except MissingDependencyError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        if fmt == "pdf":
+            raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, str(exc)) from exc
+        return HTMLResponse(report.html(), headers=html_headers)
+    return FileResponse(
+        out,
+        media_type="application/pdf",
+        filename=out.name,
+        headers=MEDIA_HEADERS,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
+
+
+@router.get("/noise")
+def noise(
+    request: Request,
+    since: datetime = Query(..., description="Period start (ISO 8601; naive = UTC)."),
+    until: datetime | None = Query(None, description="Period end (ISO 8601; naive = UTC); default now."),
+    limit: int = Query(100, ge=1, le=1000),
+) -> dict[str, Any]:
+    """Per rule, zone, camera and hour of day (local): incidents per day and the share of false and
+    nuisance alarms, worst first, each with the timeline link of its incidents."""
+    from urllib.parse import urlencode
+
+    from campusguard.app.events.noise import noise_rows
+
+    lo = _aware(since)
+    hi = _aware(until) or datetime.now(UTC)
+    assert lo is not None
+    if hi <= lo:
+        raise HTTPException(422, "until must be after since")
+    records, _ = console_state(request).runtime.store.query_records(
+        EventFilter(since=lo, until=hi), limit=MAX_CSV_ROWS, newest_first=False
+    )
+    rows = noise_rows(records, (hi - lo).total_seconds() / 86400)
+    out = []
+    for row in rows[:limit]:
+        query = urlencode({"camera": row.camera, "rule": row.rule, "since": lo.isoformat(), "until": hi.isoformat()})
+        out.append({**row.to_dict(), "incidents_url": f"/events?{query}"})
+    return {"since": lo.isoformat(), "until": hi.isoformat(), "rows": out, "groups": len(rows)}
+
+
 @router.post(
     "/evidence",
     dependencies=[Depends(require_role("operator"))],
@@ -471,9 +575,10 @@ def acknowledge(event_id: EventId, body: NoteRequest, request: Request) -> Event
 @router.post(
     "/events/{event_id}/resolve", dependencies=[Depends(require_role("operator"))], responses=_REVIEW_RESPONSES
 )
-def resolve(event_id: EventId, body: NoteRequest, request: Request) -> EventOut:
-    """Resolve an open or acknowledged event (operator or admin), with a note."""
-    return _review(request, event_id, "resolve", body.note)
+def resolve(event_id: EventId, body: ResolveRequest, request: Request) -> EventOut:
+    """Resolve an open or acknowledged event (operator or admin), with a note and what was found
+    (``outcome``: confirmed, false_alarm or nuisance; audited with it)."""
+    return _review(request, event_id, "resolve", body.note, body.outcome)
 
 
 @router.post("/events/{event_id}/keep", dependencies=[Depends(require_role("operator"))], responses=_NOT_FOUND)
@@ -520,12 +625,21 @@ def bulk_review(body: BulkReviewRequest, request: Request) -> BulkReviewOut:
                 f"{len(left)} incident(s) have checklist steps not ticked ({', '.join(sorted(left)[:5])}): "
                 "resolving them needs a note saying why",
             )
-    result = store.review_many(body.ids, body.action, user=user, note=body.note)
+    if body.outcome is not None and body.action != "resolve":
+        raise HTTPException(422, "an outcome is recorded when resolving, not when acknowledging")
+    result = store.review_many(body.ids, body.action, user=user, note=body.note, outcome=body.outcome)
     asked = len(set(body.ids))
+    outcome: dict[str, Any] = {} if body.outcome is None else {"outcome": body.outcome}
     state.users.audit_many(
         user,
-        [(f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked}) for r in result.updated],
+        [
+            (f"event.{body.action}", r.event.event_id, {"note": body.note, "bulk": asked, **outcome})
+            for r in result.updated
+        ],
     )
+    if body.outcome is not None:
+        for r in result.updated:
+            state.runtime.count_outcome(r.event.rule_name, body.outcome)
     updated = []
     for record in result.updated:
         data = event_json(state, record.to_dict(), request)

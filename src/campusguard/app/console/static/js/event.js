@@ -19,6 +19,7 @@ const facts = document.getElementById("facts");
 const review = document.getElementById("review");
 const ackButton = document.getElementById("ack");
 const resolveButton = document.getElementById("resolve");
+const outcome = document.getElementById("outcome");
 const keepButton = document.getElementById("keep");
 const note = document.getElementById("note");
 const checklist = document.getElementById("checklist");
@@ -119,6 +120,7 @@ function render(event) {
     ...fact("Direction", event.direction),
     ...fact("Acknowledged", event.acknowledged_by ? `${event.acknowledged_by}, ${formatTime(event.acknowledged_at)}` : ""),
     ...fact("Resolved", event.resolved_by ? `${event.resolved_by}, ${formatTime(event.resolved_at)}` : ""),
+    ...fact("Outcome", event.outcome ? `${event.outcome.replace("_", " ")} (${event.outcome_by})` : ""),
     ...fact("Note", event.note),
     ...fact("Kept", event.kept ? `${event.kept_by}, ${formatTime(event.kept_at)} (never deleted by retention)` : ""),
     ...fact("Event id", event.id),
@@ -157,8 +159,11 @@ async function act(action) {
   showError(reviewError, "");
   ackButton.disabled = resolveButton.disabled = true;
   try {
-    render(await api(`${path}/${action}`, { method: "POST", body: { note: note.value } }));
+    const body = { note: note.value };
+    if (action === "resolve" && outcome.value) body.outcome = outcome.value;
+    render(await api(`${path}/${action}`, { method: "POST", body }));
     note.value = "";
+    outcome.value = "";
   } catch (err) {
     showError(reviewError, err.message);
     load();

@@ -18,7 +18,9 @@ const total = document.getElementById("events-total");
 const errorBox = document.getElementById("events-error");
 const liveState = document.getElementById("live-state");
 const csvLink = document.getElementById("csv-link");
-const FIELDS = ["camera", "kind", "state", "rule", "since", "until"];
+const FIELDS = ["camera", "kind", "state", "outcome", "rule", "since", "until"];
+const shiftLink = document.getElementById("shift-link");
+const bulkOutcome = document.getElementById("bulk-outcome");
 const bulk = document.getElementById("bulk");
 const selectAll = document.getElementById("select-all");
 const bulkCount = document.getElementById("bulk-count");
@@ -49,6 +51,7 @@ function matches(event) {
   if (f.kind && event.kind !== f.kind) return false;
   if (f.rule && event.rule !== f.rule) return false;
   if (f.state && event.state !== f.state) return false;
+  if (f.outcome && (event.outcome || "none") !== f.outcome) return false;
   const t = eventTime(event);
   if (f.since && t < Date.parse(f.since)) return false;
   if (f.until && t >= Date.parse(f.until)) return false;
@@ -173,7 +176,9 @@ async function bulkReview(action) {
   if (!ids.length) return;
   bulkAck.disabled = bulkResolve.disabled = true;
   try {
-    const out = await api("/api/v1/events/bulk", { method: "POST", body: { ids, action, note: bulkNote.value.trim() } });
+    const body = { ids, action, note: bulkNote.value.trim() };
+    if (action === "resolve" && bulkOutcome.value) body.outcome = bulkOutcome.value;
+    const out = await api("/api/v1/events/bulk", { method: "POST", body });
     for (const event of out.updated) {
       selected.delete(event.id);
       upsert(event, false);
@@ -261,6 +266,11 @@ function syncUrl() {
   }
   history.replaceState(null, "", params.size ? `?${params}` : location.pathname);
   csvLink.href = `/api/v1/events.csv?${apiFilters()}`;
+  // the shift report of the selected period (default: the last 8 hours)
+  const f = Object.fromEntries(apiFilters());
+  const shift = new URLSearchParams({ since: f.since || new Date(Date.now() - 8 * 3600e3).toISOString() });
+  if (f.until) shift.set("until", f.until);
+  shiftLink.href = `/api/v1/reports/shift?${shift}`;
 }
 
 async function init() {

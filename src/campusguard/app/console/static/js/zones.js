@@ -757,6 +757,29 @@ if (canEdit) {
     privacy.blur = blurSelect.value;
     markDirty();
   });
+  // "Replay the last 7 days": the rules as edited, over the camera's stored tracks, before saving
+  document.getElementById("replay").addEventListener("click", async () => {
+    const box = document.getElementById("replay-result");
+    showError(errorBox, "");
+    const problem = problems();
+    if (problem) {
+      showError(errorBox, `Not replayed: ${problem}.`);
+      return;
+    }
+    box.hidden = false;
+    box.className = "notice";
+    box.textContent = "Replaying the last 7 days…";
+    try {
+      const out = await api(`${zonesPath}/replay`, { method: "POST", body: body() });
+      const skipped = out.skipped_rules.length ? ` Not replayed (they read pixels): ${out.skipped_rules.join(", ")}.` : "";
+      box.textContent =
+        `Over ${Math.round(out.stream_seconds / 3600 * 10) / 10} h of tracks: ${out.incidents.length} incident(s); ` +
+        `${out.summary}.${skipped}`;
+    } catch (err) {
+      box.className = "error";
+      box.textContent = `Not replayed: ${err.message}`;
+    }
+  });
   document.getElementById("save").addEventListener("click", async () => {
     showError(errorBox, "");
     setDrawing(false);
