@@ -220,6 +220,14 @@ def _point_texts(value: object) -> list[str] | None:
     """``[x, y]`` (or up to 4 numbers: a colour) as YAML flow text per item, if ``value`` is a list of them."""
     if not isinstance(value, list) or not value:
         return None
+    if all(isinstance(item, list | tuple) and 1 <= len(item) <= 4 for item in value) and all(
+        type(v) is float or type(v) is int for item in value for v in item
+    ):
+        # the usual case, by `json` (C): its numbers are Python's repr, what YAML reads back unless
+        # one has an exponent, a NaN or an infinity (those go number by number below)
+        text = json.dumps(value)
+        if not any(c in text for c in "eNI"):
+            return [f"[{item}]" for item in text[2:-2].split("], [")]
     out = []
     for item in value:
         if not isinstance(item, list | tuple) or not 1 <= len(item) <= 4:

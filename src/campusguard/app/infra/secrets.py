@@ -205,6 +205,10 @@ def secret_values(data: Any, *, field: str = "") -> set[str]:
             found |= secret_values(value, field=name)
     elif isinstance(data, list | tuple):
         for item in data:
+            if isinstance(item, int | float) or (  # numbers hold no secret, and a polygon has thousands
+                isinstance(item, list | tuple) and all(isinstance(v, int | float) for v in item)
+            ):
+                continue
             found |= secret_values(item, field=field)
     elif isinstance(data, str) and "://" in data:
         found |= _url_secrets(data)
