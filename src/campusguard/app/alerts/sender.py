@@ -3,7 +3,7 @@ delivery does to its message; `DeadLetters`, where a message given up on goes.
 
 Every durable sink (email, webhook, MQTT) commits an alert to its `campusguard.app.alerts.outbox.Outbox`
 and returns; a sender thread delivers what is due. The thread, its wake-up, its stop and its error
-handling are written here once: the sink gives one ``round`` (hand what is due to the network, or
+handling are written here once: the sink gives one round (``step``) (hand what is due to the network, or
 wait for something to be, through `OutboxSender.wait`), and the sender calls it until stopped. An
 outbox that cannot be read (a full disk) is said once and tried again each second; any other
 error is logged with its traceback and the thread goes on: nothing an alert holds ends the sender.
@@ -46,11 +46,11 @@ _POLL_S = 0.02  # how often `drain` looks whether the work is done
 
 
 class OutboxSender:
-    """A daemon thread calling ``round`` until `stop`; ``round`` waits through `wait`.
+    """A daemon thread calling ``step`` (one round of the delivery) until `stop`; ``step`` waits through `wait`.
 
     Args:
         name: the thread's name (never a secret: sinks pass their redacted target).
-        round: one round of the sink's delivery; it returns after handing work over or waiting.
+        step: one round of the sink's delivery; it returns after handing work over or waiting.
         what: how log lines name the sink (``email 127.0.0.1:25``).
         outbox: the outbox file, named when it cannot be read.
         after_stop: called on the thread once the rounds are over (MQTT takes its last acknowledgements).
@@ -59,7 +59,7 @@ class OutboxSender:
     def __init__(
         self,
         name: str,
-        round: Callable[[], None],
+        step: Callable[[], None],
         *,
         what: str,
         outbox: Path,
@@ -67,7 +67,7 @@ class OutboxSender:
     ) -> None:
         self.what = what
         self.outbox = outbox
-        self._round = round
+        self._step = step
         self._after_stop = after_stop
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -130,7 +130,7 @@ class OutboxSender:
         failing = False
         while not self._stop.is_set():
             try:
-                self._round()
+                self._step()
             except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
                 if not failing:
                     log.error("%s outbox %s: %s; delivery resumes when it can be read", self.what, self.outbox, exc)
