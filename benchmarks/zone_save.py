@@ -7,20 +7,29 @@ Three measurements, each printed with its ratio to the code it replaced:
   2. the zones-inside-masks check (`CameraConfig.privacy_errors`) of the 63 zones against the 32
      masks, against one `shape_inside_polygon` per pair with the hand-written segment loop;
   3. the whole save through a real uvicorn (GET for the ETag, then PUT with If-Match), and how long a
-     small save from another admin, sent while the big one runs, waits.
+     small save from another admin, sent while the big one runs, waits;
+  4. the same save to a console whose camera is running (a `serve` runtime with one file camera
+     looping at its real frame rate, the fake blob detector), where the save is also applied to the
+     running pipeline (zones, rules, masks built for its frame) and the pipeline then draws and
+     masks the 63 + 32 shapes on every frame. ``--before REV`` runs this one with the sources of
+     git revision ``REV`` too (in a child process each, one after the other) and prints the two
+     side by side.
 
 On a shared machine the wall times include waiting for the CPU: the CPU seconds of this process
 (client, server and the concurrent small save together) are printed beside them, and ``uptime``'s
 load average says how shared it was.
 
 Run from the repository root (a checkout, with the console extra):
-    PYTHONPATH=src python benchmarks/zone_save.py [--rounds 3]
+    PYTHONPATH=src python benchmarks/zone_save.py [--rounds 3] [--before REV] [--only running] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -38,7 +47,7 @@ from fakes_watch import write_scene  # noqa: E402
 
 from campusguard.app.config import CameraConfig  # noqa: E402
 from campusguard.zones import polygon_problem  # noqa: E402
-from campusguard.zones.polygon import _self_intersection, points_in_polygon  # noqa: E402
+from campusguard.zones.polygon import _polygon_problem, _self_intersection, points_in_polygon  # noqa: E402
 
 # the code the checks replaced, as it was (pair loops in Python), for the ratios ------------------------
 
@@ -110,7 +119,13 @@ def bench_polygons(rounds: int) -> None:
     body = many_shapes_body((1920, 1080), zones=63, masks=37)  # 100 polygons of 256 points
     polygons = [np.asarray(s["polygon"], np.float64) for s in body["zones"] + body["privacy"]["masks"]]
     assert all(_self_intersection(p) == _pair_loop_self_intersection(p) for p in polygons[:5])
-    new = _best(lambda: [polygon_problem(p) for p in polygons], rounds)
+
+    def check() -> None:
+        _polygon_problem.cache_clear()  # the check itself, not its remembered answers
+        for p in polygons:
+            polygon_problem(p)
+
+    new = _best(check, rounds)
     old = _best(lambda: [_pair_loop_self_intersection(p) for p in polygons], 1)
     print(
         f"polygon check, 100 polygons x 256 points: {new * 1000:.1f} ms (pair loop: {old:.2f} s), {old / new:.0f}x faster"
@@ -191,13 +206,111 @@ def bench_save(rounds: int) -> None:
         console.users.close()
 
 
+def running_save(rounds: int) -> dict[str, object]:
+    """Save the big body ``rounds`` times to a console whose camera runs (GET for the ETag, then PUT):
+    the first save replaces the scene's 2 zones by the 63 + 32 shapes, each later one moves one point
+    of a mask (what an editor sends: every shape, a few changed). Seconds of wall and of this
+    process's CPU per save, and the camera's frames processed meanwhile (it kept running)."""
+    import httpx
+
+    tmp = Path(tempfile.mkdtemp(prefix="zone-save-running-"))
+    video = write_scene(tmp / "scene.mp4")
+    config = tmp / "watch.yaml"
+    config.write_text(console_yaml(video, tmp, live=True))  # realtime and looping: a camera that never ends
+    console = make_console(config, tmp, start=True)
+    live = start_server(console)
+    big = many_shapes_body((320, 180))
+    walls: list[float] = []
+    cpus: list[float] = []
+    try:
+        service = console.runtime.service
+        deadline = time.monotonic() + 60
+        while service is None or "cam1" not in service.analytics:  # the camera's first frame came
+            if time.monotonic() > deadline:
+                raise RuntimeError("the camera did not start")
+            time.sleep(0.05)
+            service = console.runtime.service
+        time.sleep(1.0)
+        with httpx.Client(base_url=live.url, headers=console.bearer("ada"), timeout=300) as ada:
+            for _ in range(rounds):
+                t0, c0 = time.perf_counter(), time.process_time()
+                etag = ada.get("/api/v1/cameras/cam1/zones").headers["etag"]
+                r = ada.put("/api/v1/cameras/cam1/zones", json=big, headers={"If-Match": etag})
+                walls.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0)
+                assert r.status_code == 200, r.text
+                big["privacy"]["masks"][0]["polygon"][0][0] += 0.1  # the next save changes one point
+                time.sleep(1.0)  # the pipeline runs with the new shapes between saves
+        running = console.runtime.camera_status()[0].state
+    finally:
+        stop_server(live)
+        console.runtime.stop()
+        console.users.close()
+    return {"walls_s": walls, "cpus_s": cpus, "camera": running, "kb": round(len(json.dumps(big)) / 1000)}
+
+
+def _run_child(src: Path, rounds: int) -> dict[str, object]:
+    """`running_save` in a child process on the sources ``src``."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        cmd = [sys.executable, __file__, "--child", "--rounds", str(rounds), "--json", out.name]
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        result: dict[str, object] = json.loads(Path(out.name).read_text())
+        return result
+
+
+def _sources_at(rev: str) -> Path:
+    """The ``src`` tree of git revision ``rev``, extracted to a temporary folder."""
+    root = Path(__file__).resolve().parents[1]
+    dest = Path(tempfile.mkdtemp(prefix="zone-save-before-"))
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest / "src"
+
+
+def _load() -> str:
+    """``uptime``'s load average (1, 5, 15 minutes): how shared the machine was."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def bench_running(rounds: int, before: str | None) -> dict[str, object]:
+    here = Path(__file__).resolve().parents[1] / "src"
+    runs: dict[str, object] = {"load_before": _load()}
+    if before is not None:
+        runs[f"before ({before})"] = _run_child(_sources_at(before), rounds)
+    runs["now"] = _run_child(here, rounds)
+    runs["load_after"] = _load()
+    print(f"the save to a console whose camera is running, {rounds} saves each (load average {runs['load_before']}):")
+    print(f"  {'':>22} {'first save':>12} {'later saves (median)':>22} {'CPU, first / later':>22}")
+    for name, run in runs.items():
+        if not isinstance(run, dict):
+            continue
+        walls, cpus = run["walls_s"], run["cpus_s"]
+        later = statistics.median(walls[1:]) if len(walls) > 1 else float("nan")
+        later_cpu = statistics.median(cpus[1:]) if len(cpus) > 1 else float("nan")
+        print(f"  {name:>22} {walls[0]:>10.2f} s {later:>20.2f} s {cpus[0]:>10.2f} / {later_cpu:.2f} s")
+    print(f"  (load average after: {runs['load_after']})")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3, help="rounds of each measurement (the best or median is shown)")
+    ap.add_argument("--only", choices=["running"], help="only the save to a console whose camera runs")
+    ap.add_argument("--before", metavar="REV", help="also run the running-camera save on git revision REV's sources")
+    ap.add_argument("--json", metavar="FILE", help="write the running-camera save's numbers to FILE")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one run of `bench_running`
     args = ap.parse_args(argv)
-    bench_polygons(args.rounds)
-    bench_masks(args.rounds)
-    bench_save(args.rounds)
+    if args.child:
+        Path(args.json).write_text(json.dumps(running_save(args.rounds)))
+        return 0
+    if args.only is None:
+        bench_polygons(args.rounds)
+        bench_masks(args.rounds)
+        bench_save(args.rounds)
+    runs = bench_running(args.rounds, args.before)
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1) + "\n")
     return 0
 
 

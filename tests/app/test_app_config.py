@@ -222,3 +222,22 @@ def test_schema_is_valid_json_schema_and_validates_the_example() -> None:
 )
 def test_the_event_spool_defaults_to_beside_the_sqlite_file(storage: dict, spool: str) -> None:
     assert StorageConfig(**storage).spool_path() == Path(spool)
+
+
+def test_dumped_points_load_back_as_the_numbers_they_were() -> None:
+    """`dump_config_yaml` writes lists of points by text (a fast path through `json` and a number-by-number
+    one): ints stay ints, floats floats, an exponent or an infinity reads back as a float, not a string."""
+    import yaml
+
+    from campusguard.app.config.root import dump_config_yaml
+
+    polygons = [
+        [[1.0, 2], [0.5, 3.25], [-0.0, 100000000000000000000.0]],
+        [[1e-05, 2.0], [3.0, 4.5], [5.0, 6.0]],
+        [[float("inf"), 1.0], [2.0, 3.0], [4.0, 5.0]],
+    ]
+    data = {"cameras": [{"id": "c", "zones": [{"name": f"z{k}", "polygon": p} for k, p in enumerate(polygons)]}]}
+    back = yaml.safe_load(dump_config_yaml(data))["cameras"][0]["zones"]
+    for zone, polygon in zip(back, polygons, strict=True):
+        assert zone["polygon"] == polygon
+        assert [[type(v) for v in p] for p in zone["polygon"]] == [[type(v) for v in p] for p in polygon]

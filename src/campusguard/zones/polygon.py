@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -154,9 +155,23 @@ def polygon_problem(polygon_xy: np.ndarray | Sequence[Sequence[float]]) -> str |
     Checked in order: finite ``[x, y]`` pairs, at least 3 points (a closed ring's repeated
     last point aside), not all collinear, no repeated point, no crossing edges. These do not
     depend on the units: scaling by the frame size keeps every answer.
+
+    The answer is remembered by the points' values (the last `_KNOWN_POLYGONS` polygons): a
+    console save checks each shape when the config is validated and again when the running
+    camera's zones are built, and an edit sends every shape while it changes only a few.
     """
     pts = np.asarray(polygon_xy, dtype=np.float64)
     pts = pts.reshape(0, 2) if pts.size == 0 else pts
+    return _polygon_problem(pts.shape, pts.tobytes())
+
+
+_KNOWN_POLYGONS = 1024
+
+
+@lru_cache(maxsize=_KNOWN_POLYGONS)
+def _polygon_problem(shape: tuple[int, ...], data: bytes) -> str | None:
+    """`polygon_problem` of the float64 points ``data`` of ``shape``."""
+    pts = np.frombuffer(data, dtype=np.float64).reshape(shape)
     problem = units_problem(pts, "auto")
     if problem:
         return problem
@@ -276,10 +291,11 @@ class PolygonZone:
         units: Units = "auto",
     ) -> None:
         what = f"zone {name!r}"
-        problem = polygon_problem(polygon_xy)
+        given = np.asarray(polygon_xy, dtype=np.float64)  # once: the checks below take the array as it is
+        problem = polygon_problem(given)
         if problem:
             raise InvalidInputError(f"{what}: {problem}")
-        pts = _open_ring(to_pixels(np.asarray(polygon_xy, dtype=np.float64), resolution_wh, units, what))
+        pts = _open_ring(to_pixels(given, resolution_wh, units, what))
         if resolution_wh is not None:
             problem = frame_problem(pts, resolution_wh, "polygon")
             if problem:

@@ -8,7 +8,7 @@ import json
 import threading
 from pathlib import Path
 
-from campusguard.app.alerts.webhook import DeadLetters
+from campusguard.app.alerts.sender import DeadLetters
 
 
 def test_a_redrive_never_loses_another_sinks_appends(tmp_path: Path) -> None:

@@ -160,3 +160,17 @@ def test_a_camera_password_comes_from_the_environment_into_its_url(monkeypatch: 
     )
     with pytest.raises(ConfigError, match="need a stream URL"):
         parse_config("cameras:\n  - id: gate\n    source: video.mp4\n    password_env: CG_CAM_PW\n", "w.yaml")
+
+
+def test_secrets_beside_numbers_in_lists_are_found() -> None:
+    """Lists of numbers (a polygon's thousands) are passed over in one step; a list that mixes numbers
+    with a URL or a mapping is still looked at item by item."""
+    from campusguard.app.infra.secrets import secret_values
+
+    data = {
+        "zones": [{"polygon": [[0.5, 1.0]] * 300}],
+        "mixed": [[1, 2], [3, "mqtt://u:Sekret-in-list@broker"]],
+        "deeper": [[1.0, [{"password": "Pw-beside-numbers"}]]],
+        "ragged": [[1.0, 2.0], [3.0]],
+    }
+    assert secret_values(data) == {"Sekret-in-list", "Pw-beside-numbers"}

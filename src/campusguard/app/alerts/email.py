@@ -23,9 +23,7 @@ import json
 import logging
 import mimetypes
 import smtplib
-import sqlite3
 import ssl
-import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from email.message import EmailMessage
@@ -37,8 +35,8 @@ from pydantic import Field, model_validator
 
 from campusguard.app.alerts.ledger import DeliveryLedger
 from campusguard.app.alerts.outbox import Outbox, OutboxMessage
+from campusguard.app.alerts.sender import DeadLetters, OutboxSender, Retry
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
-from campusguard.app.alerts.webhook import DeadLetters, retry_delay
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.secrets import resolve_secret
 from campusguard.app.media.redact import redacted_path
@@ -229,6 +227,7 @@ class EmailSink:
         self.ssl_context = ssl_context or ssl.create_default_context()
         self.timeout_s = float(timeout_s)
         self.backoff_s, self.backoff_max_s, self.max_age_s = float(backoff_s), float(backoff_max_s), float(max_age_s)
+        self.retry = Retry(self.backoff_s, self.backoff_max_s, self.max_age_s)
         self.max_digest = int(max_digest)
         self.phases = PhaseFilter(phases)
         self.ledger = ledger
@@ -239,12 +238,12 @@ class EmailSink:
         self.delivered = 0
         self.last_error: str | None = None
         self._last_sent = float("-inf")  # monotonic time of the last email
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._closed = False
         self._left: int | None = None  # what the outbox held when closed
-        self._thread = threading.Thread(target=self._run, name=f"email-{host}:{port}", daemon=True)
-        self._thread.start()
+        self.outbox_sender = OutboxSender(
+            f"email-{host}:{port}", self._step, what=f"email {host}:{self.port}", outbox=self.outbox.path
+        )
+        self.outbox_sender.start()
 
     @property
     def pending(self) -> int:
@@ -252,14 +251,7 @@ class EmailSink:
 
     def send(self, event: Event) -> None:
         """Commit the alert to the outbox and wake the sender; never waits for the network."""
-        if not self.phases.accepts(event):
-            return
-        if self.ledger is not None and self.ledger.delivered(event):
-            return
-        payload = json.dumps(event.to_dict(), default=str).encode("utf-8")
-        added, _ = self.outbox.add_once(event.event_id, payload, event)
-        if added:
-            self._wake.set()
+        self.outbox_sender.put(self.outbox, event, self.phases, self.ledger)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Send what is due (a waiting digest goes now) within ``timeout_s``; the rest stays in the outbox."""
@@ -268,54 +260,25 @@ class EmailSink:
         self._closed = True
         deadline = time.monotonic() + timeout_s
         self._last_sent = float("-inf")  # a digest waiting for its window goes now
-        self._wake.set()
-        while time.monotonic() < deadline:
-            nxt = self.outbox.next_due()
-            if nxt is None or nxt > time.time():
-                break
-            time.sleep(0.02)
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(max(0.1, deadline - time.monotonic()) + self.timeout_s)
-        left = self._left = len(self.outbox)
-        if left:
-            log.warning(
-                "email %s:%d: %d alert(s) not sent; kept in the outbox %s", self.host, self.port, left, self.outbox.path
-            )
-        self.outbox.close()
-        self.dead.close()
-        if self.ledger is not None:
-            self.ledger.close()
+        self.outbox_sender.drain(self._nothing_due, deadline)
+        self.outbox_sender.stop(max(0.1, deadline - time.monotonic()) + self.timeout_s)
+        self._left = self.outbox_sender.close_files(self.outbox, self.dead, self.ledger)
 
-    # sender thread --------------------------------------------------------------------------
-    def _run(self) -> None:
-        failing = False
-        while not self._stop.is_set():
-            try:
-                self._step()
-            except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
-                if not failing:
-                    log.error("email outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
-                failing = True
-                self._stop.wait(1.0)
-            except Exception:  # a fault of ours: said, never the end of the sender
-                log.exception("email %s:%d: the sender hit an unexpected error; it goes on", self.host, self.port)
-                self._stop.wait(1.0)
-            else:
-                failing = False
+    def _nothing_due(self) -> bool:
+        nxt = self.outbox.next_due()
+        return nxt is None or nxt > time.time()
 
+    # sender thread (`OutboxSender`) ---------------------------------------------------------
     def _step(self) -> None:
         """One round: hand what is due to the delivery, or wait for something to be."""
         window = self._last_sent + self.digest_s - time.monotonic()
         if window > 0 and not self._closed:
-            self._wake.wait(min(window, 0.5))
-            self._wake.clear()
+            self.outbox_sender.wait(min(window, 0.5))
             return
         messages = self.outbox.due(self.max_digest)
         if not messages:
             nxt = self.outbox.next_due()
-            self._wake.wait(0.5 if nxt is None else min(0.5, max(0.01, nxt - time.time())))
-            self._wake.clear()
+            self.outbox_sender.wait(0.5 if nxt is None else min(0.5, max(0.01, nxt - time.time())))
             return
         self._send_batch(messages)
 
@@ -347,12 +310,11 @@ class EmailSink:
             self.last_error = error
             now = time.time()
             for m in messages:
-                attempts = m.attempts + 1
-                if now - m.created >= self.max_age_s:
+                if self.retry.gives_up(m, now):
                     self.dead.add(json.loads(m.payload), error)
                     self.outbox.remove([m.seq])
                 else:
-                    self.outbox.retry(m.seq, now + retry_delay(attempts, self.backoff_s, self.backoff_max_s), error)
+                    self.retry.hold(self.outbox, m, error, now)
             return
         if self.last_error is not None:
             log.warning("email %s:%d accepts mail again", self.host, self.port)

@@ -45,8 +45,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from campusguard.app.alerts.outbox import Outbox
+from campusguard.app.alerts.sender import DeadLetters, OutboxSender
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles, all_phases
-from campusguard.app.alerts.webhook import DeadLetters
 from campusguard.app.events.types import EVENT_PHASES, Event, LifecyclePhase, PhaseFilter
 from campusguard.app.infra.configmodel import ConfigModel
 from campusguard.app.infra.secrets import redact_text, resolve_secret
@@ -254,12 +254,17 @@ class MqttSink:
         self._acks: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._inflight: dict[int, int] = {}  # paho mid -> outbox seq (worker thread only)
         self._cursor = 0  # highest outbox seq handed to paho (worker thread only)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._connected = threading.Event()
         self._reassert = threading.Event()  # set on a reconnect: re-publish the state once the backlog is out
         self._ever_connected = False  # network thread only
         self._closed = False
+        self.outbox_sender = OutboxSender(  # made before paho's thread, whose callbacks wake it
+            f"mqtt-{host}:{port}",
+            self._round,
+            what=f"mqtt {host}:{self.port}",
+            outbox=self._outbox.path,
+            after_stop=self._take_acks,
+        )
 
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
         if username is not None:
@@ -283,8 +288,7 @@ class MqttSink:
         self._client = client
         client.connect_async(host, self.port, keepalive=keepalive_s)
         client.loop_start()  # paho's network thread: connects, retries with back-off, resends unacked QoS>0
-        self._thread = threading.Thread(target=self._run, name=f"mqtt-{host}:{port}", daemon=True)
-        self._thread.start()
+        self.outbox_sender.start()
         if connect_wait_s > 0 and not self._connected.wait(connect_wait_s):
             self._outage.down(
                 f"broker not reachable ({self.last_error or f'no connection within {connect_wait_s:g} s'}); "
@@ -352,7 +356,7 @@ class MqttSink:
             )
             self.dead.add({"event_id": event.event_id, "phase": event.phase, "sequence": event.sequence}, reason)
             return
-        self._wake.set()
+        self.outbox_sender.wake()
 
     def _put(self, event: Event) -> None:
         """The event's messages (its JSON and its state topic) into the outbox, once."""
@@ -401,7 +405,7 @@ class MqttSink:
             if changed:
                 self._outbox.add([(t, str(self._state(t)).encode("ascii"), True) for t in changed])
         if changed:
-            self._wake.set()
+            self.outbox_sender.wake()
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Wait up to ``timeout_s`` for the outbox to drain, mark the sink offline and disconnect.
@@ -410,23 +414,15 @@ class MqttSink:
             return
         self._closed = True
         deadline = time.monotonic() + timeout_s
-        while self.pending and time.monotonic() < deadline:
-            self._wake.set()
-            time.sleep(0.02)
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(max(0.1, deadline - time.monotonic()) + 1.0)
+        self.outbox_sender.drain(lambda: not self.pending, deadline)
+        self.outbox_sender.stop(max(0.1, deadline - time.monotonic()) + 1.0)
         if self.connected:
             info = self._client.publish(self.availability_topic, b"offline", qos=self.qos, retain=True)
             info.wait_for_publish(timeout=max(0.1, min(2.0, deadline - time.monotonic())))
         self._client.disconnect()
         self._client.loop_stop()
         self._take_acks()  # acknowledgements that came in after the publisher thread ended
-        left = self.pending
-        if left:
-            log.warning("mqtt %s:%d: %d message(s) not acknowledged; kept in the outbox", self.host, self.port, left)
-        self._outbox.close()
-        self.dead.close()
+        self.outbox_sender.close_files(self._outbox, self.dead, None, unsent="message(s) not acknowledged")
 
     # paho callbacks (network thread: never block, never take the outbox lock) ---------------
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
@@ -443,7 +439,7 @@ class MqttSink:
         if self._ever_connected:
             self._reassert.set()
         self._ever_connected = True
-        self._wake.set()
+        self.outbox_sender.wake()
 
     def _on_connect_fail(self, client: Any, userdata: Any) -> None:
         self.last_error = "connection refused or timed out"
@@ -455,22 +451,17 @@ class MqttSink:
 
     def _on_publish(self, client: Any, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:
         self._acks.put(mid)
-        self._wake.set()
+        self.outbox_sender.wake()
 
     # publisher thread -----------------------------------------------------------------------
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(0.5)
-            self._wake.clear()
-            try:
-                self._take_acks()
-                self._expire_pulses()
-                self._hand_over()
-                self._reassert_state()
-            except Exception:  # the outbox file, or a fault of ours: said, never the end of the publisher
-                log.exception("mqtt %s:%d: the publisher hit an error; it goes on", self.host, self.port)
-                self._stop.wait(1.0)
+    def _round(self) -> None:
+        """Wait for a wake-up (an alert, an acknowledgement), then take the acknowledgements,
+        expire pulses, hand paho the next messages and re-assert the state after a reconnect."""
+        self.outbox_sender.wait(0.5)
         self._take_acks()
+        self._expire_pulses()
+        self._hand_over()
+        self._reassert_state()
 
     def _take_acks(self) -> None:
         done: list[int] = []
@@ -499,7 +490,7 @@ class MqttSink:
             if messages:
                 self._outbox.add(messages)
         if messages:
-            self._wake.set()
+            self.outbox_sender.wake()
 
     def _hand_over(self) -> None:
         """Give paho the next outbox messages, up to ``max_inflight`` unacknowledged at once; paho

@@ -25,29 +25,23 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import re
-import sqlite3
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections import deque
 from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from campusguard.app.alerts.ledger import DeliveryLedger
 from campusguard.app.alerts.outbox import Outbox, OutboxMessage
+from campusguard.app.alerts.sender import DeadLetters, OutboxSender, Retry
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
-from campusguard.app.infra.backoff import Backoff
-from campusguard.app.infra.diskspace import disk_health
-from campusguard.app.infra.durable import AppendLog, locked_for_rewrite, replace_durably
 from campusguard.app.infra.secrets import (
     redact_text,
     redact_url,
@@ -59,7 +53,7 @@ from campusguard.app.infra.secrets import (
 )
 from campusguard.errors import ConfigError, InvalidInputError
 
-__all__ = ["WEBHOOK", "WebhookSink", "WebhookSinkConfig", "DeadLetters", "retry_delay"]
+__all__ = ["WEBHOOK", "WebhookSink", "WebhookSinkConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -173,91 +167,6 @@ class WebhookSinkConfig(SinkConfigBase):
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
 
 
-def retry_delay(attempts: int, backoff_s: float, backoff_max_s: float) -> float:
-    """Seconds to wait after the ``attempts``-th failed attempt: ``backoff_s`` doubled each time, capped."""
-    return Backoff(backoff_s, backoff_max_s).delay(attempts)
-
-
-class DeadLetters:
-    """The dead-letter JSONL file of a sink: appended fsync'd (`AppendLog`: whole lines, under the file's
-    ``flock``), rewritten only by `take` under the same lock, so sinks sharing the file lose no line; on a
-    full disk the lines wait in memory (at most 10,000, then the oldest are dropped and counted) and go out first next time.
-
-    Attributes:
-        written: lines written; failures: writes that failed; dropped: lines dropped.
-    """
-
-    def __init__(self, path: str | Path, *, target: str, what: str = "dead letter") -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.target = target
-        self.what = what
-        self.written = 0
-        self.failures = 0
-        self.dropped = 0
-        self.disk = disk_health()
-        self._pending: deque[bytes] = deque()
-        self._max_pending = 10_000
-        self._log: AppendLog | None = None
-        self.lock = threading.Lock()
-
-    def add(self, payload: dict[str, Any], error: str) -> None:
-        record = {"event": payload, "url": self.target, "error": error, "failed_at": datetime.now(UTC).isoformat()}
-        line = (json.dumps(record, default=str) + "\n").encode("utf-8")
-        with self.lock:
-            if len(self._pending) >= self._max_pending:
-                self._pending.popleft()
-                self.dropped += 1
-            self._pending.append(line)
-            try:
-                if self._log is None:  # opened (and the file made) on the first dead letter
-                    self._log = AppendLog(self.path)
-                self._log.append(b"".join(self._pending))
-            except OSError as exc:
-                self.failures += 1
-                self.disk.failed(self.what, self.path, exc)
-                return
-            self.written += len(self._pending)
-            self._pending.clear()
-
-    def close(self) -> None:
-        """Close the file (idempotent; a later `add` opens it again)."""
-        with self.lock:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-
-    def take(self) -> list[dict[str, Any]]:
-        """Every dead letter of this target (its ``url``), as event payloads; the file keeps the
-        other targets' lines and those that are not ours to judge (unreadable ones, for a human).
-        [] when the file cannot be rewritten."""
-        with self.lock, locked_for_rewrite(self.path) as fd:  # another sink's appends to this file wait
-            if fd is None or os.fstat(fd).st_size == 0:
-                return []
-            taken: list[dict[str, Any]] = []
-            keep: list[str] = []
-            with os.fdopen(os.dup(fd), encoding="utf-8") as f:
-                text = f.read()
-            for line in text.splitlines():
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    payload = record["event"]
-                    if not isinstance(payload, dict) or record.get("url", self.target) != self.target:
-                        raise TypeError
-                except (ValueError, KeyError, TypeError):
-                    keep.append(line)
-                    continue
-                taken.append(payload)
-            try:
-                replace_durably(self.path, "".join(f"{line}\n" for line in keep).encode("utf-8"))
-            except OSError as exc:
-                self.disk.failed(self.what, self.path, exc)
-                return []
-            return taken
-
-
 class _Rejected(Exception):
     """The receiver refused this alert for good (a 4xx other than 408/429)."""
 
@@ -318,6 +227,7 @@ class WebhookSink:
         self.backoff_s = float(backoff_s)
         self.backoff_max_s = float(backoff_max_s)
         self.max_age_s = float(max_age_s)
+        self.retry = Retry(self.backoff_s, self.backoff_max_s, self.max_age_s, retries)
         self.timeout_s = float(timeout_s)
         self.parallel = int(parallel)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
@@ -340,15 +250,15 @@ class WebhookSink:
         self._busy: set[str] = set()  # topics (incidents) with a request in flight
         self._redriven_keys: set[tuple[str, str, int]] = set()  # updates that came from the dead letters
         self._busy_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._closed = False
         self._left: int | None = None  # what the outbox held when closed
         self._last_redrive = 0.0
         self._outage_since: float | None = None
         self._pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="webhook")
-        self._thread = threading.Thread(target=self._run, name=f"webhook-{shown}", daemon=True)
-        self._thread.start()
+        self.outbox_sender = OutboxSender(
+            f"webhook-{shown}", self._step, what=f"webhook {shown}", outbox=self.outbox.path
+        )
+        self.outbox_sender.start()
         left = len(self.outbox)
         if left:
             log.info("webhook %s: %d alert(s) left by an earlier run go out now", shown, left)
@@ -365,20 +275,13 @@ class WebhookSink:
     # caller side ----------------------------------------------------------------------------
     def send(self, event: Event) -> None:
         """Commit the alert to the outbox and wake the delivery; never waits for the network."""
-        if not self.phases.accepts(event):
-            return
-        if self.ledger is not None and self.ledger.delivered(event):
-            return
         try:
-            payload = json.dumps(event.to_dict(), default=str).encode("utf-8")
+            dropped = self.outbox_sender.put(self.outbox, event, self.phases, self.ledger)
         except (TypeError, ValueError) as exc:  # an alert that cannot be made into JSON: said, never raised
             self._cannot_compose(event, exc)
             return
-        added, dropped = self.outbox.add_once(event.event_id, payload, event)
         if dropped:
             log.error("webhook %s: outbox full, dropped the %d oldest alert(s)", self.shown, dropped)
-        if added:
-            self._wake.set()
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Deliver what is due now within ``timeout_s`` (not what waits for its back-off: a receiver
@@ -387,27 +290,19 @@ class WebhookSink:
             return
         self._closed = True
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            nxt = self.outbox.next_due()
-            with self._busy_lock:
-                busy = bool(self._busy)
-            if not busy and (nxt is None or nxt > time.time()):
-                break
-            self._wake.set()
-            time.sleep(0.02)
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(max(0.1, deadline - time.monotonic()) + 1.0)
+        self.outbox_sender.drain(self._idle, deadline)
+        self.outbox_sender.stop(max(0.1, deadline - time.monotonic()) + 1.0)
         self._pool.shutdown(wait=True, cancel_futures=True)
-        left = self._left = len(self.outbox)
-        if left:
-            log.warning(
-                "webhook %s: %d alert(s) not delivered; kept in the outbox %s", self.shown, left, self.outbox.path
-            )
-        self.outbox.close()
-        self.dead.close()
-        if self.ledger is not None:
-            self.ledger.close()
+        self._left = self.outbox_sender.close_files(
+            self.outbox, self.dead, self.ledger, unsent="alert(s) not delivered"
+        )
+
+    def _idle(self) -> bool:
+        """Nothing in flight and nothing due now."""
+        nxt = self.outbox.next_due()
+        with self._busy_lock:
+            busy = bool(self._busy)
+        return not busy and (nxt is None or nxt > time.time())
 
     # delivery -------------------------------------------------------------------------------
     def _post(self, body: bytes) -> None:
@@ -422,22 +317,6 @@ class WebhookSink:
             if 400 <= exc.code < 500 and exc.code not in (408, 429):
                 raise _Rejected(f"HTTP {exc.code}") from None
             raise OSError(f"HTTP {exc.code}") from None
-
-    def _run(self) -> None:
-        failing = False
-        while not self._stop.is_set():
-            try:
-                self._step()
-            except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
-                if not failing:
-                    log.error("webhook outbox %s: %s; delivery resumes when it can be read", self.outbox.path, exc)
-                failing = True
-                self._stop.wait(1.0)
-            except Exception:  # a fault of ours: said, never the end of the delivery
-                log.exception("webhook %s: the delivery hit an unexpected error; it goes on", self.shown)
-                self._stop.wait(1.0)
-            else:
-                failing = False
 
     def _step(self) -> None:
         """One round: hand what is due to the delivery, or wait for something to be."""
@@ -456,9 +335,7 @@ class WebhookSink:
                 return
         nxt = self.outbox.next_due()
         wait = 0.5 if nxt is None else min(0.5, max(0.0, nxt - time.time()))
-        if not messages:
-            self._wake.wait(max(wait, 0.01))
-        self._wake.clear()
+        self.outbox_sender.wait(max(wait, 0.01) if not messages else 0.0)
 
     def _attempt(self, message: OutboxMessage) -> None:
         try:
@@ -494,18 +371,17 @@ class WebhookSink:
         finally:
             with self._busy_lock:
                 self._busy.discard(message.topic)
-            self._wake.set()
+            self.outbox_sender.wake()
 
     def _failed(self, message: OutboxMessage, error: str) -> None:
-        attempts = message.attempts + 1
-        too_old = time.time() - message.created >= self.max_age_s
-        if too_old or (self.retries is not None and attempts > self.retries):
+        now = time.time()
+        if self.retry.gives_up(message, now):
             self._give_up(message, error)
             return
         if self._outage_since is None:
             self._outage_since = time.monotonic()
             log.warning("webhook %s failed (%s); alerts wait in the outbox %s", self.shown, error, self.outbox.path)
-        self.outbox.retry(message.seq, time.time() + retry_delay(attempts, self.backoff_s, self.backoff_max_s), error)
+        self.retry.hold(self.outbox, message, error, now)
 
     def _give_up(self, message: OutboxMessage, error: str) -> None:
         try:
@@ -546,7 +422,7 @@ class WebhookSink:
             self.outbox.add([(event.event_id, body, False)])
             with self._busy_lock:
                 self._redriven_keys.add((event.event_id, event.phase, int(event.sequence)))
-        self._wake.set()
+        self.outbox_sender.wake()
 
 
 def _one_line(exc: BaseException) -> str:

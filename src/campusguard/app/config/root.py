@@ -216,10 +216,26 @@ def _number_text(value: object) -> str | None:
     return None
 
 
+_PLAIN_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
+_PLAIN_ITEM = rf"\[{_PLAIN_NUMBER}(?:, {_PLAIN_NUMBER}){{0,3}}\]"
+_PLAIN_POINTS = re.compile(rf"\[{_PLAIN_ITEM}(?:, {_PLAIN_ITEM})*\]")
+"""`json.dumps` of a list of items of 1 to 4 numbers, none with an exponent (YAML would read
+``1e-05`` as a string), none a NaN, an infinity or a boolean."""
+
+
 def _point_texts(value: object) -> list[str] | None:
     """``[x, y]`` (or up to 4 numbers: a colour) as YAML flow text per item, if ``value`` is a list of them."""
     if not isinstance(value, list) or not value:
         return None
+    # the usual case, in C: `json` writes the numbers as Python's repr, which YAML reads back as
+    # they were, and the pattern admits only items of 1 to 4 plain numbers (no exponent, NaN,
+    # infinity, boolean or string: those go number by number below)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = ""
+    if _PLAIN_POINTS.fullmatch(text):
+        return [f"[{item}]" for item in text[2:-2].split("], [")]
     out = []
     for item in value:
         if not isinstance(item, list | tuple) or not 1 <= len(item) <= 4:

@@ -2,7 +2,7 @@
 
 Used by the camera readers' reconnects (`campusguard.app.engine.sources.CameraReader`), the PostgreSQL
 event store's reconnects (`campusguard.app.events.postgres.RetryPolicy`) and the webhook sink's
-retries (`campusguard.app.alerts.webhook.WebhookSink`, and the email sink through its `retry_delay`). The MQTT sink's reconnects are paho's own
+retries (`campusguard.app.alerts.sender.Retry`, for the webhook and email sinks). The MQTT sink's reconnects are paho's own
 (``reconnect_delay_set``), configured with the same kind of numbers.
 """
 

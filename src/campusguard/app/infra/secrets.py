@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
+import numpy as np
+
 from campusguard.errors import ConfigError
 
 __all__ = [
@@ -189,6 +191,15 @@ def _url_secrets(url: str) -> set[str]:
     return {s for s in found if s}
 
 
+def _without_text(items: list[Any] | tuple[Any, ...]) -> bool:
+    """True when ``items`` are numbers or lists of numbers (a polygon): NumPy makes them one array of
+    numbers in C; a string, a mapping or anything else gives another kind of array (or none)."""
+    try:
+        return np.asarray(items).dtype.kind in "biuf"
+    except (TypeError, ValueError):  # ragged: looked at item by item
+        return False
+
+
 def secret_values(data: Any, *, field: str = "") -> set[str]:
     """Every secret in a config mapping (as parsed from YAML): the values of secret fields and of
     ``headers`` mappings, and the secrets inside URLs anywhere in it."""
@@ -204,6 +215,8 @@ def secret_values(data: Any, *, field: str = "") -> set[str]:
                 continue
             found |= secret_values(value, field=name)
     elif isinstance(data, list | tuple):
+        if data and not isinstance(data[0], Mapping) and _without_text(data):
+            return found  # numbers only (a polygon's thousands of them): no secret
         for item in data:
             found |= secret_values(item, field=field)
     elif isinstance(data, str) and "://" in data:
