@@ -163,7 +163,7 @@ def test_device_pipeline_bad_input_and_choices(photos, fall_model):
         pipe([photos[0], photos[1]])
     with pytest.raises(InvalidInputError, match="no frames"):
         pipe([])
-    with pytest.raises(InvalidInputError, match="PyTorch device pipeline"):
+    with pytest.raises(InvalidInputError, match="cuda_graphs is for the device pipeline of the torch backend"):
         Detector(fall_model, device="cpu", pipeline="device", cuda_graphs=True)
     assert Detector(fall_model, device="cpu", pipeline="auto").pipeline == "host"  # opt-in for ONNX Runtime
 

@@ -20,7 +20,8 @@ import pytest
 import test_browser_console as ui  # its fixtures (Chromium, pages, screenshots) and helpers
 from fakes_console import LiveServer, console_yaml, served_console
 
-from campusguard.app.evidence.bundle import verify_bundle
+from campusguard.app.evidence.bundle import public_pem, verify_bundle
+from campusguard.app.evidence.keys import key_path, load_or_create_key
 
 browser, open_page, shots = ui.browser, ui.open_page, ui.shots  # fixtures, used by name
 login = ui.login
@@ -75,7 +76,7 @@ def test_operator_ticks_steps_resolve_needs_a_note_and_exports_evidence(sop_serv
     shots.take(page, "events-checklist")
 
 
-def test_a_resolved_incident_is_selected_on_the_timeline_and_exported(sop_server, open_page, shots, make_event):
+def test_a_resolved_incident_is_selected_on_the_timeline_and_exported(sop_server, open_page, shots, make_event, tmp_path):
     console = sop_server.console
     store = console.runtime.store
     rule = next(r.display_name() for r in console.runtime.loaded.config.cameras[0].rules if r.kind == "intrusion")
@@ -101,9 +102,13 @@ def test_a_resolved_incident_is_selected_on_the_timeline_and_exported(sop_server
     page.locator('.timeline li[data-id="res0"] .badge.kept').wait_for()
     shots.take(page, "events-export-resolved")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # the recipient pins the site's published key (unpinned, an intact bundle exits 3: issue 44)
+    site_key = load_or_create_key(key_path(console.runtime.loaded.config))
+    pem = tmp_path / "site.pub.pem"
+    pem.write_bytes(public_pem(site_key.public_key()))
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from campusguard.cli.main import main; sys.exit(main(sys.argv[1:]))"]
-        + ["evidence", "verify", str(bundle)],
+        + ["evidence", "verify", str(bundle), "--key", str(pem)],
         capture_output=True,
         text=True,
         env=env,

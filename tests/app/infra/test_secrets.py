@@ -72,9 +72,12 @@ def test_credentials_in_logs_are_redacted_by_the_cli_handler_whoever_formats_the
     assert "rtsp://cam:***@10.0.0.9/live" in text and "https://hook:***@h.example/in" in text
 
 
-def test_the_cli_log_handler_redacts(capsys: pytest.CaptureFixture[str]) -> None:
-    from campusguard.cli.logs import setup_logging
+def test_the_cli_log_handler_redacts(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from campusguard.cli.logs import _CliHandler, setup_logging
 
+    root = logging.getLogger()
+    # a CLI handler an earlier test left writes to that test's (closed) stderr: start from this test's own
+    monkeypatch.setattr(root, "handlers", [h for h in root.handlers if not isinstance(h, _CliHandler)])
     setup_logging("warning")
     logging.getLogger("campusguard.test_cli").warning("source rtsp://u:CliS3cret@host/x down")
     assert "CliS3cret" not in capsys.readouterr().err

@@ -216,3 +216,13 @@ def test_the_engine_hands_frames_to_health_and_keeps_it_through_an_outage() -> N
     ended = engine.close_for_outage(15.0)
     assert [e.rule_kind for e in ended] == ["intrusion"]
     assert [e.zone for e in engine.open_events()] == ["offline"]
+
+
+def test_a_files_incident_still_open_at_its_end_ends_on_the_files_clock() -> None:
+    """A file's stream clock starts at its first frame: closing at the end of the file ends the open
+    incident at the file's time, never at the process's monotonic clock."""
+    cfg = CameraHealthConfig.model_validate({"learn_s": 5})
+    r = CameraHealthRule(name="camera_health", camera_id="c", config=cfg, live=False)
+    feed(r, [(0, 20, "ok"), (20, 40, "covered")])
+    (end,) = r.close(40.0)
+    assert end.phase == "end" and 39.0 <= end.end_s <= 40.0

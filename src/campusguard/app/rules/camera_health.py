@@ -358,7 +358,8 @@ class CameraHealthRule:
         self._gap_s = max(2.0, 2.5 * config.sample_s)
         self._last_frame_s: float | None = None
         self._last_frame_index = 0
-        self._last_t = started_s if started_s is not None else time.monotonic()
+        # the stream clock: a live camera's is time.monotonic(); a file's starts at its first frame
+        self._last_t = started_s if started_s is not None else (time.monotonic() if live else -np.inf)
         self._offline_from = self._last_t
         self._last_sample: ViewSample | None = None
         self._last_measures: dict[str, float] = {}
