@@ -46,15 +46,19 @@ def test_waits_stop_at_once_when_asked():
 
 
 def test_the_retry_loops_share_it():
-    """The readers, the PostgreSQL store and the webhook sink count their delays with `Backoff`."""
+    """The readers, the PostgreSQL store and the durable sinks' one sender (`alerts/sender.py`, the webhook's
+    retries among them) count their delays with `Backoff`; no sink counts its own."""
     from pathlib import Path
 
     import campusguard.app as app
 
     root = Path(app.__file__).parent
-    for name in ("engine/sources.py", "events/postgres.py", "alerts/webhook.py"):
+    for name in ("engine/sources.py", "events/postgres.py", "alerts/sender.py"):
         text = (root / name).read_text()
         assert "from campusguard.app.infra.backoff import Backoff" in text, name
+        assert "2 **" not in text and "* self.factor" not in text, name
+    for name in ("alerts/webhook.py", "alerts/email.py", "alerts/mqtt.py"):
+        text = (root / name).read_text()
         assert "2 **" not in text and "* self.factor" not in text, name
 
 
