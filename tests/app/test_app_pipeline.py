@@ -187,9 +187,13 @@ outputs:
         while service.readers[0].state() != "offline" or service.analytics["cam1"].offline_ended == 0:
             assert time.monotonic() < deadline, "the camera never went offline with its incident ended"
             time.sleep(0.05)
-        events = read_events(tmp_path / "events.db")
-        fire = [e for e in events if e.rule_kind == "intrusion"]
-        assert fire and all(e.end_s is not None and e.details.get("interrupted") for e in fire)
+        # the end is counted when it is handed to the event worker: wait for its commit too
+        while not (fire := [e for e in read_events(tmp_path / "events.db") if e.rule_kind == "intrusion"]) or not all(
+            e.end_s is not None for e in fire
+        ):
+            assert time.monotonic() < deadline, "the interrupted end was never committed"
+            time.sleep(0.05)
+        assert all(e.details.get("interrupted") for e in fire)
         last = service.readers[0].stats.last_frame_at  # live timestamps are the monotonic clock
         assert all(abs(e.end_s - last) < 0.5 for e in fire)  # ended at its last frame, not later
     finally:
