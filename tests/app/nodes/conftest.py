@@ -171,7 +171,11 @@ class Site:
         self.nodes: dict[str, Node] = {}
 
     def node(self, name: str) -> Node:
-        self.nodes[name] = node = Node(name, self.config, self.users_db, self.tmp)
+        """A node with its own copy of the config (as on its own machine)."""
+        own = self.tmp / f"{name}.yaml"
+        if not own.exists():
+            own.write_text(self.config.read_text())
+        self.nodes[name] = node = Node(name, own, self.users_db, self.tmp)
         return node
 
     def close(self) -> None:

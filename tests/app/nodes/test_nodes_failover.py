@@ -71,6 +71,17 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
     wait_for(lambda: {k: v["node"] for k, v in b.cameras(hb).items()} == {k: v["node"] for k, v in cams.items()}, 10,
              "beta listing every camera with the node that runs it")
     on_beta = sorted(c for c, v in cams.items() if v["node"] == "beta")
+    on_alpha = sorted(c for c, v in cams.items() if v["node"] == "alpha")
+
+    # a zone saved on beta's console for a camera alpha runs reaches alpha (its file and its pipeline)
+    zone = {"name": "gate", "polygon": [[10, 10], [150, 10], [150, 120], [10, 120]]}
+    etag = httpx.get(f"{b.base}/api/v1/cameras/{on_alpha[0]}/zones", headers=hb, timeout=10).headers["ETag"]
+    r = httpx.put(f"{b.base}/api/v1/cameras/{on_alpha[0]}/zones", json={"zones": [zone]},
+                  headers={**hb, "If-Match": etag}, timeout=30)
+    assert r.status_code == 200, r.text
+    wait_for(lambda: [z["name"] for z in httpx.get(f"{a.base}/api/v1/cameras/{on_alpha[0]}/zones", headers=h,
+                                                      timeout=10).json()["zones"]] == ["gate"], 15, "the edit on alpha")
+    assert "name: gate" in a.config.read_text()
     down = site.cameras[int(on_beta[0].removeprefix("cam")) - 1]
 
     # an incident open on beta when it dies: its camera goes offline
@@ -89,6 +100,9 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
     took = time.monotonic() - killed
     print(f"alpha ran all 4 cameras {took:.1f} s after beta was killed")
     assert took <= 15.0 + 5.0  # the target is 15 s; 5 s of slack for a loaded CI machine
+
+    metrics = httpx.get(f"{a.base}/metrics", headers=h, timeout=10).text  # the site view
+    assert 'campusguard_site_node_cameras{node="alpha"} 4.0' in metrics, metrics[-2000:]
 
     # 5. beta's session works on alpha, whose console serves every live camera's view
     down.up()
