@@ -351,3 +351,22 @@ def test_users_add_with_a_postgresql_config_writes_to_the_site_database(
     both = cli("users", "list", "--config", config, "--users-db", str(tmp_path / "users.db"))
     assert both.returncode == 2 and "--users-db does not apply" in both.stderr
     assert not (tmp_path / "users.db").exists()
+
+
+def test_evidence_and_reports_read_the_audit_log_of_a_postgresql_site(
+    console_video: Path,
+    tmp_path: Path,
+    postgres_url: str,  # noqa: F811
+) -> None:
+    from campusguard.cli.evidence import users_audit
+
+    config = postgres_config(console_video, tmp_path, postgres_url)
+    with PostgresUserStore(postgres_url, password_hasher=CHEAP_HASHER) as store:
+        store.audit("ada", "event.acknowledge", "ev-1", note="seen on node a")
+    users = users_audit(None, config)
+    try:
+        assert [(e["user"], e["action"]) for e in users.audit_about(["ev-1"])] == [("ada", "event.acknowledge")]
+    finally:
+        users.close()
+    with pytest.raises(InvalidInputError, match="--users-db does not apply"):
+        users_audit(tmp_path / "users.db", config)

@@ -15,6 +15,7 @@ chooses between them.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import functools
 import hashlib
@@ -324,7 +325,7 @@ class IdentityUnavailableError(Exception):
     """The shared identity database cannot be reached now (its retry budget is spent); try again shortly."""
 
 
-class UserTables:
+class UserTables(abc.ABC):
     """Users, hashed tokens, provider links and the audit log as SQL tables: every operation of the
     console's identity, written once for any database (`SqlDialect`).
 
@@ -351,11 +352,13 @@ class UserTables:
         # verifying against this when the user does not exist costs the same time as a wrong password
         self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
 
+    @abc.abstractmethod
     def _transaction(self, *, serial: bool = False) -> contextlib.AbstractContextManager[Statements]:
-        raise NotImplementedError
+        """One write transaction (see the class)."""
 
+    @abc.abstractmethod
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+        """The rows of one statement (``?`` markers, ``{users}``-style table names)."""
 
     # users ------------------------------------------------------------------------------------
     def add_user(self, name: str, role: str, password: str) -> User:
