@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -317,6 +318,19 @@ def test_guesses_spread_over_two_consoles_are_limited_as_one(two_consoles: list[
         assert b.post("/api/v1/auth/login", json=wrong).status_code == 429
 
 
+def test_a_console_that_lost_the_database_answers_503_and_the_other_goes_on(two_consoles: list[Any]) -> None:
+    from fastapi.testclient import TestClient
+
+    app_a, app_b = two_consoles
+    token = app_b.state.console.users.create_api_token("ada")
+    store = app_a.state.console.users
+    store.url, store.retry = "postgresql://postgres@127.0.0.1:1/test", RetryPolicy(budget_s=0, connect_timeout_s=2)
+    store._discard()  # the connection is gone and the server cannot be reached
+    lost = TestClient(app_a).get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    assert lost.status_code == 503 and lost.headers["Retry-After"] == "5" and "users database" in lost.text
+    assert TestClient(app_b).get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+
 # the users command -----------------------------------------------------------------------------
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": SRC}
@@ -370,3 +384,53 @@ def test_evidence_and_reports_read_the_audit_log_of_a_postgresql_site(
         users.close()
     with pytest.raises(InvalidInputError, match="--users-db does not apply"):
         users_audit(tmp_path / "users.db", config)
+
+
+def test_a_serve_process_over_postgresql_shares_its_sessions_with_the_other_nodes(
+    console_video: Path,
+    tmp_path: Path,
+    postgres_url: str,  # noqa: F811
+) -> None:
+    """`serve` of a PostgreSQL config (the fake detector) as node A; node B is a store of the same
+    database: a user B added logs in on A, and B's revocation of that session ends it on A."""
+    import httpx
+    from fakes_console import free_port
+
+    config = str(postgres_config(console_video, tmp_path, postgres_url))
+    node_b = PostgresUserStore(postgres_url, password_hasher=CHEAP_HASHER)
+    node_b.add_user("ada", "admin", "admin-pass-1")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parents[1] / "fakes_watch.py"), "--serve", str(port), "-", config],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.2)
+        login = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"})
+        assert login.status_code == 200
+        token = login.json()["token"]
+        bearer = {"Authorization": f"Bearer {token}"}
+        credential = node_b.resolve(token)
+        assert credential is not None and credential.user.name == "ada"
+        assert httpx.get(f"{base}/api/v1/auth/me", headers=bearer).status_code == 200
+        node_b.revoke(credential.token_hash)
+        assert httpx.get(f"{base}/api/v1/auth/me", headers=bearer).status_code == 401
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        node_b.close()
+    assert proc.returncode == 0, err
+    assert "users: postgresql://postgres@127.0.0.1:5432/test" in out
