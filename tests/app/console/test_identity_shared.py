@@ -365,6 +365,11 @@ def test_users_add_with_a_postgresql_config_writes_to_the_site_database(
     both = cli("users", "list", "--config", config, "--users-db", str(tmp_path / "users.db"))
     assert both.returncode == 2 and "--users-db does not apply" in both.stderr
     assert not (tmp_path / "users.db").exists()
+    down = tmp_path / "down.yaml"
+    down.write_text(Path(config).read_text().replace(postgres_url, "postgresql://postgres@127.0.0.1:1/test"))
+    unreachable = cli("users", "list", "--config", str(down))
+    assert unreachable.returncode == 2 and "cannot be reached" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
 
 
 def test_evidence_and_reports_read_the_audit_log_of_a_postgresql_site(

@@ -38,7 +38,7 @@ from campusguard.app.infra.sqlitedb import (
     schema_version,
     write_transaction,
 )
-from campusguard.errors import InvalidInputError, require
+from campusguard.errors import CampusGuardError, InvalidInputError, require
 
 __all__ = [
     "ROLES",
@@ -321,8 +321,10 @@ class Spelled:
         self._conn.cursor().executemany(self._dialect(sql), [tuple(r) for r in rows])
 
 
-class IdentityUnavailableError(Exception):
-    """The shared identity database cannot be reached now (its retry budget is spent); try again shortly."""
+class IdentityUnavailableError(CampusGuardError):
+    """The shared identity database cannot be reached now (its retry budget is spent): try again shortly
+    (the console answers 503, a command exits 2). The failed call was not committed, unless the
+    connection was lost in its very commit."""
 
 
 class UserTables(abc.ABC):
