@@ -332,44 +332,37 @@ def test_a_console_that_lost_the_database_answers_503_and_the_other_goes_on(two_
 
 
 # the users command -----------------------------------------------------------------------------
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC}
-    return subprocess.run(
-        [sys.executable, "-m", "campusguard.cli.main", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 def test_users_add_with_a_postgresql_config_writes_to_the_site_database(
     console_video: Path,
     tmp_path: Path,
     postgres_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    from campusguard.cli.main import main
+
     config = str(postgres_config(console_video, tmp_path, postgres_url))
-    r = cli("users", "add", "ada", "--role", "admin", "--password-stdin", "--config", config, stdin="admin-pass-1\n")
-    assert r.returncode == 0, r.stderr
-    assert "added admin 'ada'" in r.stdout and "127.0.0.1:5432" in r.stdout and "cg_test_" in r.stdout
-    token = cli("users", "token", "ada", "--label", "nvr", "--config", config).stdout.strip()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("admin-pass-1\n"))
+    assert main(["users", "add", "ada", "--role", "admin", "--password-stdin", "--config", config]) == 0
+    out = capsys.readouterr().out
+    assert "added admin 'ada'" in out and "127.0.0.1:5432" in out and "cg_test_" in out
+    assert main(["users", "token", "ada", "--label", "nvr", "--config", config]) == 0
+    token = capsys.readouterr().out.strip()
     with PostgresUserStore(postgres_url, password_hasher=CHEAP_HASHER) as store:
         assert [(u.name, u.role) for u in store.list_users()] == [("ada", "admin")]
         assert store.verify_password("ada", "admin-pass-1") is not None
         credential = store.resolve(token)
         assert credential is not None and credential.kind == "api"
         assert [e.action for e in store.audit_entries()[0]] == ["token.create", "user.add"]
-    listed = cli("users", "list", "--config", config)
-    assert listed.returncode == 0 and "ada" in listed.stdout
-    both = cli("users", "list", "--config", config, "--users-db", str(tmp_path / "users.db"))
-    assert both.returncode == 2 and "--users-db does not apply" in both.stderr
+    assert main(["users", "list", "--config", config]) == 0 and "ada" in capsys.readouterr().out
+    assert main(["users", "list", "--config", config, "--users-db", str(tmp_path / "users.db")]) == 2
+    assert "--users-db does not apply" in capsys.readouterr().err
     assert not (tmp_path / "users.db").exists()
     down = tmp_path / "down.yaml"
     down.write_text(Path(config).read_text().replace(postgres_url, "postgresql://postgres@127.0.0.1:1/test"))
-    unreachable = cli("users", "list", "--config", str(down))
-    assert unreachable.returncode == 2 and "cannot be reached" in unreachable.stderr
-    assert "Traceback" not in unreachable.stderr
+    assert main(["users", "list", "--config", str(down)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "cannot be reached" in err and len(err.strip().splitlines()) == 1
 
 
 def test_evidence_and_reports_read_the_audit_log_of_a_postgresql_site(

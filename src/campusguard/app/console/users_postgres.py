@@ -274,8 +274,13 @@ class PostgresUserStore(UserTables):
 
         def begin(conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
             conn.execute("BEGIN")
-            if serial:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SERIAL_LOCK,))
+            try:
+                if serial:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SERIAL_LOCK,))
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                raise
             return conn
 
         with self._lock:
