@@ -160,3 +160,33 @@ def test_the_device_key_is_made_once_and_kept(location: tuple[str, str]) -> None
         assert len(key) >= 16 and first.device_key() == key
     with open_store(*location) as again:
         assert again.device_key() == key
+
+
+def test_the_app_counts_failed_logins_where_its_store_says(console_video: Path, tmp_path: Path) -> None:
+    """A limiter given to `create_app` is the one used (even with no key yet: ``len() == 0``); without
+    one, the app's limiter counts where the store keeps failures (a SQLite store: this process's memory)."""
+    from fakes_console import console_yaml, make_console
+
+    from campusguard.app.console.auth import LoginLimiter
+    from campusguard.app.console.login_failures import MemoryFailures
+
+    config = tmp_path / "watch.yaml"
+    config.write_text(console_yaml(console_video, tmp_path))
+    limiter = LoginLimiter(free_per_pair=1, free_per_address=100, base_delay_s=60.0)
+    given = make_console(config, tmp_path, limiter=limiter)
+    try:
+        assert given.app.state.console.limiter is limiter
+        wrong = {"username": "ada", "password": "wrong-pass-1"}
+        client = given.client()
+        assert client.post("/api/v1/auth/login", json=wrong).status_code == 401
+        assert client.post("/api/v1/auth/login", json=wrong).status_code == 429
+    finally:
+        given.runtime.stop()
+        given.users.close()
+    (tmp_path / "default").mkdir()
+    default = make_console(config, tmp_path / "default")
+    try:
+        assert isinstance(default.app.state.console.limiter.failures, MemoryFailures)
+    finally:
+        default.runtime.stop()
+        default.users.close()

@@ -374,7 +374,8 @@ def create_app(
     app.state.console = ConsoleState(
         runtime=runtime,
         users=users,
-        limiter=limiter or LoginLimiter(failures=users.login_failures()),
+        # "is None", not "or": a limiter with no key yet has len() 0 and would be replaced
+        limiter=limiter if limiter is not None else LoginLimiter(failures=users.login_failures()),
         settings=ConsoleSettings(
             session_ttl=session_ttl,
             secure_cookies=secure_cookies,
