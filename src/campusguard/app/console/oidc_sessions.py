@@ -3,8 +3,8 @@
 A session made by `campusguard.app.console.oidc_pages` lives 12 hours by default; the provider may
 remove the user, or move them out of every group that maps to a role, long before. `ProviderSessions`
 keeps each such session's provider grant (`ProviderGrant`: the access and refresh tokens; in this
-process's memory only, never on disk, unless the identity is shared in PostgreSQL) and, at the first request after ``recheck_s`` has passed,
-asks the provider again (`OidcSignIn.recheck`). The session ends (revoked in the users database)
+process's memory only, never on disk, unless the identity is shared in PostgreSQL) and, at the
+first request after ``recheck_s`` has passed, asks the provider again (`OidcSignIn.recheck`). The session ends (revoked in the users database)
 when the provider refuses or no group maps any more; a changed role applies at once. A provider
 that cannot be reached keeps the session for now and is asked again after `RETRY_S`.
 
@@ -100,7 +100,8 @@ class ProviderSessions:
             if tracked is None:  # another request ended it meanwhile
                 raise SessionEnded("the session ended")
             now = self._clock()
-            if now < tracked.next_check or not self.grants.claim(credential.token_hash, tracked.next_check, now + RETRY_S):
+            due = now >= tracked.next_check
+            if not due or not self.grants.claim(credential.token_hash, tracked.next_check, now + RETRY_S):
                 # another request (of this or another console) checked it meanwhile, or checks it now
                 return self.users.get_user(credential.user.name) or credential.user
             return self._recheck(credential, tracked)

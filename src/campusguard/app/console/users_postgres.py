@@ -433,7 +433,8 @@ class PostgresFailures:
                         (text,),
                     )
                     row = conn.execute(
-                        "SELECT count, last, blocked_until, times FROM console_login_failures WHERE key = %s FOR UPDATE",
+                        "SELECT count, last, blocked_until, times FROM console_login_failures "
+                        "WHERE key = %s FOR UPDATE",
                         (text,),
                     ).fetchone()
                     assert row is not None
