@@ -5,8 +5,6 @@ sessions and serves every live view; the killed node returns and takes its share
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
@@ -15,24 +13,13 @@ import pytest
 
 from campusguard.app.events import open_event_store
 from campusguard.app.events.records import EventFilter
-from conftest import SRC, Site, wait_for
+from conftest import Site, add_admin, login, wait_for
 
 pytestmark = pytest.mark.slow
 
 
-def _admin(site: Site) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "campusguard.cli.main", "users", "add", "ada", "--role", "admin", "--password-stdin",
-         "--users-db", str(site.users_db)],
-        input="admin-pass-1\n", capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin"},
-    )
-    assert r.returncode == 0, r.stderr
 
 
-def _login(base: str) -> dict[str, str]:
-    r = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"}, timeout=10)
-    assert r.status_code == 200, r.text
-    return {"Authorization": f"Bearer {r.json()['token']}"}
 
 
 def _incidents(url: str, **query: object) -> list:
@@ -45,12 +32,12 @@ def _incidents(url: str, **query: object) -> list:
 
 
 def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
-    _admin(site)
+    add_admin(site)
     a, b = site.node("alpha"), site.node("beta")
     a.start()
     b.start()
     wait_for(lambda: a.up() and b.up(), 90, "both nodes' consoles", step_s=0.3)
-    h = _login(a.base)
+    h = login(a.base)
     names = {f"cam{i}" for i in range(1, 5)}
 
     def placed() -> dict[str, dict]:
@@ -67,7 +54,7 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
 
     cams = wait_for(spread, 60, "4 live cameras over both nodes", 0.25)
     print(f"all 4 live over both nodes {time.monotonic() - t0:.1f} s after the consoles answered")
-    hb = _login(b.base)
+    hb = login(b.base)
     wait_for(lambda: {k: v["node"] for k, v in b.cameras(hb).items()} == {k: v["node"] for k, v in cams.items()}, 10,
              "beta listing every camera with the node that runs it")
     on_beta = sorted(c for c, v in cams.items() if v["node"] == "beta")
@@ -91,7 +78,7 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
         40, "beta's offline incident",
     )
     wait_for(lambda: (offline[0].event_id, "start") in {(k[0], k[1]) for k in site.receiver.deliveries()}, 20, "its alert")
-    beta_token = _login(b.base)
+    beta_token = login(b.base)
 
     # 2. SIGKILL beta: alpha runs all 4 within 15 s
     b.kill(signal.SIGKILL)
