@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from events.conftest import postgres_server, postgres_url  # noqa: F401 - the fixtures
 from fakes_console import CHEAP_HASHER
 
 from campusguard.app.console.identity import IdentityStore

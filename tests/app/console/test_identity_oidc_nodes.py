@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-from events.conftest import postgres_server, postgres_url  # noqa: F401 - the fixtures
 from fakes_console import CHEAP_HASHER, console_yaml, free_port
 from test_oidc_signin import SECRET_ENV, oidc_section, start_provider
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from events.conftest import postgres_server, postgres_url  # noqa: F401 - the fixtures
 from fakes_console import CHEAP_HASHER, console_yaml
 
 from campusguard.app.console.auth import LoginLimiter

@@ -141,3 +141,13 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
              "every start alert")
     counts = Counter(site.receiver.deliveries())
     assert not [k for k, n in counts.items() if n > 1], counts
+
+    # a clean stop (SIGTERM) hands beta's cameras over at once: no wait for its leases to run out
+    stopped = time.monotonic()
+    b.kill(signal.SIGTERM)
+    assert b.proc is not None and b.proc.returncode == 0, b.tail()
+    print(f"beta stopped cleanly in {time.monotonic() - stopped:.1f} s")
+    wait_for(lambda: all(v["node"] == "alpha" and v["state"] == "live" for v in placed().values()), 20,
+             "alpha taking over from the stopped beta", 0.25)
+    print(f"alpha ran all 4 cameras {time.monotonic() - stopped:.1f} s after beta was told to stop")
+    assert {k for k, n in Counter(site.receiver.deliveries()).items() if n > 1} == set()
