@@ -56,6 +56,7 @@ import logging
 import os
 import resource
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -102,15 +103,27 @@ def resolve_rev(rev: str) -> str:
     return out.stdout.strip()
 
 
+ASSETS = Path("src/campusguard/models/assets")  # the bundled model files
+
+
 def export_sources(rev: str, folder: Path) -> Path:
     """The package's sources at git revision ``rev`` in ``folder`` (``git archive``); the ``src`` folder to put
-    first on ``PYTHONPATH``."""
+    first on ``PYTHONPATH``.
+
+    Where ``rev``'s bundled model files are this checkout's, its ``assets`` folder is a link to this checkout's:
+    the precision trial's cache key holds each model file's path (`campusguard.cache.file_key`), so both sides
+    then read one trial and run the same engine, and the A/B measures the code, not two trials under load."""
     repo = Path(__file__).resolve().parents[1]
     folder.mkdir(parents=True, exist_ok=True)
     archive = subprocess.run(
         ["git", "-C", str(repo), "archive", "--format=tar", rev, "src"], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    same = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", rev, "--", str(ASSETS)], capture_output=True)
+    if same.returncode == 0:
+        exported = folder / ASSETS
+        shutil.rmtree(exported)
+        exported.symlink_to(repo / ASSETS, target_is_directory=True)
     return folder / "src"
 
 

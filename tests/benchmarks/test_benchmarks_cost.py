@@ -104,6 +104,9 @@ def test_an_app_contender_is_compared_with_its_run_on_the_code_before(tmp_path: 
 def test_the_sources_of_a_revision_are_exported(tmp_path: Path) -> None:
     src = cost.export_sources(cost.resolve_rev("HEAD"), tmp_path)
     assert (src / "campusguard" / "__init__.py").is_file()
+    model = src / "campusguard" / "models" / "assets" / "campusguard-default.onnx"
+    here = Path(cost.__file__).resolve().parents[1] / cost.ASSETS / model.name
+    assert model.resolve() == here.resolve()  # the same model files: one precision trial for both sides
     with pytest.raises(SystemExit, match="not a commit"):
         cost.resolve_rev("no-such-revision-here")
 
