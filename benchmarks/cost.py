@@ -26,7 +26,9 @@ Contenders (the bundled model, the example config's imgsz 480, conf 0.25, IoU 0.
   learnt to stop looking on busy stretches (its before/after in one run);
 - ``app-openvino-whole``: `watch` on every whole frame with ``backend: openvino`` forced (``precision:
   auto`` then chooses among OpenVINO's precisions);
-- ``app-openvino-int8-whole``: the same with ``precision: int8``, the shipped NNCF IR.
+- ``app-openvino-int8-whole``: the same with ``precision: int8``, the shipped NNCF IR;
+- ``app-openvino-bf16-gated``: the defaults (motion gating on) with OpenVINO BF16 forced: what ``precision: auto``
+  chooses on a quiet AMX CPU, pinned, since the trial's choice under a shared machine's load varies.
 
 With ``--before REV`` every app contender also runs as ``NAME@before``: the same variant, the same child
 code, with the package's sources of git revision REV (`git archive`) first on ``PYTHONPATH``, in the same
@@ -81,6 +83,9 @@ APP_VARIANTS: dict[str, dict[str, Any]] = {
     "app-openvino-whole": {"precision": "auto", "motion": False, "backend": "openvino"},
     # OpenVINO's INT8 (the shipped NNCF IR) forced, every whole frame: its speed and F1 on any CPU
     "app-openvino-int8-whole": {"precision": "int8", "motion": False, "backend": "openvino"},
+    # the defaults with OpenVINO BF16 forced (what precision: auto picks on a quiet AMX CPU): the engine pinned,
+    # so the ratios do not hang on a trial taken under another load
+    "app-openvino-bf16-gated": {"precision": "bf16", "motion": True, "backend": "openvino"},
 }
 ANCHORS = ("ultralytics", "ultralytics-openvino")  # Ultralytics' own predict loops: the ratios' denominators
 CONTENDERS = (*ANCHORS, *APP_VARIANTS)
