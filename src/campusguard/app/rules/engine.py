@@ -43,7 +43,7 @@ def _log_changes(events: list[Event]) -> list[Event]:
 
 _PICTURE_RULE_CLASSES: dict[type, bool] = {}
 """Whether a rule class is a `PictureRule`, worked out once per class: the protocol check inspects every
-member of the protocol (about 45 us a rule), and `RuleEngine.observe` asks it for every rule on every frame."""
+member of the protocol (about 20 us of CPU a rule), and `RuleEngine.observe` asks it of every rule on every frame."""
 
 
 def is_picture_rule(rule: Rule) -> TypeGuard[PictureRule]:
