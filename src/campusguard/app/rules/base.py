@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time
 from typing import Any, Protocol, runtime_checkable
@@ -33,7 +33,16 @@ from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
 
-__all__ = ["Rule", "PictureRule", "TimeWindow", "parse_time_windows", "in_time_windows", "ClassNames"]
+__all__ = [
+    "Rule",
+    "RowsRule",
+    "PictureRule",
+    "TimeWindow",
+    "TrackRows",
+    "parse_time_windows",
+    "in_time_windows",
+    "ClassNames",
+]
 
 ClassNames = Mapping[int, str] | Sequence[str] | None
 
@@ -110,6 +119,101 @@ class PictureRule(Rule, Protocol):
 
     def clear_old_view_zones(self) -> bool:
         """Forget the zones `accept_view` recorded (they were saved again); whether there were any."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TrackRows:
+    """Tracked rows as Python scalars, one list per field, in row order: what a rule's per-row work
+    reads (on a frame's handful of rows NumPy's cost per call outweighs the work). Taken once per
+    frame by the rules' `update`, or once for a whole recorded segment and sliced per frame by
+    `campusguard replay` (`slice`): either way the same values.
+
+    Attributes:
+        tracker_id: track ids (>= 0).
+        class_id: class ids.
+        x, y: the rule's anchor point (bottom-centre by default), pixels (float32 values).
+        height: box heights, pixels (float32 values).
+        distance: signed distance of the anchor from a line rule's line (`LineZone.distances`);
+            None for zone rules.
+    """
+
+    tracker_id: list[int]
+    class_id: list[int]
+    x: list[float]
+    y: list[float]
+    height: list[float]
+    distance: list[float] | None = None
+
+    def __len__(self) -> int:
+        return len(self.tracker_id)
+
+    def slice(self, start: int, stop: int) -> TrackRows:
+        """Rows ``start:stop`` (a frame's rows of a segment's)."""
+        return TrackRows(
+            self.tracker_id[start:stop],
+            self.class_id[start:stop],
+            self.x[start:stop],
+            self.y[start:stop],
+            self.height[start:stop],
+            None if self.distance is None else self.distance[start:stop],
+        )
+
+    @classmethod
+    def take(
+        cls,
+        detections: Detections,
+        rows: np.ndarray,
+        anchor: str = "bottom_center",
+        *,
+        anchors: np.ndarray | None = None,
+        distance: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> TrackRows:
+        """The tracked rows ``rows`` (indices, in order) of ``detections`` (any number of frames'):
+        ``anchors``: every row's ``anchor`` point if computed already; ``distance``: the line's
+        signed distance of anchor points (line rules)."""
+        if detections.tracker_id is None:
+            raise InvalidInputError("rules need tracked detections (tracker_id)")
+        points = (detections.anchor(anchor) if anchors is None else anchors)[rows]
+        xyxy = detections.xyxy[rows]
+        return cls(
+            detections.tracker_id[rows].tolist(),
+            detections.class_id[rows].tolist(),
+            points[:, 0].tolist(),
+            points[:, 1].tolist(),
+            (xyxy[:, 3] - xyxy[:, 1]).tolist(),
+            None if distance is None else distance(points).tolist(),
+        )
+
+
+NO_ROWS = TrackRows([], [], [], [], [], [])
+"""A frame without rows of interest (for any rule: its `distance` is the empty list)."""
+
+
+@runtime_checkable
+class RowsRule(Rule, Protocol):
+    """A rule that looks only at some tracked rows of a frame (its classes, in its zone or any for a
+    line), taken as `TrackRows`: its `update` is `update_rows` of `take_rows` of `rows_of_interest`,
+    so `campusguard replay` takes a whole segment's rows of interest at once (NumPy over every row)
+    and feeds the rule each frame's slice, skipping the frames without any while it `is_idle`."""
+
+    def rows_of_interest(self, detections: Detections) -> np.ndarray | None:
+        """``(N,) bool`` over any number of frames' rows: the rows `update` looks at; None: it looks
+        at whole frames (`update` only: the fall rule)."""
+        ...
+
+    def take_rows(self, detections: Detections, rows: np.ndarray) -> TrackRows:
+        """The rows ``rows`` (indices of rows of interest, any number of frames') as `TrackRows`."""
+        ...
+
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """`Rule.update` given the frame's rows of interest."""
+        ...
+
+    def is_idle(self) -> bool:
+        """True when `update_rows` without rows would do nothing but note the time (a replay may skip it)."""
         ...
 
 
@@ -243,8 +347,9 @@ class PresenceTracker:
         self.stitch_radius = stitch_radius
         self.tracks: dict[int, TrackPresence] = {}
         self.renamed: dict[int, int] = {}
+        self._seen: list[TrackPresence] = []  # the tracks seen on the latest frame (``seen_now``)
 
-    def _stitch(self, timestamp_s: float, class_id: int, xy: np.ndarray, height: float) -> int | None:
+    def _stitch(self, timestamp_s: float, class_id: int, x: float, y: float, height: float) -> int | None:
         """Id of the nearest lost track this new detection continues, or ``None``."""
         best, best_d = None, self.stitch_radius * max(height, 1.0)
         for tid, p in self.tracks.items():
@@ -252,7 +357,7 @@ class PresenceTracker:
                 continue
             if p.last_in_s >= timestamp_s:
                 continue  # seen on this very frame: not lost
-            d = float(np.hypot(xy[0] - p.last_xy[0], xy[1] - p.last_xy[1]))
+            d = math.hypot(x - p.last_xy[0], y - p.last_xy[1])
             if d <= best_d:
                 best, best_d = tid, d
         return best
@@ -272,50 +377,65 @@ class PresenceTracker:
             inside &= of_classes(detections.class_id, self._class_ids)
         return inside & (detections.tracker_id >= 0)
 
+    def rows_of(self, detections: Detections) -> TrackRows:
+        """The rows of one frame `update_rows` looks at (`rows_inside`), as `TrackRows`."""
+        if not len(detections):
+            return NO_ROWS
+        anchors = detections.anchor(self.anchor)
+        inside = np.flatnonzero(self.rows_inside(detections, anchors))
+        return TrackRows.take(detections, inside, self.anchor, anchors=anchors)
+
     def update(self, timestamp_s: float, detections: Detections) -> dict[int, TrackPresence]:
         """Update with one frame; return the tracks confirmed and inside on this frame."""
+        return self.update_rows(timestamp_s, self.rows_of(detections))
+
+    def update_rows(self, timestamp_s: float, rows: TrackRows) -> dict[int, TrackPresence]:
+        """`update` given the frame's rows inside (`rows_of`, or a replay's slice of a segment's)."""
         self.renamed = {}
-        for p in self.tracks.values():
+        tracks = self.tracks
+        for p in self._seen:
             p.seen_now = False
-        if len(detections):
-            if detections.tracker_id is None:
-                raise InvalidInputError(f"zone {self.zone.name!r}: rules need tracked detections (tracker_id)")
-            anchors = detections.anchor(self.anchor)
-            heights = detections.xyxy[:, 3] - detections.xyxy[:, 1]
-            ids = detections.tracker_id.tolist()
-            rows = [int(i) for i in np.flatnonzero(self.rows_inside(detections, anchors))]
+        seen: list[TrackPresence] = []
+        if len(rows):
+            ids, xs, ys = rows.tracker_id, rows.x, rows.y
             # known ids first, so a new id never takes over a track that is still detected
-            rows.sort(key=lambda i: ids[i] not in self.tracks)
-            for i in rows:
-                tid = int(ids[i])
-                cid = int(detections.class_id[i])
-                known = self.tracks.get(tid)
+            order: Sequence[int] = range(len(ids))
+            fresh = [i for i in order if ids[i] not in tracks]
+            if fresh:
+                order = [i for i in order if ids[i] in tracks] + fresh
+            for i in order:
+                tid = ids[i]
+                cid = rows.class_id[i]
+                known = tracks.get(tid)
                 if known is None and self.stitch_radius > 0:
-                    old = self._stitch(timestamp_s, cid, anchors[i], float(heights[i]))
+                    old = self._stitch(timestamp_s, cid, xs[i], ys[i], rows.height[i])
                     if old is not None:
-                        known = self.tracks.pop(old)
-                        self.tracks[tid] = known
+                        known = tracks.pop(old)
+                        tracks[tid] = known
                         self.renamed[tid] = old
                 if known is None or timestamp_s - known.last_in_s > self.max_gap_s:
                     known = TrackPresence(timestamp_s, timestamp_s, 0, cid)
-                    self.tracks[tid] = known
+                    tracks[tid] = known
                 p = known
                 if p.seen_now:
                     continue  # the same id twice in one frame: count it once
                 p.frames_in += 1
                 p.last_in_s = timestamp_s
                 p.seen_now = True
+                seen.append(p)
                 p.class_id = cid
-                p.last_xy = (float(anchors[i, 0]), float(anchors[i, 1]))
+                p.last_xy = (xs[i], ys[i])
                 p.confirmed = p.confirmed or p.frames_in >= self.inertia
                 if self.history_s > 0:
-                    p.history.append((timestamp_s, float(anchors[i, 0]), float(anchors[i, 1])))
+                    p.history.append((timestamp_s, xs[i], ys[i]))
                     cutoff = timestamp_s - self.history_s
                     while len(p.history) > 1 and p.history[1][0] <= cutoff:
                         p.history.pop(0)
-        for tid in [t for t, p in self.tracks.items() if timestamp_s - p.last_in_s > self.max_gap_s]:
-            del self.tracks[tid]
-        return {tid: p for tid, p in self.tracks.items() if p.seen_now and p.confirmed}
+        self._seen = seen
+        gone = [t for t, p in tracks.items() if timestamp_s - p.last_in_s > self.max_gap_s]
+        for tid in gone:
+            del tracks[tid]
+        return {tid: p for tid, p in tracks.items() if p.seen_now and p.confirmed}
 
 
 # event lifecycle ----------------------------------------------------------------------------

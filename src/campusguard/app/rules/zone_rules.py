@@ -24,6 +24,7 @@ Per-track rules apply the cooldown per track.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from campusguard.app.rules.base import (
     Episode,
     PresenceTracker,
     TrackPresence,
+    TrackRows,
     check_non_negative,
     in_time_windows,
     parse_time_windows,
@@ -222,12 +224,27 @@ class _ZoneRule:
     def _history_s(self) -> float:
         return 0.0
 
-    # what `campusguard replay` may skip (`campusguard.app.tracks.replay.feed_segment`) --------------
+    # its rows (`campusguard.app.rules.base.RowsRule`; `campusguard replay` takes a segment's at once) ----
     def rows_of_interest(self, detections: Detections) -> np.ndarray | None:
         """``(N,) bool`` over any number of frames' rows: the rows this rule looks at (its classes,
-        tracked, anchor in its zone). `update` over a frame's rows of interest alone does what it
-        does over all of them; None: it looks at every row."""
+        tracked, anchor in its zone)."""
         return self.presence.rows_inside(detections)
+
+    def take_rows(self, detections: Detections, rows: np.ndarray) -> TrackRows:
+        """The rows ``rows`` (of interest) of ``detections`` as `TrackRows` (its anchor)."""
+        return TrackRows.take(detections, rows, self.presence.anchor)
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        return self.update_rows(timestamp_s, self.presence.rows_of(detections), frame_index, wall_time)
+
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """`update` given the frame's rows in the zone (`rows_of_interest`)."""
+        raise NotImplementedError
 
     def is_idle(self) -> bool:
         """True when the rule holds nothing that time alone changes: no track in or lately in its
@@ -236,12 +253,12 @@ class _ZoneRule:
         return not self.presence.tracks and all(e.current is None for e in self.track_episodes.values())
 
     def _dwelling(
-        self, timestamp_s: float, detections: Detections, wall_time: datetime | None
+        self, timestamp_s: float, rows: TrackRows, wall_time: datetime | None
     ) -> dict[int, tuple[int, float]]:
         """Advance presence by one frame; the tracks in the zone for ``min_seconds`` while the rule
         is armed, as tracker id -> (class id, onset s). Intrusion and loitering differ only after."""
         armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
+        present = self.presence.update_rows(timestamp_s, rows)
         if not armed:
             return {}
         return {t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
@@ -312,7 +329,7 @@ class _ZoneRule:
 
     def _check_time(self, timestamp_s: float, wall_time: datetime | None) -> bool:
         """Validate the frame time; return whether the rule is armed (inside its time windows)."""
-        if not np.isfinite(timestamp_s):
+        if not math.isfinite(timestamp_s):
             raise InvalidInputError(f"rule {self.name!r}: timestamp {timestamp_s} is not finite")
         if self._last_t is not None and timestamp_s < self._last_t:
             raise InvalidInputError(
@@ -388,11 +405,11 @@ class IntrusionRule(_EpisodeRule):
     def __init__(self, *, class_ids: Collection[int] | None = (0,), per_track: bool = True, **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, per_track=per_track, **kwargs)
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
-        dwelling = self._dwelling(timestamp_s, detections, wall_time)
+        """`update` given the frame's rows in the zone."""
+        dwelling = self._dwelling(timestamp_s, rows, wall_time)
         return self._step(timestamp_s, frame_index, wall_time, True, dwelling)
 
 
@@ -418,12 +435,12 @@ class CrowdRule(_EpisodeRule):
     def is_idle(self) -> bool:
         return self._run_last_s is None and super().is_idle()
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        """`update` given the frame's rows in the zone."""
         armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
+        present = self.presence.update_rows(timestamp_s, rows)
         holds = armed and len(present) >= self.min_count
         if holds:
             if self._run_onset_s is None or self._run_last_s is None or timestamp_s - self._run_last_s > self.max_gap_s:
@@ -497,15 +514,16 @@ class FireLaneRule(_EpisodeRule):
         """True if the track's anchor history covers the window and stayed within the threshold."""
         if not p.history or p.history[0][0] > now_s - self.stationary_window_s + 1e-9:
             return False
-        pts = np.asarray([(x, y) for _, x, y in p.history])
-        return bool(np.max(np.hypot(*(pts - pts[-1]).T)) < self.max_movement_px)
+        _, lx, ly = p.history[-1]
+        limit = self.max_movement_px
+        return all(math.hypot(x - lx, y - ly) < limit for _, x, y in p.history)
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        """`update` given the frame's rows in the zone."""
         armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
+        present = self.presence.update_rows(timestamp_s, rows)
         for new, old in self.presence.renamed.items():
             if old in self._still_last:
                 self._still_last[new] = self._still_last.pop(old)
@@ -540,13 +558,11 @@ class LoiteringRule(_ZoneRule):
     def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, **kwargs)
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
-        return self._step_per_track(
-            timestamp_s, frame_index, wall_time, self._dwelling(timestamp_s, detections, wall_time)
-        )
+        """`update` given the frame's rows in the zone."""
+        return self._step_per_track(timestamp_s, frame_index, wall_time, self._dwelling(timestamp_s, rows, wall_time))
 
 
 def _build_intrusion(cfg: IntrusionRuleConfig, ctx: RuleContext) -> IntrusionRule:

@@ -30,6 +30,7 @@ from campusguard.app.events.records import OUTCOMES, EventFilter, EventRecord
 from campusguard.app.events.store import ReviewableEventStore
 from campusguard.app.events.types import Event
 from campusguard.app.rules import RULES, RuleEngine
+from campusguard.app.rules.base import NO_ROWS, RowsRule, Rule, TrackRows
 from campusguard.app.tracks.files import FLAG_FALLEN, TrackBlock
 from campusguard.app.tracks.segments import Segment
 from campusguard.detections import Detections
@@ -197,22 +198,24 @@ def _rows_detections(block: TrackBlock, rows: np.ndarray, fallen: bool) -> Detec
 
 @dataclass
 class _RulePlan:
-    """Which rows of a segment one rule looks at (`rows_of_interest`), per frame; None: every row."""
+    """How one rule is fed a segment: a `RowsRule` gets each frame's slice of the segment's rows of
+    interest (taken at once: ``rows``, frame ``i``'s are ``bounds[i]:bounds[i + 1]``); another rule
+    (``rows`` None) gets each frame's tracked rows whole."""
 
-    rows: np.ndarray | None = None
-    per_frame: np.ndarray | None = None
+    rule: Rule
+    rows: TrackRows | None = None
+    bounds: list[int] = field(default_factory=list)
 
 
-def _plan(rule: object, whole: Detections, offsets: np.ndarray) -> _RulePlan:
-    interest = getattr(rule, "rows_of_interest", None)
-    if interest is None or getattr(rule, "is_idle", None) is None:
-        return _RulePlan()
-    mask = interest(whole)
+def _plan(rule: Rule, whole: Detections, offsets: np.ndarray) -> _RulePlan:
+    if not isinstance(rule, RowsRule):
+        return _RulePlan(rule)
+    mask = rule.rows_of_interest(whole)
     if mask is None:
-        return _RulePlan()
-    cs = np.zeros(len(mask) + 1, dtype=np.int64)
-    np.cumsum(mask, out=cs[1:])
-    return _RulePlan(rows=np.asarray(mask, bool), per_frame=cs[offsets[1:]] - cs[offsets[:-1]])
+        return _RulePlan(rule)
+    rows = np.flatnonzero(mask)
+    bounds = np.searchsorted(rows, offsets).tolist()  # the first row of interest of each frame, and the end
+    return _RulePlan(rule, rule.take_rows(whole, rows), bounds)
 
 
 def feed_segment(
@@ -222,12 +225,14 @@ def feed_segment(
     (`RuleEngine.update`: each rule in turn, the frame's tracked rows, index, stream time and wall
     time), then the end of the stream (`RuleEngine.close` at the last frame); every update emitted.
 
-    ``skip_idle``: a rule that declares its rows of interest (`rows_of_interest`, all rules of a zone
-    but fall) is given only those rows, and is not called on a frame without any while it
-    `is_idle`: what it would do there is nothing (checked by the tests against feeding every frame
-    whole). Line rules count frames, so they get every frame. ``offline_end_s`` (live cameras): a
-    gap between two frames longer than this ends the open incidents at the frame before it, as the
-    analytics stage does when a camera goes quiet.
+    A rule that looks only at some rows (`RowsRule`: the zone and line rules) has the whole segment's
+    rows of interest taken at once (`RowsRule.take_rows`: zone membership and line distances by NumPy
+    over every row) and gets each frame's slice (`RowsRule.update_rows`), which is what its `update`
+    gives itself from the frame's rows. ``skip_idle``: such a rule is not called on a frame without
+    rows of interest while it `is_idle`: what it would do there is nothing (checked by the tests
+    against feeding every frame). ``offline_end_s`` (live cameras): a gap between two frames longer
+    than this ends the open incidents at the frame before it, as the analytics stage does when a
+    camera goes quiet.
     """
     block = segment.block
     offsets = block.offsets()
@@ -236,33 +241,32 @@ def feed_segment(
     gaps: set[int] = set()
     if offline_end_s is not None and block.frames > 1:
         gaps = {int(i) + 1 for i in np.flatnonzero(np.diff(block.wall) > offline_end_s)}
-    rules = engine.rules
-    if skip_idle:
-        whole = _rows_detections(block, np.arange(block.detections), False)
-        plans = [_plan(rule, whole, offsets) for rule in rules]
-    else:
-        plans = [_RulePlan() for _ in rules]
+    whole = _rows_detections(block, np.arange(block.detections), False)
+    plans = [_plan(rule, whole, offsets) for rule in engine.rules]
     bounds = offsets.tolist()
     out: list[Event] = []
     for i in range(block.frames):
         if i in gaps:
             out += engine.close(t[i - 1], _wall(wall[i - 1]))
-        a, b = bounds[i], bounds[i + 1]
-        frame: Detections | None = None
         moment: datetime | None = None
-        for rule, plan in zip(rules, plans, strict=True):
-            if plan.rows is None:
-                if frame is None:
-                    frame = _rows_detections(block, np.arange(a, b), flags[i])
-                dets = frame
-            else:
-                assert plan.per_frame is not None
-                if not plan.per_frame[i] and rule.is_idle():  # type: ignore[attr-defined]
+        frame: Detections | None = None
+        for plan in plans:
+            rows = plan.rows
+            if rows is not None:
+                lo, hi = plan.bounds[i], plan.bounds[i + 1]
+                if lo == hi and skip_idle and plan.rule.is_idle():  # type: ignore[attr-defined]
                     continue
-                dets = _rows_detections(block, a + np.flatnonzero(plan.rows[a:b]), flags[i])
+                if moment is None:
+                    moment = _wall(wall[i])
+                out += plan.rule.update_rows(  # type: ignore[attr-defined]
+                    t[i], rows.slice(lo, hi) if lo < hi else NO_ROWS, index[i], moment
+                )
+                continue
+            if frame is None:
+                frame = _rows_detections(block, np.arange(bounds[i], bounds[i + 1]), flags[i])
             if moment is None:
                 moment = _wall(wall[i])
-            out += rule.update(t[i], dets, index[i], moment)
+            out += plan.rule.update(t[i], frame, index[i], moment)
     if block.frames:
         out += engine.close(t[-1], _wall(wall[-1]))
     return out
