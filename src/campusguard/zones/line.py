@@ -222,17 +222,20 @@ class LineZone:
         y: Sequence[float],
         height: Sequence[float],
         distance: Sequence[float],
+        rows: range | None = None,
     ) -> tuple[list[int], list[int]]:
         """`update` given one frame's rows as Python scalars: track ids (rows with id < 0 ignored),
-        class ids, anchor points, box heights and the anchors' `distances` from the line; the rows
-        (positions, in order) whose track crossed in, and those that crossed out."""
+        class ids, anchor points, box heights and the anchors' `distances` from the line, at the
+        positions ``rows`` (default: all); the positions whose track crossed in, and those that
+        crossed out, in order."""
         self._n_updates += 1
         now = self._n_updates
         tracks = self._tracks
         crossed_in: list[int] = []
         crossed_out: list[int] = []
+        band, in_sign = self.hysteresis_px, self._in_sign
         # known ids first, so a new id never takes over a track that is still detected
-        order: Sequence[int] = range(len(tracker_id))
+        order: Sequence[int] = range(len(tracker_id)) if rows is None else rows
         fresh = [i for i in order if tracker_id[i] not in tracks]
         if fresh:
             order = [i for i in order if tracker_id[i] in tracks] + fresh
@@ -247,7 +250,7 @@ class LineZone:
                 if state is not None:
                     tracks[tid] = state
             d = distance[i]
-            side = 0 if abs(d) <= self.hysteresis_px or d == 0 else (1 if d > 0 else -1)
+            side = 0 if abs(d) <= band or d == 0 else (1 if d > 0 else -1)
             if state is None:
                 tracks[tid] = _TrackSide(side, xy, d, now, xy, class_id[i])
                 continue
@@ -256,7 +259,7 @@ class LineZone:
             if side == 0:
                 continue  # inside the hysteresis band: keep the previous side
             if state.side not in (0, side) and self._passes_through_segment(state.point_xy, state.point_d, xy, d):
-                if side == self._in_sign:
+                if side == in_sign:
                     crossed_in.append(i)
                     self.in_count += 1
                 else:

@@ -122,12 +122,11 @@ class PictureRule(Rule, Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class TrackRows:
-    """Tracked rows as Python scalars, one list per field, in row order: what a rule's per-row work
-    reads (on a frame's handful of rows NumPy's cost per call outweighs the work). Taken once per
-    frame by the rules' `update`, or once for a whole recorded segment and sliced per frame by
-    `campusguard replay` (`slice`): either way the same values.
+    """Tracked rows as Python scalars, one list per field: what a rule's per-row work reads (on a
+    frame's handful of rows NumPy's cost per call outweighs the work). Taken once per frame by the
+    rules' `update`, or once for a whole recorded segment and sliced per frame by `campusguard
+    replay` (`slice`: a view, the lists are shared): either way the same values. Read-only.
 
     Attributes:
         tracker_id: track ids (>= 0).
@@ -136,27 +135,43 @@ class TrackRows:
         height: box heights, pixels (float32 values).
         distance: signed distance of the anchor from a line rule's line (`LineZone.distances`);
             None for zone rules.
+        start, stop: the rows are positions ``start:stop`` of the lists (`positions`).
     """
 
-    tracker_id: list[int]
-    class_id: list[int]
-    x: list[float]
-    y: list[float]
-    height: list[float]
-    distance: list[float] | None = None
+    __slots__ = ("tracker_id", "class_id", "x", "y", "height", "distance", "start", "stop")
+
+    def __init__(
+        self,
+        tracker_id: list[int],
+        class_id: list[int],
+        x: list[float],
+        y: list[float],
+        height: list[float],
+        distance: list[float] | None = None,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> None:
+        self.tracker_id = tracker_id
+        self.class_id = class_id
+        self.x = x
+        self.y = y
+        self.height = height
+        self.distance = distance
+        self.start = start
+        self.stop = len(tracker_id) if stop is None else stop
 
     def __len__(self) -> int:
-        return len(self.tracker_id)
+        return self.stop - self.start
+
+    def positions(self) -> range:
+        """The rows' positions in the lists, in order."""
+        return range(self.start, self.stop)
 
     def slice(self, start: int, stop: int) -> TrackRows:
-        """Rows ``start:stop`` (a frame's rows of a segment's)."""
+        """Rows ``start:stop`` of these (a frame's of a segment's), sharing the lists."""
         return TrackRows(
-            self.tracker_id[start:stop],
-            self.class_id[start:stop],
-            self.x[start:stop],
-            self.y[start:stop],
-            self.height[start:stop],
-            None if self.distance is None else self.distance[start:stop],
+            self.tracker_id, self.class_id, self.x, self.y, self.height, self.distance,
+            self.start + start, self.start + stop,
         )
 
     @classmethod
@@ -286,7 +301,7 @@ def check_non_negative(what: str, **values: float) -> None:
 
 
 # per-track presence -------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class TrackPresence:
     """Zone presence of one track (see module docstring for the semantics)."""
 
@@ -396,10 +411,11 @@ class PresenceTracker:
         for p in self._seen:
             p.seen_now = False
         seen: list[TrackPresence] = []
-        if len(rows):
+        max_gap_s = self.max_gap_s
+        if rows.stop > rows.start:
             ids, xs, ys = rows.tracker_id, rows.x, rows.y
             # known ids first, so a new id never takes over a track that is still detected
-            order: Sequence[int] = range(len(ids))
+            order: Sequence[int] = rows.positions()
             fresh = [i for i in order if ids[i] not in tracks]
             if fresh:
                 order = [i for i in order if ids[i] in tracks] + fresh
@@ -413,7 +429,7 @@ class PresenceTracker:
                         known = tracks.pop(old)
                         tracks[tid] = known
                         self.renamed[tid] = old
-                if known is None or timestamp_s - known.last_in_s > self.max_gap_s:
+                if known is None or timestamp_s - known.last_in_s > max_gap_s:
                     known = TrackPresence(timestamp_s, timestamp_s, 0, cid)
                     tracks[tid] = known
                 p = known
@@ -432,10 +448,16 @@ class PresenceTracker:
                     while len(p.history) > 1 and p.history[1][0] <= cutoff:
                         p.history.pop(0)
         self._seen = seen
-        gone = [t for t, p in tracks.items() if timestamp_s - p.last_in_s > self.max_gap_s]
+        present: dict[int, TrackPresence] = {}
+        gone: list[int] = []
+        for tid, p in tracks.items():
+            if timestamp_s - p.last_in_s > max_gap_s:
+                gone.append(tid)
+            elif p.seen_now and p.confirmed:
+                present[tid] = p
         for tid in gone:
             del tracks[tid]
-        return {tid: p for tid, p in tracks.items() if p.seen_now and p.confirmed}
+        return present
 
 
 # event lifecycle ----------------------------------------------------------------------------

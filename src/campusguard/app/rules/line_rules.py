@@ -156,7 +156,7 @@ class LineCrossingRule:
             raise InvalidInputError(f"rule {self.name!r} has time windows but update() got no wall_time")
         assert rows.distance is not None, "a line rule's rows carry their distance from the line (take_rows)"
         crossed_in, crossed_out = self.line.update_rows(
-            rows.tracker_id, rows.class_id, rows.x, rows.y, rows.height, rows.distance
+            rows.tracker_id, rows.class_id, rows.x, rows.y, rows.height, rows.distance, rows.positions()
         )
         if not crossed_in and not crossed_out:
             return []
