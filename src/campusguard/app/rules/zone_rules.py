@@ -282,23 +282,17 @@ class _ZoneRule:
         for tid in qualifying:
             if tid not in self.track_episodes:
                 self.track_episodes[tid] = self._episode()
+        tracks = self.presence.tracks
         for tid, episode in list(self.track_episodes.items()):
             q = qualifying.get(tid)
-            out += episode.step(
-                timestamp_s,
-                frame_index,
-                wall_time,
-                q is not None,
-                {tid: q[0]} if q is not None else {},
-                onset_s=None if q is None else q[1],
-                count=1 if q is not None else None,
-                details=None
-                if q is None or episode.is_open
-                else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)},
-            )
-            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
-            if not episode.is_open and tid not in self.presence.tracks and cooled:
-                del self.track_episodes[tid]  # bounded memory: forget finished tracks
+            if q is None:
+                out += episode.step(timestamp_s, frame_index, wall_time, False)
+            else:
+                details = None if episode.is_open else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)}
+                out += episode.step(timestamp_s, frame_index, wall_time, True, {tid: q[0]}, q[1], 1, details)
+            if episode.current is None and tid not in tracks:
+                if episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s:
+                    del self.track_episodes[tid]  # bounded memory: forget finished tracks (cooled down)
         return out
 
     def open_events(self) -> list[Event]:
