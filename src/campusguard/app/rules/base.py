@@ -406,7 +406,8 @@ class PresenceTracker:
 
     def update_rows(self, timestamp_s: float, rows: TrackRows) -> dict[int, TrackPresence]:
         """`update` given the frame's rows inside (`rows_of`, or a replay's slice of a segment's)."""
-        self.renamed = {}
+        if self.renamed:
+            self.renamed = {}
         tracks = self.tracks
         for p in self._seen:
             p.seen_now = False

@@ -290,9 +290,9 @@ class _ZoneRule:
             else:
                 details = None if episode.is_open else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)}
                 out += episode.step(timestamp_s, frame_index, wall_time, True, {tid: q[0]}, q[1], 1, details)
-            if episode.current is None and tid not in tracks:
-                if episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s:
-                    del self.track_episodes[tid]  # bounded memory: forget finished tracks (cooled down)
+            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
+            if episode.current is None and tid not in tracks and cooled:
+                del self.track_episodes[tid]  # bounded memory: forget finished tracks
         return out
 
     def open_events(self) -> list[Event]:
@@ -445,15 +445,10 @@ class CrowdRule(_EpisodeRule):
         elif self._run_last_s is not None and timestamp_s - self._run_last_s > self.max_gap_s:
             self._run_onset_s = self._run_last_s = None
         active = holds and self._run_onset_s is not None and timestamp_s - self._run_onset_s >= self.min_seconds
-        return self.episode.step(
-            timestamp_s,
-            frame_index,
-            wall_time,
-            active,
-            {t: p.class_id for t, p in present.items()},
-            onset_s=self._run_onset_s,
-            count=len(present) if active else None,
-        )
+        if not active:  # the episode reads the objects and the count only while the condition holds
+            return self.episode.step(timestamp_s, frame_index, wall_time, False, None, self._run_onset_s)
+        objects = {t: p.class_id for t, p in present.items()}
+        return self.episode.step(timestamp_s, frame_index, wall_time, True, objects, self._run_onset_s, len(present))
 
 
 class FireLaneRule(_EpisodeRule):

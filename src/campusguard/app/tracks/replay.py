@@ -272,23 +272,26 @@ def feed_segment(
     moments = _moments(wall)
     whole = _rows_detections(block, np.arange(block.detections), False)
     plans = [_plan(rule, whole, offsets) for rule in engine.rules]
+    # per rule, in engine order: the rule, as a `RowsRule` if fed by rows, its rows' slicer and their bounds
+    steps: list[tuple[Rule, RowsRule | None, Callable[[int, int], TrackRows], list[int]]] = [
+        (p.rule, p.by_rows, p.rows.slice, p.bounds) for p in plans
+    ]
     bounds = offsets.tolist()
     out: list[Event] = []
     for i in range(block.frames):
         if i in gaps:
             out += engine.close(t[i - 1], moments[i - 1])
         frame: Detections | None = None
-        for plan in plans:
-            by_rows = plan.by_rows
+        for rule, by_rows, take, at in steps:
             if by_rows is not None:
-                lo, hi = plan.bounds[i], plan.bounds[i + 1]
+                lo, hi = at[i], at[i + 1]
                 if lo == hi and skip_idle and by_rows.is_idle():
                     continue
-                out += by_rows.update_rows(t[i], plan.rows.slice(lo, hi), index[i], moments[i])
+                out += by_rows.update_rows(t[i], take(lo, hi), index[i], moments[i])
                 continue
             if frame is None:
                 frame = _rows_detections(block, np.arange(bounds[i], bounds[i + 1]), flags[i])
-            out += plan.rule.update(t[i], frame, index[i], moments[i])
+            out += rule.update(t[i], frame, index[i], moments[i])
     if block.frames:
         out += engine.close(t[-1], moments[-1])
     return out
