@@ -507,6 +507,7 @@ class Episode:
         self.last_end_s: float | None = None
         self.active_now = False  # the condition held on the latest frame
         self.seen: dict[int, int] = {}  # tracker_id -> class_id of every object in the open event
+        self._settled = False  # `_pending_changes` found none, and nothing it reads has changed since
 
     @property
     def is_open(self) -> bool:
@@ -582,19 +583,29 @@ class Episode:
                 )
                 self.seen = dict(objects)
                 self.max_count = count
+                self._settled = False
                 self.last_emit_s = timestamp_s
                 out.append(self.current)
                 return out
-            self.seen.update(objects)
+            seen = self.seen
+            for tid, cid in objects.items():
+                if tid not in seen or seen[tid] != cid:
+                    seen[tid] = cid
+                    self._settled = False
             if count is not None:
-                self.max_count = max(self.max_count or 0, count)
-            if self.last_emit_s is None or timestamp_s - self.last_emit_s >= self.update_interval_s:
+                most = max(self.max_count or 0, count)
+                if most != self.max_count:
+                    self.max_count = most
+                    self._settled = False
+            if not self._settled and (self.last_emit_s is None or timestamp_s - self.last_emit_s >= self.update_interval_s):
                 changes = self._pending_changes()
                 if changes:
                     if details:
                         changes["details"] = {**self.current.details, **details}
                     out.append(self._emit("update", **changes))
                     self.last_emit_s = timestamp_s
+                else:
+                    self._settled = True  # the same answer until the objects or the count change
             return out
         if (
             self.current is not None

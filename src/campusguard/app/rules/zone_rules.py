@@ -361,16 +361,11 @@ class _EpisodeRule(_ZoneRule):
             qualifying = {}
         if self.per_track:
             return self._step_per_track(timestamp_s, frame_index, wall_time, qualifying)
-        active = bool(qualifying)
-        return self.episode.step(
-            timestamp_s,
-            frame_index,
-            wall_time,
-            active,
-            {t: c for t, (c, _) in qualifying.items()},
-            onset_s=min((o for _, o in qualifying.values()), default=None),
-            count=len(qualifying) if active else None,
-        )
+        if not qualifying:
+            return self.episode.step(timestamp_s, frame_index, wall_time, False)
+        objects = {t: c for t, (c, _) in qualifying.items()}
+        onset_s = min(o for _, o in qualifying.values())
+        return self.episode.step(timestamp_s, frame_index, wall_time, True, objects, onset_s, len(qualifying))
 
     def open_events(self) -> list[Event]:
         """Open events in their latest state."""
