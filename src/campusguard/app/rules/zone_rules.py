@@ -261,7 +261,8 @@ class _ZoneRule:
         present = self.presence.update_rows(timestamp_s, rows)
         if not armed:
             return {}
-        return {t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
+        least = self.min_seconds
+        return {t: (p.class_id, p.onset_s) for t, p in present.items() if timestamp_s - p.onset_s >= least}  # dwell_s
 
     def _event_details(self, tracker_id: int) -> dict[str, object]:
         """Extras a rule puts on the start of a per-track event (none by default)."""
@@ -290,9 +291,10 @@ class _ZoneRule:
             else:
                 details = None if episode.is_open else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)}
                 out += episode.step(timestamp_s, frame_index, wall_time, True, {tid: q[0]}, q[1], 1, details)
-            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
-            if episode.current is None and tid not in tracks and cooled:
-                del self.track_episodes[tid]  # bounded memory: forget finished tracks
+            if episode.current is None and tid not in tracks:
+                last_end = episode.last_end_s
+                if last_end is None or timestamp_s - last_end >= self.cooldown_s:
+                    del self.track_episodes[tid]  # bounded memory: forget finished tracks, cooled down
         return out
 
     def open_events(self) -> list[Event]:
