@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ from campusguard.app.events.types import Event
 from campusguard.app.rules import RULES, RuleEngine
 from campusguard.app.rules.base import NO_ROWS, RowsRule, Rule, TrackRows
 from campusguard.app.tracks.files import FLAG_FALLEN, TrackBlock
-from campusguard.app.tracks.forked import run_forked, usable_cores
 from campusguard.app.tracks.segments import Segment
 from campusguard.detections import Detections
 
@@ -248,23 +246,12 @@ def _plan(rule: Rule, whole: Detections, offsets: np.ndarray) -> _RulePlan:
     return _RulePlan(rule, rule, rule.take_rows(whole, rows), bounds)
 
 
-_WORK_PER_WORKER = 40_000
-"""Rule-frames and rows of interest (`_cost`: about a microsecond each) below which one more worker
-does not pay for its fork (some milliseconds)."""
-
-
 def feed_segment(
-    engine: RuleEngine,
-    segment: Segment,
-    *,
-    offline_end_s: float | None = None,
-    skip_idle: bool = True,
-    workers: int = 1,
+    engine: RuleEngine, segment: Segment, *, offline_end_s: float | None = None, skip_idle: bool = True
 ) -> list[Event]:
     """Every frame of ``segment`` through ``engine``'s rules in order, as the analytics stage fed them
     (`RuleEngine.update`: each rule in turn, the frame's tracked rows, index, stream time and wall
-    time), then the end of the stream (`RuleEngine.close` at the last frame); every update emitted,
-    in that order.
+    time), then the end of the stream (`RuleEngine.close` at the last frame); every update emitted.
 
     A rule that looks only at some rows (`RowsRule`: the zone and line rules) has the whole segment's
     rows of interest taken at once (`RowsRule.take_rows`: zone membership and line distances by NumPy
@@ -274,103 +261,40 @@ def feed_segment(
     against feeding every frame). ``offline_end_s`` (live cameras): a gap between two frames longer
     than this ends the open incidents at the frame before it, as the analytics stage does when a
     camera goes quiet.
-
-    ``workers``: the rules are independent of one another, so up to this many groups of them are fed
-    side by side (`run_forked`: the others in forked processes, which keep their rules' final state:
-    use the events, not the engine, afterwards); the events are put back in the one-process order.
     """
     block = segment.block
     offsets = block.offsets()
+    t, index, wall = block.t.tolist(), block.index.tolist(), block.wall.tolist()
+    flags = (block.flags & FLAG_FALLEN).astype(bool).tolist()
     gaps: set[int] = set()
     if offline_end_s is not None and block.frames > 1:
         gaps = {int(i) + 1 for i in np.flatnonzero(np.diff(block.wall) > offline_end_s)}
+    moments = _moments(wall)
     whole = _rows_detections(block, np.arange(block.detections), False)
     plans = [_plan(rule, whole, offsets) for rule in engine.rules]
-    frames = _Frames(block, gaps, _moments(block.wall.tolist()))
-    groups = _groups([_cost(p, block) for p in plans], workers)
-    jobs = [partial(_feed_group, frames, [(k, plans[k]) for k in group], skip_idle) for group in groups]
-    keyed = [item for part in run_forked(jobs) for item in part]
-    keyed.sort(key=lambda item: item[0])
-    return [ev for _, ev in keyed]
-
-
-@dataclass
-class _Frames:
-    """A segment's frames as `_feed_group` reads them (Python values, taken once)."""
-
-    block: TrackBlock
-    gaps: set[int]
-    moments: list[datetime]
-    t: list[float] = field(default_factory=list)
-    index: list[int] = field(default_factory=list)
-    fallen: list[bool] = field(default_factory=list)
-    bounds: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.t, self.index = self.block.t.tolist(), self.block.index.tolist()
-        self.fallen = (self.block.flags & FLAG_FALLEN).astype(bool).tolist()
-        self.bounds = self.block.offsets().tolist()
-
-
-_Key = tuple[int, int, int, int]
-"""Where an event comes in the one-process order: (frame, 0 for the ends at a gap before it or at the
-segment's end, 1 for its updates; the rule's place in the engine; the event's place in its call)."""
-
-
-def _keyed(frame: int, phase: int, rule: int, events: list[Event]) -> list[tuple[_Key, Event]]:
-    return [((frame, phase, rule, k), ev) for k, ev in enumerate(events)]
-
-
-def _feed_group(frames: _Frames, group: list[tuple[int, _RulePlan]], skip_idle: bool) -> list[tuple[_Key, Event]]:
-    """Every frame through the rules of ``group`` (their places in the engine, their plans); their
-    events with their `_Key`."""
-    t, index, moments, gaps = frames.t, frames.index, frames.moments, frames.gaps
-    # per rule: its place, the rule, as a `RowsRule` if fed by rows, its rows' slicer and their bounds
-    steps: list[tuple[int, Rule, RowsRule | None, Callable[[int, int], TrackRows], list[int]]] = [
-        (k, p.rule, p.by_rows, p.rows.slice, p.bounds) for k, p in group
+    # per rule, in engine order: the rule, as a `RowsRule` if fed by rows, its rows' slicer and their bounds
+    steps: list[tuple[Rule, RowsRule | None, Callable[[int, int], TrackRows], list[int]]] = [
+        (p.rule, p.by_rows, p.rows.slice, p.bounds) for p in plans
     ]
-    out: list[tuple[_Key, Event]] = []
-    n = frames.block.frames
-    for i in range(n):
+    bounds = offsets.tolist()
+    out: list[Event] = []
+    for i in range(block.frames):
         if i in gaps:
-            for k, rule, _, _, _ in steps:
-                out += _keyed(i, 0, k, rule.close(t[i - 1], moments[i - 1]))
+            out += engine.close(t[i - 1], moments[i - 1])
         frame: Detections | None = None
-        for k, rule, by_rows, take, at in steps:
+        for rule, by_rows, take, at in steps:
             if by_rows is not None:
                 lo, hi = at[i], at[i + 1]
                 if lo == hi and skip_idle and by_rows.is_idle():
                     continue
-                events = by_rows.update_rows(t[i], take(lo, hi), index[i], moments[i])
-            else:
-                if frame is None:
-                    a, b = frames.bounds[i], frames.bounds[i + 1]
-                    frame = _rows_detections(frames.block, np.arange(a, b), frames.fallen[i])
-                events = rule.update(t[i], frame, index[i], moments[i])
-            if events:
-                out += _keyed(i, 1, k, events)
-    if n:
-        for k, rule, _, _, _ in steps:
-            out += _keyed(n, 0, k, rule.close(t[-1], moments[-1]))
+                out += by_rows.update_rows(t[i], take(lo, hi), index[i], moments[i])
+                continue
+            if frame is None:
+                frame = _rows_detections(block, np.arange(bounds[i], bounds[i + 1]), flags[i])
+            out += rule.update(t[i], frame, index[i], moments[i])
+    if block.frames:
+        out += engine.close(t[-1], moments[-1])
     return out
-
-
-def _cost(plan: _RulePlan, block: TrackBlock) -> int:
-    """About how much work a rule's feed is: a call per frame and its rows (every row, fed whole)."""
-    return block.frames + (len(plan.rows) if plan.by_rows is not None else block.detections)
-
-
-def _groups(costs: list[int], workers: int) -> list[list[int]]:
-    """The rules (places) split into at most ``workers`` groups of about equal cost, no more groups
-    than `_WORK_PER_WORKER` goes into the whole; each group in engine order."""
-    count = max(1, min(workers, len(costs), sum(costs) // _WORK_PER_WORKER))
-    groups: list[list[int]] = [[] for _ in range(count)]
-    load = [0] * count
-    for k in sorted(range(len(costs)), key=lambda k: -costs[k]):
-        g = load.index(min(load))
-        groups[g].append(k)
-        load[g] += costs[k]
-    return [sorted(g) for g in groups if g]
 
 
 def final_states(events: Iterable[Event]) -> list[Event]:
@@ -386,13 +310,11 @@ def replay_segments(
     segments: Sequence[Segment],
     *,
     note: Callable[[str], None] = lambda _: None,
-    workers: int = 1,
 ) -> tuple[list[ReplayIncident], list[str], list[str]]:
     """The incidents ``loaded``'s rules raise over ``segments``; ``(incidents, rules left out, notes)``.
 
     Rules that read pixels are left out (``note`` is told once per camera and rule); a segment of a
-    camera the config no longer has, or has disabled, is skipped with a note. ``workers``: see
-    `feed_segment`.
+    camera the config no longer has, or has disabled, is skipped with a note.
 
     Raises:
         ConfigError: a zone leaves a segment's frame, or a rule names a class its model did not have.
@@ -426,8 +348,7 @@ def replay_segments(
         )
         kept = [(r, k) for r, k in zip(engine.rules, engine.keys, strict=True) if r.kind not in no_pixels]
         engine = RuleEngine(cam_id, [r for r, _ in kept], [k or "" for _, k in kept])
-        offline_end_s = cam.offline_end_s if cam.is_live() else None
-        events = feed_segment(engine, seg, offline_end_s=offline_end_s, workers=workers)
+        events = feed_segment(engine, seg, offline_end_s=cam.offline_end_s if cam.is_live() else None)
         incidents += [ReplayIncident.of(ev) for ev in final_states(events)]
     return incidents, skipped, notes
 
@@ -522,13 +443,10 @@ def run_replay(
     cameras: set[str] | None = None,
     store: ReviewableEventStore | None = None,
     note: Callable[[str], None] = lambda _: None,
-    workers: int | None = None,
 ) -> ReplayResult:
     """Replay ``loaded``'s rules over the tracks of ``[since, until)`` in its storage's tracks folder
     and compare with the stored incidents of that period (``store``: the config's, opened here read-only
-    when None). ``workers``: a segment's rules fed side by side in up to this many processes
-    (`feed_segment`; default: the usable cores; one in a process with other threads, such as the
-    console's, which must not fork).
+    when None).
 
     Raises:
         ConfigError: a rule cannot be built for a recorded camera (a zone outside its frame...).
@@ -538,8 +456,7 @@ def run_replay(
 
     folder = loaded.config.storage.tracks_path()
     segments = load_segments(folder, since=since, until=until, cameras=cameras)
-    workers = usable_cores() if workers is None else workers
-    incidents, skipped, notes = replay_segments(loaded, segments, note=note, workers=workers)
+    incidents, skipped, notes = replay_segments(loaded, segments, note=note)
     replayed_cams = {s.meta.camera_id for s in segments}
     storage = loaded.config.storage
     records: list[EventRecord] = []
