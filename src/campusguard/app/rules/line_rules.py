@@ -154,7 +154,8 @@ class LineCrossingRule:
         self._last_t = timestamp_s
         if self.time_windows and wall_time is None:
             raise InvalidInputError(f"rule {self.name!r} has time windows but update() got no wall_time")
-        assert rows.distance is not None, "a line rule's rows carry their distance from the line (take_rows)"
+        if rows.distance is None:
+            raise InvalidInputError(f"rule {self.name!r}: its rows need their distance from the line (take_rows)")
         crossed_in, crossed_out = self.line.update_rows(
             rows.tracker_id, rows.class_id, rows.x, rows.y, rows.height, rows.distance, rows.positions()
         )
