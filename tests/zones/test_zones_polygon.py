@@ -74,6 +74,26 @@ def test_contains_agrees_with_opencv_off_the_boundary():
     assert 0.2 < ours.mean() < 0.8  # the sample really exercises both answers
 
 
+@pytest.mark.parametrize("polygon", [SQUARE, U_SHAPE, [[0.5, 0.25], [3.5, 0.5], [2, 3]], [[600, 300], [640, 360], [590, 355]]])
+def test_many_points_get_the_answers_each_point_gets_alone(polygon) -> None:
+    """A segment's rows at once (the array test, which tests only the points in the polygon's box)
+    and one point at a time (the scalar test of a frame's few rows) agree, on edges and vertices too."""
+    zone = PolygonZone(polygon, "z")
+    rng = np.random.default_rng(1)
+    lo, hi = zone.polygon_xy.min(axis=0), zone.polygon_xy.max(axis=0)
+    span = np.maximum(hi - lo, 1.0)
+    inside_box = rng.uniform(lo - span / 4, hi + span / 4, size=(3000, 2))
+    ring = zone.polygon_xy.astype(np.float64)
+    edges = ring + (np.roll(ring, -1, axis=0) - ring) * rng.uniform(0, 1, size=(len(ring), 1))
+    far = np.array([[-1e6, lo[1]], [1e6, hi[1]], [lo[0], -5.0], [hi[0], 1e9], [np.nan, 1.0]])
+    points = np.concatenate([inside_box, ring, edges, hi[None] + 1e-7, lo[None] - 1e-7, far]).astype(np.float32)
+    at_once = zone.contains(points)
+    alone = np.array([bool(zone.contains(p[None])[0]) for p in points])
+    np.testing.assert_array_equal(at_once, alone)
+    assert at_once[3000 : 3000 + len(ring)].all() and not at_once[-5:].any()  # vertices in, far points out
+    assert 0.1 < at_once[:3000].mean() < 0.9
+
+
 def test_contains_empty():
     assert PolygonZone(SQUARE, "z").contains(np.zeros((0, 2))).shape == (0,)
 

@@ -9,6 +9,7 @@ extension). A hysteresis band of ``hysteresis_px`` around the line ignores jitte
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -69,12 +70,13 @@ class LineCrossings:
     out_count: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _TrackSide:
     side: int  # +1 right, -1 left, 0 not yet clear of the hysteresis band
-    point_xy: np.ndarray  # last anchor seen clearly on ``side``
+    point_xy: tuple[float, float]  # last anchor seen clearly on ``side``
+    point_d: float  # its signed distance from the line
     last_update: int
-    last_xy: np.ndarray  # last anchor seen
+    last_xy: tuple[float, float]  # last anchor seen
     class_id: int
 
 
@@ -144,34 +146,39 @@ class LineZone:
         self.out_count = 0
         self._tracks: dict[int, _TrackSide] = {}
         self._n_updates = 0
+        self._oldest = 0  # no track was last seen before this update (none is stale until it is forgotten)
 
     @property
     def _in_sign(self) -> int:
         return 1 if self.in_side == "right" else -1
 
-    def _passes_through_segment(self, p: np.ndarray, q: np.ndarray) -> bool:
-        """True if the movement p -> q (on opposite sides) meets the line between its ends."""
-        s, e = self.start_xy, self.end_xy
-        dp = float(side_of_line(p, s, e)[0])
-        dq = float(side_of_line(q, s, e)[0])
+    def _passes_through_segment(self, p: tuple[float, float], dp: float, q: tuple[float, float], dq: float) -> bool:
+        """True if the movement p -> q (on opposite sides, signed distances ``dp`` and ``dq`` from the
+        line) meets the line between its ends."""
         if dp == dq:
             return False
-        hit = p + (q - p) * (dp / (dp - dq))
-        d = e - s
-        t = float(np.dot(hit - s, d) / np.dot(d, d))
+        (sx, sy), (ex, ey) = self.start_xy.tolist(), self.end_xy.tolist()
+        k = dp / (dp - dq)
+        hx, hy = p[0] + (q[0] - p[0]) * k, p[1] + (q[1] - p[1]) * k
+        dx, dy = ex - sx, ey - sy
+        t = ((hx - sx) * dx + (hy - sy) * dy) / (dx * dx + dy * dy)
         return 0.0 <= t <= 1.0
 
-    def _stitch(self, xy: np.ndarray, height: float, class_id: int) -> _TrackSide | None:
+    def _stitch(self, xy: tuple[float, float], height: float, class_id: int) -> _TrackSide | None:
         """Take over the state of the nearest recently lost same-class track, or ``None``."""
         best, best_d = None, self.stitch_radius * max(height, 1.0)
         for tid, state in self._tracks.items():
             age = self._n_updates - state.last_update
             if age < 1 or age > self.stitch_max_updates or state.class_id != class_id:
                 continue  # seen on this update (not lost), lost too long ago, or another class
-            d = float(np.hypot(*(xy - state.last_xy)))
+            d = math.hypot(xy[0] - state.last_xy[0], xy[1] - state.last_xy[1])
             if d <= best_d:
                 best, best_d = tid, d
         return None if best is None else self._tracks.pop(best)
+
+    def distances(self, points_xy: np.ndarray) -> np.ndarray:
+        """``(N,) float64`` signed distances of ``(N, 2)`` anchor points from this line (`side_of_line`)."""
+        return side_of_line(points_xy, self.start_xy, self.end_xy)
 
     def update(self, detections: Detections) -> LineCrossings:
         """Update per-track sides with one frame and report crossings.
@@ -188,50 +195,84 @@ class LineZone:
         n = len(detections)
         crossed_in = np.zeros(n, dtype=bool)
         crossed_out = np.zeros(n, dtype=bool)
-        self._n_updates += 1
         if n and detections.tracker_id is None:
             raise InvalidInputError(f"line {self.name!r}: crossing detection needs tracked detections")
-        if n:
-            points = detections.anchor(self.anchor).astype(np.float64)
-            heights = (detections.xyxy[:, 3] - detections.xyxy[:, 1]).astype(np.float64)
-            dist = side_of_line(points, self.start_xy, self.end_xy)
-            assert detections.tracker_id is not None
-            ids = detections.tracker_id.tolist()
-            classes = detections.class_id.tolist()
-            signed = dist.tolist()  # the same doubles, compared without NumPy's per-scalar cost
-            # known ids first, so a new id never takes over a track that is still detected
-            for i in sorted(range(n), key=lambda k: ids[k] not in self._tracks):
-                tid = ids[i]
-                if tid < 0:
-                    continue
-                state = self._tracks.get(tid)
-                if state is None and self.stitch_radius > 0:
-                    state = self._stitch(points[i], heights[i], classes[i])
-                    if state is not None:
-                        self._tracks[tid] = state
-                d = signed[i]
-                side = 0 if abs(d) <= self.hysteresis_px or d == 0 else (1 if d > 0 else -1)
-                if state is None:
-                    state = _TrackSide(side, points[i].copy(), self._n_updates, points[i].copy(), classes[i])
-                    self._tracks[tid] = state
-                    continue
-                state.last_update = self._n_updates
-                state.last_xy = points[i].copy()
-                if side == 0:
-                    continue  # inside the hysteresis band: keep the previous side
-                if state.side not in (0, side) and self._passes_through_segment(state.point_xy, points[i]):
-                    if side == self._in_sign:
-                        crossed_in[i] = True
-                        self.in_count += 1
-                    else:
-                        crossed_out[i] = True
-                        self.out_count += 1
-                state.side = side
-                state.point_xy = points[i].copy()
-        stale = [t for t, s in self._tracks.items() if self._n_updates - s.last_update > self.forget_after_updates]
-        for tid in stale:
-            del self._tracks[tid]
+        if not n:
+            self.update_rows([], [], [], [], [], [])
+            return LineCrossings(crossed_in, crossed_out, self.in_count, self.out_count)
+        assert detections.tracker_id is not None
+        points = detections.anchor(self.anchor)
+        rows_in, rows_out = self.update_rows(
+            detections.tracker_id.tolist(),
+            detections.class_id.tolist(),
+            points[:, 0].tolist(),
+            points[:, 1].tolist(),
+            (detections.xyxy[:, 3] - detections.xyxy[:, 1]).tolist(),
+            self.distances(points).tolist(),
+        )
+        crossed_in[rows_in] = True
+        crossed_out[rows_out] = True
         return LineCrossings(crossed_in, crossed_out, self.in_count, self.out_count)
+
+    def update_rows(
+        self,
+        tracker_id: Sequence[int],
+        class_id: Sequence[int],
+        x: Sequence[float],
+        y: Sequence[float],
+        height: Sequence[float],
+        distance: Sequence[float],
+        rows: range | None = None,
+    ) -> tuple[list[int], list[int]]:
+        """`update` given one frame's rows as Python scalars: track ids (rows with id < 0 ignored),
+        class ids, anchor points, box heights and the anchors' `distances` from the line, at the
+        positions ``rows`` (default: all); the positions whose track crossed in, and those that
+        crossed out, in order."""
+        self._n_updates += 1
+        now = self._n_updates
+        tracks = self._tracks
+        crossed_in: list[int] = []
+        crossed_out: list[int] = []
+        band, in_sign = self.hysteresis_px, self._in_sign
+        # known ids first, so a new id never takes over a track that is still detected
+        order: Sequence[int] = range(len(tracker_id)) if rows is None else rows
+        fresh = [i for i in order if tracker_id[i] not in tracks]
+        if fresh:
+            order = [i for i in order if tracker_id[i] in tracks] + fresh
+        for i in order:
+            tid = tracker_id[i]
+            if tid < 0:
+                continue
+            xy = (x[i], y[i])
+            state = tracks.get(tid)
+            if state is None and self.stitch_radius > 0:
+                state = self._stitch(xy, height[i], class_id[i])
+                if state is not None:
+                    tracks[tid] = state
+            d = distance[i]
+            side = 0 if abs(d) <= band or d == 0 else (1 if d > 0 else -1)
+            if state is None:
+                tracks[tid] = _TrackSide(side, xy, d, now, xy, class_id[i])
+                continue
+            state.last_update = now
+            state.last_xy = xy
+            if side == 0:
+                continue  # inside the hysteresis band: keep the previous side
+            if state.side not in (0, side) and self._passes_through_segment(state.point_xy, state.point_d, xy, d):
+                if side == in_sign:
+                    crossed_in.append(i)
+                    self.in_count += 1
+                else:
+                    crossed_out.append(i)
+                    self.out_count += 1
+            state.side = side
+            state.point_xy = xy
+            state.point_d = d
+        if now - self._oldest > self.forget_after_updates:  # some track may be stale: forget those
+            for tid in [t for t, s in tracks.items() if now - s.last_update > self.forget_after_updates]:
+                del tracks[tid]
+            self._oldest = min((s.last_update for s in tracks.values()), default=now)
+        return crossed_in, crossed_out
 
     def reset(self) -> None:
         """Forget every track and zero the counts."""
@@ -239,6 +280,7 @@ class LineZone:
         self.in_count = 0
         self.out_count = 0
         self._n_updates = 0
+        self._oldest = 0
 
     def __repr__(self) -> str:
         return f"LineZone(name={self.name!r}, in={self.in_count}, out={self.out_count})"

@@ -246,17 +246,28 @@ def _inside(
         return np.zeros(0, dtype=bool)
     if len(pts) * ax.shape[1] <= _SMALL:
         return _inside_small(pts.tolist(), _edge_rows(edges) if rows is None else rows)
-    x, y = pts[:, 0:1], pts[:, 1:2]  # (N, 1)
+    out = np.zeros(len(pts), dtype=bool)
+    # only a point in the polygon's bounding box (with the edges' tolerance, and a margin for rounding
+    # in the crossing's x) can be inside or on an edge: the others are left out of the test
+    x0, x1, y0, y1 = float(x_lo.min()), float(x_hi.max()), float(y_lo.min()), float(y_hi.max())
+    margin = 1e-9 * max(1.0, abs(x0), abs(x1), abs(y0), abs(y1))
+    x, y = pts[:, 0], pts[:, 1]
+    near = np.flatnonzero((x >= x0 - margin) & (x <= x1 + margin) & (y >= y0 - margin) & (y <= y1 + margin))
+    if len(near) == 0:
+        return out
+    x, y = x[near][None, :], y[near][None, :]  # (1, M): the edges run down the first axis, (K, M)
+    ax, ay, bx, by, x_lo, x_hi, y_lo, y_hi, scale = (e.T for e in edges)
     # ray casting to +x: count edges straddling the horizontal through the point, right of it
     straddles = (ay > y) != (by > y)
     with np.errstate(divide="ignore", invalid="ignore"):
         x_cross = ax + (y - ay) * (bx - ax) / (by - ay)
-    inside = np.count_nonzero(straddles & (x < x_cross), axis=1) % 2 == 1
+    inside = np.count_nonzero(straddles & (x < x_cross), axis=0) % 2 == 1
     # boundary: collinear with an edge and within its bounding box
     cross = (bx - ax) * (y - ay) - (by - ay) * (x - ax)
     within = (x >= x_lo) & (x <= x_hi) & (y >= y_lo) & (y <= y_hi)
-    on_edge = np.any((np.abs(cross) / scale <= 1e-9) & within, axis=1)
-    return inside | on_edge
+    on_edge = np.any((np.abs(cross) / scale <= 1e-9) & within, axis=0)
+    out[near] = inside | on_edge
+    return out
 
 
 def points_in_polygon(points_xy: np.ndarray, polygon_xy: np.ndarray) -> np.ndarray:

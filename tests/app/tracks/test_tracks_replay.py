@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import copy
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -24,9 +26,11 @@ from campusguard.app.events import read_events  # noqa: E402
 from campusguard.app.rules import RuleEngine  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.app.tracks import replay as replay_mod  # noqa: E402
+from campusguard.app.tracks.files import FLAG_FALLEN  # noqa: E402
 from campusguard.app.tracks.replay import feed_segment, final_states, run_replay  # noqa: E402
 from campusguard.app.tracks.segments import load_segments  # noqa: E402
 from campusguard.data.synth.classes import COCO_NAMES  # noqa: E402
+from campusguard.detections import Detections  # noqa: E402
 
 NAMES = dict(enumerate(COCO_NAMES)) if isinstance(COCO_NAMES, list | tuple) else dict(COCO_NAMES)
 
@@ -114,15 +118,62 @@ def test_a_changed_config_replayed_raises_what_watch_of_it_raises(scene, tmp_pat
     )])
 
 
-def test_skipping_idle_rules_changes_nothing(scene) -> None:
+def _feed_frames_whole(engine: RuleEngine, segment: Any) -> list[Any]:
+    """Every frame of ``segment`` through `RuleEngine.update` as the analytics stage feeds it: the
+    frame's tracked rows whole, each rule taking its own rows (`update`)."""
+    b = segment.block
+    off = b.offsets()
+    out: list[Any] = []
+    for i in range(b.frames):
+        a, z = int(off[i]), int(off[i + 1])
+        data = {"fallen": b.fallen[a:z].astype(bool)} if b.flags[i] & FLAG_FALLEN else {}
+        dets = Detections(
+            b.xyxy[a:z], np.ones(z - a, np.float32), b.class_id[a:z].astype(np.int64), b.tracker_id[a:z].astype(np.int64), data
+        )
+        out += engine.update(float(b.t[i]), dets, int(b.index[i]), datetime.fromtimestamp(float(b.wall[i])).astimezone())
+    return out + engine.close(float(b.t[-1]), datetime.fromtimestamp(float(b.wall[-1])).astimezone())
+
+
+def test_the_replays_feed_gives_what_feeding_every_frame_whole_gives(scene) -> None:
+    """Replay takes a segment's rows of interest at once and feeds each rule its slice of every frame,
+    skipping idle rules; that must give the very events (ids, phases, times, tracks, wall times) the
+    analytics stage's way gives. Extra rules widen the check: a line across the scene counted both ways, a per-track
+    fire lane, a loitering rule on the new zone, a rule armed only in a time window."""
     _, data, run_a = scene
-    loaded = parse_config(yaml.safe_dump(changed(data)), str(run_a / "b.yaml"))
+    b = changed(data)
+    cam = b["cameras"][0]
+    cam["lines"].append({"name": "middle", "points": [[320, 10], [320, 350]], "in_side": "right"})
+    cam["rules"] += [
+        {"kind": "line_crossing", "line": "middle", "direction": "both", "name": "both_ways"},
+        {"kind": "loitering", "zone": "walkway", "min_seconds": 2.0, "inertia": 2},
+        {"kind": "fire_lane", "zone": "walkway", "classes": ["person"], "min_seconds": 1.0, "max_movement": 0.2},
+        {"kind": "intrusion", "zone": "walkway", "min_seconds": 0.0, "per_track": False, "name": "night",
+         "time_windows": [_window_around_now()]},
+    ]
+    loaded = parse_config(yaml.safe_dump(b), str(run_a / "b.yaml"))
     (segment,) = load_segments(loaded.config.storage.tracks_path())
     runs = []
-    for skip in (True, False):
+    for how in ("replay", "replay, no skipping", "whole frames"):
         engine, _ = build_rules(loaded, 0, segment.meta.names, segment.meta.resolution_wh, segment.meta.stream_key)
-        runs.append(feed_segment(engine, segment, skip_idle=skip))
-    assert runs[0] == runs[1] and final_states(runs[0])
+        engine = RuleEngine(engine.camera_id, [r for r in engine.rules if r.kind != "camera_health"])
+        if how == "whole frames":
+            runs.append(_feed_frames_whole(engine, segment))
+        else:
+            runs.append(feed_segment(engine, segment, skip_idle=how == "replay"))
+    assert runs[0] == runs[1] == runs[2]
+    kinds = {(e.rule_name, e.phase) for e in runs[0]}
+    for name in ("both_ways", "loitering:walkway", "fire_lane:walkway", "night"):
+        assert any(n == name for n, _ in kinds), name  # each extra rule raised something to compare
+    assert [e.started_at for e in runs[0]] == [e.started_at for e in runs[2]]
+
+
+def _window_around_now() -> str:
+    """A daily window that holds the scene's wall times (it was recorded a moment ago)."""
+    now = datetime.now()
+    start, end = now - timedelta(hours=1), now + timedelta(hours=1)
+    if start.date() != now.date() or end.date() != now.date():
+        return "00:00-24:00"
+    return f"{start:%H:%M}-{end:%H:%M}"
 
 
 def test_a_rule_that_needs_pixels_is_left_out_with_one_line(scene, monkeypatch: pytest.MonkeyPatch) -> None:

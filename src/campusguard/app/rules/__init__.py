@@ -23,6 +23,10 @@ Public API (all keyword arguments; see each class):
         unknown kind raises `UnknownRuleKindError`.
     `RULE_TYPES`: ``{kind: class}``, derived from `RULES`.
     `Rule`: the protocol (``name``, ``kind``, ``camera_id``, ``update``, ``open_events``, ``close``).
+    `RowsRule` (`base`): a rule that looks only at some rows of a frame (the zone and line rules):
+        ``update`` is ``update_rows(take_rows(rows_of_interest(frame)))`` on `TrackRows` (Python lists
+        of a frame's rows), so `campusguard replay` takes a recorded segment's rows at once and feeds
+        each frame's slice to the same code.
 
 Every rule is fed once per processed frame, in time order, with the frame's timestamp in
 seconds (stream clock: never ``time.time()``), the tracked detections (rows with

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time
 from typing import Any, Protocol, runtime_checkable
@@ -33,7 +33,16 @@ from campusguard.detections import Detections
 from campusguard.errors import InvalidInputError
 from campusguard.zones import PolygonZone
 
-__all__ = ["Rule", "PictureRule", "TimeWindow", "parse_time_windows", "in_time_windows", "ClassNames"]
+__all__ = [
+    "Rule",
+    "RowsRule",
+    "PictureRule",
+    "TimeWindow",
+    "TrackRows",
+    "parse_time_windows",
+    "in_time_windows",
+    "ClassNames",
+]
 
 ClassNames = Mapping[int, str] | Sequence[str] | None
 
@@ -113,6 +122,116 @@ class PictureRule(Rule, Protocol):
         ...
 
 
+class TrackRows:
+    """Tracked rows as Python scalars, one list per field: what a rule's per-row work reads (on a
+    frame's handful of rows NumPy's cost per call outweighs the work). Taken once per frame by the
+    rules' `update`, or once for a whole recorded segment and sliced per frame by `campusguard
+    replay` (`slice`: a view, the lists are shared): either way the same values. Read-only.
+
+    Attributes:
+        tracker_id: track ids (>= 0).
+        class_id: class ids.
+        x, y: the rule's anchor point (bottom-centre by default), pixels (float32 values).
+        height: box heights, pixels (float32 values).
+        distance: signed distance of the anchor from a line rule's line (`LineZone.distances`);
+            None for zone rules.
+        start, stop: the rows are positions ``start:stop`` of the lists (`positions`).
+    """
+
+    __slots__ = ("tracker_id", "class_id", "x", "y", "height", "distance", "start", "stop")
+
+    def __init__(
+        self,
+        tracker_id: list[int],
+        class_id: list[int],
+        x: list[float],
+        y: list[float],
+        height: list[float],
+        distance: list[float] | None = None,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> None:
+        self.tracker_id = tracker_id
+        self.class_id = class_id
+        self.x = x
+        self.y = y
+        self.height = height
+        self.distance = distance
+        self.start = start
+        self.stop = len(tracker_id) if stop is None else stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def positions(self) -> range:
+        """The rows' positions in the lists, in order."""
+        return range(self.start, self.stop)
+
+    def slice(self, start: int, stop: int) -> TrackRows:
+        """Rows ``start:stop`` of these (a frame's of a segment's), sharing the lists."""
+        return TrackRows(
+            self.tracker_id, self.class_id, self.x, self.y, self.height, self.distance,
+            self.start + start, self.start + stop,
+        )
+
+    @classmethod
+    def take(
+        cls,
+        detections: Detections,
+        rows: np.ndarray,
+        anchor: str = "bottom_center",
+        *,
+        anchors: np.ndarray | None = None,
+        distance: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> TrackRows:
+        """The tracked rows ``rows`` (indices, in order) of ``detections`` (any number of frames'):
+        ``anchors``: every row's ``anchor`` point if computed already; ``distance``: the line's
+        signed distance of anchor points (line rules)."""
+        if detections.tracker_id is None:
+            raise InvalidInputError("rules need tracked detections (tracker_id)")
+        points = (detections.anchor(anchor) if anchors is None else anchors)[rows]
+        xyxy = detections.xyxy[rows]
+        return cls(
+            detections.tracker_id[rows].tolist(),
+            detections.class_id[rows].tolist(),
+            points[:, 0].tolist(),
+            points[:, 1].tolist(),
+            (xyxy[:, 3] - xyxy[:, 1]).tolist(),
+            None if distance is None else distance(points).tolist(),
+        )
+
+
+NO_ROWS = TrackRows([], [], [], [], [], [])
+"""A frame without rows of interest (for any rule: its `distance` is the empty list)."""
+
+
+@runtime_checkable
+class RowsRule(Rule, Protocol):
+    """A rule that looks only at some tracked rows of a frame (its classes, in its zone or any for a
+    line), taken as `TrackRows`: its `update` is `update_rows` of `take_rows` of `rows_of_interest`,
+    so `campusguard replay` takes a whole segment's rows of interest at once (NumPy over every row)
+    and feeds the rule each frame's slice, skipping the frames without any while it `is_idle`."""
+
+    def rows_of_interest(self, detections: Detections) -> np.ndarray | None:
+        """``(N,) bool`` over any number of frames' rows: the rows `update` looks at; None: it looks
+        at whole frames (`update` only: the fall rule)."""
+        ...
+
+    def take_rows(self, detections: Detections, rows: np.ndarray) -> TrackRows:
+        """The rows ``rows`` (indices of rows of interest, any number of frames') as `TrackRows`."""
+        ...
+
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """`Rule.update` given the frame's rows of interest."""
+        ...
+
+    def is_idle(self) -> bool:
+        """True when `update_rows` without rows would do nothing but note the time (a replay may skip it)."""
+        ...
+
+
 @dataclass(frozen=True)
 class TimeWindow:
     """A daily wall-clock window ``[start, end)``; wraps midnight when ``end <= start``."""
@@ -182,7 +301,7 @@ def check_non_negative(what: str, **values: float) -> None:
 
 
 # per-track presence -------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class TrackPresence:
     """Zone presence of one track (see module docstring for the semantics)."""
 
@@ -243,8 +362,9 @@ class PresenceTracker:
         self.stitch_radius = stitch_radius
         self.tracks: dict[int, TrackPresence] = {}
         self.renamed: dict[int, int] = {}
+        self._seen: list[TrackPresence] = []  # the tracks seen on the latest frame (``seen_now``)
 
-    def _stitch(self, timestamp_s: float, class_id: int, xy: np.ndarray, height: float) -> int | None:
+    def _stitch(self, timestamp_s: float, class_id: int, x: float, y: float, height: float) -> int | None:
         """Id of the nearest lost track this new detection continues, or ``None``."""
         best, best_d = None, self.stitch_radius * max(height, 1.0)
         for tid, p in self.tracks.items():
@@ -252,7 +372,7 @@ class PresenceTracker:
                 continue
             if p.last_in_s >= timestamp_s:
                 continue  # seen on this very frame: not lost
-            d = float(np.hypot(xy[0] - p.last_xy[0], xy[1] - p.last_xy[1]))
+            d = math.hypot(x - p.last_xy[0], y - p.last_xy[1])
             if d <= best_d:
                 best, best_d = tid, d
         return best
@@ -272,50 +392,73 @@ class PresenceTracker:
             inside &= of_classes(detections.class_id, self._class_ids)
         return inside & (detections.tracker_id >= 0)
 
+    def rows_of(self, detections: Detections) -> TrackRows:
+        """The rows of one frame `update_rows` looks at (`rows_inside`), as `TrackRows`."""
+        if not len(detections):
+            return NO_ROWS
+        anchors = detections.anchor(self.anchor)
+        inside = np.flatnonzero(self.rows_inside(detections, anchors))
+        return TrackRows.take(detections, inside, self.anchor, anchors=anchors)
+
     def update(self, timestamp_s: float, detections: Detections) -> dict[int, TrackPresence]:
         """Update with one frame; return the tracks confirmed and inside on this frame."""
-        self.renamed = {}
-        for p in self.tracks.values():
+        return self.update_rows(timestamp_s, self.rows_of(detections))
+
+    def update_rows(self, timestamp_s: float, rows: TrackRows) -> dict[int, TrackPresence]:
+        """`update` given the frame's rows inside (`rows_of`, or a replay's slice of a segment's)."""
+        if self.renamed:
+            self.renamed = {}
+        tracks = self.tracks
+        for p in self._seen:
             p.seen_now = False
-        if len(detections):
-            if detections.tracker_id is None:
-                raise InvalidInputError(f"zone {self.zone.name!r}: rules need tracked detections (tracker_id)")
-            anchors = detections.anchor(self.anchor)
-            heights = detections.xyxy[:, 3] - detections.xyxy[:, 1]
-            ids = detections.tracker_id.tolist()
-            rows = [int(i) for i in np.flatnonzero(self.rows_inside(detections, anchors))]
+        seen: list[TrackPresence] = []
+        max_gap_s = self.max_gap_s
+        if rows.stop > rows.start:
+            ids, xs, ys = rows.tracker_id, rows.x, rows.y
             # known ids first, so a new id never takes over a track that is still detected
-            rows.sort(key=lambda i: ids[i] not in self.tracks)
-            for i in rows:
-                tid = int(ids[i])
-                cid = int(detections.class_id[i])
-                known = self.tracks.get(tid)
+            order: Sequence[int] = rows.positions()
+            fresh = [i for i in order if ids[i] not in tracks]
+            if fresh:
+                order = [i for i in order if ids[i] in tracks] + fresh
+            for i in order:
+                tid = ids[i]
+                cid = rows.class_id[i]
+                known = tracks.get(tid)
                 if known is None and self.stitch_radius > 0:
-                    old = self._stitch(timestamp_s, cid, anchors[i], float(heights[i]))
+                    old = self._stitch(timestamp_s, cid, xs[i], ys[i], rows.height[i])
                     if old is not None:
-                        known = self.tracks.pop(old)
-                        self.tracks[tid] = known
+                        known = tracks.pop(old)
+                        tracks[tid] = known
                         self.renamed[tid] = old
-                if known is None or timestamp_s - known.last_in_s > self.max_gap_s:
+                if known is None or timestamp_s - known.last_in_s > max_gap_s:
                     known = TrackPresence(timestamp_s, timestamp_s, 0, cid)
-                    self.tracks[tid] = known
+                    tracks[tid] = known
                 p = known
                 if p.seen_now:
                     continue  # the same id twice in one frame: count it once
                 p.frames_in += 1
                 p.last_in_s = timestamp_s
                 p.seen_now = True
+                seen.append(p)
                 p.class_id = cid
-                p.last_xy = (float(anchors[i, 0]), float(anchors[i, 1]))
+                p.last_xy = (xs[i], ys[i])
                 p.confirmed = p.confirmed or p.frames_in >= self.inertia
                 if self.history_s > 0:
-                    p.history.append((timestamp_s, float(anchors[i, 0]), float(anchors[i, 1])))
+                    p.history.append((timestamp_s, xs[i], ys[i]))
                     cutoff = timestamp_s - self.history_s
                     while len(p.history) > 1 and p.history[1][0] <= cutoff:
                         p.history.pop(0)
-        for tid in [t for t, p in self.tracks.items() if timestamp_s - p.last_in_s > self.max_gap_s]:
-            del self.tracks[tid]
-        return {tid: p for tid, p in self.tracks.items() if p.seen_now and p.confirmed}
+        self._seen = seen
+        present: dict[int, TrackPresence] = {}
+        gone: list[int] = []
+        for tid, p in tracks.items():
+            if timestamp_s - p.last_in_s > max_gap_s:
+                gone.append(tid)
+            elif p.seen_now and p.confirmed:
+                present[tid] = p
+        for tid in gone:
+            del tracks[tid]
+        return present
 
 
 # event lifecycle ----------------------------------------------------------------------------
@@ -364,6 +507,7 @@ class Episode:
         self.last_end_s: float | None = None
         self.active_now = False  # the condition held on the latest frame
         self.seen: dict[int, int] = {}  # tracker_id -> class_id of every object in the open event
+        self._settled = False  # `_pending_changes` found none, and nothing it reads has changed since
 
     @property
     def is_open(self) -> bool:
@@ -439,19 +583,29 @@ class Episode:
                 )
                 self.seen = dict(objects)
                 self.max_count = count
+                self._settled = False
                 self.last_emit_s = timestamp_s
                 out.append(self.current)
                 return out
-            self.seen.update(objects)
+            seen = self.seen
+            for tid, cid in objects.items():
+                if tid not in seen or seen[tid] != cid:
+                    seen[tid] = cid
+                    self._settled = False
             if count is not None:
-                self.max_count = max(self.max_count or 0, count)
-            if self.last_emit_s is None or timestamp_s - self.last_emit_s >= self.update_interval_s:
+                most = max(self.max_count or 0, count)
+                if most != self.max_count:
+                    self.max_count = most
+                    self._settled = False
+            if not self._settled and (self.last_emit_s is None or timestamp_s - self.last_emit_s >= self.update_interval_s):
                 changes = self._pending_changes()
                 if changes:
                     if details:
                         changes["details"] = {**self.current.details, **details}
                     out.append(self._emit("update", **changes))
                     self.last_emit_s = timestamp_s
+                else:
+                    self._settled = True  # the same answer until the objects or the count change
             return out
         if (
             self.current is not None

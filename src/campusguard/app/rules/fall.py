@@ -35,6 +35,7 @@ from pydantic import Field
 
 from campusguard.app.events.types import Event, RuleKind
 from campusguard.app.infra.configmodel import NameText
+from campusguard.app.rules.base import TrackRows
 from campusguard.app.rules.spec import RuleContext, RuleEntry, ZoneRuleConfigBase
 from campusguard.app.rules.zone_rules import FireLaneRule
 from campusguard.detections import Detections
@@ -166,6 +167,12 @@ class FallRule(FireLaneRule):
 
     def is_idle(self) -> bool:
         return False  # it remembers every track's shape
+
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Not for this rule: it reads whole frames (`rows_of_interest` is None); use `update`."""
+        raise InvalidInputError(f"rule {self.name!r} reads whole frames: feed it with update(), not update_rows()")
 
     def _signal_for(self, detections: Detections) -> str:
         if self.signal != "auto":

@@ -13,6 +13,7 @@ from campusguard.app.events.types import Event, RuleKind, event_id_for
 from campusguard.app.infra.configmodel import NameText
 from campusguard.app.rules.base import (
     ClassNames,
+    TrackRows,
     check_non_negative,
     class_name,
     in_time_windows,
@@ -115,10 +116,37 @@ class LineCrossingRule:
         """Crossings out of ``in_side`` so far."""
         return self.line.out_count
 
+    # its rows (`campusguard.app.rules.base.RowsRule`; `campusguard replay` takes a segment's at once) ----
+    def rows_of_interest(self, detections: Detections) -> np.ndarray:
+        """``(N,) bool`` over any number of frames' rows: the tracked rows of its classes, anywhere
+        (a track's side of the line is followed everywhere)."""
+        if len(detections) and detections.tracker_id is None:
+            raise InvalidInputError(f"line {self.line.name!r}: crossing detection needs tracked detections")
+        if not len(detections):
+            return np.zeros(0, dtype=bool)
+        assert detections.tracker_id is not None
+        tracked = detections.tracker_id >= 0
+        return tracked if self._class_ids is None else tracked & of_classes(detections.class_id, self._class_ids)
+
+    def take_rows(self, detections: Detections, rows: np.ndarray) -> TrackRows:
+        """The rows ``rows`` (of interest) of ``detections`` as `TrackRows`, with their distance from the line."""
+        return TrackRows.take(detections, rows, self.line.anchor, distance=self.line.distances)
+
+    def is_idle(self) -> bool:
+        """Never: the line counts every frame (how long a lost track is remembered)."""
+        return False
+
     def update(
         self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
         """Advance one frame; returns one event per counted crossing (outside the cooldown)."""
+        rows = self.rows_of_interest(detections)
+        return self.update_rows(timestamp_s, self.take_rows(detections, np.flatnonzero(rows)), frame_index, wall_time)
+
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """`update` given the frame's tracked rows of its classes (`rows_of_interest`)."""
         if self._last_t is not None and timestamp_s < self._last_t:
             raise InvalidInputError(
                 f"rule {self.name!r}: timestamp {timestamp_s} s is earlier than the previous {self._last_t} s"
@@ -126,25 +154,28 @@ class LineCrossingRule:
         self._last_t = timestamp_s
         if self.time_windows and wall_time is None:
             raise InvalidInputError(f"rule {self.name!r} has time windows but update() got no wall_time")
-        if self._class_ids is not None and len(detections):
-            detections = detections[of_classes(detections.class_id, self._class_ids)]
-        crossings = self.line.update(detections)
+        if rows.distance is None:
+            raise InvalidInputError(f"rule {self.name!r}: its rows need their distance from the line (take_rows)")
+        crossed_in, crossed_out = self.line.update_rows(
+            rows.tracker_id, rows.class_id, rows.x, rows.y, rows.height, rows.distance, rows.positions()
+        )
+        if not crossed_in and not crossed_out:
+            return []
         if wall_time is not None and not in_time_windows(self.time_windows, wall_time):
             return []
-        masks: list[tuple[Literal["in", "out"], np.ndarray, int]] = []
+        counts = {"in_count": self.line.in_count, "out_count": self.line.out_count}
+        crossings: list[tuple[Literal["in", "out"], list[int], int]] = []
         if self.direction in ("in", "both"):
-            masks.append(("in", crossings.crossed_in, crossings.in_count))
+            crossings.append(("in", crossed_in, self.line.in_count))
         if self.direction in ("out", "both"):
-            masks.append(("out", crossings.crossed_out, crossings.out_count))
+            crossings.append(("out", crossed_out, self.line.out_count))
         out: list[Event] = []
-        for direction, mask, total in masks:
-            rows = np.flatnonzero(mask)
-            for k, i in enumerate(rows):
-                count = total - len(rows) + k + 1  # several crossings on one frame are numbered in row order
+        for direction, crossed, total in crossings:
+            for k, i in enumerate(crossed):
+                count = total - len(crossed) + k + 1  # several crossings on one frame are numbered in row order
                 if self._last_event_s is not None and timestamp_s - self._last_event_s < self.cooldown_s:
                     continue
-                assert detections.tracker_id is not None
-                cid = int(detections.class_id[i])
+                tid, cid = rows.tracker_id[i], rows.class_id[i]
                 name = class_name(self.class_names, cid)
                 out.append(
                     Event(
@@ -154,7 +185,7 @@ class LineCrossingRule:
                             zone=self.line.name,
                             start_frame=frame_index,
                             start_s=timestamp_s,
-                            tracker_ids=(int(detections.tracker_id[i]),),
+                            tracker_ids=(tid,),
                             direction=direction,
                             count=int(count),
                             stream_key=self.stream_key,
@@ -169,14 +200,14 @@ class LineCrossingRule:
                         onset_s=float(timestamp_s),
                         start_frame=int(frame_index),
                         end_frame=int(frame_index),
-                        tracker_ids=(int(detections.tracker_id[i]),),
+                        tracker_ids=(tid,),
                         class_ids=(cid,),
                         class_names=() if name is None else (name,),
                         count=int(count),
                         direction=direction,
                         started_at=wall_time,
                         ended_at=wall_time,
-                        details={"in_count": crossings.in_count, "out_count": crossings.out_count},
+                        details=dict(counts),
                     )
                 )
                 self._last_event_s = timestamp_s

@@ -24,6 +24,7 @@ Per-track rules apply the cooldown per track.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -37,6 +38,7 @@ from campusguard.app.rules.base import (
     Episode,
     PresenceTracker,
     TrackPresence,
+    TrackRows,
     check_non_negative,
     in_time_windows,
     parse_time_windows,
@@ -222,12 +224,27 @@ class _ZoneRule:
     def _history_s(self) -> float:
         return 0.0
 
-    # what `campusguard replay` may skip (`campusguard.app.tracks.replay.feed_segment`) --------------
+    # its rows (`campusguard.app.rules.base.RowsRule`; `campusguard replay` takes a segment's at once) ----
     def rows_of_interest(self, detections: Detections) -> np.ndarray | None:
         """``(N,) bool`` over any number of frames' rows: the rows this rule looks at (its classes,
-        tracked, anchor in its zone). `update` over a frame's rows of interest alone does what it
-        does over all of them; None: it looks at every row."""
+        tracked, anchor in its zone)."""
         return self.presence.rows_inside(detections)
+
+    def take_rows(self, detections: Detections, rows: np.ndarray) -> TrackRows:
+        """The rows ``rows`` (of interest) of ``detections`` as `TrackRows` (its anchor)."""
+        return TrackRows.take(detections, rows, self.presence.anchor)
+
+    def update(
+        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        return self.update_rows(timestamp_s, self.presence.rows_of(detections), frame_index, wall_time)
+
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
+    ) -> list[Event]:
+        """`update` given the frame's rows in the zone (`rows_of_interest`)."""
+        raise NotImplementedError
 
     def is_idle(self) -> bool:
         """True when the rule holds nothing that time alone changes: no track in or lately in its
@@ -236,15 +253,16 @@ class _ZoneRule:
         return not self.presence.tracks and all(e.current is None for e in self.track_episodes.values())
 
     def _dwelling(
-        self, timestamp_s: float, detections: Detections, wall_time: datetime | None
+        self, timestamp_s: float, rows: TrackRows, wall_time: datetime | None
     ) -> dict[int, tuple[int, float]]:
         """Advance presence by one frame; the tracks in the zone for ``min_seconds`` while the rule
         is armed, as tracker id -> (class id, onset s). Intrusion and loitering differ only after."""
         armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
+        present = self.presence.update_rows(timestamp_s, rows)
         if not armed:
             return {}
-        return {t: (p.class_id, p.onset_s) for t, p in present.items() if p.dwell_s(timestamp_s) >= self.min_seconds}
+        least = self.min_seconds
+        return {t: (p.class_id, p.onset_s) for t, p in present.items() if timestamp_s - p.onset_s >= least}  # dwell_s
 
     def _event_details(self, tracker_id: int) -> dict[str, object]:
         """Extras a rule puts on the start of a per-track event (none by default)."""
@@ -265,23 +283,18 @@ class _ZoneRule:
         for tid in qualifying:
             if tid not in self.track_episodes:
                 self.track_episodes[tid] = self._episode()
+        tracks = self.presence.tracks
         for tid, episode in list(self.track_episodes.items()):
             q = qualifying.get(tid)
-            out += episode.step(
-                timestamp_s,
-                frame_index,
-                wall_time,
-                q is not None,
-                {tid: q[0]} if q is not None else {},
-                onset_s=None if q is None else q[1],
-                count=1 if q is not None else None,
-                details=None
-                if q is None or episode.is_open
-                else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)},
-            )
-            cooled = episode.last_end_s is None or timestamp_s - episode.last_end_s >= self.cooldown_s
-            if not episode.is_open and tid not in self.presence.tracks and cooled:
-                del self.track_episodes[tid]  # bounded memory: forget finished tracks
+            if q is None:
+                out += episode.step(timestamp_s, frame_index, wall_time, False)
+            else:
+                details = None if episode.is_open else {"dwell_s": round(timestamp_s - q[1], 3), **self._event_details(tid)}
+                out += episode.step(timestamp_s, frame_index, wall_time, True, {tid: q[0]}, q[1], 1, details)
+            if episode.current is None and tid not in tracks:
+                last_end = episode.last_end_s
+                if last_end is None or timestamp_s - last_end >= self.cooldown_s:
+                    del self.track_episodes[tid]  # bounded memory: forget finished tracks, cooled down
         return out
 
     def open_events(self) -> list[Event]:
@@ -312,7 +325,7 @@ class _ZoneRule:
 
     def _check_time(self, timestamp_s: float, wall_time: datetime | None) -> bool:
         """Validate the frame time; return whether the rule is armed (inside its time windows)."""
-        if not np.isfinite(timestamp_s):
+        if not math.isfinite(timestamp_s):
             raise InvalidInputError(f"rule {self.name!r}: timestamp {timestamp_s} is not finite")
         if self._last_t is not None and timestamp_s < self._last_t:
             raise InvalidInputError(
@@ -350,16 +363,11 @@ class _EpisodeRule(_ZoneRule):
             qualifying = {}
         if self.per_track:
             return self._step_per_track(timestamp_s, frame_index, wall_time, qualifying)
-        active = bool(qualifying)
-        return self.episode.step(
-            timestamp_s,
-            frame_index,
-            wall_time,
-            active,
-            {t: c for t, (c, _) in qualifying.items()},
-            onset_s=min((o for _, o in qualifying.values()), default=None),
-            count=len(qualifying) if active else None,
-        )
+        if not qualifying:
+            return self.episode.step(timestamp_s, frame_index, wall_time, False)
+        objects = {t: c for t, (c, _) in qualifying.items()}
+        onset_s = min(o for _, o in qualifying.values())
+        return self.episode.step(timestamp_s, frame_index, wall_time, True, objects, onset_s, len(qualifying))
 
     def open_events(self) -> list[Event]:
         """Open events in their latest state."""
@@ -388,11 +396,11 @@ class IntrusionRule(_EpisodeRule):
     def __init__(self, *, class_ids: Collection[int] | None = (0,), per_track: bool = True, **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, per_track=per_track, **kwargs)
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
-        dwelling = self._dwelling(timestamp_s, detections, wall_time)
+        """`update` given the frame's rows in the zone."""
+        dwelling = self._dwelling(timestamp_s, rows, wall_time)
         return self._step(timestamp_s, frame_index, wall_time, True, dwelling)
 
 
@@ -418,12 +426,12 @@ class CrowdRule(_EpisodeRule):
     def is_idle(self) -> bool:
         return self._run_last_s is None and super().is_idle()
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        """`update` given the frame's rows in the zone."""
         armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
+        present = self.presence.update_rows(timestamp_s, rows)
         holds = armed and len(present) >= self.min_count
         if holds:
             if self._run_onset_s is None or self._run_last_s is None or timestamp_s - self._run_last_s > self.max_gap_s:
@@ -434,15 +442,10 @@ class CrowdRule(_EpisodeRule):
         elif self._run_last_s is not None and timestamp_s - self._run_last_s > self.max_gap_s:
             self._run_onset_s = self._run_last_s = None
         active = holds and self._run_onset_s is not None and timestamp_s - self._run_onset_s >= self.min_seconds
-        return self.episode.step(
-            timestamp_s,
-            frame_index,
-            wall_time,
-            active,
-            {t: p.class_id for t, p in present.items()},
-            onset_s=self._run_onset_s,
-            count=len(present) if active else None,
-        )
+        if not active:  # the episode reads the objects and the count only while the condition holds
+            return self.episode.step(timestamp_s, frame_index, wall_time, False, None, self._run_onset_s)
+        objects = {t: p.class_id for t, p in present.items()}
+        return self.episode.step(timestamp_s, frame_index, wall_time, True, objects, self._run_onset_s, len(present))
 
 
 class FireLaneRule(_EpisodeRule):
@@ -497,15 +500,16 @@ class FireLaneRule(_EpisodeRule):
         """True if the track's anchor history covers the window and stayed within the threshold."""
         if not p.history or p.history[0][0] > now_s - self.stationary_window_s + 1e-9:
             return False
-        pts = np.asarray([(x, y) for _, x, y in p.history])
-        return bool(np.max(np.hypot(*(pts - pts[-1]).T)) < self.max_movement_px)
+        _, lx, ly = p.history[-1]
+        limit = self.max_movement_px
+        return all(math.hypot(x - lx, y - ly) < limit for _, x, y in p.history)
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
+        """`update` given the frame's rows in the zone."""
         armed = self._check_time(timestamp_s, wall_time)
-        present = self.presence.update(timestamp_s, detections)
+        present = self.presence.update_rows(timestamp_s, rows)
         for new, old in self.presence.renamed.items():
             if old in self._still_last:
                 self._still_last[new] = self._still_last.pop(old)
@@ -540,13 +544,11 @@ class LoiteringRule(_ZoneRule):
     def __init__(self, *, class_ids: Collection[int] | None = (0,), **kwargs: Any) -> None:
         super().__init__(class_ids=class_ids, **kwargs)
 
-    def update(
-        self, timestamp_s: float, detections: Detections, frame_index: int, wall_time: datetime | None = None
+    def update_rows(
+        self, timestamp_s: float, rows: TrackRows, frame_index: int, wall_time: datetime | None = None
     ) -> list[Event]:
-        """Advance one frame; see `campusguard.app.rules.base.Rule.update`."""
-        return self._step_per_track(
-            timestamp_s, frame_index, wall_time, self._dwelling(timestamp_s, detections, wall_time)
-        )
+        """`update` given the frame's rows in the zone."""
+        return self._step_per_track(timestamp_s, frame_index, wall_time, self._dwelling(timestamp_s, rows, wall_time))
 
 
 def _build_intrusion(cfg: IntrusionRuleConfig, ctx: RuleContext) -> IntrusionRule:

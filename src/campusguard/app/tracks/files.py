@@ -232,7 +232,7 @@ def _delta(values: np.ndarray) -> np.ndarray:
 def _by_track(tracker_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(order, first)``: the rows sorted by track (stable: a track's rows in frame order) and
     whether each sorted row is its track's first in the block."""
-    order = np.lexsort((np.arange(len(tracker_id)), tracker_id))
+    order = np.argsort(tracker_id, kind="stable")
     st = tracker_id[order]
     first = np.ones(len(st), dtype=bool)
     first[1:] = st[1:] != st[:-1]

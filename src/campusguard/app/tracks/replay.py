@@ -30,6 +30,7 @@ from campusguard.app.events.records import OUTCOMES, EventFilter, EventRecord
 from campusguard.app.events.store import ReviewableEventStore
 from campusguard.app.events.types import Event
 from campusguard.app.rules import RULES, RuleEngine
+from campusguard.app.rules.base import NO_ROWS, RowsRule, Rule, TrackRows
 from campusguard.app.tracks.files import FLAG_FALLEN, TrackBlock
 from campusguard.app.tracks.segments import Segment
 from campusguard.detections import Detections
@@ -180,7 +181,34 @@ def _stored_dict(r: EventRecord) -> dict[str, Any]:
 
 # feeding ------------------------------------------------------------------------------------
 def _wall(seconds: float) -> datetime:
+    """A frame's wall time as the analytics stage gives it to the rules: local, with its offset."""
     return datetime.fromtimestamp(seconds).astimezone()
+
+
+_SAME_OFFSET_S = 1800.0
+"""Frames within this many seconds of a span's first are given one local offset when the span's
+earliest and latest frames have it (clock changes are months apart: at most one in two hours)."""
+
+
+def _moments(wall: Sequence[float]) -> list[datetime]:
+    """`_wall` of every frame, as ``datetime.fromtimestamp(s, offset)`` with the offset of spans of
+    frames that share it (the same datetimes, at a fraction of the cost of a local-time lookup each)."""
+    out: list[datetime] = []
+    i, n = 0, len(wall)
+    while i < n:
+        lo = hi = wall[i]
+        j = i + 1
+        while j < n and abs(wall[j] - wall[i]) <= _SAME_OFFSET_S:
+            lo, hi = min(lo, wall[j]), max(hi, wall[j])
+            j += 1
+        first, last = _wall(lo), _wall(hi)
+        if first.utcoffset() == last.utcoffset() and first.tzname() == last.tzname():
+            tz = first.tzinfo
+            out += [datetime.fromtimestamp(s, tz) for s in wall[i:j]]
+        else:
+            out += [_wall(s) for s in wall[i:j]]
+        i = j
+    return out
 
 
 def _rows_detections(block: TrackBlock, rows: np.ndarray, fallen: bool) -> Detections:
@@ -197,22 +225,25 @@ def _rows_detections(block: TrackBlock, rows: np.ndarray, fallen: bool) -> Detec
 
 @dataclass
 class _RulePlan:
-    """Which rows of a segment one rule looks at (`rows_of_interest`), per frame; None: every row."""
+    """How one rule is fed a segment: a `RowsRule` (``by_rows``) gets each frame's slice of the
+    segment's rows of interest, taken at once (``rows``: frame ``i``'s are ``bounds[i]:bounds[i + 1]``);
+    another rule gets each frame's tracked rows whole."""
 
-    rows: np.ndarray | None = None
-    per_frame: np.ndarray | None = None
+    rule: Rule
+    by_rows: RowsRule | None = None
+    rows: TrackRows = NO_ROWS
+    bounds: list[int] = field(default_factory=list)
 
 
-def _plan(rule: object, whole: Detections, offsets: np.ndarray) -> _RulePlan:
-    interest = getattr(rule, "rows_of_interest", None)
-    if interest is None or getattr(rule, "is_idle", None) is None:
-        return _RulePlan()
-    mask = interest(whole)
+def _plan(rule: Rule, whole: Detections, offsets: np.ndarray) -> _RulePlan:
+    if not isinstance(rule, RowsRule):
+        return _RulePlan(rule)
+    mask = rule.rows_of_interest(whole)
     if mask is None:
-        return _RulePlan()
-    cs = np.zeros(len(mask) + 1, dtype=np.int64)
-    np.cumsum(mask, out=cs[1:])
-    return _RulePlan(rows=np.asarray(mask, bool), per_frame=cs[offsets[1:]] - cs[offsets[:-1]])
+        return _RulePlan(rule)
+    rows = np.flatnonzero(mask)
+    bounds = np.searchsorted(rows, offsets).tolist()  # each frame's first row of interest, and the end
+    return _RulePlan(rule, rule, rule.take_rows(whole, rows), bounds)
 
 
 def feed_segment(
@@ -222,12 +253,14 @@ def feed_segment(
     (`RuleEngine.update`: each rule in turn, the frame's tracked rows, index, stream time and wall
     time), then the end of the stream (`RuleEngine.close` at the last frame); every update emitted.
 
-    ``skip_idle``: a rule that declares its rows of interest (`rows_of_interest`, all rules of a zone
-    but fall) is given only those rows, and is not called on a frame without any while it
-    `is_idle`: what it would do there is nothing (checked by the tests against feeding every frame
-    whole). Line rules count frames, so they get every frame. ``offline_end_s`` (live cameras): a
-    gap between two frames longer than this ends the open incidents at the frame before it, as the
-    analytics stage does when a camera goes quiet.
+    A rule that looks only at some rows (`RowsRule`: the zone and line rules) has the whole segment's
+    rows of interest taken at once (`RowsRule.take_rows`: zone membership and line distances by NumPy
+    over every row) and gets each frame's slice (`RowsRule.update_rows`), which is what its `update`
+    gives itself from the frame's rows. ``skip_idle``: such a rule is not called on a frame without
+    rows of interest while it `is_idle`: what it would do there is nothing (checked by the tests
+    against feeding every frame). ``offline_end_s`` (live cameras): a gap between two frames longer
+    than this ends the open incidents at the frame before it, as the analytics stage does when a
+    camera goes quiet.
     """
     block = segment.block
     offsets = block.offsets()
@@ -236,35 +269,31 @@ def feed_segment(
     gaps: set[int] = set()
     if offline_end_s is not None and block.frames > 1:
         gaps = {int(i) + 1 for i in np.flatnonzero(np.diff(block.wall) > offline_end_s)}
-    rules = engine.rules
-    if skip_idle:
-        whole = _rows_detections(block, np.arange(block.detections), False)
-        plans = [_plan(rule, whole, offsets) for rule in rules]
-    else:
-        plans = [_RulePlan() for _ in rules]
+    moments = _moments(wall)
+    whole = _rows_detections(block, np.arange(block.detections), False)
+    plans = [_plan(rule, whole, offsets) for rule in engine.rules]
+    # per rule, in engine order: the rule, as a `RowsRule` if fed by rows, its rows' slicer and their bounds
+    steps: list[tuple[Rule, RowsRule | None, Callable[[int, int], TrackRows], list[int]]] = [
+        (p.rule, p.by_rows, p.rows.slice, p.bounds) for p in plans
+    ]
     bounds = offsets.tolist()
     out: list[Event] = []
     for i in range(block.frames):
         if i in gaps:
-            out += engine.close(t[i - 1], _wall(wall[i - 1]))
-        a, b = bounds[i], bounds[i + 1]
+            out += engine.close(t[i - 1], moments[i - 1])
         frame: Detections | None = None
-        moment: datetime | None = None
-        for rule, plan in zip(rules, plans, strict=True):
-            if plan.rows is None:
-                if frame is None:
-                    frame = _rows_detections(block, np.arange(a, b), flags[i])
-                dets = frame
-            else:
-                assert plan.per_frame is not None
-                if not plan.per_frame[i] and rule.is_idle():  # type: ignore[attr-defined]
+        for rule, by_rows, take, at in steps:
+            if by_rows is not None:
+                lo, hi = at[i], at[i + 1]
+                if lo == hi and skip_idle and by_rows.is_idle():
                     continue
-                dets = _rows_detections(block, a + np.flatnonzero(plan.rows[a:b]), flags[i])
-            if moment is None:
-                moment = _wall(wall[i])
-            out += rule.update(t[i], dets, index[i], moment)
+                out += by_rows.update_rows(t[i], take(lo, hi), index[i], moments[i])
+                continue
+            if frame is None:
+                frame = _rows_detections(block, np.arange(bounds[i], bounds[i + 1]), flags[i])
+            out += rule.update(t[i], frame, index[i], moments[i])
     if block.frames:
-        out += engine.close(t[-1], _wall(wall[-1]))
+        out += engine.close(t[-1], moments[-1])
     return out
 
 
