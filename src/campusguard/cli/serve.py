@@ -139,8 +139,8 @@ def serve_console(
     ``trusted_proxies``: reverse proxies whose ``X-Forwarded-For`` is believed (none by default).
     ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`).
     ``repair``: set an empty or damaged store file aside and begin a new one (`check_storage_files`).
-    ``node``: this process's node name; with ``storage.postgresql`` (and no Ray) the process is one
-    node of the site, named ``node`` or the host name (`campusguard.app.nodes`); ``advertise_url``:
+    ``node``: run as this node of the site (``storage.postgresql`` needed; ``""``: the host name's
+    first label), sharing the cameras with the other nodes (`campusguard.app.nodes`); ``advertise_url``:
     the URL the other nodes reach this console at (default ``http://HOST:PORT``)."""
     require("uvicorn", "console")
     require("fastapi", "console")
@@ -214,21 +214,21 @@ _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
 def node_name(node: str | None, postgresql: str | None, ray_address: str | None) -> str | None:
-    """The node this `serve` is (None: a single box): ``node`` or the host name, with PostgreSQL only.
+    """The node this `serve` is (None: a single box, as without PostgreSQL).
 
     Raises:
         InvalidInputError: ``--node`` without ``storage.postgresql``, with ``--ray``, or not a name.
     """
-    if node is not None and postgresql is None:
+    if node is None:
+        return None
+    if postgresql is None:
         raise InvalidInputError(
             "--node needs the site's PostgreSQL store: nodes share their cameras through it "
             "(storage: {postgresql: postgresql://user@host/db}); with SQLite, serve runs on one box"
         )
-    if node is not None and ray_address is not None:
+    if ray_address is not None:
         raise InvalidInputError("--node and --ray do not go together: nodes run their cameras themselves (docs/cluster.md)")
-    if postgresql is None or ray_address is not None:
-        return None
-    name = node if node is not None else socket.gethostname().split(".")[0]
+    name = socket.gethostname().split(".")[0] if node == "" else node
     if not _NODE_NAME.match(name):
         raise InvalidInputError(f"--node {name!r} is not a node name (letters, digits, _ . -; at most 63)")
     return name
@@ -288,9 +288,9 @@ def register(app: typer.Typer) -> None:
             None,
             "--node",
             metavar="NAME",
-            help="Run as this node of the site (default: the host name, when the config's storage is PostgreSQL): "
-            "nodes started on the same config and database share the cameras and take over a dead node's "
-            "(docs/cluster.md). Needs storage.postgresql.",
+            help="Run as this node of the site: nodes started on the same config and database share the cameras "
+            "and take over a dead node's (docs/cluster.md). Needs storage.postgresql. --node '' names the node "
+            "after the host.",
         ),
         advertise_url: str | None = typer.Option(
             None,

@@ -71,7 +71,9 @@ def _start(command: str, config: Path, tmp: Path, *args: str, **env: str) -> tup
     base = ""
     if command == "serve":
         port = free_port()
-        argv += ["--port", str(port), "--users-db", str(tmp / "users.db")]
+        argv += ["--port", str(port)]
+        if "postgresql:" not in config.read_text():  # on PostgreSQL the users live in the site's database
+            argv += ["--users-db", str(tmp / "users.db")]
         base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(argv, env=_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, base

@@ -185,8 +185,12 @@ class Site:
         )
         self.nodes: dict[str, Node] = {}
 
-    def node(self, name: str) -> Node:
-        """A node with its own copy of the config and its own local state folder (as on its own machine)."""
+    def node(self, name: str, *, own_config: bool = True) -> Node:
+        """A node with its own copy of the config and its own local state folder (as on its own machine),
+        or, without ``own_config``, on the site's one config file (several nodes on one machine)."""
+        if not own_config:
+            self.nodes[name] = node = Node(name, self.config, self.tmp)
+            return node
         own = self.tmp / f"{name}.yaml"
         if not own.exists():
             local = str(self.tmp / "local" / "state.db")

@@ -28,7 +28,7 @@ def _one_stream_each(site: Site) -> bool:
 
 def test_a_hung_node_loses_its_cameras_and_stops_them_when_it_wakes(site: Site) -> None:
     add_admin(site)
-    nodes = [site.node(n) for n in ("alpha", "beta", "gamma")]
+    nodes = [site.node(n, own_config=False) for n in ("alpha", "beta", "gamma")]  # one file, one local folder
     for n in nodes:
         n.start()
     wait_for(lambda: all(n.up() for n in nodes), 90, "three consoles", 0.3)

@@ -57,6 +57,7 @@ class SystemdNotifier:
         self._lock = threading.Lock()
         self._last_watchdog = 0.0
         self._failed = False
+        self._ready = False  # READY=1 sent: watchdog pings go out only after it
         self.sent: list[str] = []  # what went out, for the process's own log and tests
 
     @property
@@ -85,7 +86,10 @@ class SystemdNotifier:
 
     def ready(self, status: str | None = None) -> bool:
         """``READY=1`` (with ``STATUS=``): the service is up."""
-        return self.notify("READY=1", *([f"STATUS={status}"] if status else []))
+        sent = self.notify("READY=1", *([f"STATUS={status}"] if status else []))
+        with self._lock:
+            self._ready = True
+        return sent
 
     def stopping(self, status: str | None = None) -> bool:
         """``STOPPING=1``: a stop has begun."""
@@ -97,8 +101,10 @@ class SystemdNotifier:
 
     def watchdog(self, now: float | None = None) -> bool:
         """``WATCHDOG=1``, at most once per `watchdog_interval_s` (call it from every healthy round
-        of the pipeline's watchdog); False when not due or no watchdog was asked for."""
-        if self.watchdog_interval_s is None:
+        of the pipeline's watchdog); False when not due, before `ready` (the pipeline's watchdog starts
+        with the cameras, before the service says it is up; systemd's watchdog starts at READY), or
+        when no watchdog was asked for."""
+        if self.watchdog_interval_s is None or not self._ready:
             return False
         now = time.monotonic() if now is None else now
         with self._lock:
