@@ -534,7 +534,7 @@ def open_store_and_sinks(
 def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRecorder) -> AlertSink | None:
     """The `Escalator` of the rules with ``escalate``, sending to ``sinks`` (the config's ``alerts``,
     in order) and reading review states from ``store``; None when no rule escalates."""
-    from campusguard.app.alerts.escalation import EscalationRule, Escalator, escalations_path_for
+    from campusguard.app.alerts.escalation import EscalationRule, Escalator
 
     config = loaded.config
     rules = {
@@ -552,8 +552,9 @@ def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRec
         record = get_record(event_id) if get_record is not None else None
         return None if record is None else str(record.state)
 
-    try:
-        return Escalator(escalations_path_for(config.storage.sqlite), rules, targets, review_state)
+    try:  # a file beside the store, or the table a PostgreSQL store's nodes share (`SinkContext.open_deadlines`)
+        deadlines = sink_context(loaded, sys.stdout).open_deadlines()
+        return Escalator(deadlines, rules, targets, review_state)
     except CampusGuardError as exc:
         raise loaded.error(("cameras",), str(exc)) from None
 
@@ -572,6 +573,8 @@ def sink_context(loaded: LoadedConfig, out: TextIO) -> SinkContext:
         out=out,
         blur={cam.id: cam.privacy.blur for cam in config.cameras},
         public_url=getattr(console, "public_url", None),
+        postgresql=config.storage.postgresql,  # outboxes, ledger, deadlines shared by the nodes
+        retry=config.storage.retry,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from campusguard.app.events.settings import RetrySettings
 from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.urls import one_line, redact_url
 from campusguard.app.infra.backoff import Backoff
@@ -59,6 +60,17 @@ class RetryPolicy:
     max_s: float = 2.0
     factor: float = 2.0
     connect_timeout_s: float = 5.0
+
+    @classmethod
+    def of(cls, settings: RetrySettings) -> RetryPolicy:
+        """The policy a config's ``storage.retry`` section gives."""
+        return cls(
+            budget_s=settings.budget_s,
+            initial_s=settings.initial_s,
+            max_s=settings.max_s,
+            factor=settings.factor,
+            connect_timeout_s=settings.connect_timeout_s,
+        )
 
     def delays(self) -> Iterator[float]:
         """The delays between attempts: ``initial_s``, times ``factor`` each time, capped at ``max_s`` (`Backoff`)."""

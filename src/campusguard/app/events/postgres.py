@@ -37,18 +37,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
-from campusguard.app.events.pgsession import RETRYABLE, PgSession, RetryPolicy
+from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
+from campusguard.app.events.relay import RELAY_INSERT_SQL, AlertRelay, migrate_relay, relay_args
 from campusguard.app.events.sql import Dialect
 from campusguard.app.events.store import (
     SCHEMA_VERSION,
-    StoreUnavailableError,
     UpsertingEventStore,
     check_page,
     check_review_action,
     review_outcome,
 )
-from campusguard.app.events.relay import RELAY_INSERT_SQL, AlertRelay, migrate_relay, relay_args
 from campusguard.app.events.types import Event
 from campusguard.app.events.urls import redact_url
 from campusguard.errors import InvalidInputError, MissingDependencyError

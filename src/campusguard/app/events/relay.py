@@ -32,12 +32,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
+
 from campusguard.app.events.pgsession import PgSession, RetryPolicy, advisory_key, apply_migrations
 from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.infra.throttle import OutageLog
-
-import psycopg  # after pgsession, which says what to install when it is missing
 
 __all__ = ["RELAY_INSERT_SQL", "RELAY_TABLE", "AlertRelay", "migrate_relay", "relay_args"]
 
