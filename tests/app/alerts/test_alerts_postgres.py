@@ -402,3 +402,123 @@ def test_an_acknowledged_incident_is_not_escalated_by_any_node(postgres_url, mak
     finally:
         escalator.close()
     assert sink.events == []
+
+
+# the wiring: a PostgreSQL config ---------------------------------------------------------------------
+def test_a_postgresql_config_alerts_through_the_relay_with_shared_outbox_and_deadlines(
+    postgres_url, make_event, receiver, tmp_path
+):
+    """Two nodes wired from one config (as two `serve` processes are): each update reaches the
+    webhook once, the escalation once, and no SQLite outbox, ledger or deadlines file is made."""
+    import io
+    import queue
+
+    from campusguard.app.config import parse_config
+    from campusguard.app.engine.wiring import open_store_and_sinks
+
+    text = f"""\
+cameras:
+  - id: cam1
+    source: {tmp_path / "v.mp4"}
+    zones:
+      - name: gate
+        polygon: [[0, 0], [10, 0], [10, 10], [0, 10]]
+    rules:
+      - kind: intrusion
+        name: night
+        zone: gate
+        escalate: {{after_s: 0.3, to: [duty]}}
+alerts:
+  - kind: webhook
+    name: duty
+    url: {receiver.url}
+    backoff_s: 0.05
+storage:
+  sqlite: {tmp_path / "events.db"}
+  postgresql: "{postgres_url}"
+"""
+    loaded = parse_config(text, "c.yaml")
+    workers = []
+    for _ in range(2):
+        store, sinks = open_store_and_sinks(loaded, io.StringIO())
+        assert isinstance(sinks[0], Escalator) and isinstance(sinks[1], WebhookSink)
+        assert isinstance(sinks[1].outbox, PgOutbox)
+        workers.append(EventWorker(queue.Queue(), store, sinks, ["cam1"], threading.Event()))
+    start = make_event(camera_id="cam1", rule_name="night", started_at=datetime.now(UTC))
+    end = make_event(camera_id="cam1", rule_name="night", phase="end", sequence=1, end_s=20.0)
+    workers[0].handle(start)
+    workers[1].handle(start)  # a replay of the same update on another node
+    workers[1].handle(end)
+    try:
+        assert _wait(lambda: len(receiver.keys()) >= 3, 15.0)
+        time.sleep(0.5)
+    finally:
+        for w in workers:
+            w.close()
+    assert sorted(receiver.keys()) == [("e1", "end", 1), ("e1", "escalation", 0), ("e1", "start", 0)]
+    assert receiver.keys().index(("e1", "start", 0)) < receiver.keys().index(("e1", "end", 1))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == []
+
+
+_NODE = """
+import sys, time
+from campusguard.app.alerts.postgres.ledger import PgDeliveryLedger
+from campusguard.app.alerts.postgres.outbox import PgOutbox
+from campusguard.app.alerts.webhook import WebhookSink
+from campusguard.app.events.postgres import PostgresEventStore
+from campusguard.app.events.types import Event
+
+pg, url, dead = sys.argv[1:4]
+store = PostgresEventStore(pg)
+outbox, ledger = PgOutbox(pg, "hook"), PgDeliveryLedger(pg, "webhook:hook")
+sink = WebhookSink(url, dead_letter_path=dead, outbox=outbox, ledger=ledger, parallel=1)
+relay = store.open_relay(sink.send).start()
+for i in range(10):
+    base = dict(camera_id="cam0", rule_name="r", rule_kind="intrusion", zone="z", start_s=1.0, event_id=f"k{i}")
+    store.record(Event(phase="start", sequence=0, **base))
+    store.record(Event(phase="end", sequence=1, end_s=2.0, **base))
+print("stored", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_node_killed_mid_send_leaves_nothing_undelivered_and_nothing_twice(postgres_url, receiver, tmp_path):
+    """A real process SIGKILLed while its one webhook request is in flight (not answered): its session
+    ends, so its claim and whatever it had not relayed or sent go to the survivor; each update reaches
+    the receiver once. (A kill after the receiver answered but before the delete committed repeats that
+    message: at least once there, see `PgOutbox`.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    receiver.hold_next()  # the dead node's first request never gets an answer before the kill
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _NODE, postgres_url, receiver.url, str(tmp_path / "a.dead-letter.jsonl")],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == b"stored"
+        assert receiver.held.wait(20), "the node did not send"
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    survivor = PostgresEventStore(postgres_url, retry=FAST)
+    sink = _webhook(receiver.url, postgres_url, tmp_path, "b", parallel=4)
+    relay = survivor.open_relay(sink.send).start()
+    try:
+        assert _wait(lambda: len(receiver.keys()) >= 20, 20.0), receiver.keys()
+        receiver.let_go()  # the dead node's request ends (500): nothing counts it delivered
+        time.sleep(0.5)
+    finally:
+        relay.close()
+        sink.close()
+        survivor.close()
+    keys = receiver.keys()
+    assert max(Counter(keys).values()) == 1
+    assert sorted(keys) == sorted((f"k{i}", p, s) for i in range(10) for p, s in (("start", 0), ("end", 1)))

@@ -15,6 +15,9 @@ the shared tables (`campusguard.app.alerts.postgres.schema`):
 - A claim whose connection is lost (the server restarted) is dropped and said once: its message
   stays and is sent again (by whichever node claims it); a receiver that got it already drops it
   by its ``event_id`` and ``sequence``.
+- What stays at least once: a node killed after the receiver took a message but before its claim
+  committed the delete (one round trip to the server: the claim commits asynchronously) leaves it
+  to another node, which sends it again.
 """
 
 from __future__ import annotations
@@ -179,6 +182,11 @@ class PgOutbox:
         now = time.time() if now is None else now
         conn = self._connection()
         try:
+            # the claim's end (a delivered message's delete) commits without waiting for the WAL flush:
+            # the moment between a receiver's answer and the commit, in which a killed node's message
+            # would be sent again by another, stays one round trip short; a crash of the server itself
+            # may repeat that message instead
+            conn.execute("SET LOCAL synchronous_commit TO off")
             rows = conn.execute(_CLAIM_SQL, (self.sink, now, list(busy), limit)).fetchall()
         except RETRYABLE as exc:
             _close(conn)
