@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 _AFTER_ERROR_S = 1.0  # pause after a failed round, so a lasting fault does not spin
 _POLL_S = 0.02  # how often `drain` looks whether the work is done
+_OUTBOX_ERRORS = (sqlite3.Error, StoreUnavailableError)  # an outbox that cannot be read now (disk, server)
 
 
 class OutboxSender:
@@ -92,8 +93,14 @@ class OutboxSender:
         self._wake.clear()
 
     def drain(self, done: Callable[[], bool], deadline: float) -> None:
-        """Wake the thread until ``done()``, or until the monotonic ``deadline`` (a sink's `close`)."""
-        while time.monotonic() < deadline and not done():
+        """Wake the thread until ``done()``, or until the monotonic ``deadline`` (a sink's `close`); an
+        outbox that cannot be read (its server down) ends the wait: what it holds stays for later."""
+        while time.monotonic() < deadline:
+            try:
+                if done():
+                    return
+            except _OUTBOX_ERRORS:
+                return
             self._wake.set()
             time.sleep(_POLL_S)
 
@@ -119,7 +126,11 @@ class OutboxSender:
         self, outbox: OutboxStore, dead: DeadLetters, ledger: Ledger | None, *, unsent: str = "alert(s) not sent"
     ) -> int:
         """After `stop`: say what stays in ``outbox`` for the next run, close the sink's files; that count."""
-        left = len(outbox)
+        try:
+            left = len(outbox)
+        except _OUTBOX_ERRORS as exc:
+            log.warning("%s: the outbox %s cannot be read (%s); what it holds is sent later", self.what, outbox.path, exc)
+            left = 0
         if left:
             log.warning("%s: %d %s; kept in the outbox %s", self.what, left, unsent, outbox.path)
         outbox.close()
@@ -133,7 +144,7 @@ class OutboxSender:
         while not self._stop.is_set():
             try:
                 self._step()
-            except (sqlite3.Error, StoreUnavailableError) as exc:  # a full disk, a server down: said once, tried again
+            except _OUTBOX_ERRORS as exc:  # a full disk, a server down: said once, tried again
                 if not failing:
                     log.error("%s outbox %s: %s; delivery resumes when it can be read", self.what, self.outbox, exc)
                 failing = True

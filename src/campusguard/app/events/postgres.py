@@ -5,13 +5,14 @@ Same protocols (`EventStore`, `ReviewableEventStore`) and the same SQL as `SQLit
 times, ``jsonb`` lists and details, ``double precision`` stream times).
 
 Durability: one connection in autocommit mode with ``synchronous_commit = on``; each write is
-one transaction (an update and its row of the alert relay; a review), so it is committed, its WAL
-flushed on the server, when the call returns.
+one statement (an update with its row of the alert relay) or one transaction (a review), so it
+is committed, its WAL flushed on the server, when the call returns.
 
-Alerts: `record` also queues the update in the alert relay (`campusguard.app.events.relay`) in the
-same transaction, so the store says it relays (it is a `campusguard.app.events.recorder.RelayingRecorder`): the event writer then hands the
-updates to the sinks through `open_relay` (a relay thread, on every node) instead of itself, and an
-update stored by a process killed before its alerts went out is relayed by any live one.
+Alerts: `record` also queues the update in the alert relay (`campusguard.app.events.relay`) in
+the same statement, so the store relays (a `campusguard.app.events.recorder.RelayingRecorder`):
+the event writer hands the updates to the sinks through `open_relay` (a relay thread, on every
+node), never itself, and an update stored by a process killed before its alerts went out is
+relayed by any live one.
 
 Schema: table ``events`` and the version table ``campusguard_schema`` (one row per applied
 migration) in the first schema of the connection's ``search_path``. Migrations are numbered
@@ -20,8 +21,8 @@ under a transaction-level advisory lock, so several workers starting at once mig
 database written by a newer schema is refused. The alert relay's table has a version table of
 its own (`campusguard.app.events.relay.migrate_relay`), brought up to date at the same open.
 
-Lost connections: every call runs under `RetryPolicy` (`campusguard.app.events.pgsession.PgSession`): when the connection fails (server
-restarted, network cut) the call reconnects and runs again with exponential back-off until it
+Lost connections: every call runs under `RetryPolicy` (`campusguard.app.events.pgsession.PgSession`):
+when the connection fails (server restarted, network cut) the call reconnects and runs again with exponential back-off until it
 succeeds or the policy's budget is spent; then it raises `StoreUnavailableError` and nothing
 was committed by it, so the caller keeps the event and tries again (the pipeline's event worker
 does; on a shutdown `stop_retrying` cuts the wait short and the worker spools the event). Writes
@@ -39,7 +40,7 @@ from typing import Any, Self, TypeVar
 
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
-from campusguard.app.events.relay import RELAY_INSERT_SQL, AlertRelay, migrate_relay, relay_args
+from campusguard.app.events.relay import AlertRelay, migrate_relay, relay_args, with_relay
 from campusguard.app.events.sql import Dialect
 from campusguard.app.events.store import (
     SCHEMA_VERSION,
@@ -286,18 +287,15 @@ class PostgresEventStore(UpsertingEventStore):
         return version == SCHEMA_VERSION
 
     # writes -----------------------------------------------------------------------------------
+    @classmethod
+    def _record_statement(cls, upsert: str) -> str:
+        return with_relay(upsert)
+
     def record(self, event: Event) -> None:
         """Store one lifecycle update (see `UpsertingEventStore.record`) and queue it in the alert
-        relay, in one transaction; committed when this returns."""
+        relay, in one statement (`with_relay`); committed when this returns."""
         row = self.dialect.event_row(event, datetime.now(UTC))
-        relay = relay_args(event)
-
-        def op(conn: psycopg.Connection[Any]) -> None:
-            with conn.transaction():
-                conn.execute(self._upsert_sql, row)
-                conn.execute(RELAY_INSERT_SQL, relay)
-
-        self._run(f"storing event {event.event_id}", op)
+        self._execute(f"storing event {event.event_id}", self._upsert_sql, row + relay_args(event))
 
     def open_relay(self, send: Callable[[Event], None]) -> AlertRelay:
         """A relay (not started) handing this database's queued updates to ``send`` (the alert

@@ -2,11 +2,12 @@
 
 ::
 
-    PostgresEventStore.record --(one transaction)--> events (upsert) + alert_relay (a row per update)
+    PostgresEventStore.record --(one statement)--> events (upsert) + alert_relay (a row per update)
     AlertRelay (a thread on every node)    --claims rows (FOR UPDATE SKIP LOCKED)--> send(event)
                                                 --then deletes them, in the same transaction
 
-An update is stored and queued for the alerts in one commit, so a process killed between the two
+An update is stored and queued for the alerts in one statement (`with_relay`: the upsert in a
+``WITH``), so in one commit, so a process killed between the two
 loses no alert: whichever node's relay runs next hands it on. A relay claims rows with
 ``SELECT ... FOR UPDATE SKIP LOCKED`` inside a transaction, hands each update to ``send`` (the sinks
 put it into their outboxes) and deletes the rows in the same transaction: two nodes never hand on
@@ -39,7 +40,7 @@ from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.infra.throttle import OutageLog
 
-__all__ = ["RELAY_INSERT_SQL", "RELAY_TABLE", "AlertRelay", "migrate_relay", "relay_args"]
+__all__ = ["RELAY_INSERT_SQL", "RELAY_TABLE", "AlertRelay", "migrate_relay", "relay_args", "with_relay"]
 
 log = logging.getLogger("campusguard.app.events.relay")
 
@@ -63,7 +64,13 @@ CREATE INDEX {RELAY_TABLE}_event ON {RELAY_TABLE} (event_id, id)
 """Migration N brings the relay's table from version N-1 to N."""
 
 RELAY_INSERT_SQL = f"INSERT INTO {RELAY_TABLE} (event_id, phase, sequence, event) VALUES (%s, %s, %s, %s)"
-"""One update to relay; run in the transaction of its upsert (`relay_args` gives the values)."""
+"""One update to relay (`relay_args` gives the values)."""
+
+
+def with_relay(write_sql: str) -> str:
+    """One statement: ``write_sql`` (the store's upsert, its parameters first) and the update's relay
+    row (`relay_args` after them): both committed, or neither."""
+    return f"WITH stored AS ({write_sql}) {RELAY_INSERT_SQL}"
 
 _CLAIM_SQL = f"""
 SELECT r.id, r.event FROM {RELAY_TABLE} r
