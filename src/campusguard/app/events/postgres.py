@@ -21,13 +21,14 @@ under a transaction-level advisory lock, so several workers starting at once mig
 database written by a newer schema is refused. The alert relay's table has a version table of
 its own (`campusguard.app.events.relay.migrate_relay`), brought up to date at the same open.
 
-Lost connections: every call runs under `RetryPolicy` (`campusguard.app.events.pgsession.PgSession`):
-when the connection fails (server restarted, network cut) the call reconnects and runs again with exponential back-off until it
-succeeds or the policy's budget is spent; then it raises `StoreUnavailableError` and nothing
-was committed by it, so the caller keeps the event and tries again (the pipeline's event worker
-does; on a shutdown `stop_retrying` cuts the wait short and the worker spools the event). Writes
-are upserts on the deterministic ``event_id``, so a write whose commit was sent but whose answer
-was lost is simply written again.
+Lost connections: every call runs under `RetryPolicy` (through
+`campusguard.app.events.pgsession.PgSession`): when the connection fails (server restarted,
+network cut) the call reconnects and runs again with exponential back-off until it succeeds or
+the policy's budget is spent; then it raises `StoreUnavailableError` and nothing was committed
+by it, so the caller keeps the event and tries again (the pipeline's event worker does; on a
+shutdown `stop_retrying` cuts the wait short and the worker spools the event). Writes are
+upserts on the deterministic ``event_id``, so a write whose commit was sent but whose answer was
+lost is simply written again.
 """
 
 from __future__ import annotations
