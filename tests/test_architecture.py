@@ -163,6 +163,24 @@ def test_scan_reuses_the_watch_pipeline_and_stays_out_of_the_cli():
     } == {}
 
 
+def test_nodes_coordinate_through_postgresql_only_and_stay_out_of_the_console():
+    """`app/nodes/` (issue 43) runs cameras through `WatchService` and talks to the other nodes only
+    through PostgreSQL: it imports no CLI, no console, no Ray, and psycopg only inside functions
+    (the `postgres` extra stays optional for a single box)."""
+    files = sorted((PACKAGE / "app" / "nodes").glob("*.py"))
+    imports = {p.name: imported_modules(p) for p in files}
+    assert "campusguard.app.service" in imports["service.py"]
+    forbidden = ("campusguard.cli", "campusguard.app.console", "campusguard.app.cluster", "ray")
+    assert {n: sorted(m for m in i if m.startswith(forbidden)) for n, i in imports.items()} == {n: [] for n in imports}
+    top_level = {
+        p.name
+        for p in files
+        for node in ast.parse(p.read_text()).body
+        if isinstance(node, ast.Import | ast.ImportFrom) and "psycopg" in ast.dump(node)
+    }
+    assert top_level == set()
+
+
 def test_watch_without_ray_imports_nothing_of_ray():
     """Ray is the `ray` extra: imported lazily by the app (`app/cluster/ray_executor.py`) when `--ray` is given
     (also by the console's runtime)."""

@@ -1,5 +1,5 @@
-"""Shared app test helpers: the `make_event` factory; the PostgreSQL server the store and alert tests use,
-one fresh schema per test (``postgres_url``).
+"""Shared app test helpers: the `make_event` factory, and the PostgreSQL server the store tests use
+(one fresh schema per test).
 
 The server is the one ``CAMPUSGUARD_TEST_POSTGRES`` names (default: the project machines'
 ``postgresql://postgres@127.0.0.1:5432/test``; ``.ci/run`` starts one when none answers).

@@ -36,6 +36,8 @@ class HttpCamera:
         self.url = f"http://127.0.0.1:{self.port}/video.mjpg"
         self.t0 = time.monotonic()
         self._alive = threading.Event()
+        self._streams = 0  # clients reading it now
+        self._streams_lock = threading.Lock()
         self._server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.up()
@@ -45,6 +47,15 @@ class HttpCamera:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+                with camera._streams_lock:
+                    camera._streams += 1
+                try:
+                    self._stream()
+                finally:
+                    with camera._streams_lock:
+                        camera._streams -= 1
+
+            def _stream(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", f"multipart/x-mixed-replace; boundary={BOUNDARY}")
                 self.end_headers()
@@ -66,6 +77,12 @@ class HttpCamera:
                 pass
 
         return Handler
+
+    @property
+    def streams(self) -> int:
+        """How many clients read the camera now (a frozen client's stream counts until its socket closes)."""
+        with self._streams_lock:
+            return self._streams
 
     def up(self) -> None:
         """Listen (again) on the camera's port."""

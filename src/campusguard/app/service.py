@@ -124,6 +124,7 @@ class WatchService:
         clips_dir: Path | None = None,
         owns_storage: bool = True,
         recordings_retention: bool = False,
+        node_spool: Path | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -137,6 +138,7 @@ class WatchService:
         self.stream_keys = stream_keys or {}
         self.owns_storage = owns_storage
         self.recordings_retention = recordings_retention
+        self.node_spool = node_spool
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -179,7 +181,12 @@ class WatchService:
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
             self._warm_up_detectors()  # compiled for each camera's frame size before its first frame
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
-            store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
+            if self.node_spool is not None:  # the node's relay sends, once per site
+                store = self.shared_store or self.store
+                sinks: list[AlertSink] = []
+                assert store is not None, "a node's camera service writes to the node's store"
+            else:
+                store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
         except BaseException:
             self._close_opened()
             raise
@@ -408,7 +415,7 @@ class WatchService:
 
     def _start_track_writer(self) -> None:
         storage = self.config.storage
-        if self.owns_storage and storage.record_tracks:
+        if (self.owns_storage or self.node_spool is not None) and storage.record_tracks:
             self.track_writer = TrackWriter(storage.tracks_path(), disk=self.disk)
 
     def _track_recorder(self, cam: CameraConfig, p: CameraParts) -> TrackRecorder | None:
@@ -467,17 +474,24 @@ class WatchService:
             self.failed,
             self.on_event,
             stop=self.stop_event,
-            spool=EventSpool(self.config.storage.spool_path()) if self.owns_storage else None,
+            spool=self._spool(),
             interrupted=(  # a dead run's open ones
-                InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras}) if self.owns_storage else None
+                InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras})
+                if self.owns_storage or self.node_spool is not None
+                else None
             ),
             close_store=self.shared_store is None,
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
+    def _spool(self) -> EventSpool | None:
+        if self.node_spool is not None:
+            return EventSpool(self.node_spool)
+        return EventSpool(self.config.storage.spool_path()) if self.owns_storage else None
+
     def _start_retention(self) -> None:
         retention = self.config.retention
-        if not retention.enabled or not (self.owns_storage or self._own_recordings()):
+        if self.node_spool is not None or not retention.enabled or not (self.owns_storage or self._own_recordings()):
             return
         # the shared store (serve's) stays open until its owner closes it, after our last pass; else
         # retention opens its own (the event worker closes its store before the last pass)

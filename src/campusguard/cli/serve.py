@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 import shlex
 import socket
@@ -109,6 +110,8 @@ def serve_console(
     banner: str | None = None,
     ray_address: str | None = None,
     repair: bool = False,
+    node: str | None = None,
+    advertise_url: str | None = None,
 ) -> None:
     """Start the pipeline of ``config`` and the console on ``host:port``; return when stopped.
 
@@ -120,7 +123,10 @@ def serve_console(
     Files and folders it creates are private (``0600``/``0700``, `private_files`).
     ``trusted_proxies``: reverse proxies whose ``X-Forwarded-For`` is believed (none by default).
     ``ray_address``: the cameras run in groups on that Ray cluster (`campusguard.app.cluster`).
-    ``repair``: set an empty or damaged store file aside and begin a new one (`check_storage_files`)."""
+    ``repair``: set an empty or damaged store file aside and begin a new one (`check_storage_files`).
+    ``node``: this process's node name; with ``storage.postgresql`` (and no Ray) the process is one
+    node of the site, named ``node`` or the host name (`campusguard.app.nodes`); ``advertise_url``:
+    the URL the other nodes reach this console at (default ``http://HOST:PORT``)."""
     require("uvicorn", "console")
     require("fastapi", "console")
     from campusguard.app.console.auth import parse_trusted_proxies
@@ -134,8 +140,16 @@ def serve_console(
     from campusguard.app.config import load_config
     from campusguard.app.engine.wiring import check_storage_files
 
-    check_storage_files(load_config(config), repair=repair)  # bad config, empty or damaged store: one line
-    runtime = ConsoleRuntime(config, detector_factory=detector_factory, ray_address=ray_address)
+    loaded = load_config(config)
+    check_storage_files(loaded, repair=repair)  # bad config, empty or damaged store: one line
+    node = node_name(node, loaded.config.storage.postgresql, ray_address)
+    runtime = ConsoleRuntime(
+        config,
+        detector_factory=detector_factory,
+        ray_address=ray_address,
+        node=node,
+        node_url=None if node is None else (advertise_url or f"http://{_url_host(host)}:{port}"),
+    )
     from campusguard.app.model_warning import warn_for_config
 
     warn_for_config(runtime.loaded.config)
@@ -154,7 +168,8 @@ def serve_console(
         shown = f"[{host}]" if ":" in host else host
 
         def announce() -> None:
-            print(f"CampusGuard console on http://{shown}:{port}/ (users: {users.path}; Ctrl-C stops)", flush=True)
+            where = "" if node is None else f"node {node} of the site, "
+            print(f"CampusGuard console on http://{shown}:{port}/ ({where}users: {users.path}; Ctrl-C stops)", flush=True)
             if banner:
                 print(banner, flush=True)
             if not users.list_users():
@@ -176,6 +191,36 @@ def serve_console(
         users.close()
     if not clean:
         raise typer.Exit(1)
+
+
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+def node_name(node: str | None, postgresql: str | None, ray_address: str | None) -> str | None:
+    """The node this `serve` is (None: a single box): ``node`` or the host name, with PostgreSQL only.
+
+    Raises:
+        InvalidInputError: ``--node`` without ``storage.postgresql``, with ``--ray``, or not a name.
+    """
+    if node is not None and postgresql is None:
+        raise InvalidInputError(
+            "--node needs the site's PostgreSQL store: nodes share their cameras through it "
+            "(storage: {postgresql: postgresql://user@host/db}); with SQLite, serve runs on one box"
+        )
+    if node is not None and ray_address is not None:
+        raise InvalidInputError("--node and --ray do not go together: nodes run their cameras themselves (docs/cluster.md)")
+    if postgresql is None or ray_address is not None:
+        return None
+    name = node if node is not None else socket.gethostname().split(".")[0]
+    if not _NODE_NAME.match(name):
+        raise InvalidInputError(f"--node {name!r} is not a node name (letters, digits, _ . -; at most 63)")
+    return name
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::"):
+        return socket.gethostname()
+    return f"[{host}]" if ":" in host else host
 
 
 def demo_admin(users_db: Path) -> str:
@@ -222,6 +267,20 @@ def register(app: typer.Typer) -> None:
             "zone edits go through the actors (docs/cluster.md). Needs the ray extra.",
         ),
         repair: bool = repair_option(),
+        node: str | None = typer.Option(
+            None,
+            "--node",
+            metavar="NAME",
+            help="Run as this node of the site (default: the host name, when the config's storage is PostgreSQL): "
+            "nodes started on the same config and database share the cameras and take over a dead node's "
+            "(docs/cluster.md). Needs storage.postgresql.",
+        ),
+        advertise_url: str | None = typer.Option(
+            None,
+            "--advertise-url",
+            metavar="URL",
+            help="With nodes: the URL the other nodes reach this console at, for live views (default http://HOST:PORT).",
+        ),
     ) -> None:
         """Run the watch pipeline and the operators' console (HTTP API and pages) in one process."""
         apply_log_level(log_level)
@@ -237,6 +296,8 @@ def register(app: typer.Typer) -> None:
             log_level=log_level or "warning",
             ray_address=ray,
             repair=repair,
+            node=node,
+            advertise_url=advertise_url,
         )
 
     @users_app.command("add")

@@ -1,5 +1,5 @@
-"""Test helpers for events: a store target over SQLite and PostgreSQL (the server and its fresh schema
-per test, ``postgres_url``, are in ``tests/app/conftest.py``, shared with the alerts' tests)."""
+"""Test helpers for events: a store target over SQLite and the PostgreSQL server (whose fixtures,
+`postgres_server` and `postgres_url`, are in tests/app/conftest.py)."""
 
 from __future__ import annotations
 

@@ -84,6 +84,15 @@ class CameraConfig(ConfigModel):
         min_length=1,
     )
     enabled: bool = Field(True, title="Enabled", description="Skip this camera when false.")
+    node: str | None = Field(
+        None,
+        title="Preferred node",
+        description="With `serve --node`: the node that runs this camera while it is live (another takes over when "
+        "it is not).",
+        min_length=1,
+        max_length=63,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    )
     fps_cap: float | None = Field(
         None,
         gt=0,

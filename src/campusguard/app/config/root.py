@@ -24,6 +24,7 @@ from campusguard.app.config.cluster import ClusterConfig
 from campusguard.app.config.console import ConsoleConfig
 from campusguard.app.config.detector import DetectorConfig
 from campusguard.app.config.locate import dotted, first_error, line_of
+from campusguard.app.config.nodes import NodesConfig
 from campusguard.app.config.outputs import OutputsConfig
 from campusguard.app.config.retention import RetentionConfig
 from campusguard.app.config.rules import RuleConfigBase
@@ -85,6 +86,11 @@ class WatchConfig(ConfigModel):
         default_factory=ConsoleConfig,
         title="Console",
         description="The operators' console (campusguard serve): its public address and campus sign-in (OIDC).",
+    )
+    nodes: NodesConfig = Field(
+        default_factory=NodesConfig,
+        title="Nodes",
+        description="Several `serve --node` processes sharing the PostgreSQL store: their heartbeat, leases and takeover.",
     )
     service: ServiceConfig = Field(
         default_factory=ServiceConfig,

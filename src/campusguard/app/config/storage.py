@@ -57,6 +57,15 @@ class StorageConfig(ConfigModel):
         ),
         min_length=1,
     )
+    media: str | None = Field(
+        None,
+        title="Media folder",
+        description=(
+            "Folder of the incidents' snapshots and clips (`serve`); with several nodes, a folder every node mounts "
+            "(NFS or SMB) so any node's console serves any incident's media. Default: `media` beside the `sqlite` file."
+        ),
+        min_length=1,
+    )
     retry: StoreRetryConfig = Field(
         default_factory=StoreRetryConfig,
         title="PostgreSQL retries",

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError, MediaKind, MediaOptions
 from campusguard.app.config import LoadedConfig
@@ -37,12 +37,14 @@ from campusguard.app.service import WatchService
 if TYPE_CHECKING:
     from campusguard.app.cluster.driver import ClusterWatch
     from campusguard.app.cluster.ray_executor import RayExecutor
+    from campusguard.app.nodes.service import NodeService
 
 __all__ = [
     "MEDIA_EVENT_ID",
     "CameraBackend",
     "CameraState",
     "CameraStatus",
+    "ConsoleCameraState",
     "ClusterCameras",
     "HealthStatus",
     "LocalCameras",
@@ -50,6 +52,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("campusguard.app.console")
+
+ConsoleCameraState = CameraState | Literal["unassigned"]
+"""A camera's state on the wall: a pipeline's `CameraState`, or ``unassigned`` (with nodes: no node
+runs it now, between a node's death and the takeover)."""
 
 MEDIA_EVENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 """Event ids media file names may be built from; nothing else gets into a path."""
@@ -75,10 +81,11 @@ class CameraStatus:
         last_frame_time: unix time of the last frame read, or ``None``.
         width: frame width in pixels (``None`` before the first frame).
         height: frame height in pixels.
+        node: with nodes (``serve --node``), the node that runs it (``None``: none now, or no nodes).
     """
 
     name: str
-    state: CameraState
+    state: ConsoleCameraState
     input_fps: float
     processed_fps: float
     dropped_frames: int
@@ -86,6 +93,7 @@ class CameraStatus:
     last_frame_time: float | None
     width: int | None
     height: int | None
+    node: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,7 +117,7 @@ class CameraBackend(Protocol):
         ...
 
     @property
-    def service(self) -> WatchService | ClusterWatch | None:
+    def service(self) -> WatchService | ClusterWatch | NodeService | None:
         """The running pipeline (metrics, event worker), or ``None`` before a successful `start`."""
         ...
 
@@ -259,9 +267,15 @@ class LocalCameras:
         self.clips.add(frame)
 
     def status(self, camera: str, fps: tuple[float, float], stopped: bool) -> CameraStatus:
-        service = self._service
-        reader = None if service is None else next((r for r in service.readers if r.camera_id == camera), None)
-        if service is None or reader is None:
+        if self._service is None:
+            return _not_running(camera, stopped)
+        return self.service_status(self._service, camera, fps, stopped)
+
+    @staticmethod
+    def service_status(service: WatchService, camera: str, fps: tuple[float, float], stopped: bool) -> CameraStatus:
+        """``camera``'s status in ``service`` (its reader's state, counters and frame size)."""
+        reader = next((r for r in service.readers if r.camera_id == camera), None)
+        if reader is None:
             return _not_running(camera, stopped)
         stats = reader.stats
         now = time.monotonic()
@@ -290,11 +304,16 @@ class LocalCameras:
         self.clips.request(event.camera_id, event.event_id, event.start_s)
 
     def snapshot_file(self, event_id: str, store: EventStore) -> Path | None:
+        return self.media_file(event_id, store, [self.snapshots_dir, self.media_dir])
+
+    @staticmethod
+    def media_file(event_id: str, store: EventStore, folders: list[Path]) -> Path | None:
+        """The incident's snapshot file, only when it lies in one of ``folders``."""
         event = store.get(event_id)
         if event is None or not event.snapshot_path:
             return None
         path = Path(event.snapshot_path).resolve()
-        roots = [self.snapshots_dir.resolve(), self.media_dir.resolve()]
+        roots = [f.resolve() for f in folders]
         if not any(path.is_relative_to(root) for root in roots) or not path.is_file():
             return None
         return path

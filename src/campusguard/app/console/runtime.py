@@ -65,6 +65,7 @@ from campusguard.app.console.cameras import (
     LocalCameras,
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
+from campusguard.app.console.node_cameras import NodeCameras
 from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry, viewer_sample
 from campusguard.app.console.revisions import (
     RevisionConflictError,
@@ -85,6 +86,7 @@ from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
 from campusguard.app.media.policy import media_blur
 from campusguard.app.media.redact import redacted_path
+from campusguard.app.nodes.service import NodeService
 from campusguard.errors import CampusGuardError, ConfigError
 
 if TYPE_CHECKING:
@@ -211,6 +213,9 @@ class ConsoleRuntime:
             (default: `campusguard.Detector` from the config).
         cluster_timeout_s: with ``ray_address``, how long a frame or zone request waits for
             its group's actor, seconds.
+        node: run as this node of the site (``serve --node``, `NodeCameras`): the cameras are
+            shared with the other nodes on the config's PostgreSQL store and taken over from a dead one.
+        node_url: with ``node``, this console's base URL (the other nodes proxy its live views).
 
     Raises:
         ConfigError: the config file is missing or invalid (one line naming file, line, field).
@@ -230,12 +235,19 @@ class ConsoleRuntime:
         ray_address: str | None = None,
         group_detector_factory: DetectorFactoryMaker | None = None,
         cluster_timeout_s: float = 5.0,
+        node: str | None = None,
+        node_url: str | None = None,
     ) -> None:
         self.config_path = Path(config_path)
+        self.node = node
         self.ray_address = ray_address
         self.loaded = load_config(self.config_path)
         config = self.loaded.config
-        self.media_dir = Path(media_dir) if media_dir else Path(config.storage.sqlite).parent / "media"
+        self.media_dir = (
+            Path(media_dir)
+            if media_dir
+            else Path(config.storage.media) if config.storage.media else Path(config.storage.sqlite).parent / "media"
+        )
         if config.outputs.snapshots_dir is None and ray_address is None:  # on Ray: each actor's own folder
             outputs = config.outputs.model_copy(update={"snapshots_dir": str(self.media_dir / "snapshots")})
             self.loaded.config = config.model_copy(update={"outputs": outputs})
@@ -252,27 +264,8 @@ class ConsoleRuntime:
         except CampusGuardError as exc:
             raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
-        self.cameras: CameraBackend = (
-            LocalCameras(
-                self._camera_ids,
-                self.clips,
-                snapshots_dir=self.snapshots_dir,
-                media_dir=self.media_dir,
-                detector_factory=detector_factory,
-                out=self.out,
-                live_fps=live_fps,
-            )
-            if ray_address is None
-            else ClusterCameras(
-                self._camera_ids,
-                ray_address,
-                self.clips,
-                media_dir=self.media_dir,
-                detector_factory=group_detector_factory,
-                out=self.out,
-                live_fps=live_fps,
-                timeout_s=cluster_timeout_s,
-            )
+        self.cameras: CameraBackend = self._camera_backend(
+            detector_factory, live_fps, ray_address, group_detector_factory, cluster_timeout_s, node_url
         )
         self.bus = EventBus()
         self.registry = build_registry(self._prom_sample)
@@ -290,15 +283,57 @@ class ConsoleRuntime:
         self._monitor: threading.Thread | None = None
         self._stopped = False
 
+    def _camera_backend(
+        self,
+        detector_factory: DetectorFactory | None,
+        live_fps: float,
+        ray_address: str | None,
+        group_detector_factory: DetectorFactoryMaker | None,
+        cluster_timeout_s: float,
+        node_url: str | None,
+    ) -> CameraBackend:
+        if ray_address is not None:
+            return ClusterCameras(
+                self._camera_ids,
+                ray_address,
+                self.clips,
+                media_dir=self.media_dir,
+                detector_factory=group_detector_factory,
+                out=self.out,
+                live_fps=live_fps,
+                timeout_s=cluster_timeout_s,
+            )
+        if self.node is not None:
+            return NodeCameras(
+                self._camera_ids,
+                self.clips,
+                node=self.node,
+                url=node_url,
+                snapshots_dir=self.snapshots_dir,
+                media_dir=self.media_dir,
+                detector_factory=detector_factory,
+                out=self.out,
+                live_fps=live_fps,
+            )
+        return LocalCameras(
+            self._camera_ids,
+            self.clips,
+            snapshots_dir=self.snapshots_dir,
+            media_dir=self.media_dir,
+            detector_factory=detector_factory,
+            out=self.out,
+            live_fps=live_fps,
+        )
+
     @property
     def hub(self) -> FrameHub:
         """The cameras' live view and snapshots (`CameraBackend.hub`)."""
         return self.cameras.hub
 
     @property
-    def service(self) -> WatchService | ClusterWatch | None:
-        """The running pipeline: `WatchService`, or the cluster driver `ClusterWatch` with ``ray_address``;
-        ``None`` before a successful `start`."""
+    def service(self) -> WatchService | ClusterWatch | NodeService | None:
+        """The running pipeline: `WatchService`, the cluster driver `ClusterWatch` with ``ray_address``,
+        or a node's `NodeService` with ``node``; ``None`` before a successful `start`."""
         return self.cameras.service
 
     # lifecycle ------------------------------------------------------------------------------
@@ -373,6 +408,34 @@ class ConsoleRuntime:
     def _check_camera(self, camera: str) -> None:
         if camera not in self._camera_ids:
             raise KeyError(camera)
+
+    def remote_url(self, camera: str) -> str | None:
+        """With nodes: the console URL of the other node that runs ``camera`` (its live view is
+        proxied there); None when it runs here, nowhere, or there are no nodes."""
+        cameras = self.cameras
+        return cameras.remote_url(camera) if isinstance(cameras, NodeCameras) else None
+
+    def node_table(self) -> list[dict[str, Any]] | None:
+        """With nodes: every node of the site, when it was last seen, and the cameras it runs; None without."""
+        cameras = self.cameras
+        if not isinstance(cameras, NodeCameras):
+            return None
+        leases = cameras.leases()
+        return [
+            {
+                "name": n.name,
+                "url": n.url,
+                "host": n.host,
+                "live": not n.stopped and n.age_s <= self.loaded.config.nodes.dead_s,
+                "stopped": n.stopped,
+                "started_at": n.started_at,
+                "seen_at": n.seen_at,
+                "seen_s_ago": round(n.age_s, 3),
+                "cameras": sorted(c for c, lease in leases.items() if lease.valid and lease.node == n.name),
+                "this_node": n.name == cameras.node,
+            }
+            for n in cameras.nodes()
+        ]
 
     def camera_status(self) -> list[CameraStatus]:
         """Every enabled camera's state and rates."""

@@ -262,7 +262,9 @@ class CameraHealthOut(BaseModel):
 
 class CameraStatusOut(BaseModel):
     name: str
-    state: Literal["starting", "live", "reconnecting", "offline", "stopped", "failed"]
+    state: Literal["starting", "live", "reconnecting", "offline", "stopped", "failed", "unassigned"] = Field(
+        description="``unassigned``: with nodes, no node runs the camera now (between a node's death and the takeover)."
+    )
     input_fps: float
     processed_fps: float
     dropped_frames: int
@@ -270,6 +272,9 @@ class CameraStatusOut(BaseModel):
     last_frame_time: float | None = Field(None, description="Unix seconds of the last frame read.")
     width: int | None = None
     height: int | None = None
+    node: str | None = Field(
+        None, description="With nodes (serve --node): the node that runs the camera now; null without nodes or when none does."
+    )
     health: CameraHealthOut | None = Field(
         None,
         description="Whether the camera can see (camera health); null when its health is off, it is not running yet, "

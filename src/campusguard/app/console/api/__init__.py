@@ -6,13 +6,13 @@ one and is mounted by `campusguard.app.console.server` under the `current_user` 
 
 from fastapi import APIRouter
 
-from campusguard.app.console.api import audit, cameras, events, health, kinds, session, storage, users
+from campusguard.app.console.api import audit, cameras, events, health, kinds, nodes, session, storage, users
 
 public_router = APIRouter()
 public_router.include_router(session.public_router)
 
 router = APIRouter()
-for _module in (session, cameras, events, kinds, storage, users, audit, health):
+for _module in (session, cameras, events, kinds, storage, users, audit, health, nodes):
     router.include_router(_module.router)
 
 __all__ = ["public_router", "router"]

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from campusguard.app.console.api.health import health_out
 from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
+from campusguard.app.console.node_proxy import proxy_get, was_proxied
 from campusguard.app.console.runtime import (
     CameraNotInFileError,
     ConfigSaveError,
@@ -54,10 +55,25 @@ def list_cameras(request: Request) -> list[CameraStatusOut]:
     ]
 
 
+async def _remote(request: Request, name: str) -> str | None:
+    """With nodes: the URL of the other node that runs camera ``name`` (its media is fetched there)."""
+    if was_proxied(request):
+        return None
+    return await run_in_threadpool(console_state(request).runtime.remote_url, name)
+
+
 @router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_UNAVAILABLE})
-def snapshot(name: str, request: Request) -> Response:
-    """The latest annotated frame as JPEG (404 before the first frame); blurred for viewers where the camera has blur on."""
-    _check_camera(request, name)
+async def snapshot(name: str, request: Request) -> Response:
+    """The latest annotated frame as JPEG (404 before the first frame); blurred for viewers where the camera has blur on.
+    With nodes, a camera another node runs is fetched from that node with the caller's credentials."""
+    await run_in_threadpool(_check_camera, request, name)
+    remote = await _remote(request, name)
+    if remote is not None:
+        return await proxy_get(request, remote, stream=False)
+    return await run_in_threadpool(_local_snapshot, name, request)
+
+
+def _local_snapshot(name: str, request: Request) -> Response:
     try:
         jpeg = console_state(request).runtime.snapshot_jpeg(name, _redacted(request))
     except KeyError as exc:
@@ -83,15 +99,19 @@ def mjpeg_part(jpeg: bytes) -> bytes:
         **_NOT_FOUND,
     },
 )
-async def live(name: str, request: Request) -> StreamingResponse:
+async def live(name: str, request: Request) -> Response:
     """Live annotated view (MJPEG). Frames are encoded only while someone watches; a slow viewer drops frames.
     Blurred for viewers where the camera has blur on.
 
     With the cameras on Ray actors the frames are pulled from the camera's actor; while it restarts no frame is sent.
-    The stream ends within about 2 s when the caller's session ends or their role drops below what it shows."""
+    The stream ends within about 2 s when the caller's session ends or their role drops below what it shows.
+    With nodes, a camera another node runs is streamed from that node with the caller's credentials."""
     state = console_state(request)
     runtime = state.runtime
     await run_in_threadpool(_check_camera, request, name)
+    remote = await _remote(request, name)
+    if remote is not None:
+        return await proxy_get(request, remote, stream=True)
     redacted = _redacted(request)
     viewer = await run_in_threadpool(runtime.open_viewer, name, 2, redacted)
     guard = stream_guard(request, state.users, "viewer" if redacted else "operator")
