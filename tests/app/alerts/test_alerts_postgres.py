@@ -408,13 +408,14 @@ def test_an_acknowledged_incident_is_not_escalated_by_any_node(postgres_url, mak
 def test_a_postgresql_config_alerts_through_the_relay_with_shared_outbox_and_deadlines(
     postgres_url, make_event, receiver, tmp_path
 ):
-    """Two nodes wired from one config (as two `serve` processes are): each update reaches the
-    webhook once, the escalation once, and no SQLite outbox, ledger or deadlines file is made."""
+    """Two processes wired from one config, one as `watch` (its writer relays), one as a node of the
+    site (the node's relay sends for a camera writer without sinks): each update reaches the webhook
+    once, the escalation once, and no SQLite outbox, ledger or deadlines file is made."""
     import io
     import queue
 
     from campusguard.app.config import parse_config
-    from campusguard.app.engine.wiring import open_store_and_sinks
+    from campusguard.app.engine.wiring import open_alert_relay, open_store_and_sinks
 
     text = f"""\
 cameras:
@@ -438,23 +439,34 @@ storage:
   postgresql: "{postgres_url}"
 """
     loaded = parse_config(text, "c.yaml")
-    workers = []
-    for _ in range(2):
-        store, sinks = open_store_and_sinks(loaded, io.StringIO())
-        assert isinstance(sinks[0], Escalator) and isinstance(sinks[1], WebhookSink)
-        assert isinstance(sinks[1].outbox, PgOutbox)
-        workers.append(EventWorker(queue.Queue(), store, sinks, ["cam1"], threading.Event()))
+    # node A as `watch` runs: its event writer holds the sinks and runs the relay itself
+    store_a, sinks_a = open_store_and_sinks(loaded, io.StringIO())
+    assert isinstance(sinks_a[0], Escalator) and isinstance(sinks_a[1], WebhookSink)
+    assert isinstance(sinks_a[1].outbox, PgOutbox)
+    writer_a = EventWorker(queue.Queue(), store_a, sinks_a, ["cam1"], threading.Event())
+    # node B as a node of the site runs: the node holds the sinks and their relay, its camera's writer none
+    store_b, sinks_b = open_store_and_sinks(loaded, io.StringIO())
+    relay_b = open_alert_relay(store_b, sinks_b)
+    assert relay_b is not None
+    writer_b = EventWorker(queue.Queue(), store_b, [], ["cam1"], threading.Event(), close_store=False)
     start = make_event(camera_id="cam1", rule_name="night", started_at=datetime.now(UTC))
     end = make_event(camera_id="cam1", rule_name="night", phase="end", sequence=1, end_s=20.0)
-    workers[0].handle(start)
-    workers[1].handle(start)  # a replay of the same update on another node
-    workers[1].handle(end)
+    writer_b.handle(start)
+    writer_b.handle(end)
+    time.sleep(0.4)
+    assert _relay_rows(postgres_url) == 2 and receiver.keys() == []  # a writer without sinks relays nothing
+    relay_b.start()
+    writer_a.handle(start)  # a replay of the same update on another node
     try:
         assert _wait(lambda: len(receiver.keys()) >= 3, 15.0)
         time.sleep(0.5)
     finally:
-        for w in workers:
-            w.close()
+        writer_a.close()
+        writer_b.close()
+        relay_b.close()
+        for sink in sinks_b:
+            sink.close()
+        store_b.close()
     assert sorted(receiver.keys()) == [("e1", "end", 1), ("e1", "escalation", 0), ("e1", "start", 0)]
     assert receiver.keys().index(("e1", "start", 0)) < receiver.keys().index(("e1", "end", 1))
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == []

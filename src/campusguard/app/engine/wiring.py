@@ -4,7 +4,8 @@
 - the factories `WatchService` (and scan, the cluster groups and the console) start from:
   detectors (`default_detector_factory`), motion gates, camera sources and readers
   (`open_camera`, `probe_source`, `reader_for`), the event store and the alert sinks
-  (`open_store_and_sinks`, `open_alert_sinks`). These open files, streams and connections, but
+  (`open_store_and_sinks`, `open_alert_sinks`), the alert relay of a PostgreSQL store
+  (`open_alert_relay`). These open files, streams and connections, but
   start no thread.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
@@ -36,7 +37,8 @@ from campusguard.app.config.privacy import BlurMode, PrivacyConfig
 from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
-from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
+from campusguard.app.events.types import Event
 from campusguard.app.infra.secrets import redact_url, resolve_secret, with_password
 from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
@@ -63,6 +65,7 @@ __all__ = [
     "choose_engine",
     "EngineChoice",
     "motion_gate_for",
+    "open_alert_relay",
     "open_alert_sinks",
     "open_camera",
     "open_escalator",
@@ -529,6 +532,23 @@ def open_store_and_sinks(
             sink.close(0.5)
         raise
     return store, ([escalator] if escalator is not None else []) + sinks  # closed first: it sends to the others
+
+
+def open_alert_relay(store: EventRecorder, sinks: Sequence[AlertSink]) -> AlertRelayLoop | None:
+    """The relay (not started) that hands a PostgreSQL store's queued updates to ``sinks``
+    (`RelayingRecorder.open_relay`), or None when the store does not relay (SQLite: the event writer
+    calls the sinks). An event writer with sinks runs its own; a process that holds its sinks apart
+    from its writers (a node of the site: its camera services have none) starts this one, lets its
+    writers alert nobody, and closes it before the sinks."""
+    from campusguard.app.alerts.sinks import send_each
+
+    if not isinstance(store, RelayingRecorder):
+        return None
+
+    def send(event: Event) -> None:
+        send_each(sinks, event, relaying=True)
+
+    return store.open_relay(send)
 
 
 def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRecorder) -> AlertSink | None:

@@ -80,11 +80,18 @@ FOR UPDATE OF r SKIP LOCKED
 """
 _DELETE_SQL = f"DELETE FROM {RELAY_TABLE} WHERE id = ANY(%s)"
 _AFTER_ERROR_S = 1.0
+RELAY_KEEP_DAYS = 30
+"""A queued update older than this is dropped when a store opens (nobody relayed it in a month)."""
 
 
 def migrate_relay(conn: psycopg.Connection[Any]) -> None:
-    """Create or bring up to date the relay table (one transaction, under its advisory lock)."""
+    """Create or bring up to date the relay table (one transaction, under its advisory lock), and drop
+    its rows older than `RELAY_KEEP_DAYS`: updates no process relayed (a site whose processes have no
+    sinks leaves every row), so the table stays bounded."""
     apply_migrations(conn, version_table=VERSION_TABLE, lock=_LOCK, migrations=MIGRATIONS, what="alert relay")
+    conn.execute(
+        f"DELETE FROM {RELAY_TABLE} WHERE recorded_at < now() - make_interval(days => %s)", (RELAY_KEEP_DAYS,)
+    )
 
 
 def relay_args(event: Event) -> tuple[str, str, int, str]:

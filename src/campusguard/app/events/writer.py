@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from campusguard.app.alerts.sinks import send_each
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events.interrupted import InterruptedIncidents
 from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
@@ -324,24 +325,16 @@ class EventWorker:
             self.on_event(event)
 
     def _send(self, event: Event, *, relaying: bool) -> None:
-        """Hand ``event`` to every sink; one broken sink stops neither storage nor the others. Relaying,
-        a sink that could not take it (its database unavailable) raises, so the relay keeps the update."""
-        for sink in self.sinks:
-            try:
-                sink.send(event)
-            except StoreUnavailableError:
-                if relaying:
-                    raise
-                log.exception("alert sink %s failed on event %s", type(sink).__name__, event.event_id)
-            except Exception:
-                log.exception("alert sink %s failed on event %s", type(sink).__name__, event.event_id)
+        """Hand ``event`` to every sink (`send_each`: relaying, a sink that could not take it raises)."""
+        send_each(self.sinks, event, relaying=relaying)
 
     def _relay_send(self, event: Event) -> None:
         self._send(event, relaying=True)
 
     def _relay_loop(self) -> AlertRelayLoop | None:
-        """The store's alert relay, started on first use; None when the store does not relay."""
-        if self._relay is None and isinstance(self.store, RelayingRecorder):
+        """The store's alert relay, started on first use; None when the store does not relay, or when
+        this worker has no sinks (a node's camera services: the node's own relay sends for them)."""
+        if self._relay is None and self.sinks and isinstance(self.store, RelayingRecorder):
             self._relay = self.store.open_relay(self._relay_send).start()
         return self._relay
 
