@@ -26,7 +26,15 @@ Contenders (the bundled model, the example config's imgsz 480, conf 0.25, IoU 0.
   learnt to stop looking on busy stretches (its before/after in one run);
 - ``app-openvino-whole``: `watch` on every whole frame with ``backend: openvino`` forced (``precision:
   auto`` then chooses among OpenVINO's precisions);
-- ``app-openvino-int8-whole``: the same with ``precision: int8``, the shipped NNCF IR.
+- ``app-openvino-int8-whole``: the same with ``precision: int8``, the shipped NNCF IR;
+- ``app-openvino-bf16-gated``: the defaults (motion gating on) with OpenVINO BF16 forced: what ``precision: auto``
+  chooses on a quiet AMX CPU, pinned, since the trial's choice under a shared machine's load varies.
+
+With ``--before REV`` every app contender also runs as ``NAME@before``: the same variant, the same child
+code, with the package's sources of git revision REV (`git archive`) first on ``PYTHONPATH``, in the same
+rounds, so a change is measured against the code before it side by side (``vs_before`` ratios). With
+``--own-cache`` the children share a cache folder of this run (``$CAMPUSGUARD_CACHE``): ``precision: auto``'s
+trial is then measured in this run, under its load, instead of read from an earlier one.
 
 The app runs the demo's config (tracking, every rule, the event store, snapshots, a JSONL sink)
 without the annotated video (Ultralytics' loop draws nothing either). One-time set-up is left out
@@ -50,6 +58,7 @@ import logging
 import os
 import resource
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,9 +83,53 @@ APP_VARIANTS: dict[str, dict[str, Any]] = {
     "app-openvino-whole": {"precision": "auto", "motion": False, "backend": "openvino"},
     # OpenVINO's INT8 (the shipped NNCF IR) forced, every whole frame: its speed and F1 on any CPU
     "app-openvino-int8-whole": {"precision": "int8", "motion": False, "backend": "openvino"},
+    # the defaults with OpenVINO BF16 forced (what precision: auto picks on a quiet AMX CPU): the engine pinned,
+    # so the ratios do not hang on a trial taken under another load
+    "app-openvino-bf16-gated": {"precision": "bf16", "motion": True, "backend": "openvino"},
 }
 ANCHORS = ("ultralytics", "ultralytics-openvino")  # Ultralytics' own predict loops: the ratios' denominators
 CONTENDERS = (*ANCHORS, *APP_VARIANTS)
+BEFORE = "@before"  # an app contender run with the sources of `--before REV`
+
+
+def variant_of(contender: str) -> str:
+    """The `APP_VARIANTS` key (or anchor) a contender runs: ``app-defaults@before`` runs ``app-defaults``."""
+    return contender.removesuffix(BEFORE)
+
+
+def resolve_rev(rev: str) -> str:
+    """``rev`` as a short commit id (what the results record)."""
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"--before {rev}: not a commit of this repository ({out.stderr.strip()})")
+    return out.stdout.strip()
+
+
+ASSETS = Path("src/campusguard/models/assets")  # the bundled model files
+
+
+def export_sources(rev: str, folder: Path) -> Path:
+    """The package's sources at git revision ``rev`` in ``folder`` (``git archive``); the ``src`` folder to put
+    first on ``PYTHONPATH``.
+
+    Where ``rev``'s bundled model files are this checkout's, its ``assets`` folder is a link to this checkout's:
+    the precision trial's cache key holds each model file's path (`campusguard.cache.file_key`), so both sides
+    then read one trial and run the same engine, and the A/B measures the code, not two trials under load."""
+    repo = Path(__file__).resolve().parents[1]
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", rev, "src"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    same = subprocess.run(["git", "-C", str(repo), "diff", "--quiet", rev, "--", str(ASSETS)], capture_output=True)
+    if same.returncode == 0:
+        exported = folder / ASSETS
+        shutil.rmtree(exported)
+        exported.symlink_to(repo / ASSETS, target_is_directory=True)
+    return folder / "src"
 
 
 def _cpu_s() -> float:
@@ -117,7 +170,11 @@ def openvino_model_dir(onnx: Path, folder: Path, input_hw: tuple[int, int]) -> P
                 parsed[key] = ast.literal_eval(meta[key])
             except (ValueError, SyntaxError):
                 parsed[key] = meta[key]
-    parsed |= {"batch": 1, "imgsz": list(input_hw), "args": {"batch": 1, "dynamic": False, "half": False, "int8": False}}
+    parsed |= {
+        "batch": 1,
+        "imgsz": list(input_hw),
+        "args": {"batch": 1, "dynamic": False, "half": False, "int8": False},
+    }
     (out / "metadata.yaml").write_text(yaml.safe_dump(parsed, sort_keys=False))
     return out
 
@@ -267,7 +324,7 @@ def run_host_stages(video: Path, truth_path: Path, folder: Path) -> dict[str, An
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     video, truth, folder = Path(spec["video"]), Path(spec["truth"]), Path(spec["folder"])
-    name = spec["contender"]
+    name = variant_of(spec["contender"])
     if name in ANCHORS:
         return run_ultralytics(video, folder, openvino=name == "ultralytics-openvino")
     if name == "host-stages":
@@ -277,9 +334,15 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def spawn(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one contender in a fresh interpreter (its own resource usage, no warm caches)."""
+    """Run one contender in a fresh interpreter (its own resource usage, no warm caches); ``spec["pythonpath"]``
+    goes first on its ``PYTHONPATH`` (the sources of ``--before``), ``spec["cache"]`` is its ``$CAMPUSGUARD_CACHE``."""
+    env = os.environ.copy()
+    if spec.get("pythonpath"):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (spec["pythonpath"], env.get("PYTHONPATH")) if p)
+    if spec.get("cache"):
+        env["CAMPUSGUARD_CACHE"] = spec["cache"]
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, env=os.environ.copy()
+        [sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, env=env
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -316,11 +379,16 @@ def make_scenes(args: argparse.Namespace, folder: Path) -> dict[str, dict[str, A
 
 
 def summarise(rows: list[dict[str, Any]], scenes: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Medians per (scene, contender) and the ratios of each round, then their medians."""
+    """Medians per (scene, contender) and the ratios of each round, then their medians; an app contender that
+    also ran as ``NAME@before`` gets its ratios to that run too (``fps_vs_before``, ``cpu_saving_vs_before``)."""
     out: dict[str, Any] = {}
+    present = list(dict.fromkeys(r["contender"] for r in rows))
+    contenders = [c for c in (*CONTENDERS, *present) if c in present]
+    contenders = list(dict.fromkeys(contenders))
+    apps = [c for c in contenders if c not in ANCHORS]
     for scene, info in scenes.items():
         per: dict[str, Any] = {}
-        for c in CONTENDERS:
+        for c in contenders:
             rs = [r for r in rows if r["scene"] == scene and r["contender"] == c]
             if not rs:
                 continue
@@ -347,14 +415,15 @@ def summarise(rows: list[dict[str, Any]], scenes: dict[str, dict[str, Any]]) -> 
                 }
             per[c] = entry
         ratios: dict[str, Any] = {}
-        for anchor in ANCHORS:
-            suffix = "" if anchor == "ultralytics" else "_openvino"
-            for c in (*APP_VARIANTS, *(a for a in ANCHORS if a != anchor)):
+        pairs = [(anchor, "ultralytics" + ("" if anchor == "ultralytics" else "_openvino")) for anchor in ANCHORS]
+        pairs += [(f"{c}{BEFORE}", "before") for c in apps if not c.endswith(BEFORE)]
+        for base, label in pairs:
+            for c in [*apps, *ANCHORS] if label != "before" else [base.removesuffix(BEFORE)]:
+                if c == base:
+                    continue
                 fps_r, cpu_r = [], []
                 for rnd in sorted({r["round"] for r in rows}):
-                    u = next(
-                        (r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, anchor, rnd)), None
-                    )
+                    u = next((r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, base, rnd)), None)
                     a = next((r for r in rows if (r["scene"], r["contender"], r["round"]) == (scene, c, rnd)), None)
                     if u and a:
                         fps_r.append((a["frames"] / a["wall_s"]) / (u["frames"] / u["wall_s"]))
@@ -362,14 +431,29 @@ def summarise(rows: list[dict[str, Any]], scenes: dict[str, dict[str, Any]]) -> 
                 if fps_r:
                     ratios.setdefault(c, {}).update(
                         {
-                            f"fps_vs_ultralytics{suffix}": [round(x, 2) for x in fps_r],
-                            f"cpu_saving_vs_ultralytics{suffix}": [round(x, 2) for x in cpu_r],
-                            f"fps_vs_ultralytics{suffix}_median": round(statistics.median(fps_r), 2),
-                            f"cpu_saving_vs_ultralytics{suffix}_median": round(statistics.median(cpu_r), 2),
+                            f"fps_vs_{label}": [round(x, 2) for x in fps_r],
+                            f"cpu_saving_vs_{label}": [round(x, 2) for x in cpu_r],
+                            f"fps_vs_{label}_median": round(statistics.median(fps_r), 2),
+                            f"cpu_saving_vs_{label}_median": round(statistics.median(cpu_r), 2),
                         }
                     )
         out[scene] = {"contenders": per, "ratios": ratios}
     return out
+
+
+def _commit() -> str | None:
+    """The checkout's commit (with ``-dirty`` when it has changes), or None outside git."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "src", "benchmarks"], capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _engine_versions() -> dict[str, str]:
@@ -441,21 +525,24 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
                 f"| {c} | {e['core_s_per_camera_hour']:.0f} | {e['core_ms_per_frame']:.1f} | {e['processed_fps']:.1f} "
                 f"| {f1} | {dip} | {gate} | {busy} | {start} |"
             )
-        for anchor in ANCHORS:
-            suffix = "" if anchor == "ultralytics" else "_openvino"
-            rows_here = {c: r for c, r in res["ratios"].items() if f"fps_vs_ultralytics{suffix}" in r}
+        for anchor, label in (
+            *((a, "ultralytics" + ("" if a == "ultralytics" else "_openvino")) for a in ANCHORS),
+            (f"the same at `{doc.get('before', '?')}`", "before"),
+        ):
+            rows_here = {c: r for c, r in res["ratios"].items() if f"fps_vs_{label}" in r}
             if not rows_here:
                 continue
+            against = anchor if label == "before" else f"`{anchor}`"
             lines += [
                 "",
-                f"| against `{anchor}` | fps / {anchor} (per round) | CPU saving x (per round) |",
+                f"| against {against} | fps / {label.replace('_', '-')} (per round) | CPU saving x (per round) |",
                 "| --- | --- | --- |",
             ]
             for c, r in rows_here.items():
-                fps, cpu = r[f"fps_vs_ultralytics{suffix}"], r[f"cpu_saving_vs_ultralytics{suffix}"]
+                fps, cpu = r[f"fps_vs_{label}"], r[f"cpu_saving_vs_{label}"]
                 lines.append(
-                    f"| {c} | **{r[f'fps_vs_ultralytics{suffix}_median']:.2f}** ({', '.join(map(str, fps))}) "
-                    f"| **{r[f'cpu_saving_vs_ultralytics{suffix}_median']:.2f}** ({', '.join(map(str, cpu))}) |"
+                    f"| {c} | **{r[f'fps_vs_{label}_median']:.2f}** ({', '.join(map(str, fps))}) "
+                    f"| **{r[f'cpu_saving_vs_{label}_median']:.2f}** ({', '.join(map(str, cpu))}) |"
                 )
         lines.append("")
         for c, e in res["contenders"].items():
@@ -488,6 +575,10 @@ def main() -> int:
     ap.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated subset")
     ap.add_argument("--notes", default="", help="conditions of the run")
     ap.add_argument("--no-host-stages", action="store_true", help="skip the host-stage timing (plan --host-cost)")
+    ap.add_argument("--before", default=None, metavar="REV", help="also run each app contender with the sources of REV")
+    ap.add_argument(
+        "--own-cache", action="store_true", help="a cache folder of this run (precision trial measured now)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.md")
     args = ap.parse_args()
     if args.child:
@@ -499,9 +590,14 @@ def main() -> int:
     bad = sorted(set(contenders) - set(CONTENDERS))
     if bad:
         ap.error(f"unknown contenders {bad}; choose from {', '.join(CONTENDERS)}")
+    if args.before:
+        args.before = resolve_rev(args.before)
+        contenders = [x for c in contenders for x in ((c, f"{c}{BEFORE}") if c in APP_VARIANTS else (c,))]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="cost-") as tmp:
         folder = Path(tmp)
+        extra: dict[str, str] = {"cache": str(folder / "cache")} if args.own_cache else {}
+        before_src = str(export_sources(args.before, folder / "before")) if args.before else None
         scenes = make_scenes(args, folder)
         for rnd in range(args.rounds):
             for scene, info in scenes.items():
@@ -509,12 +605,14 @@ def main() -> int:
                 for c in contenders[k:] + contenders[:k]:  # rotated: no contender always first or last
                     run_dir = folder / f"r{rnd}-{scene}-{c}"
                     run_dir.mkdir()
-                    spec = {**info, "scene": scene, "contender": c, "folder": str(run_dir)}
+                    spec = {**info, "scene": scene, "contender": c, "folder": str(run_dir), **extra}
+                    if c.endswith(BEFORE):
+                        spec["pythonpath"] = before_src
                     r = spawn(spec) | {"scene": scene, "contender": c, "round": rnd}
                     rows.append(r)
                     f1 = f", F1 {r['f1']:.3f}" if "f1" in r else ""
                     print(
-                        f"[cost] round {rnd + 1} {scene:4s} {c:15s} {r['frames'] / r['wall_s']:6.1f} fps, "
+                        f"[cost] round {rnd + 1} {scene:4s} {c:22s} {r['frames'] / r['wall_s']:6.1f} fps, "
                         f"{r['cpu_s'] * 1000 / r['frames']:6.1f} core-ms/frame{f1}",
                         flush=True,
                     )
@@ -522,7 +620,9 @@ def main() -> int:
         if any(c in APP_VARIANTS for c in contenders) and not args.no_host_stages:
             run_dir = folder / "host-stages"
             run_dir.mkdir()
-            host = spawn({**scenes["idle"], "scene": "idle", "contender": "host-stages", "folder": str(run_dir)})
+            host = spawn(
+                {**scenes["idle"], "scene": "idle", "contender": "host-stages", "folder": str(run_dir), **extra}
+            )
             print(f"[cost] host stages (idle scene, defaults): {host['stages_ms']}", flush=True)
     doc = {
         "schema_version": 1,
@@ -530,6 +630,8 @@ def main() -> int:
         "created_utc": created,
         "command": "python benchmarks/cost.py " + shlex.join(sys.argv[1:]),
         "notes": args.notes or None,
+        "before": args.before,
+        "commit": _commit(),
         "cpu": cpu_flags_note(),
         "logical_cores": os.cpu_count(),
         "load_average": round(os.getloadavg()[0], 2),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -39,7 +40,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 3  # 2: the engine trial (several backends, their versions in the key); 3: timed two frames a call
+CACHE_VERSION = 4  # 2: the engine trial (several backends, their versions in the key); 3: timed two frames a call;
+# 4: on the CPU, timed by the process's CPU time (a wall clock under load picked engines at random)
 _FOLDER = "precision"
 
 
@@ -224,6 +226,12 @@ def calibrate(
 
     ``fresh`` measures again even when one is stored. ``frames`` replaces the synthetic trial
     frames (`trial_frames`). Returns the calibration and whether it came from the cache.
+
+    On the CPU the variants are timed by the process's CPU time (`time.process_time`, every thread):
+    what a service pays per frame, and what other processes' load does not change (timed by the wall
+    clock on a loaded 2-core machine, the same trial chose three engines in six runs;
+    docs/results/trial-clock-cpu-intel-xeon-amx.md). On a GPU, whose work the host's CPU time does
+    not see, by the wall clock.
     """
     key = trial_key(
         variants,
@@ -233,7 +241,10 @@ def calibrate(
     )
     if not fresh and (stored := load_calibration(key)) is not None:
         return stored, True
-    result = run_trial(variants, make, frames or trial_frames(frame_hw), budget_s=budget_s, among=among)
+    clock = time.process_time if provider == "CPUExecutionProvider" else time.perf_counter
+    result = run_trial(
+        variants, make, frames or trial_frames(frame_hw), budget_s=budget_s, among=among, clock=clock
+    )
     calibration = Calibration(
         key=key,
         model=str(variants["fp32"]),

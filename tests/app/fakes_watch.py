@@ -123,7 +123,8 @@ outputs:
 
 def main(argv: list[str]) -> int:
     """``python fakes_watch.py CONFIG``: `campusguard watch` with `BlobDetector` (for subprocess tests);
-    ``python fakes_watch.py --serve PORT USERS_DB CONFIG``: `campusguard serve` the same way.
+    ``python fakes_watch.py --serve PORT USERS_DB CONFIG``: `campusguard serve` the same way (``USERS_DB``
+    ``-``: none, the users are in the config's PostgreSQL).
 
     ``CG_FAKE_SECONDS_PER_IMAGE`` paces the detector (seconds per frame): a file run lasts long
     enough to be killed mid-run, and no frame is dropped, so every run raises the same incidents.
@@ -150,7 +151,8 @@ def main(argv: list[str]) -> int:
 
             from campusguard.cli.serve import serve_console
 
-            port, users_db, config = int(argv[1]), Path(argv[2]), Path(argv[3])
+            port, config = int(argv[1]), Path(argv[3])
+            users_db = None if argv[2] == "-" else Path(argv[2])  # "-": the config's PostgreSQL holds the users
             try:
                 serve_console(config, port=port, users_db=users_db, detector_factory=lambda *a: Paced())
             except typer.Exit as exc:

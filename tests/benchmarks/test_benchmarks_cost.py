@@ -74,6 +74,43 @@ def test_ratios_against_both_of_ultralytics_loops() -> None:
     assert r["ultralytics-openvino"]["fps_vs_ultralytics_median"] == 2.0  # the anchors against each other
 
 
+def test_an_app_contender_is_compared_with_its_run_on_the_code_before(tmp_path: Path) -> None:
+    scenes = {"idle": {"seed": 14, "seconds": 10.0, "idle_fraction": 0.75, "frames": 100, "incidents": 2}}
+    rows = []
+    for rnd, (before_cpu, after_cpu) in enumerate(((3.0, 2.0), (4.0, 2.0))):
+        rows += [
+            _row("idle", "ultralytics", rnd, cpu_s=16.0, wall_s=4.0),
+            _row("idle", "app-defaults@before", rnd, cpu_s=before_cpu, wall_s=1.0),
+            _row("idle", "app-defaults", rnd, cpu_s=after_cpu, wall_s=1.0),
+        ]
+    res = cost.summarise(rows, scenes)["idle"]
+    r = res["ratios"]
+    assert (
+        r["app-defaults"]["cpu_saving_vs_before"] == [1.5, 2.0]
+        and r["app-defaults"]["cpu_saving_vs_before_median"] == 1.75
+    )
+    assert r["app-defaults"]["cpu_saving_vs_ultralytics"] == [8.0, 8.0]
+    assert r["app-defaults@before"]["cpu_saving_vs_ultralytics"] == [5.33, 4.0]  # the code before, against the anchor
+    assert "cpu_saving_vs_before" not in r["app-defaults@before"]
+    assert cost.variant_of("app-defaults@before") == "app-defaults"
+    doc = {"command": "x", "created_utc": "t", "cpu": "CPU", "logical_cores": 2, "load_average": 1.0, "notes": None}
+    doc |= {"scenes": scenes, "results": {"idle": res}, "before": "abc1234"}
+    cost.write_markdown(doc, tmp_path / "c.md")
+    text = (tmp_path / "c.md").read_text()
+    assert "| against the same at `abc1234` | fps / before (per round) | CPU saving x (per round) |" in text
+    assert "| app-defaults | **1.00** (1.0, 1.0) | **1.75** (1.5, 2.0) |" in text
+
+
+def test_the_sources_of_a_revision_are_exported(tmp_path: Path) -> None:
+    src = cost.export_sources(cost.resolve_rev("HEAD"), tmp_path)
+    assert (src / "campusguard" / "__init__.py").is_file()
+    model = src / "campusguard" / "models" / "assets" / "campusguard-default.onnx"
+    here = Path(cost.__file__).resolve().parents[1] / cost.ASSETS / model.name
+    assert model.resolve() == here.resolve()  # the same model files: one precision trial for both sides
+    with pytest.raises(SystemExit, match="not a commit"):
+        cost.resolve_rev("no-such-revision-here")
+
+
 @pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs the openvino extra")
 def test_ultralytics_openvino_loop_runs_on_the_bundled_model(tmp_path: Path) -> None:

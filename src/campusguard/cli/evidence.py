@@ -20,28 +20,39 @@ evidence_app = typer.Typer(
 )
 
 
-def users_audit(users_db: Path | None) -> Any:
-    """The audit reader of the console's users database (``--users-db`` or `serve`'s default), or
-    ``None`` when there is none (or the console extra is missing: then the bundle has no audit entries)."""
+def users_audit(users_db: Path | None, config: Path | None = None) -> Any:
+    """The audit reader of the console's identity, or ``None`` when there is none (or the console extra
+    is missing: then the bundle has no audit entries). When ``config``'s storage is PostgreSQL it is
+    the site's shared one there; else the users database ``--users-db`` (default: `serve`'s)."""
     from campusguard.cli.serve import default_users_db
     from campusguard.errors import MissingDependencyError
 
-    path = users_db or default_users_db()
-    if not path.is_file():
-        if users_db is not None:
-            raise InvalidInputError(f"users database {users_db} does not exist")
-        return None
-    try:
-        from campusguard.app.console.users import UserStore
+    storage = None
+    if config is not None:
+        from campusguard.app.config import load_config
 
-        return UserStore(path)
+        storage = load_config(config).config.storage
+    if storage is None or not storage.postgresql:
+        path = users_db or default_users_db()
+        if not path.is_file():
+            if users_db is not None:
+                raise InvalidInputError(f"users database {users_db} does not exist")
+            return None
+    try:
+        from campusguard.app.console.identity import open_identity_store
+
+        return open_identity_store(storage, users_db=users_db, default_db=default_users_db())
     except MissingDependencyError as exc:
         typer.echo(f"note: the audit log is not exported: {exc}", err=True)
         return None
 
 
 def _users_db_option() -> Any:
-    return typer.Option(None, "--users-db", help="Users database with the audit log (default: serve's).")
+    return typer.Option(
+        None,
+        "--users-db",
+        help="Users database with the audit log (default: serve's; with a PostgreSQL storage, the site's).",
+    )
 
 
 @evidence_app.command("export")
@@ -73,7 +84,7 @@ def export(
     if not why:
         typer.echo("note: no --reason given; the bundle and the audit log record the reason as not given", err=True)
         why = "not given"
-    users = users_audit(users_db)
+    users = users_audit(users_db, config)
     source = CaseSource.from_config(config, audit=None if users is None else users.audit_about)
     try:
         lo = None if since is None else parse_since(since)

@@ -21,7 +21,9 @@ def register(app: typer.Typer) -> None:
             [], "--event", help="Instead of the shift: the incident report of these incidents."
         ),
         users_db: Path | None = typer.Option(
-            None, "--users-db", help="Users database with the audit log (default: serve's)."
+            None,
+            "--users-db",
+            help="Users database with the audit log (default: serve's; with a PostgreSQL storage, the site's).",
         ),
     ) -> None:
         """The shift handover report (counts by kind, camera and hour with charts, open and kept incidents,
@@ -39,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
         if out.suffix.lower() not in (".pdf", ".html", ".htm"):
             raise InvalidInputError(f"--out {out}: a report is written as .pdf or .html")
-        users = users_audit(users_db)
+        users = users_audit(users_db, config)
         source = CaseSource.from_config(config, audit=None if users is None else users.audit_about)
         try:
             if event:

@@ -44,11 +44,26 @@ def _users_db_option() -> Any:
     return typer.Option(None, "--users-db", help=f"Users database (default: ${USERS_DB_ENV} or ./{DEFAULT_USERS_DB}).")
 
 
-def _open_users(path: Path | None) -> Any:
-    require("argon2", "console")
-    from campusguard.app.console.users import UserStore
+def _config_option() -> Any:
+    return typer.Option(
+        None,
+        "--config",
+        help="The site's watch/serve config: when its storage is PostgreSQL, the users are there "
+        "(shared by every console node; --users-db does not apply).",
+    )
 
-    return UserStore(path or default_users_db())
+
+def _open_users(path: Path | None, storage: Any = None, *, config: Path | None = None) -> Any:
+    """The console's identity store: the PostgreSQL of ``storage`` (or of ``config``'s storage) when it
+    names one, else the SQLite file ``path`` (default `default_users_db`)."""
+    require("argon2", "console")
+    from campusguard.app.console.identity import open_identity_store
+
+    if storage is None and config is not None:
+        from campusguard.app.config import load_config
+
+        storage = load_config(config).config.storage
+    return open_identity_store(storage, users_db=path, default_db=default_users_db())
 
 
 def is_loopback(host: str) -> bool:
@@ -154,7 +169,7 @@ def serve_console(
 
     warn_for_config(runtime.loaded.config)
     try:
-        users = _open_users(users_db)
+        users = _open_users(users_db, runtime.loaded.config.storage)
     except BaseException:
         runtime.stop()
         raise
@@ -168,15 +183,17 @@ def serve_console(
         shown = f"[{host}]" if ":" in host else host
 
         def announce() -> None:
-            where = "" if node is None else f"node {node} of the site, "
-            print(f"CampusGuard console on http://{shown}:{port}/ ({where}users: {users.path}; Ctrl-C stops)", flush=True)
+            site = "" if node is None else f"node {node} of the site, "
+            print(f"CampusGuard console on http://{shown}:{port}/ ({site}users: {users.display}; Ctrl-C stops)", flush=True)
             if banner:
                 print(banner, flush=True)
             if not users.list_users():
-                print(
-                    f"no users yet: add an admin with `campusguard users add NAME --role admin --users-db {users.path}`",
-                    flush=True,
+                where = (
+                    f"--config {shlex.quote(str(config))}"
+                    if runtime.loaded.config.storage.postgresql
+                    else f"--users-db {shlex.quote(users.display)}"
                 )
+                print(f"no users yet: add an admin with `campusguard users add NAME --role admin {where}`", flush=True)
             if proxies:
                 print(f"X-Forwarded-For is believed from {', '.join(proxies)} only", flush=True)
 
@@ -308,6 +325,7 @@ def register(app: typer.Typer) -> None:
             False, "--password-stdin", help="Read the password from the first line of stdin instead of a prompt."
         ),
         users_db: Path = _users_db_option(),
+        config: Path | None = _config_option(),
     ) -> None:
         """Add a console user (the password is asked for, never taken from the command line)."""
         from campusguard.app.console.users import ROLES, check_password, check_user_name
@@ -315,20 +333,20 @@ def register(app: typer.Typer) -> None:
         check_user_name(name)
         if role not in ROLES:
             raise InvalidInputError(f"--role must be one of {', '.join(ROLES)}, got {role!r}")
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             if users.get_user(name) is not None:
-                raise InvalidInputError(f"user {name!r} already exists in {users.path}")
+                raise InvalidInputError(f"user {name!r} already exists in {users.display}")
             password = check_password(read_password(password_stdin))
             users.add_user(name, role, password)
             users.audit(None, "user.add", name, role=role, via="cli")
-            typer.echo(f"added {role} {name!r} to {users.path}")
+            typer.echo(f"added {role} {name!r} to {users.display}")
 
     @users_app.command("list")
-    def users_list(users_db: Path = _users_db_option()) -> None:
+    def users_list(users_db: Path = _users_db_option(), config: Path | None = _config_option()) -> None:
         """List console users and their roles."""
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             found = users.list_users()
-            table = Table(title=f"{len(found)} users in {users.path}")
+            table = Table(title=f"{len(found)} users in {users.display}")
             for col in ("name", "role", "created (UTC)"):
                 table.add_column(col)
             for u in found:
@@ -336,15 +354,19 @@ def register(app: typer.Typer) -> None:
         Console(width=120).print(table)
 
     @users_app.command("remove")
-    def users_remove(name: str = typer.Argument(..., help="User name."), users_db: Path = _users_db_option()) -> None:
+    def users_remove(
+        name: str = typer.Argument(..., help="User name."),
+        users_db: Path = _users_db_option(),
+        config: Path | None = _config_option(),
+    ) -> None:
         """Remove a console user and all their sessions and API tokens."""
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             try:
                 users.remove_user(name)
             except KeyError:
-                raise InvalidInputError(f"no user {name!r} in {users.path}") from None
+                raise InvalidInputError(f"no user {name!r} in {users.display}") from None
             users.audit(None, "user.remove", name, via="cli")
-            typer.echo(f"removed {name!r} from {users.path}")
+            typer.echo(f"removed {name!r} from {users.display}")
 
     @users_app.command("passwd")
     def users_passwd(
@@ -353,13 +375,14 @@ def register(app: typer.Typer) -> None:
             False, "--password-stdin", help="Read the new password from the first line of stdin instead of a prompt."
         ),
         users_db: Path = _users_db_option(),
+        config: Path | None = _config_option(),
     ) -> None:
         """Set a user's password (asked for, never on the command line); their login sessions end."""
         from campusguard.app.console.users import check_password
 
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             if users.get_user(name) is None:
-                raise InvalidInputError(f"no user {name!r} in {users.path}")
+                raise InvalidInputError(f"no user {name!r} in {users.display}")
             users.set_password(name, check_password(read_password(password_stdin)))
             users.audit(None, "user.update", name, password_changed=True, via="cli")
             typer.echo(f"password of {name!r} changed; their sessions ended")
@@ -370,15 +393,16 @@ def register(app: typer.Typer) -> None:
         label: str = typer.Option(None, "--label", help="What the token is for."),
         days: int = typer.Option(365, "--days", min=1, max=3650, help="Days until it expires."),
         users_db: Path = _users_db_option(),
+        config: Path | None = _config_option(),
     ) -> None:
         """Create an API token (Authorization: Bearer ...) for a user; it is printed once, only its hash is kept."""
         from datetime import timedelta
 
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             try:
                 token = users.create_api_token(name, label=label, ttl=timedelta(days=days))
             except KeyError:
-                raise InvalidInputError(f"no user {name!r} in {users.path}") from None
+                raise InvalidInputError(f"no user {name!r} in {users.display}") from None
             users.audit(None, "token.create", name, label=label, days=days, via="cli")
         typer.echo(token)
         print(f"API token for {name!r}, valid {days} days; it is not shown again.", file=sys.stderr)
@@ -387,9 +411,10 @@ def register(app: typer.Typer) -> None:
     def users_tokens(
         name: str | None = typer.Argument(None, help="Only this user's tokens."),
         users_db: Path = _users_db_option(),
+        config: Path | None = _config_option(),
     ) -> None:
         """List the valid API tokens: id, user, label, created, expires (never the token itself)."""
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             for t in users.api_tokens(name):
                 typer.echo(f"{t.id}  {t.user}  {t.label or '-'}  created {t.created_at}  expires {t.expires_at}")
 
@@ -397,12 +422,13 @@ def register(app: typer.Typer) -> None:
     def users_revoke_token(
         token_id: str = typer.Argument(..., help="The token's id, as `users tokens` lists it."),
         users_db: Path = _users_db_option(),
+        config: Path | None = _config_option(),
     ) -> None:
         """Revoke an API token: it stops working at once (a running console sees it at the next request)."""
-        with _open_users(users_db) as users:
+        with _open_users(users_db, config=config) as users:
             revoked = users.revoke_api_token(token_id)
             if revoked is None:
-                raise InvalidInputError(f"no API token {token_id!r} in {users.path} (see `campusguard users tokens`)")
+                raise InvalidInputError(f"no API token {token_id!r} in {users.display} (see `campusguard users tokens`)")
             users.audit(None, "token.revoke", revoked.user, token=token_id, label=revoked.label, via="cli")
         typer.echo(f"revoked API token {token_id} of {revoked.user!r}")
 

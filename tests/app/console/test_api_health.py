@@ -36,7 +36,7 @@ def test_each_camera_lists_its_health_beside_the_fields_it_had(health):
     assert [c["name"] for c in cameras] == ["gate", "yard", "lot"]
     assert set(cameras[0]) == {
         "name", "state", "input_fps", "processed_fps", "dropped_frames", "reconnects", "last_frame_time",
-        "width", "height", "health",
+        "width", "height", "node", "health",
     }  # fmt: skip
     now = wait_for(lambda: (h := camera_health(client, admin))["gate"]["state"] == "ok" and h, what="gate learned")
     assert now["lot"] is None  # its health is off

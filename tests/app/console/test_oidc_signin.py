@@ -34,6 +34,7 @@ from fakes_console import ConsoleUnderTest, console_yaml, free_port, make_consol
 
 from campusguard.app.config.root import parse_config
 from campusguard.app.console.oidc import KeyCache, SignInRefused, build_oidc
+from campusguard.app.console.provider_grants import MemoryGrants
 from campusguard.errors import ConfigError, InvalidInputError
 
 pytestmark = pytest.mark.slow
@@ -656,8 +657,7 @@ def test_an_oidc_session_from_before_a_restart_ends_at_its_first_request(signin)
     answer = sign_in_http(signin, "alice")
     assert answer.status_code == 200 and answer.session
     sessions = signin.console.app.state.console.provider_sessions
-    with sessions._lock:  # what a restart of the console loses: the grants held in memory
-        sessions._sessions.clear()
+    sessions.grants = MemoryGrants()  # what a restart of the console loses: the grants held in memory
     with httpx.Client(base_url=signin.url, cookies={"cg_session": answer.session}, timeout=15) as client:
         r = client.get("/api/v1/auth/me")
     assert r.status_code == 401 and "before the console restarted" in r.text

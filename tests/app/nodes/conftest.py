@@ -82,10 +82,9 @@ class Receiver:
 class Node:
     """One `campusguard serve CONFIG --node NAME --port P` process."""
 
-    def __init__(self, name: str, config: Path, users_db: Path, log_dir: Path) -> None:
+    def __init__(self, name: str, config: Path, log_dir: Path) -> None:
         self.name = name
         self.config = config
-        self.users_db = users_db
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log_dir / f"{name}.log"
@@ -97,7 +96,7 @@ class Node:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "campusguard.cli.main", "serve", str(self.config), "--node", self.name,
-                 "--port", str(self.port), "--users-db", str(self.users_db), "--log-level", "info"],
+                 "--port", str(self.port), "--log-level", "info"],
                 env={**os.environ, "PYTHONPATH": SRC},
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -134,6 +133,23 @@ class Node:
                 self.proc.wait(timeout=10)
 
 
+def add_admin(site: Site) -> None:
+    """``campusguard users add ada --role admin --config SITE``: into the site's PostgreSQL."""
+    r = subprocess.run(
+        [sys.executable, "-m", "campusguard.cli.main", "users", "add", "ada", "--role", "admin", "--password-stdin",
+         "--config", str(site.config)],
+        input="admin-pass-1\n", capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def login(base: str) -> dict[str, str]:
+    """A session of ada made on the console at ``base``, as a bearer header."""
+    r = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"}, timeout=10)
+    assert r.status_code == 200, r.text
+    return {"Authorization": f"Bearer {r.json()['token']}"}
+
+
 def wait_for(check: Callable[[], Any], timeout_s: float, what: str, step_s: float = 0.5) -> Any:
     """Poll ``check`` until it returns something truthy, at most ``timeout_s`` seconds."""
     deadline = time.monotonic() + timeout_s
@@ -159,7 +175,6 @@ class Site:
         self.receiver = Receiver()
         self.media = tmp / "shared-media"
         self.config = tmp / "site.yaml"
-        self.users_db = tmp / "users.db"
         cams = "".join(f"  - id: cam{i + 1}\n    source: {c.url}\n" for i, c in enumerate(self.cameras))
         self.config.write_text(
             "detector:\n  imgsz: 320\n"
@@ -171,7 +186,12 @@ class Site:
         self.nodes: dict[str, Node] = {}
 
     def node(self, name: str) -> Node:
-        self.nodes[name] = node = Node(name, self.config, self.users_db, self.tmp)
+        """A node with its own copy of the config and its own local state folder (as on its own machine)."""
+        own = self.tmp / f"{name}.yaml"
+        if not own.exists():
+            local = str(self.tmp / "local" / "state.db")
+            own.write_text(self.config.read_text().replace(local, str(self.tmp / f"local-{name}" / "state.db")))
+        self.nodes[name] = node = Node(name, own, self.tmp)
         return node
 
     def close(self) -> None:

@@ -5,8 +5,6 @@ sessions and serves every live view; the killed node returns and takes its share
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
@@ -15,24 +13,13 @@ import pytest
 
 from campusguard.app.events import open_event_store
 from campusguard.app.events.records import EventFilter
-from conftest import SRC, Site, wait_for
+from conftest import Site, add_admin, login, wait_for
 
 pytestmark = pytest.mark.slow
 
 
-def _admin(site: Site) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "campusguard.cli.main", "users", "add", "ada", "--role", "admin", "--password-stdin",
-         "--users-db", str(site.users_db)],
-        input="admin-pass-1\n", capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin"},
-    )
-    assert r.returncode == 0, r.stderr
 
 
-def _login(base: str) -> dict[str, str]:
-    r = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"}, timeout=10)
-    assert r.status_code == 200, r.text
-    return {"Authorization": f"Bearer {r.json()['token']}"}
 
 
 def _incidents(url: str, **query: object) -> list:
@@ -45,12 +32,12 @@ def _incidents(url: str, **query: object) -> list:
 
 
 def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
-    _admin(site)
+    add_admin(site)
     a, b = site.node("alpha"), site.node("beta")
     a.start()
     b.start()
     wait_for(lambda: a.up() and b.up(), 90, "both nodes' consoles", step_s=0.3)
-    h = _login(a.base)
+    h = login(a.base)
     names = {f"cam{i}" for i in range(1, 5)}
 
     def placed() -> dict[str, dict]:
@@ -67,11 +54,31 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
 
     cams = wait_for(spread, 60, "4 live cameras over both nodes", 0.25)
     print(f"all 4 live over both nodes {time.monotonic() - t0:.1f} s after the consoles answered")
-    hb = _login(b.base)
+    hb = login(b.base)
     wait_for(lambda: {k: v["node"] for k, v in b.cameras(hb).items()} == {k: v["node"] for k, v in cams.items()}, 10,
              "beta listing every camera with the node that runs it")
     on_beta = sorted(c for c, v in cams.items() if v["node"] == "beta")
+    on_alpha = sorted(c for c, v in cams.items() if v["node"] == "alpha")
+
+    # a zone saved on beta's console for a camera alpha runs reaches alpha (its file and its pipeline)
+    zone = {"name": "gate", "polygon": [[10, 10], [150, 10], [150, 120], [10, 120]]}
+    etag = httpx.get(f"{b.base}/api/v1/cameras/{on_alpha[0]}/zones", headers=hb, timeout=10).headers["ETag"]
+    r = httpx.put(f"{b.base}/api/v1/cameras/{on_alpha[0]}/zones", json={"zones": [zone]},
+                  headers={**hb, "If-Match": etag}, timeout=30)
+    assert r.status_code == 200, r.text
+    wait_for(lambda: [z["name"] for z in httpx.get(f"{a.base}/api/v1/cameras/{on_alpha[0]}/zones", headers=h,
+                                                      timeout=10).json()["zones"]] == ["gate"], 15, "the edit on alpha")
+    assert "name: gate" in a.config.read_text()
     down = site.cameras[int(on_beta[0].removeprefix("cam")) - 1]
+
+    # alpha's console serves the view of a camera beta runs: fetched from beta with the caller's session
+    r = httpx.get(f"{a.base}/api/v1/cameras/{on_beta[0]}/snapshot.jpg", headers=h, timeout=10)
+    assert r.status_code == 200 and r.content[:2] == b"\xff\xd8", r.status_code
+    with httpx.stream("GET", f"{a.base}/api/v1/cameras/{on_beta[0]}/live.mjpeg", headers=h, timeout=10) as live:
+        assert live.status_code == 200 and live.headers["content-type"].startswith("multipart/x-mixed-replace")
+        first = next(live.iter_bytes())
+        assert first.startswith(b"--frame"), first[:40]
+    assert httpx.get(f"{a.base}/api/v1/cameras/{on_beta[0]}/snapshot.jpg", timeout=10).status_code == 401
 
     # an incident open on beta when it dies: its camera goes offline
     down.down()
@@ -80,7 +87,7 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
         40, "beta's offline incident",
     )
     wait_for(lambda: (offline[0].event_id, "start") in {(k[0], k[1]) for k in site.receiver.deliveries()}, 20, "its alert")
-    beta_token = _login(b.base)
+    beta_token = login(b.base)
 
     # 2. SIGKILL beta: alpha runs all 4 within 15 s
     b.kill(signal.SIGKILL)
@@ -89,6 +96,11 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
     took = time.monotonic() - killed
     print(f"alpha ran all 4 cameras {took:.1f} s after beta was killed")
     assert took <= 15.0 + 5.0  # the target is 15 s; 5 s of slack for a loaded CI machine
+
+    wait_for(  # the site view
+        lambda: 'campusguard_site_node_cameras{node="alpha"} 4.0' in httpx.get(f"{a.base}/metrics", headers=h).text,
+        10, "the site view in alpha's metrics",
+    )
 
     # 5. beta's session works on alpha, whose console serves every live camera's view
     down.up()
@@ -129,3 +141,13 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
              "every start alert")
     counts = Counter(site.receiver.deliveries())
     assert not [k for k, n in counts.items() if n > 1], counts
+
+    # a clean stop (SIGTERM) hands beta's cameras over at once: no wait for its leases to run out
+    stopped = time.monotonic()
+    b.kill(signal.SIGTERM)
+    assert b.proc is not None and b.proc.returncode == 0, b.tail()
+    print(f"beta stopped cleanly in {time.monotonic() - stopped:.1f} s")
+    wait_for(lambda: all(v["node"] == "alpha" and v["state"] == "live" for v in placed().values()), 20,
+             "alpha taking over from the stopped beta", 0.25)
+    print(f"alpha ran all 4 cameras {time.monotonic() - stopped:.1f} s after beta was told to stop")
+    assert {k for k, n in Counter(site.receiver.deliveries()).items() if n > 1} == set()

@@ -7,34 +7,19 @@ by one node: the HTTP cameras count their open streams), and everything runs aga
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from pg_server import OwnPostgres
 
-from conftest import SRC, Site, wait_for
+from conftest import Site, add_admin, login, wait_for
 
 pytestmark = pytest.mark.slow
 
 
-def _admin(site: Site) -> dict[str, str]:
-    r = subprocess.run(
-        [sys.executable, "-m", "campusguard.cli.main", "users", "add", "ada", "--role", "admin", "--password-stdin",
-         "--users-db", str(site.users_db)],
-        input="admin-pass-1\n", capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin"},
-    )
-    assert r.returncode == 0, r.stderr
-    return {}
 
 
-def _token(base: str) -> dict[str, str]:
-    r = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"}, timeout=10)
-    assert r.status_code == 200, r.text
-    return {"Authorization": f"Bearer {r.json()['token']}"}
 
 
 def _one_stream_each(site: Site) -> bool:
@@ -42,12 +27,12 @@ def _one_stream_each(site: Site) -> bool:
 
 
 def test_a_hung_node_loses_its_cameras_and_stops_them_when_it_wakes(site: Site) -> None:
-    _admin(site)
+    add_admin(site)
     nodes = [site.node(n) for n in ("alpha", "beta", "gamma")]
     for n in nodes:
         n.start()
     wait_for(lambda: all(n.up() for n in nodes), 90, "three consoles", 0.3)
-    h = _token(nodes[0].base)
+    h = login(nodes[0].base)
 
     def placement() -> dict[str, str | None]:
         return {k: v["node"] for k, v in nodes[0].cameras(h).items() if v["state"] == "live"}
@@ -89,12 +74,12 @@ def test_nodes_stop_their_cameras_while_postgresql_is_down_and_resume_after(tmp_
     (tmp_path / "site").mkdir()
     site = Site(tmp_path / "site", own_postgres.url)
     try:
-        _admin(site)
+        add_admin(site)
         a, b = site.node("alpha"), site.node("beta")
         a.start()
         b.start()
         wait_for(lambda: a.up() and b.up(), 90, "two consoles", 0.3)
-        h = _token(a.base)
+        h = login(a.base)
         wait_for(lambda: all(v["state"] == "live" for v in a.cameras(h).values()), 60, "4 live cameras", 0.25)
         wait_for(lambda: _one_stream_each(site), 10, "one reader per camera")
 

@@ -205,6 +205,7 @@ def test_the_engine_hands_frames_to_health_and_keeps_it_through_an_outage() -> N
     intrusion = IntrusionRule(name="i", camera_id="c", zone=zone, min_seconds=0, inertia=1)
     health = rule(live=True)
     engine = RuleEngine("c", [intrusion, health])
+    assert engine.picture_rules() == [health] and engine.picture_rules() == [health]  # the second answer remembered
     person = Detections(
         np.array([[10, 10, 50, 100]], np.float32), np.array([0.9], np.float32), np.array([0]), np.array([1])
     )

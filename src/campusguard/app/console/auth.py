@@ -21,8 +21,7 @@ import hmac
 import ipaddress
 import secrets
 import threading
-import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -34,9 +33,11 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from campusguard.app.console.devices import DeviceCookies
+from campusguard.app.console.identity import IdentityStore
+from campusguard.app.console.login_failures import FailureKey, Failures, FailureTable, MemoryFailures
 from campusguard.app.console.media_audit import DownloadLog
 from campusguard.app.console.oidc_sessions import SessionEnded
-from campusguard.app.console.users import ROLES, Credential, User, UserStore, role_at_least
+from campusguard.app.console.users import ROLES, Credential, User, role_at_least
 from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -76,17 +77,6 @@ _bearer = HTTPBearer(auto_error=False, description="A session token (from login)
 _cookie = APIKeyCookie(name=SESSION_COOKIE, auto_error=False, description="The login session cookie.")
 
 
-@dataclass
-class _Failures:
-    """Failed logins of one key: how many (or, per account, when, within the window), when the last
-    was, and until when the key waits."""
-
-    count: int = 0
-    last: float = 0.0
-    blocked_until: float = 0.0
-    times: deque[float] | None = None  # per-account keys only: the failures within the window
-
-
 class LoginLimiter:
     """Failed logins per (user name, address), per address, per account and per trusted browser, each
     answered by a growing delay.
@@ -103,6 +93,10 @@ class LoginLimiter:
     the pair: it has its own count (``free_per_pair`` free failures, then the same delays), so no
     attacker can lock the user out of their own browser.
 
+    The counts are kept in a `FailureTable`: this process's memory by default, or the table that
+    consoles sharing a PostgreSQL database share (`IdentityStore.login_failures`), so a guess
+    spread over several nodes counts on all of them.
+
     Args:
         free_per_pair: failures of one user name from one address (or one trusted browser) after which the delays start.
         free_per_address: failures from one address, all user names together, after which the delays start.
@@ -116,7 +110,8 @@ class LoginLimiter:
         max_keys: keys remembered; past it the least recently failed key that is not waiting is forgotten
             first (a waiting one only when every key waits), so a flood of made-up names or addresses
             cannot exhaust memory nor free a blocked key.
-        clock: monotonic seconds (a parameter for tests).
+        failures: where the counts are kept (default: a new `MemoryFailures`).
+        clock: seconds (a parameter for tests; default: the table's clock, monotonic in memory).
     """
 
     def __init__(
@@ -131,7 +126,8 @@ class LoginLimiter:
         max_delay_s: float = 900.0,
         forget_after_s: float = 3600.0,
         max_keys: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
+        failures: FailureTable | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if min(free_per_pair, free_per_address, free_per_account) < 1:
             raise ValueError("free_* must be >= 1")
@@ -148,23 +144,25 @@ class LoginLimiter:
         self.max_delay_s = max_delay_s
         self.forget_after_s = forget_after_s
         self._max_keys = max_keys
-        self._clock = clock
-        self._failures: OrderedDict[tuple[str, ...], _Failures] = OrderedDict()
-        self._lock = threading.Lock()
+        if failures is None:
+            failures = MemoryFailures() if clock is None else MemoryFailures(clock=clock)
+        self.failures = failures
+        self._clock = clock or failures.clock
         self._account_locks = tuple(threading.Lock() for _ in range(64))
 
     def __len__(self) -> int:
         """Keys remembered now."""
-        return len(self._failures)
+        return len(self.failures)
 
     def attempt(self, user: str) -> threading.Lock:
         """A lock to hold around one login attempt of ``user``: check `retry_after`, verify the password,
         then count `failed` or `succeeded`, so that concurrent guesses cannot all pass the check before
-        the first failure is counted (one of 64 locks, chosen by the name: bounded memory)."""
+        the first failure is counted (one of 64 locks, chosen by the name: bounded memory). The lock is
+        this process's: consoles sharing their counts may each have one guess of a name under way."""
         return self._account_locks[hash(user[:64]) % len(self._account_locks)]
 
     @staticmethod
-    def _keys(user: str, address: str, device: str | None = None) -> tuple[tuple[str, ...], ...]:
+    def _keys(user: str, address: str, device: str | None = None) -> tuple[FailureKey, ...]:
         if device is not None:  # a browser that signed in as this user: only its own count
             return (("device", user[:64], device[:64]),)
         where = address_key(address)
@@ -174,15 +172,16 @@ class LoginLimiter:
         """Seconds until this user name may try again from this address (or trusted browser ``device``),
         or ``None`` when it may now."""
         now = self._clock()
-        with self._lock:
-            waits = [f.blocked_until - now for k in self._keys(user, address, device) if (f := self._failures.get(k))]
+        waits = [until - now for until in self.failures.blocked_until(self._keys(user, address, device))]
         wait = max(waits, default=0.0)
         return wait if wait > 0 else None
 
-    def _over(self, key: tuple[str, ...], entry: _Failures, now: float) -> tuple[int, float]:
+    def _over(self, key: FailureKey, entry: Failures, now: float) -> tuple[int, float]:
         """How many failures past the free ones this key is, and its first delay."""
         if key[0] == "account":
-            times = entry.times = entry.times if entry.times is not None else deque(maxlen=self.free_per_account + 64)
+            times = entry.times
+            if times is None or times.maxlen is None:
+                times = entry.times = deque(times or (), maxlen=self.free_per_account + 64)
             times.append(now)
             while times and now - times[0] >= self.account_window_s:
                 times.popleft()
@@ -193,46 +192,30 @@ class LoginLimiter:
     def failed(self, user: str, address: str, device: str | None = None) -> float | None:
         """Count one failed login; the delay it starts (seconds), or ``None`` while failures are free."""
         now = self._clock()
-        delays = []
-        with self._lock:
-            self._forget_old(now)
-            for key in self._keys(user, address, device):
-                entry = self._failures.setdefault(key, _Failures())
-                self._failures.move_to_end(key)
-                entry.count += 1
-                entry.last = now
-                over, base = self._over(key, entry, now)
-                if over >= 0:
-                    delay = min(base * 2.0 ** min(over, 62), self.max_delay_s)
-                    entry.blocked_until = max(entry.blocked_until, now + delay)
-                    delays.append(delay)
-            self._evict(now)
-        return max(delays) if delays else None
+
+        def step(key: FailureKey, entry: Failures) -> float | None:
+            entry.count += 1
+            entry.last = now
+            over, base = self._over(key, entry, now)
+            if over < 0:
+                return None
+            delay = min(base * 2.0 ** min(over, 62), self.max_delay_s)
+            entry.blocked_until = max(entry.blocked_until, now + delay)
+            return delay
+
+        delays = self.failures.record(
+            self._keys(user, address, device),
+            step,
+            now=now,
+            forget_before=now - self.forget_after_s,
+            max_keys=self._max_keys,
+        )
+        return max((d for d in delays if d is not None), default=None)
 
     def succeeded(self, user: str, address: str, device: str | None = None) -> None:
         """Forget the failures of this user name from this address or trusted browser (the address and
         the account keep their own counts: an attacker elsewhere goes on waiting)."""
-        with self._lock:
-            self._failures.pop(self._keys(user, address, device)[0], None)
-
-    def _forget_old(self, now: float) -> None:
-        # least recently failed first: stop at the first key that is still recent
-        while self._failures:
-            key, entry = next(iter(self._failures.items()))
-            if now - entry.last < self.forget_after_s:
-                return
-            del self._failures[key]
-
-    def _evict(self, now: float) -> None:
-        """Past ``max_keys``: forget the least recently failed keys that do not wait; waiting ones last."""
-        excess = len(self._failures) - self._max_keys
-        if excess <= 0:
-            return
-        idle = [k for k, f in self._failures.items() if f.blocked_until <= now][:excess]
-        for key in idle:
-            del self._failures[key]
-        while len(self._failures) > self._max_keys:
-            self._failures.popitem(last=False)
+        self.failures.forget(self._keys(user, address, device)[0])
 
 
 def address_key(address: str) -> str:
@@ -334,7 +317,7 @@ class ConsoleState:
     """What every request handler of one app needs; `create_app` puts it at ``app.state.console``."""
 
     runtime: ConsoleRuntime
-    users: UserStore
+    users: IdentityStore
     limiter: LoginLimiter
     settings: ConsoleSettings
     devices: DeviceCookies = field(default_factory=lambda: DeviceCookies(secrets.token_bytes(32)))

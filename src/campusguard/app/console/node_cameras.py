@@ -39,9 +39,10 @@ from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.nodes.coordinator import NodeCoordinator, NodeTimings
 from campusguard.app.nodes.detectors import SharedDetectors
-from campusguard.app.nodes.directory import CameraLease, NodeDirectory, NodeInfo
+from campusguard.app.nodes.directory import CameraLease, DirectoryUnavailableError, NodeDirectory, NodeInfo
 from campusguard.app.nodes.leader import RETENTION_LOCK, SiteLeader
 from campusguard.app.nodes.service import NodeService
+from campusguard.app.nodes.zone_edits import ZoneEditListener
 from campusguard.app.retention.stage import RetentionStage, start_retention
 from campusguard.app.rules.camera_health import HealthStatus
 from campusguard.app.service import WatchService
@@ -103,6 +104,7 @@ class NodeCameras:
         self.retention_stage: RetentionStage | None = None
         self._sinks: list[AlertSink] = []
         self._detectors: SharedDetectors | None = None
+        self._zone_edits: ZoneEditListener | None = None
         self._loaded: LoadedConfig | None = None
         self._store: EventDatabase | None = None
         self._on_event: Callable[[Event], None] | None = None
@@ -154,6 +156,8 @@ class NodeCameras:
     def stop(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         clean = True
+        if self._zone_edits is not None:
+            self._zone_edits.stop()
         if self.coordinator is not None:
             clean = self.coordinator.stop(timeout_s)
         if self.leader is not None:
@@ -301,13 +305,42 @@ class NodeCameras:
 
     def prepare_zones(self, loaded: LoadedConfig, text: str, camera: str) -> ZoneEdit:
         service = self.services().get(camera)
-        if service is None:  # runs on another node (or nowhere): the file is what it starts from
-            return lambda: None
+        if service is None:  # runs on another node (or nowhere): it starts from the edited config here
+            return lambda: self._adopt(loaded)
         one = one_camera(loaded, camera)
-        if camera not in service.analytics:
-            return lambda: service.adopt_config(one)
+        if camera not in service.analytics:  # offline since its start: built from this when it comes online
+
+            def adopt() -> None:
+                service.adopt_config(one)
+                self._adopt(loaded)
+
+            return adopt
         parts = service.build_camera_parts(one, camera)
-        return lambda: service.apply_camera_parts(one, camera, parts)
+
+        def apply() -> None:
+            service.apply_camera_parts(one, camera, parts)
+            self._adopt(loaded)
+
+        return apply
+
+    def _adopt(self, loaded: LoadedConfig) -> None:
+        """The config cameras started from now on are built from (a camera taken later has the edit)."""
+        self._loaded = loaded
+
+    def publish_zones(self, camera: str, parts: dict[str, Any]) -> None:
+        """Tell the other nodes about a zone edit saved here (`ZoneEditListener` on each of them)."""
+        if self.coordinator is None:
+            return
+        try:
+            self.coordinator.directory.publish_zones(camera, parts)
+        except DirectoryUnavailableError as exc:
+            log.error("zone edit of camera %s saved here but not sent to the other nodes: %s", camera, exc)
+
+    def listen_for_zone_edits(self, on_edit: Callable[[str, dict[str, Any], str], None]) -> None:
+        """Take the zone edits saved on the other nodes (``on_edit(camera, parts, node)``) until `stop`."""
+        if self.coordinator is not None:
+            self._zone_edits = ZoneEditListener(self.coordinator.directory, on_edit)
+            self._zone_edits.start()
 
     def health(self, camera: str) -> HealthStatus | None:
         service = self.services().get(camera)

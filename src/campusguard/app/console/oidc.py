@@ -245,7 +245,8 @@ class KeyCache:
 class TransactionSeal:
     """Seals the sign-in round trip into a cookie value with AES-GCM (confidential and tamper-evident).
 
-    The key lives in this process only: a restart voids sign-ins under way, which costs a click.
+    The key lives in this process only (a restart voids sign-ins under way, which costs a click),
+    unless consoles sharing their identity in PostgreSQL share it (`OidcSignIn`'s ``seal_key``).
     """
 
     _AAD = b"campusguard-oidc-transaction-v1"
@@ -320,6 +321,8 @@ class OidcSignIn:
         config: the ``console.oidc`` section.
         public_url: the console's address as browsers see it (``console.public_url``).
         client_secret: the client secret (read from ``client_secret_env``), or ``None`` for a public client.
+        seal_key: the key of the round trip's cookie (`TransactionSeal`); ``None``: one of this process
+            only. Consoles sharing their identity share it, so a sign-in may come back to another node.
         clock: wall-clock seconds (a parameter for tests).
     """
 
@@ -329,6 +332,7 @@ class OidcSignIn:
         public_url: str,
         client_secret: str | None,
         *,
+        seal_key: bytes | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         require("requests", "console")
@@ -342,7 +346,7 @@ class OidcSignIn:
         self._metadata_at = 0.0
         self._lock = threading.Lock()
         self.keys = KeyCache(self._fetch_jwks)
-        self.seal = TransactionSeal()
+        self.seal = TransactionSeal(seal_key)
 
     # provider documents ---------------------------------------------------------------------
     def _get_json(self, url: str, what: str) -> Any:
@@ -730,8 +734,10 @@ def _header_of(token: str) -> dict[str, Any]:
     return header
 
 
-def build_oidc(console: ConsoleConfig, *, environ: Mapping[str, str] | None = None) -> OidcSignIn | None:
-    """The sign-in of a ``console`` section, or ``None`` when it has no ``oidc``.
+def build_oidc(
+    console: ConsoleConfig, *, environ: Mapping[str, str] | None = None, seal_key: bytes | None = None
+) -> OidcSignIn | None:
+    """The sign-in of a ``console`` section, or ``None`` when it has no ``oidc`` (``seal_key``: as `OidcSignIn`).
 
     Raises:
         InvalidInputError: ``client_secret_env`` names a variable that is not set (one line).
@@ -748,4 +754,4 @@ def build_oidc(console: ConsoleConfig, *, environ: Mapping[str, str] | None = No
                 f"console.oidc.client_secret_env: the environment variable {oidc.client_secret_env} is not set "
                 "(it holds the client secret the provider gave the console)"
             )
-    return OidcSignIn(oidc, console.public_url, secret)
+    return OidcSignIn(oidc, console.public_url, secret, seal_key=seal_key)

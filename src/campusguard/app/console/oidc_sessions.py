@@ -2,14 +2,16 @@
 
 A session made by `campusguard.app.console.oidc_pages` lives 12 hours by default; the provider may
 remove the user, or move them out of every group that maps to a role, long before. `ProviderSessions`
-keeps each such session's provider grant (`ProviderGrant`: the access and refresh tokens, in this
-process's memory only, never on disk) and, at the first request after ``recheck_s`` has passed,
-asks the provider again (`OidcSignIn.recheck`). The session ends (revoked in the users database)
+keeps each such session's provider grant (`ProviderGrant`: the access and refresh tokens; in this
+process's memory only, never on disk, unless the identity is shared in PostgreSQL) and, at the
+first request after ``recheck_s`` has passed, asks the provider again (`OidcSignIn.recheck`). The session ends (revoked in the users database)
 when the provider refuses or no group maps any more; a changed role applies at once. A provider
 that cannot be reached keeps the session for now and is asked again after `RETRY_S`.
 
-A session of an account tied to a provider whose grant this process does not hold (made before a
+A session of an account tied to a provider whose grant this console does not hold (made before a
 restart of the console) is ended at its first request: it cannot be checked, so it fails closed.
+Consoles sharing a PostgreSQL database keep the grants there (`provider_grants`): a session made
+on one node is checked on whichever node it reaches, one check at a time, and outlives a restart.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import NoReturn
 
+from campusguard.app.console.identity import IdentityStore
 from campusguard.app.console.oidc import Identity, OidcSignIn, SignInRefused
-from campusguard.app.console.users import Credential, User, UserStore
+from campusguard.app.console.provider_grants import GrantTable, MemoryGrants, TrackedGrant
+from campusguard.app.console.users import Credential, User
 
 __all__ = ["RETRY_S", "ProviderSessions", "SessionEnded"]
 
@@ -36,52 +39,44 @@ class SessionEnded(Exception):
     """The provider no longer vouches for the session's user; the session was revoked."""
 
 
-@dataclass
-class _Tracked:
-    identity: Identity
-    next_check: float
-    expires_at: float
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
 class ProviderSessions:
     """The sessions of one console made by its provider's sign-in (thread-safe).
 
     Args:
         sign_in: the console's `OidcSignIn`.
-        users: the users database (sessions revoked there, roles set there).
+        users: the identity store (sessions revoked there, roles set there).
         recheck_s: seconds between two checks of one session.
+        grants: where the sessions' grants are kept (default: this process's memory; consoles
+            sharing a PostgreSQL database share its table, `IdentityStore.provider_grants`).
         clock: wall-clock seconds (a parameter for tests).
     """
 
     def __init__(
         self,
         sign_in: OidcSignIn,
-        users: UserStore,
+        users: IdentityStore,
         *,
         recheck_s: float,
+        grants: GrantTable | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sign_in = sign_in
         self.users = users
         self.recheck_s = float(recheck_s)
+        self.grants: GrantTable = MemoryGrants() if grants is None else grants
         self._clock = clock
-        self._sessions: dict[str, _Tracked] = {}
         self._local: set[str] = set()  # sessions of accounts with a console password: nothing to check
         self._lock = threading.Lock()
+        self._check_locks = tuple(threading.Lock() for _ in range(64))  # one check of a session at a time here
 
     def remember(self, token_hash: str, identity: Identity, *, ttl_s: float) -> None:
         """Track the session ``token_hash`` just made for ``identity``, valid ``ttl_s`` seconds (those
         past their end are dropped here)."""
         now = self._clock()
-        with self._lock:
-            for old in [h for h, t in self._sessions.items() if t.expires_at <= now]:
-                del self._sessions[old]
-            self._sessions[token_hash] = _Tracked(identity, now + self.recheck_s, now + ttl_s)
+        self.grants.remember(token_hash, TrackedGrant(identity, now + self.recheck_s, now + ttl_s), now=now)
 
     def forget(self, token_hash: str) -> None:
-        with self._lock:
-            self._sessions.pop(token_hash, None)
+        self.grants.forget(token_hash)
 
     def check(self, credential: Credential) -> User:
         """The session's user, after asking the provider when a check is due.
@@ -91,8 +86,7 @@ class ProviderSessions:
         """
         if credential.kind != "session" or credential.token_hash in self._local:
             return credential.user
-        with self._lock:
-            tracked = self._sessions.get(credential.token_hash)
+        tracked = self.grants.get(credential.token_hash)
         if tracked is None:
             if self.users.external_issuer(credential.user.name) is None:
                 with self._lock:
@@ -101,12 +95,18 @@ class ProviderSessions:
             self._end(credential, "the session was made before the console restarted and cannot be re-checked")
         if self._clock() < tracked.next_check:
             return credential.user
-        with tracked.lock:
-            if self._clock() < tracked.next_check:  # another request checked it meanwhile
+        with self._check_locks[hash(credential.token_hash) % len(self._check_locks)]:
+            tracked = self.grants.get(credential.token_hash)
+            if tracked is None:  # another request ended it meanwhile
+                raise SessionEnded("the session ended")
+            now = self._clock()
+            due = now >= tracked.next_check
+            if not due or not self.grants.claim(credential.token_hash, tracked.next_check, now + RETRY_S):
+                # another request (of this or another console) checked it meanwhile, or checks it now
                 return self.users.get_user(credential.user.name) or credential.user
             return self._recheck(credential, tracked)
 
-    def _recheck(self, credential: Credential, tracked: _Tracked) -> User:
+    def _recheck(self, credential: Credential, tracked: TrackedGrant) -> User:
         try:
             identity = self.sign_in.recheck(tracked.identity)
         except SignInRefused as exc:
@@ -114,11 +114,10 @@ class ProviderSessions:
                 log.warning(
                     "campus sign-in of %s not re-checked: %s; asked again in %.0f s", credential.user.name, exc, RETRY_S
                 )
-                tracked.next_check = self._clock() + RETRY_S
+                self.grants.update(credential.token_hash, tracked.identity, self._clock() + RETRY_S)
                 return credential.user
             self._end(credential, str(exc))
-        tracked.identity = identity
-        tracked.next_check = self._clock() + self.recheck_s
+        self.grants.update(credential.token_hash, identity, self._clock() + self.recheck_s)
         user = credential.user
         if identity.role != user.role:
             try:

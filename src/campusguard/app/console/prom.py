@@ -58,6 +58,8 @@ class PipelineSample:
     disk_full: dict[str, bool] = field(default_factory=dict)  # volume a write failed on -> full now
     disk_write_failures: dict[str, int] = field(default_factory=dict)  # kind of write -> failed for lack of room
     mqtt_connected: dict[str, bool] = field(default_factory=dict)  # broker "host:port" -> connected
+    site_nodes_live: dict[str, bool] = field(default_factory=dict)  # with nodes: every node of the site -> live
+    site_node_cameras: dict[str, int] = field(default_factory=dict)  # with nodes: node -> cameras it runs
     outcomes: dict[tuple[str, str], int] = field(default_factory=dict)  # (rule, outcome) -> recorded since start
 
 
@@ -195,6 +197,21 @@ class PipelineCollector:
             "broker",
             s.mqtt_connected,
         )
+        if s.site_nodes_live:  # the site view (serve --node): every node, as this node reads the directory
+            yield _by_label(
+                core.GaugeMetricFamily,
+                "campusguard_site_node_live",
+                "With nodes: 1 while the node's heartbeat is recent (every node of the site, as this node sees it).",
+                "node",
+                s.site_nodes_live,
+            )
+            yield _by_label(
+                core.GaugeMetricFamily,
+                "campusguard_site_node_cameras",
+                "With nodes: cameras each node of the site holds a valid lease for.",
+                "node",
+                s.site_node_cameras,
+            )
         yield from _retention_families(core, s)
 
 

@@ -30,6 +30,7 @@ Everything here is thread-safe and synchronous; the web layer calls it from work
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import shutil
@@ -88,6 +89,8 @@ from campusguard.app.media.policy import media_blur
 from campusguard.app.media.redact import redacted_path
 from campusguard.app.nodes.service import NodeService
 from campusguard.errors import CampusGuardError, ConfigError
+
+log = logging.getLogger("campusguard.app.console")
 
 if TYPE_CHECKING:
     from campusguard.app.cluster.driver import ClusterWatch
@@ -344,6 +347,8 @@ class ConsoleRuntime:
             ConfigError, SourceError, ModelLoadError: what ``campusguard watch`` would refuse.
         """
         self.cameras.start(self.loaded, self.store, self._on_event)  # one store: events, retention, reads
+        if isinstance(self.cameras, NodeCameras):  # zone edits saved on the other nodes' consoles
+            self.cameras.listen_for_zone_edits(self._zones_from_another_node)
         self.clips.start()
         self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
         self._monitor.start()
@@ -630,7 +635,9 @@ class ConsoleRuntime:
         """`save_zones`, answering the camera's zones as saved."""
         return self.save_zones(camera, body, if_match).zones
 
-    def save_zones(self, camera: str, body: dict[str, Any], if_match: str | Collection[str] | None = None) -> ZonesSave:
+    def save_zones(
+        self, camera: str, body: dict[str, Any], if_match: str | Collection[str] | None = None, *, publish: bool = True
+    ) -> ZonesSave:
         """Replace a camera's zones, lines, rules and privacy masks: validate, apply live, rewrite the
         YAML (the previous version kept as ``.bak`` and among the last `REVISIONS_KEPT` revisions).
 
@@ -655,6 +662,8 @@ class ConsoleRuntime:
             body: the edit.
             if_match: the camera's revision (or revisions) the edit was made on (`zones_revision`);
                 ``None``: any.
+            publish: with nodes, tell the other nodes (they write it into their config files, and the
+                node running the camera applies it); False for an edit that came from another node.
 
         Raises:
             KeyError: unknown camera.
@@ -684,8 +693,24 @@ class ConsoleRuntime:
                 except _FileChangedError:  # written by another process meanwhile: read it again, check again
                     continue
                 self.cameras.clear_old_view_zones(camera)  # saved on the view it has now: checked
+                if publish and saved.changed and isinstance(self.cameras, NodeCameras):
+                    self.cameras.publish_zones(camera, self._applied[camera])
                 return saved
             raise ConfigSaveError(f"{self.config_path}: the config file kept changing while a zones edit was saved")
+
+    def _zones_from_another_node(self, camera: str, parts: dict[str, Any], node: str) -> None:
+        """A zone edit saved on ``node``'s console: into this node's config file, applied where it runs here."""
+        if camera not in self._camera_ids:
+            return
+        saved = self.save_zones(camera, parts, None, publish=False)
+        if saved.changed:
+            log.info("zones of camera %s as saved on node %s: written here%s", camera, node,
+                     " and applied" if camera in self.cameras_running_here() else "")
+
+    def cameras_running_here(self) -> set[str]:
+        """With nodes, the cameras this node runs now (every enabled camera without nodes)."""
+        cameras = self.cameras
+        return set(cameras.services()) if isinstance(cameras, NodeCameras) else set(self._camera_ids)
 
     def replay_zones(self, camera: str, body: dict[str, Any], *, days: float = 7.0) -> Any:
         """What the camera's edited zones, lines and rules (``body``, as `save_zones` takes it) would
@@ -886,6 +911,7 @@ class ConsoleRuntime:
             disk_write_failures=dict(disk.failures),
             mqtt_connected=self.mqtt_connected(),
             outcomes=outcomes,
+            **self._site_view(),
         )
         retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
         if retention is None:
@@ -898,6 +924,16 @@ class ConsoleRuntime:
             files_pruned=dict(r.files_pruned),
             rows_pruned=r.rows_pruned,
         )
+
+    def _site_view(self) -> dict[str, Any]:
+        """With nodes, the site's nodes for the metrics: live or not, and how many cameras each runs."""
+        table = self.node_table()
+        if not table:
+            return {}
+        return {
+            "site_nodes_live": {n["name"]: n["live"] for n in table},
+            "site_node_cameras": {n["name"]: len(n["cameras"]) for n in table},
+        }
 
     def mqtt_connected(self) -> dict[str, bool]:
         """Each MQTT sink's broker (``host:port``) and whether it is connected now (``/readyz``, metrics)."""

@@ -39,11 +39,12 @@ from campusguard.app.console.auth import (
     page_user,
     parse_trusted_proxies,
 )
-from campusguard.app.console.devices import DeviceCookies, device_key_beside
+from campusguard.app.console.devices import DeviceCookies
+from campusguard.app.console.identity import IdentityStore
 from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
 from campusguard.app.console.oidc_sessions import ProviderSessions
 from campusguard.app.console.schemas import Health, Ready
-from campusguard.app.console.users import User, UserStore
+from campusguard.app.console.users import IdentityUnavailableError, User, UserStore
 from campusguard.app.events.store import StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -302,6 +303,15 @@ def _error_handlers(app: FastAPI) -> None:
             headers={"Retry-After": "5"},
         )
 
+    @app.exception_handler(IdentityUnavailableError)
+    async def identity_unavailable(request: Request, exc: IdentityUnavailableError) -> Response:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse(
+            {"detail": "the users database is unavailable; try again shortly"},
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "5"},
+        )
+
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc, exc_info=exc)
@@ -311,7 +321,7 @@ def _error_handlers(app: FastAPI) -> None:
 def create_app(
     runtime: ConsoleRuntime,
     *,
-    users_db: str | Path | UserStore,
+    users_db: str | Path | IdentityStore,
     session_ttl: timedelta = timedelta(hours=12),
     secure_cookies: bool = False,
     max_body_bytes: int = 1 << 20,
@@ -323,7 +333,8 @@ def create_app(
 
     Args:
         runtime: the `ConsoleRuntime` (pipeline, store, live view, zones, metrics).
-        users_db: the users database file, or an open `UserStore`.
+        users_db: the users database file, or an open `IdentityStore` (`open_identity_store`: the
+            site's PostgreSQL when its storage is one, shared with the other nodes).
         session_ttl: login session lifetime.
         secure_cookies: send cookies only over HTTPS (set when behind a TLS proxy); on by itself,
             with HSTS, when the config's ``console.public_url`` is https.
@@ -331,7 +342,8 @@ def create_app(
         limiter: failed-login limits (default: 5 free failures per user name and address, 20 per
             address, then a delay that doubles with each failure, from 1 s up to 15 minutes; 10 per
             account within 15 minutes from browsers without its device cookie, then from 2 s).
-            The device-cookie key is kept beside the users database (``<users db>.device-key``).
+            Failures are counted where the identity store keeps them (in PostgreSQL, shared by the
+            nodes); the device-cookie key too (SQLite: beside the file, ``<users db>.device-key``).
         password_hasher: an argon2 ``PasswordHasher`` for a new `UserStore` (tests use cheap parameters).
         trusted_proxies: addresses or networks of reverse proxies whose ``X-Forwarded-For`` is believed
             (``--trusted-proxy``); none by default, not even 127.0.0.1.
@@ -346,8 +358,9 @@ def create_app(
     public_url = runtime.loaded.config.console.public_url
     https = public_url is not None and public_url.lower().startswith("https://")
     secure_cookies = secure_cookies or https
-    oidc = build_oidc(runtime.loaded.config.console)  # the console section's campus sign-in, if any
-    users = users_db if isinstance(users_db, UserStore) else UserStore(users_db, password_hasher=password_hasher)
+    users = UserStore(users_db, password_hasher=password_hasher) if isinstance(users_db, str | Path) else users_db
+    # the console section's campus sign-in, if any (its round trip sealed with the nodes' shared key, if any)
+    oidc = build_oidc(runtime.loaded.config.console, seal_key=users.sign_in_seal_key())
     app = FastAPI(
         title="CampusGuard console API",
         version="1",
@@ -361,18 +374,21 @@ def create_app(
     app.state.console = ConsoleState(
         runtime=runtime,
         users=users,
-        limiter=limiter or LoginLimiter(),
+        # "is None", not "or": a limiter with no key yet has len() 0 and would be replaced
+        limiter=limiter if limiter is not None else LoginLimiter(failures=users.login_failures()),
         settings=ConsoleSettings(
             session_ttl=session_ttl,
             secure_cookies=secure_cookies,
             max_body_bytes=max_body_bytes,
             trusted_proxies=proxies,
         ),
-        devices=DeviceCookies(device_key_beside(users.path)),
+        devices=DeviceCookies(users.device_key()),
     )
     app.state.oidc = oidc
     if oidc is not None:
-        app.state.console.provider_sessions = ProviderSessions(oidc, users, recheck_s=oidc.config.recheck_s)
+        app.state.console.provider_sessions = ProviderSessions(
+            oidc, users, recheck_s=oidc.config.recheck_s, grants=users.provider_grants()
+        )
     _error_handlers(app)
 
     # public: PUBLIC_ROUTES and nothing else

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 
-from campusguard.app.console.users import Credential, UserStore, role_at_least
+from campusguard.app.console.identity import IdentityStore
+from campusguard.app.console.users import Credential, role_at_least
 
 __all__ = ["StreamGuard", "stream_guard"]
 
@@ -35,7 +36,7 @@ class StreamGuard:
 
     def __init__(
         self,
-        users: UserStore,
+        users: IdentityStore,
         token_hash: str,
         role: str,
         *,
@@ -65,7 +66,7 @@ class StreamGuard:
         return self._ok
 
 
-def stream_guard(request: Request, users: UserStore, role: str) -> StreamGuard:
+def stream_guard(request: Request, users: IdentityStore, role: str) -> StreamGuard:
     """The guard of a stream opened by this (authenticated) request: its token and the ``role`` the
     stream needs (``operator`` for a sharp stream, ``viewer`` for a redacted one)."""
     credential: Credential = request.state.credential

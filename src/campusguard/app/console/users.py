@@ -1,4 +1,4 @@
-"""The console's users, credentials and audit log, in one SQLite file.
+"""The console's users, credentials and audit log: `UserTables` (the SQL, once), `UserStore` (one SQLite file).
 
 - Users have a name, a role (`ROLES`, lowest first) and an argon2id password hash (argon2-cffi).
 - Credentials are random bearer tokens of two kinds: ``session`` (from a login, short-lived, with a
@@ -7,12 +7,17 @@
   bits, so a fast hash is enough (the slow hash is for low-entropy passwords). Each has an expiry.
 - The audit log records every state change: who, when (UTC), what, on which target.
 
-Schema changes are numbered migrations (``PRAGMA user_version``), like the event store.
+Schema changes are numbered migrations (``PRAGMA user_version``), like the event store. The same
+tables on a PostgreSQL server, shared by several consoles, are
+`campusguard.app.console.users_postgres.PostgresUserStore`; `campusguard.app.console.identity`
+chooses between them.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -23,8 +28,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, cast, get_args
 
+from campusguard.app.console.devices import device_key_beside
 from campusguard.app.infra.sqlitedb import (
     SQLiteFile,
     apply_migrations,
@@ -32,7 +38,7 @@ from campusguard.app.infra.sqlitedb import (
     schema_version,
     write_transaction,
 )
-from campusguard.errors import InvalidInputError, require
+from campusguard.errors import CampusGuardError, InvalidInputError, require
 
 __all__ = [
     "ROLES",
@@ -43,7 +49,14 @@ __all__ = [
     "ExternalSignIn",
     "Credential",
     "AuditEntry",
+    "UserTables",
     "UserStore",
+    "IdentityUnavailableError",
+    "SqlDialect",
+    "SQLITE",
+    "Spelled",
+    "Statements",
+    "Rows",
     "role_at_least",
     "check_user_name",
     "check_password",
@@ -251,55 +264,103 @@ class AuditEntry:
     details: dict[str, Any]
 
 
-class UserStore(SQLiteFile):
-    """Users, hashed tokens and the audit log in one SQLite file; safe to share across threads.
+class Rows(Protocol):
+    """What running one statement gives (a DB-API cursor): its rows and how many rows it changed."""
+
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Statements(Protocol):
+    """A connection inside one transaction, as `UserTables` runs its statements on it."""
+
+    def execute(self, sql: str, args: Sequence[Any] = (), /) -> Rows: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> None: ...
+
+
+@dataclass(frozen=True)
+class SqlDialect:
+    """How the one SQL text of each `UserTables` operation is spelled for a database.
+
+    The statements are written once with ``?`` markers and ``{users}``-style table names;
+    the dialect puts in its parameter marker and its tables' names (SQLite keeps the names of
+    its first schema; PostgreSQL's are prefixed ``console_``, beside the event store's tables).
+    Every value stays a bound parameter.
+    """
+
+    param: str
+    tables: tuple[tuple[str, str], ...]
+
+    def __call__(self, text: str) -> str:
+        return _spell(self, text)
+
+
+@functools.lru_cache(maxsize=512)
+def _spell(dialect: SqlDialect, text: str) -> str:
+    return text.format_map(dict(dialect.tables)).replace("?", dialect.param)
+
+
+SQLITE = SqlDialect("?", (("users", "users"), ("tokens", "tokens"), ("audit", "audit"), ("oidc_links", "oidc_links")))
+
+
+class Spelled:
+    """A DB-API connection or cursor whose statements are spelled by a `SqlDialect` (`Statements`)."""
+
+    def __init__(self, conn: Any, dialect: SqlDialect) -> None:
+        self._conn = conn
+        self._dialect = dialect
+
+    def execute(self, sql: str, args: Sequence[Any] = (), /) -> Rows:
+        return cast(Rows, self._conn.execute(self._dialect(sql), tuple(args)))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> None:
+        self._conn.cursor().executemany(self._dialect(sql), [tuple(r) for r in rows])
+
+
+class IdentityUnavailableError(CampusGuardError):
+    """The shared identity database cannot be reached now (its retry budget is spent): try again shortly
+    (the console answers 503, a command exits 2). The failed call was not committed, unless the
+    connection was lost in its very commit."""
+
+
+class UserTables(abc.ABC):
+    """Users, hashed tokens, provider links and the audit log as SQL tables: every operation of the
+    console's identity, written once for any database (`SqlDialect`).
+
+    A subclass gives the connection: `_transaction` (one write transaction, committed on leaving;
+    ``serial``: also serialised with every other ``serial`` one of every process, for the checks
+    that read before they write, such as "not the last admin"), `_read` (one statement's rows), and
+    the exceptions its driver raises for a broken constraint (`_integrity_errors`).
 
     Args:
-        path: the database file (created with its folder if missing).
         password_hasher: an ``argon2.PasswordHasher`` (default: argon2-cffi's RFC 9106 low-memory
             profile). Tests may pass cheaper parameters; the algorithm stays argon2id.
 
     Raises:
-        InvalidInputError: the file is not a CampusGuard users database or is newer than this code.
         MissingDependencyError: argon2-cffi is not installed (the ``console`` extra).
     """
 
-    def __init__(self, path: str | Path, *, password_hasher: Any = None) -> None:
+    display: str
+    _integrity_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, *, password_hasher: Any = None) -> None:
         argon2 = require("argon2", "console")
-        self.path = Path(path)
         self._hasher = password_hasher or argon2.PasswordHasher()
         self._verify_errors = (argon2.exceptions.VerifyMismatchError, argon2.exceptions.InvalidHashError)
         # verifying against this when the user does not exist costs the same time as a wrong password
         self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
-        self._lock = threading.Lock()
-        try:
-            self._conn = connect_durable(self.path, foreign_keys=True)
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise InvalidInputError(f"users database {self.path} cannot be opened: {exc}") from exc
 
-    def _migrate(self) -> None:
-        version = schema_version(self._conn)
-        if version > SCHEMA_VERSION:
-            raise InvalidInputError(
-                f"users database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
-            )
-        if version == SCHEMA_VERSION:
-            return
-        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if version == 0 and tables:
-            raise InvalidInputError(f"{self.path} is not a CampusGuard users database (it holds other tables)")
-        apply_migrations(self._conn, _MIGRATIONS, version)
+    @abc.abstractmethod
+    def _transaction(self, *, serial: bool = False) -> contextlib.AbstractContextManager[Statements]:
+        """One write transaction (see the class)."""
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction under the store's lock, committed (fsync'd) on leaving, rolled back on error."""
-        with self._lock, write_transaction(self._conn) as conn:
-            yield conn
-
+    @abc.abstractmethod
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, args).fetchall()
+        """The rows of one statement (``?`` markers, ``{users}``-style table names)."""
 
     # users ------------------------------------------------------------------------------------
     def add_user(self, name: str, role: str, password: str) -> User:
@@ -317,10 +378,10 @@ class UserStore(SQLiteFile):
         try:
             with self._transaction() as conn:
                 conn.execute(
-                    "INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO {users} (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
                     (name, role, digest, created),
                 )
-        except sqlite3.IntegrityError as exc:
+        except self._integrity_errors as exc:
             raise InvalidInputError(f"user {name!r} already exists") from exc
         return User(name, role, created)  # type: ignore[arg-type]
 
@@ -331,17 +392,17 @@ class UserStore(SQLiteFile):
             KeyError: no such user.
             InvalidInputError: it is the last admin (the console would have nobody to manage it).
         """
-        with self._transaction() as conn:
+        with self._transaction(serial=True) as conn:
             self._check_not_last_admin(conn, name, "removed")
-            conn.execute("DELETE FROM users WHERE name = ?", (name,))
+            conn.execute("DELETE FROM {users} WHERE name = ?", (name,))
 
     @staticmethod
-    def _check_not_last_admin(conn: sqlite3.Connection, name: str, change: str) -> str:
+    def _check_not_last_admin(conn: Statements, name: str, change: str) -> str:
         """The user's role; raises `KeyError` if unknown, `InvalidInputError` if the last admin would go."""
-        row = conn.execute("SELECT role FROM users WHERE name = ?", (name,)).fetchone()
+        row = conn.execute("SELECT role FROM {users} WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise KeyError(name)
-        if row[0] == "admin" and conn.execute("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetchone()[0] <= 1:
+        if row[0] == "admin" and conn.execute("SELECT COUNT(*) FROM {users} WHERE role = 'admin'").fetchone()[0] <= 1:
             raise InvalidInputError(f"user {name!r} is the last admin and cannot be {change}; add another admin first")
         return str(row[0])
 
@@ -354,12 +415,12 @@ class UserStore(SQLiteFile):
         """
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-        with self._transaction() as conn:
+        with self._transaction(serial=True) as conn:
             if role != "admin":
                 self._check_not_last_admin(conn, name, "demoted")
-            elif conn.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone() is None:
+            elif conn.execute("SELECT 1 FROM {users} WHERE name = ?", (name,)).fetchone() is None:
                 raise KeyError(name)
-            conn.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
+            conn.execute("UPDATE {users} SET role = ? WHERE name = ?", (role, name))
         user = self.get_user(name)
         assert user is not None
         return user
@@ -376,31 +437,32 @@ class UserStore(SQLiteFile):
         """
         digest = self._hasher.hash(check_password(password))
         with self._transaction() as conn:
-            link = conn.execute("SELECT issuer FROM oidc_links WHERE user_name = ?", (name,)).fetchone()
+            link = conn.execute("SELECT issuer FROM {oidc_links} WHERE user_name = ?", (name,)).fetchone()
             if link is not None:
                 raise InvalidInputError(
                     f"user {name!r} signs in through {link[0]} and has no console password; "
                     "change it at the identity provider"
                 )
-            if conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (digest, name)).rowcount == 0:
+            if conn.execute("UPDATE {users} SET password_hash = ? WHERE name = ?", (digest, name)).rowcount == 0:
                 raise KeyError(name)
-            conn.execute(
-                "DELETE FROM tokens WHERE user_name = ? AND kind = 'session' AND token_hash IS NOT ?",
-                (name, keep_token_hash),
-            )
+            sessions = "DELETE FROM {tokens} WHERE user_name = ? AND kind = 'session'"
+            if keep_token_hash is None:
+                conn.execute(sessions, (name,))
+            else:
+                conn.execute(sessions + " AND token_hash <> ?", (name, keep_token_hash))
 
     def get_user(self, name: str) -> User | None:
-        rows = self._read("SELECT name, role, created_at FROM users WHERE name = ?", (name,))
+        rows = self._read("SELECT name, role, created_at FROM {users} WHERE name = ?", (name,))
         return User(*rows[0]) if rows else None
 
     def list_users(self) -> list[User]:
-        return [User(*r) for r in self._read("SELECT name, role, created_at FROM users ORDER BY name")]
+        return [User(*r) for r in self._read("SELECT name, role, created_at FROM {users} ORDER BY name")]
 
     def list_accounts(self) -> list[Account]:
         """Every user, local or made by a campus sign-in, with its provider link and last sign-in (by name)."""
         rows = self._read(
             "SELECT u.name, u.role, u.created_at, u.last_sign_in_at, l.issuer, l.subject, l.mapped_groups "
-            "FROM users u LEFT JOIN oidc_links l ON l.user_name = u.name ORDER BY u.name"
+            "FROM {users} u LEFT JOIN {oidc_links} l ON l.user_name = u.name ORDER BY u.name"
         )
         return [
             Account(
@@ -417,7 +479,7 @@ class UserStore(SQLiteFile):
 
     def verify_password(self, name: str, password: str) -> User | None:
         """The user if the password is right, else ``None`` (same cost whether or not the user exists)."""
-        rows = self._read("SELECT password_hash FROM users WHERE name = ?", (name,)) if isinstance(name, str) else []
+        rows = self._read("SELECT password_hash FROM {users} WHERE name = ?", (name,)) if isinstance(name, str) else []
         if rows and rows[0][0] == NO_PASSWORD:
             rows = []  # an account of a provider: no password, at the same cost as a wrong one
         digest = rows[0][0] if rows else self._dummy_hash
@@ -429,7 +491,7 @@ class UserStore(SQLiteFile):
             return None
         if self._hasher.check_needs_rehash(digest):
             with self._transaction() as conn:
-                conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self._hasher.hash(password), name))
+                conn.execute("UPDATE {users} SET password_hash = ? WHERE name = ?", (self._hasher.hash(password), name))
         return self.get_user(name)
 
     def sign_in_external(
@@ -452,31 +514,31 @@ class UserStore(SQLiteFile):
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         now = _iso(_now())
         mapped = json.dumps(sorted(set(groups)))
-        with self._transaction() as conn:
+        with self._transaction(serial=True) as conn:
             row = conn.execute(
-                "SELECT u.name, u.role FROM oidc_links l JOIN users u ON u.name = l.user_name "
+                "SELECT u.name, u.role FROM {oidc_links} l JOIN {users} u ON u.name = l.user_name "
                 "WHERE l.issuer = ? AND l.subject = ?",
                 (issuer, subject),
             ).fetchone()
             if row is not None:
-                conn.execute("UPDATE users SET role = ? WHERE name = ?", (role, row[0]))
+                conn.execute("UPDATE {users} SET role = ? WHERE name = ?", (role, row[0]))
                 conn.execute(
-                    "UPDATE oidc_links SET mapped_groups = ? WHERE issuer = ? AND subject = ?",
+                    "UPDATE {oidc_links} SET mapped_groups = ? WHERE issuer = ? AND subject = ?",
                     (mapped, issuer, subject),
                 )
                 created, previous, name = False, str(row[1]), str(row[0])
             else:
                 check_user_name(name)
-                if conn.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone() is not None:
+                if conn.execute("SELECT 1 FROM {users} WHERE name = ?", (name,)).fetchone() is not None:
                     raise InvalidInputError(
                         f"the user name {name!r} belongs to another console account; an admin must rename or remove it"
                     )
                 conn.execute(
-                    "INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO {users} (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
                     (name, role, NO_PASSWORD, now),
                 )
                 conn.execute(
-                    "INSERT INTO oidc_links (issuer, subject, user_name, linked_at, mapped_groups) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO {oidc_links} (issuer, subject, user_name, linked_at, mapped_groups) VALUES (?, ?, ?, ?, ?)",
                     (issuer, subject, name, now, mapped),
                 )
                 created, previous = True, None
@@ -486,7 +548,7 @@ class UserStore(SQLiteFile):
 
     def external_issuer(self, name: str) -> str | None:
         """The issuer of the provider the user signs in through, or ``None`` for a local account."""
-        rows = self._read("SELECT issuer FROM oidc_links WHERE user_name = ?", (name,))
+        rows = self._read("SELECT issuer FROM {oidc_links} WHERE user_name = ?", (name,))
         return str(rows[0][0]) if rows else None
 
     # tokens -----------------------------------------------------------------------------------
@@ -496,13 +558,13 @@ class UserStore(SQLiteFile):
         try:
             with self._transaction() as conn:
                 conn.execute(
-                    "INSERT INTO tokens (token_hash, user_name, kind, label, csrf, created_at, expires_at) "
+                    "INSERT INTO {tokens} (token_hash, user_name, kind, label, csrf, created_at, expires_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (_token_hash(token), name, kind, label, csrf, _iso(now), _iso(now + ttl)),
                 )
                 if kind == "session":  # a session is made only by a sign-in (password or provider)
-                    conn.execute("UPDATE users SET last_sign_in_at = ? WHERE name = ?", (_iso(now), name))
-        except sqlite3.IntegrityError as exc:  # the foreign key: no such user
+                    conn.execute("UPDATE {users} SET last_sign_in_at = ? WHERE name = ?", (_iso(now), name))
+        except self._integrity_errors as exc:  # the foreign key: no such user
             raise KeyError(name) from exc
         return token
 
@@ -521,7 +583,7 @@ class UserStore(SQLiteFile):
             return None
         rows = self._read(
             "SELECT u.name, u.role, u.created_at, t.kind, t.token_hash, t.csrf, t.expires_at "
-            "FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.token_hash = ?",
+            "FROM {tokens} t JOIN {users} u ON u.name = t.user_name WHERE t.token_hash = ?",
             (_token_hash(token),),
         )
         return self._credential(rows)
@@ -531,7 +593,7 @@ class UserStore(SQLiteFile):
         once it is revoked, expired, or its user removed: open streams re-check their caller with it."""
         rows = self._read(
             "SELECT u.name, u.role, u.created_at, t.kind, t.token_hash, t.csrf, t.expires_at "
-            "FROM tokens t JOIN users u ON u.name = t.user_name WHERE t.token_hash = ?",
+            "FROM {tokens} t JOIN {users} u ON u.name = t.user_name WHERE t.token_hash = ?",
             (token_hash,),
         )
         return self._credential(rows)
@@ -549,11 +611,11 @@ class UserStore(SQLiteFile):
     def revoke(self, token_hash: str) -> bool:
         """Delete one token by its hash (logout); True if it existed."""
         with self._transaction() as conn:
-            return conn.execute("DELETE FROM tokens WHERE token_hash = ?", (token_hash,)).rowcount > 0
+            return conn.execute("DELETE FROM {tokens} WHERE token_hash = ?", (token_hash,)).rowcount > 0
 
     def api_tokens(self, name: str | None = None) -> list[TokenInfo]:
         """The unexpired API tokens (of user ``name``, or of all), newest first."""
-        sql = "SELECT token_hash, user_name, label, created_at, expires_at FROM tokens WHERE kind = 'api' AND expires_at > ?"
+        sql = "SELECT token_hash, user_name, label, created_at, expires_at FROM {tokens} WHERE kind = 'api' AND expires_at > ?"
         args: tuple[Any, ...] = (_iso(_now()),)
         if name is not None:
             sql += " AND user_name = ?"
@@ -568,27 +630,27 @@ class UserStore(SQLiteFile):
             return None
         with self._transaction() as conn:
             rows = conn.execute(
-                "SELECT token_hash, user_name, label, created_at, expires_at FROM tokens "
+                "SELECT token_hash, user_name, label, created_at, expires_at FROM {tokens} "
                 "WHERE kind = 'api' AND substr(token_hash, 1, ?) = ?",
                 (TOKEN_ID_LENGTH, token_id),
             ).fetchall()
             if len(rows) != 1:
                 return None
             digest, user, label, created, expires = rows[0]
-            conn.execute("DELETE FROM tokens WHERE token_hash = ?", (digest,))
+            conn.execute("DELETE FROM {tokens} WHERE token_hash = ?", (digest,))
         return TokenInfo(token_id, user, label, created, expires)
 
     def purge_expired(self) -> int:
         """Delete expired tokens; the number deleted."""
         with self._transaction() as conn:
-            return conn.execute("DELETE FROM tokens WHERE expires_at <= ?", (_iso(_now()),)).rowcount
+            return conn.execute("DELETE FROM {tokens} WHERE expires_at <= ?", (_iso(_now()),)).rowcount
 
     # audit ------------------------------------------------------------------------------------
     def audit(self, user: str | None, action: str, target: str | None = None, **details: Any) -> None:
         """Record one state change (committed when this returns)."""
         with self._transaction() as conn:
             conn.execute(
-                "INSERT INTO audit (time, user_name, action, target, details) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO {audit} (time, user_name, action, target, details) VALUES (?, ?, ?, ?, ?)",
                 (_iso(_now()), user, action, target, json.dumps(details, default=str, sort_keys=True)),
             )
 
@@ -597,7 +659,7 @@ class UserStore(SQLiteFile):
         now = _iso(_now())
         with self._transaction() as conn:
             conn.executemany(
-                "INSERT INTO audit (time, user_name, action, target, details) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO {audit} (time, user_name, action, target, details) VALUES (?, ?, ?, ?, ?)",
                 [(now, user, a, t, json.dumps(d, default=str, sort_keys=True)) for a, t, d in entries],
             )
 
@@ -636,10 +698,10 @@ class UserStore(SQLiteFile):
                 args.append(_iso(bound if bound.tzinfo else bound.replace(tzinfo=UTC)))
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self._read(
-            f"SELECT id, time, user_name, action, target, details FROM audit{where} ORDER BY id DESC LIMIT ? OFFSET ?",
+            f"SELECT id, time, user_name, action, target, details FROM {{audit}}{where} ORDER BY id DESC LIMIT ? OFFSET ?",
             (*args, int(limit), int(offset)),
         )
-        total = int(self._read(f"SELECT COUNT(*) FROM audit{where}", tuple(args))[0][0])
+        total = int(self._read(f"SELECT COUNT(*) FROM {{audit}}{where}", tuple(args))[0][0])
         entries = [
             AuditEntry(id=r[0], time=r[1], user=r[2], action=r[3], target=r[4], details=json.loads(r[5])) for r in rows
         ]
@@ -653,7 +715,7 @@ class UserStore(SQLiteFile):
         for i in range(0, len(ids), batch):
             chunk = tuple(ids[i : i + batch])
             rows = self._read(
-                "SELECT id, time, user_name, action, target, details FROM audit "
+                "SELECT id, time, user_name, action, target, details FROM {audit} "
                 f"WHERE target IN ({', '.join('?' * len(chunk))}) ORDER BY id",
                 chunk,
             )
@@ -665,6 +727,75 @@ class UserStore(SQLiteFile):
 
     def audit_facets(self) -> tuple[list[str], list[str]]:
         """The users and the actions the audit log names (sorted): the choices of its filters."""
-        users = [str(r[0]) for r in self._read("SELECT DISTINCT user_name FROM audit WHERE user_name IS NOT NULL")]
-        actions = [str(r[0]) for r in self._read("SELECT DISTINCT action FROM audit")]
+        users = [str(r[0]) for r in self._read("SELECT DISTINCT user_name FROM {audit} WHERE user_name IS NOT NULL")]
+        actions = [str(r[0]) for r in self._read("SELECT DISTINCT action FROM {audit}")]
         return sorted(users), sorted(actions)
+
+
+class UserStore(UserTables, SQLiteFile):
+    """The console's identity (`UserTables`) in one SQLite file; safe to share across threads.
+
+    Device cookies are signed with a key kept beside the file (`device_key`); the campus
+    sign-in's grants and failed logins stay in the process's memory.
+
+    Args:
+        path: the database file (created with its folder if missing).
+        password_hasher: as `UserTables`.
+
+    Raises:
+        InvalidInputError: the file is not a CampusGuard users database or is newer than this code.
+        MissingDependencyError: argon2-cffi is not installed (the ``console`` extra).
+    """
+
+    _integrity_errors = (sqlite3.IntegrityError,)
+
+    def __init__(self, path: str | Path, *, password_hasher: Any = None) -> None:
+        super().__init__(password_hasher=password_hasher)
+        self.path = Path(path)
+        self.display = str(self.path)
+        self._lock = threading.Lock()
+        try:
+            self._conn = connect_durable(self.path, foreign_keys=True)
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInputError(f"users database {self.path} cannot be opened: {exc}") from exc
+
+    def _migrate(self) -> None:
+        version = schema_version(self._conn)
+        if version > SCHEMA_VERSION:
+            raise InvalidInputError(
+                f"users database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == 0 and tables:
+            raise InvalidInputError(f"{self.path} is not a CampusGuard users database (it holds other tables)")
+        apply_migrations(self._conn, _MIGRATIONS, version)
+
+    @contextlib.contextmanager
+    def _transaction(self, *, serial: bool = False) -> Iterator[Statements]:
+        """One write transaction under the store's lock, committed (fsync'd) on leaving, rolled back on
+        error (``BEGIN IMMEDIATE``: every write transaction of the file is already serial)."""
+        with self._lock, write_transaction(self._conn) as conn:
+            yield Spelled(conn, SQLITE)
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(SQLITE(sql), args).fetchall()
+
+    def device_key(self) -> bytes:
+        """The device-cookie key: in a file beside the database (`device_key_beside`)."""
+        return device_key_beside(self.path)
+
+    def sign_in_seal_key(self) -> bytes | None:
+        """``None``: the campus sign-in's round trip is sealed with a key of this process only."""
+        return None
+
+    def login_failures(self) -> None:
+        """``None``: failed logins are counted in this process's memory."""
+        return None
+
+    def provider_grants(self) -> None:
+        """``None``: the campus sign-in's grants stay in this process's memory, never on disk."""
+        return None

@@ -5,7 +5,9 @@ Every ``heartbeat_s`` (one second by default) the loop:
 1. says the node is alive (`NodeDirectory.heartbeat`);
 2. reads the live nodes, keeps those seen without a gap for ``settle_s`` (a node that just
    started, or came back, joins the assignment only once it has settled: no flapping while it
-   crash-loops), and computes the assignment (`assign_cameras`, the same on every node);
+   crash-loops), and computes the assignment (`assign_cameras`, the same on every node); a camera
+   is taken only when the nodes still settling would not get it either (several nodes starting
+   together spread the cameras at once);
 3. renews the leases of the cameras it runs, publishing each one's status; a lease it no longer
    holds (it was expired and taken while this node hung) stops that camera at once;
 4. hands over the cameras assigned to another settled node — once it has run them ``hold_s``:
@@ -156,8 +158,8 @@ class NodeCoordinator:
         for thread in self._threads:
             thread.join(timeout=max(0.1, self.timings.heartbeat_s * 3))
         deadline = time.monotonic() + timeout_s
-        for camera in sorted(self.held()):
-            self._stop_camera(camera, release=False)
+        for camera in sorted(self.held()):  # each lease freed once its camera has stopped: taken over at once
+            self._stop_camera(camera, release=True)
         clean = self._join_busy(deadline)
         try:
             self.directory.say_goodbye()
@@ -190,9 +192,13 @@ class NodeCoordinator:
         nodes = self.directory.nodes()
         with self._lock:
             self._nodes = nodes
-        settled = [n.name for n in nodes if not n.stopped and n.age_s <= t.dead_s and n.joined_s >= t.settle_s]
+        live = [n.name for n in nodes if not n.stopped and n.age_s <= t.dead_s]
+        settled = [n.name for n in nodes if n.name in live and n.joined_s >= t.settle_s]
         current = {c: lease.node for c, lease in self.directory.leases().items() if lease.valid and lease.node}
         desired = assign_cameras(self.cameras, settled, self.preferred, current)
+        # what the nodes still settling will get: not taken meanwhile (a cold start of several nodes
+        # spreads the cameras at once instead of the first settled node taking all, then handing over)
+        with_joining = assign_cameras(self.cameras, live, self.preferred, current)
         held = self.held()
         if held:
             statuses = {c: self.runner.camera_status(c) for c in held}
@@ -212,7 +218,7 @@ class NodeCoordinator:
         if self.node not in settled:
             return
         for camera, target in sorted(desired.items()):
-            if target != self.node or camera in self._held or camera in self._busy:
+            if target != self.node or with_joining.get(camera) != self.node or camera in self._held or camera in self._busy:
                 continue
             taken, previous = self.directory.acquire(camera, t.lease_s)
             if taken:

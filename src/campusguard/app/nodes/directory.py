@@ -5,6 +5,9 @@ Two tables, created once under an advisory lock (``CREATE TABLE IF NOT EXISTS``)
 - ``site_nodes``: one row per node name: its console URL, when this run of it started, when it was
   last seen (a heartbeat every second) and since when it has been seen without a gap
   (``joined_at``, reset when it comes back). A node that stopped cleanly says so (``stopped``).
+- ``camera_zone_edits``: each camera's zones, lines, rules and privacy as last saved in a console,
+  announced on ``LISTEN/NOTIFY`` channel ``campusguard_zones`` (`ZoneEditListener`): every node
+  writes it into its own config file and the node that runs the camera applies it.
 - ``camera_leases``: one row per camera: the node that runs it and until when (``expires_at``, on
   the server's clock), renewed every second with the camera's status as its node sees it. A lease
   is taken only when it is free, expired, or already ours, in one ``INSERT ... ON CONFLICT ... WHERE``:
@@ -27,7 +30,7 @@ from typing import Any
 from campusguard.app.events.urls import one_line
 from campusguard.app.infra.secrets import redact_url
 
-__all__ = ["CameraLease", "NodeDirectory", "NodeInfo", "DirectoryUnavailableError"]
+__all__ = ["ZONES_CHANNEL", "CameraLease", "NodeDirectory", "NodeInfo", "DirectoryUnavailableError"]
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +54,15 @@ CREATE TABLE IF NOT EXISTS camera_leases (
     acquired_at TIMESTAMPTZ,
     moves       INTEGER NOT NULL DEFAULT 0,
     status      JSONB
+);
+CREATE TABLE IF NOT EXISTS camera_zone_edits (
+    camera TEXT PRIMARY KEY,
+    parts  JSONB NOT NULL,
+    node   TEXT NOT NULL,
+    at     TIMESTAMPTZ NOT NULL
 )
 """
+ZONES_CHANNEL = "campusguard_zones"
 
 
 class DirectoryUnavailableError(Exception):
@@ -283,3 +293,22 @@ class NodeDirectory:
             for row in found
             if wanted is None or row[0] in wanted
         }
+
+    # zone edits ----------------------------------------------------------------------------------
+    def publish_zones(self, camera: str, parts: dict[str, Any]) -> None:
+        """A console of this node saved ``camera``'s editable parts: store them and tell every node."""
+        self._call(
+            "zone edit",
+            """
+            INSERT INTO camera_zone_edits (camera, parts, node, at) VALUES (%s, %s::jsonb, %s, now())
+            ON CONFLICT (camera) DO UPDATE SET parts = EXCLUDED.parts, node = EXCLUDED.node, at = EXCLUDED.at
+            """,
+            (camera, json.dumps(parts, default=str), self.node),
+            rows=False,
+        )
+        self._call("zone edit", "SELECT pg_notify(%s, %s)", (ZONES_CHANNEL, camera), rows=False)
+
+    def zone_edits(self) -> dict[str, tuple[dict[str, Any], str]]:
+        """Every camera's last saved editable parts and the node whose console saved them."""
+        found = self._call("zone edits", "SELECT camera, parts, node FROM camera_zone_edits")
+        return {row[0]: (row[1], row[2]) for row in found}

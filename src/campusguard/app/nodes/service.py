@@ -8,6 +8,7 @@ this node leads it, and whether the node has stopped.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from campusguard.app.engine.metrics import CameraMetrics
@@ -53,4 +54,13 @@ class NodeService:
         self.metrics = merged
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._stopped.wait(timeout)
+        """True once the node has stopped, or every camera service running now has drained (after a stop
+        was asked: their open incidents ended and committed)."""
+        if self._stopped.is_set():
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for service in self._services().values():
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not service.wait(remaining):
+                return False
+        return True

@@ -13,6 +13,7 @@ const STATUS_EVERY_MS = 2000;
 const STILL_EVERY_MS = 1000;
 const STATE_LABELS = {
   starting: "Starting", live: "Live", reconnecting: "Reconnecting", offline: "Offline", stopped: "Stopped", failed: "Failed",
+  unassigned: "No node runs it",
 };
 
 const wall = document.getElementById("wall");
@@ -168,6 +169,7 @@ function updateStatus(tile, camera) {
     `${camera.reconnects} reconnects`,
   ];
   if (camera.width && camera.height) parts.push(`${camera.width}×${camera.height}`);
+  if (camera.node) parts.push(`on node ${camera.node}`); // with several serve nodes: who runs it now
   parts.push(age === null ? "no frame yet" : `last frame ${age < 10 ? age.toFixed(1) : Math.round(age)} s ago`);
   if (camera.health && camera.health.state === "learning") parts.push("learning its view");
   tile.stats.textContent = parts.join(" · ");
