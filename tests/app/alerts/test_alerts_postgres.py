@@ -156,6 +156,31 @@ def test_the_update_and_its_relay_row_commit_together_and_the_relay_hands_it_on_
     assert _relay_rows(postgres_url) == 0
 
 
+def test_an_update_a_sink_could_not_take_stays_queued_and_goes_on_later(postgres_url, make_event):
+    from campusguard.app.events.store import StoreUnavailableError
+
+    store = PostgresEventStore(postgres_url, retry=FAST)
+    got: list[Event] = []
+    away = [True]
+
+    def send(event: Event) -> None:  # a sink whose shared outbox is unreachable, then back
+        if away[0]:
+            raise StoreUnavailableError("outbox away")
+        got.append(event)
+
+    relay = store.open_relay(send)
+    try:
+        for e in _incident(make_event, 3):
+            store.record(e)
+        assert relay.relay_once() == 0 and _relay_rows(postgres_url) == 2
+        away[0] = False
+        assert relay.relay_once() == 1 and relay.relay_once() == 1  # the start, then its end
+    finally:
+        relay.close()
+        store.close()
+    assert [(e.event_id, e.phase) for e in got] == [("inc003", "start"), ("inc003", "end")]
+
+
 def test_rows_one_relay_is_handing_on_are_skipped_by_the_others(postgres_url, make_event):
     store = PostgresEventStore(postgres_url, retry=FAST)
     inside, release = threading.Event(), threading.Event()

@@ -105,8 +105,8 @@ class AlertRelay:
     Args:
         url: the event store's PostgreSQL URL.
         send: hands one update to the alert sinks; it raises `StoreUnavailableError` when a sink
-            could not take it (the row stays for the next round); any other error is logged and
-            the update counts as handed on.
+            could not take it (the row stays, tried again a second later); any other error is
+            logged and the update counts as handed on.
         retry: the back-off of calls whose connection failed.
         poll_s: how often the table is looked at when nobody `wake`s the relay (seconds); the
             event writer of the same process wakes it after each commit.
@@ -138,6 +138,7 @@ class AlertRelay:
         self._outage = OutageLog(log, f"alert relay {self.display}")
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._blocked: str | None = None  # why the last round left an update for later (a sink's outbox away)
 
     def start(self) -> AlertRelay:
         """Start the relay thread (once); returns self."""
@@ -160,6 +161,7 @@ class AlertRelay:
         return self._session.run("relaying alerts", self._relay)
 
     def _relay(self, conn: psycopg.Connection[Any]) -> int:
+        self._blocked = None
         with conn.transaction():
             rows = conn.execute(_CLAIM_SQL, (self.batch,)).fetchall()
             done: list[int] = []
@@ -173,8 +175,10 @@ class AlertRelay:
                 try:
                     self._send(event)
                 except StoreUnavailableError as exc:  # a sink could not take it: it stays for the next round
-                    self._outage.down(f"update {event.event_id} {event.phase} waits ({exc})")
+                    self._blocked = f"update {event.event_id} {event.phase} waits: {exc}"
                     break
+                except Exception:  # a fault of ours: said, and the update counts as handed on (never a loop)
+                    log.exception("alert relay: handing on %s %s failed", event.event_id, event.phase)
                 done.append(int(row_id))
             if done:
                 conn.execute(_DELETE_SQL, (done,))
@@ -200,7 +204,6 @@ class AlertRelay:
         while not self._stop.is_set():
             try:
                 n = self.relay_once()
-                self._outage.up("relays again")
             except StoreUnavailableError as exc:
                 self._outage.down(f"cannot relay ({exc})")
                 self._stop.wait(_AFTER_ERROR_S)
@@ -209,6 +212,11 @@ class AlertRelay:
                 log.exception("alert relay %s hit an unexpected error; it goes on", self.display)
                 self._stop.wait(_AFTER_ERROR_S)
                 continue
+            if self._blocked is not None:  # a sink's outbox is away: the update waits, tried again in a while
+                self._outage.down(self._blocked)
+                self._stop.wait(_AFTER_ERROR_S)
+                continue
+            self._outage.up("relays again")
             if n:
                 continue  # more may wait (an incident's next update, a backlog)
             self._wake.wait(self.poll_s)
