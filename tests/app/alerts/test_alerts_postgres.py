@@ -559,3 +559,22 @@ def test_a_node_killed_mid_send_leaves_nothing_undelivered_and_nothing_twice(pos
     keys = receiver.keys()
     assert max(Counter(keys).values()) == 1
     assert sorted(keys) == sorted((f"k{i}", p, s) for i in range(10) for p, s in (("start", 0), ("end", 1)))
+
+
+def test_a_kept_claim_connection_the_server_dropped_is_replaced(postgres_url, make_event):
+    outbox = PgOutbox(postgres_url, "hook", retry=FAST)
+    try:
+        first = make_event(event_id="one")
+        outbox.add_once("one", b"1", first)
+        [m] = outbox.due(1)
+        outbox.remove([m.seq])  # the claim commits; its connection is kept for the next
+        [kept] = outbox._idle
+        with psycopg.connect(postgres_url, autocommit=True) as admin:  # a server restart, as a client sees it
+            admin.execute("SELECT pg_terminate_backend(%s)", (kept.info.backend_pid,))
+        outbox.add_once("two", b"2", make_event(event_id="two"))
+        [again] = outbox.due(1)
+        assert again.payload == b"2"
+        outbox.remove([again.seq])
+        assert len(outbox) == 0
+    finally:
+        outbox.close()

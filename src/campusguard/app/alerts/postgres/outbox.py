@@ -34,7 +34,7 @@ import psycopg
 
 from campusguard.app.alerts.outbox import OutboxMessage
 from campusguard.app.alerts.postgres.schema import OUTBOX_TABLE, PUT_TABLE, migrate_alerts
-from campusguard.app.events.pgsession import RETRYABLE, PgSession, RetryPolicy
+from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.events.urls import one_line
@@ -180,17 +180,22 @@ class PgOutbox:
             StoreUnavailableError: no connection could be had, or it was lost.
         """
         now = time.time() if now is None else now
-        conn = self._connection()
-        try:
-            # the claim's end (a delivered message's delete) commits without waiting for the WAL flush:
-            # the moment between a receiver's answer and the commit, in which a killed node's message
-            # would be sent again by another, stays one round trip short; a crash of the server itself
-            # may repeat that message instead
-            conn.execute("SET LOCAL synchronous_commit TO off")
-            rows = conn.execute(_CLAIM_SQL, (self.sink, now, list(busy), limit)).fetchall()
-        except RETRYABLE as exc:
-            _close(conn)
-            raise StoreUnavailableError(f"{self.path}: cannot claim messages: {one_line(exc)}") from None
+        for attempt in (1, 2):  # a kept connection the server dropped (a restart) is replaced once
+            conn, kept = self._connection()
+            try:
+                # the claim's end (a delivered message's delete) commits without waiting for the WAL
+                # flush: the moment between a receiver's answer and the commit, in which a killed
+                # node's message would be sent again by another, stays one round trip short; a crash
+                # of the server itself may repeat that message instead
+                conn.execute("SET LOCAL synchronous_commit TO off")
+                rows = conn.execute(_CLAIM_SQL, (self.sink, now, list(busy), limit)).fetchall()
+                break
+            except psycopg.Error as exc:
+                _close(conn)
+                if kept and attempt == 1:
+                    self._drop_idle()
+                    continue
+                raise StoreUnavailableError(f"{self.path}: cannot claim messages: {one_line(exc)}") from None
         if not rows:
             self._settled(conn, commit=False)
             return []
@@ -201,17 +206,24 @@ class PgOutbox:
                 self._claims[m.seq] = claim
         return out
 
-    def _connection(self) -> psycopg.Connection[Any]:
+    def _connection(self) -> tuple[psycopg.Connection[Any], bool]:
+        """A connection for a claim, and whether it was kept from an earlier one."""
         with self._lock:
             conn = self._idle.pop() if self._idle else None
         if conn is not None and not conn.closed:
-            return conn
+            return conn, True
         try:
             conn = self._session.connect()
             conn.autocommit = False  # a claim is a transaction held open while its messages are sent
         except psycopg.Error as exc:
             raise StoreUnavailableError(f"{self.path}: cannot connect: {one_line(exc)}") from None
-        return conn
+        return conn, False
+
+    def _drop_idle(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            _close(conn)
 
     def _settled(self, conn: psycopg.Connection[Any], *, commit: bool) -> None:
         """End a claim's transaction and keep its connection for the next (or close it)."""
