@@ -33,8 +33,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from campusguard.app.alerts.ledger import DeliveryLedger
-from campusguard.app.alerts.outbox import Outbox, OutboxMessage
+from campusguard.app.alerts.ledger import Ledger
+from campusguard.app.alerts.outbox import Outbox, OutboxMessage, OutboxStore
 from campusguard.app.alerts.sender import DeadLetters, OutboxSender, Retry
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
@@ -167,7 +167,8 @@ class EmailSink:
     Args:
         host, port: the SMTP server.
         sender: the From address; to: the recipients.
-        outbox_path: the SQLite outbox; dead_letter_path: the dead-letter JSONL file.
+        outbox_path: the SQLite outbox, unless ``outbox`` is given (`SinkContext.open_outbox`: PostgreSQL's
+            shared one); dead_letter_path: the dead-letter JSONL file.
         security: ``starttls``, ``tls`` or ``none``.
         username, password: SMTP login, if the server needs one.
         digest_s: alerts within this of the last email wait and go as one digest.
@@ -190,7 +191,7 @@ class EmailSink:
         *,
         sender: str,
         to: Sequence[str],
-        outbox_path: str | Path,
+        outbox_path: str | Path | None = None,
         dead_letter_path: str | Path,
         security: str = "starttls",
         username: str | None = None,
@@ -206,7 +207,8 @@ class EmailSink:
         max_age_s: float = 86400.0,
         max_digest: int = 50,
         phases: Collection[str] = EVENT_PHASES,
-        ledger: DeliveryLedger | None = None,
+        ledger: Ledger | None = None,
+        outbox: OutboxStore | None = None,
     ) -> None:
         if security not in ("starttls", "tls", "none") or role not in ("viewer", "operator") or not to:
             raise InvalidInputError(
@@ -231,7 +233,11 @@ class EmailSink:
         self.max_digest = int(max_digest)
         self.phases = PhaseFilter(phases)
         self.ledger = ledger
-        self.outbox = Outbox(outbox_path, what="email outbox")
+        if outbox is None:
+            if outbox_path is None:
+                raise InvalidInputError("email sink: an outbox or its path is needed")
+            outbox = Outbox(outbox_path, what="email outbox")
+        self.outbox: OutboxStore = outbox
         self.outbox.all_due()  # what an earlier run held back for its back-off goes now
         self.dead = DeadLetters(dead_letter_path, target=f"smtp://{host}:{port}", what="email dead letter")
         self.sent = 0
@@ -280,7 +286,10 @@ class EmailSink:
             nxt = self.outbox.next_due()
             self.outbox_sender.wait(0.5 if nxt is None else min(0.5, max(0.01, nxt - time.time())))
             return
-        self._send_batch(messages)
+        try:
+            self._send_batch(messages)
+        finally:
+            self.outbox.release([m.seq for m in messages])  # those not settled (a shared outbox's claim ends)
 
     def _send_batch(self, messages: list[OutboxMessage]) -> None:
         events: list[Event] = []
@@ -457,7 +466,7 @@ def _build(cfg: EmailSinkConfig, ctx: SinkContext) -> EmailSink:
         cfg.port,
         sender=cfg.sender,
         to=cfg.to,
-        outbox_path=files.outbox,
+        outbox=ctx.open_outbox(files.outbox, cfg.sink_name, what="email outbox"),
         dead_letter_path=files.dead_letters,
         security=cfg.security,
         username=cfg.username,
@@ -471,7 +480,7 @@ def _build(cfg: EmailSinkConfig, ctx: SinkContext) -> EmailSink:
         backoff_max_s=cfg.backoff_max_s,
         max_age_s=cfg.max_age_s,
         phases=cfg.phases,
-        ledger=DeliveryLedger(ctx.ledger_path, f"email:{cfg.sink_name}"),
+        ledger=ctx.open_ledger(f"email:{cfg.sink_name}"),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from campusguard.app.alerts.ledger import DeliveryLedger
+from campusguard.app.alerts.ledger import Ledger
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.diskspace import DiskHealth, disk_health
@@ -65,7 +65,7 @@ class JsonlSink:
         phases: Collection[str] = EVENT_PHASES,
         max_pending: int = 10_000,
         disk: DiskHealth | None = None,
-        ledger: DeliveryLedger | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.path = Path(path)
         self.ledger = ledger
@@ -127,7 +127,7 @@ class JsonlSink:
 
 def _build(cfg: JsonlSinkConfig, ctx: SinkContext) -> JsonlSink:
     assert cfg.path is not None  # checked by the model
-    ledger = DeliveryLedger(ctx.ledger_path, f"jsonl:{Path(cfg.path).resolve()}")
+    ledger = ctx.open_ledger(f"jsonl:{Path(cfg.path).resolve()}")
     return JsonlSink(cfg.path, phases=cfg.phases, ledger=ledger)
 
 

@@ -13,6 +13,9 @@ store (``<store>.delivered.db``). Rows older than ``keep_days`` are dropped when
 ledger of a year of alerts stays small, and only a file re-read after that long is sent again.
 A crash between a delivery and its record can still repeat that one update; payloads carry
 ``event_id`` and ``sequence`` so the consumer can drop it.
+
+`Ledger` is what the sinks use of one: this SQLite file, or the table the nodes of a PostgreSQL
+store share (`campusguard.app.alerts.postgres.ledger.PgDeliveryLedger`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from campusguard.app.events.types import Event
 from campusguard.app.infra.sqlitedb import check_sqlite_file
 from campusguard.errors import InvalidInputError
 
-__all__ = ["DeliveryLedger", "ledger_path_for"]
+__all__ = ["DeliveryLedger", "Ledger", "ledger_path_for"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,26 @@ CREATE TABLE IF NOT EXISTS delivered (
 def ledger_path_for(store_sqlite: str | Path) -> Path:
     """The ledger file of the sinks of a store whose SQLite file is ``store_sqlite``."""
     return Path(store_sqlite).with_suffix(".delivered.db")
+
+
+class Ledger(Protocol):
+    """A durable set of one sink's deliveries ``(event_id, phase, sequence)`` (`DeliveryLedger`, `PgDeliveryLedger`)."""
+
+    def delivered(self, event: Event) -> bool:
+        """True when this update (or, for an ``end``, any end of the incident) was delivered."""
+        ...
+
+    def record(self, event: Event) -> None:
+        """Remember that this update was delivered."""
+        ...
+
+    def record_key(self, event_id: str, phase: str, sequence: int) -> None:
+        """`record` from the parts of a payload; a record that cannot be written is logged, never raised."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class DeliveryLedger:

@@ -12,6 +12,11 @@ The file also holds the ledger of the updates put into it (``delivered``: ``even
 restart that replays the spool, a re-read file) is put in once (`Outbox.add_once`).
 
 SQLite in WAL mode with ``synchronous=FULL``: a message is on disk when `add` returns.
+
+`OutboxStore` is what the sinks and their one sender (`campusguard.app.alerts.sender`) use of an
+outbox: this SQLite file, or the tables shared by the nodes of a PostgreSQL store
+(`campusguard.app.alerts.postgres.outbox.PgOutbox`), where `OutboxStore.due` claims the messages
+it returns until each is removed, retried or released (`OutboxStore.release`).
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from campusguard.app.events.types import Event
 from campusguard.errors import InvalidInputError
 
-__all__ = ["Outbox", "OutboxMessage"]
+__all__ = ["Outbox", "OutboxMessage", "OutboxStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -65,6 +71,56 @@ class OutboxMessage:
     retain: bool = False
     created: float = 0.0
     attempts: int = 0
+
+
+class OutboxStore(Protocol):
+    """A sink's messages not yet delivered (`Outbox`: a SQLite file; `PgOutbox`: PostgreSQL, shared)."""
+
+    @property
+    def path(self) -> Path | str:
+        """Where the messages are, as logs name it."""
+        ...
+
+    def published(self, event: Event) -> bool:
+        """True when this update (any end, for an ``end``) was put in before."""
+        ...
+
+    def add(self, messages: list[tuple[str, bytes, bool]], event: Event | None = None) -> int:
+        """Commit ``(topic, payload, retain)`` messages (with ``event``'s ledger row); how many old ones were dropped."""
+        ...
+
+    def add_once(self, topic: str, payload: bytes, event: Event) -> tuple[bool, int]:
+        """Put ``event``'s message in unless its update was put in before; ``(added, dropped)``."""
+        ...
+
+    def due(self, limit: int, *, now: float | None = None, busy: Collection[str] = ()) -> list[OutboxMessage]:
+        """Up to ``limit`` messages to attempt now, oldest first, the oldest of each topic, none of ``busy``;
+        each is then removed, retried or released."""
+        ...
+
+    def next_due(self) -> float | None:
+        """The earliest ``due`` time of a waiting message (wall clock), or None."""
+        ...
+
+    def all_due(self) -> int:
+        """Make every waiting message due now; how many."""
+        ...
+
+    def retry(self, seq: int, due: float, error: str) -> None:
+        """Count a failed attempt of message ``seq`` and hold it until ``due``."""
+        ...
+
+    def remove(self, seqs: Collection[int]) -> None:
+        """Delete messages (delivered or given up on)."""
+        ...
+
+    def release(self, seqs: Collection[int]) -> None:
+        """Messages `due` gave that were not attempted: let them go unchanged."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class Outbox:
@@ -198,6 +254,9 @@ class Outbox:
             self._db.execute(
                 "UPDATE outbox SET attempts = attempts + 1, due = ?, error = ? WHERE seq = ?", (due, error, seq)
             )
+
+    def release(self, seqs: Collection[int]) -> None:
+        """Nothing to do: a SQLite outbox has one sender, whose own bookkeeping keeps a message it attempts."""
 
     def remove(self, seqs: Collection[int]) -> None:
         with self._lock:

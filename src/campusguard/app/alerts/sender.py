@@ -3,7 +3,8 @@ delivery does to its message; `DeadLetters`, where a message given up on goes.
 
 Every durable sink (email, webhook, MQTT) commits an alert to its `campusguard.app.alerts.outbox.Outbox`
 and returns; a sender thread delivers what is due. The thread, its wake-up, its stop and its error
-handling are written here once: the sink gives one round (``step``) (hand what is due to the network, or
+handling are written here once, over either outbox (`campusguard.app.alerts.outbox.OutboxStore`: a
+SQLite file, or PostgreSQL tables shared by several nodes): the sink gives one round (``step``) (hand what is due to the network, or
 wait for something to be, through `OutboxSender.wait`), and the sender calls it until stopped. An
 outbox that cannot be read (a full disk) is said once and tried again each second; any other
 error is logged with its traceback and the thread goes on: nothing an alert holds ends the sender.
@@ -28,13 +29,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import AppendLog, locked_for_rewrite, replace_durably
 
 if TYPE_CHECKING:
-    from campusguard.app.alerts.ledger import DeliveryLedger
-    from campusguard.app.alerts.outbox import Outbox, OutboxMessage
+    from campusguard.app.alerts.ledger import Ledger
+    from campusguard.app.alerts.outbox import OutboxMessage, OutboxStore
     from campusguard.app.events.types import Event, PhaseFilter
 
 __all__ = ["DeadLetters", "OutboxSender", "Retry"]
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 
 _AFTER_ERROR_S = 1.0  # pause after a failed round, so a lasting fault does not spin
 _POLL_S = 0.02  # how often `drain` looks whether the work is done
+_OUTBOX_ERRORS = (sqlite3.Error, StoreUnavailableError)  # an outbox that cannot be read now (disk, server)
 
 
 class OutboxSender:
@@ -52,7 +55,7 @@ class OutboxSender:
         name: the thread's name (never a secret: sinks pass their redacted target).
         step: one round of the sink's delivery; it returns after handing work over or waiting.
         what: how log lines name the sink (``email 127.0.0.1:25``).
-        outbox: the outbox file, named when it cannot be read.
+        outbox: where the outbox is (its file, or its PostgreSQL table), named when it cannot be read.
         after_stop: called on the thread once the rounds are over (MQTT takes its last acknowledgements).
     """
 
@@ -62,7 +65,7 @@ class OutboxSender:
         step: Callable[[], None],
         *,
         what: str,
-        outbox: Path,
+        outbox: Path | str,
         after_stop: Callable[[], None] | None = None,
     ) -> None:
         self.what = what
@@ -90,8 +93,14 @@ class OutboxSender:
         self._wake.clear()
 
     def drain(self, done: Callable[[], bool], deadline: float) -> None:
-        """Wake the thread until ``done()``, or until the monotonic ``deadline`` (a sink's `close`)."""
-        while time.monotonic() < deadline and not done():
+        """Wake the thread until ``done()``, or until the monotonic ``deadline`` (a sink's `close`); an
+        outbox that cannot be read (its server down) ends the wait: what it holds stays for later."""
+        while time.monotonic() < deadline:
+            try:
+                if done():
+                    return
+            except _OUTBOX_ERRORS:
+                return
             self._wake.set()
             time.sleep(_POLL_S)
 
@@ -101,7 +110,7 @@ class OutboxSender:
         self._wake.set()
         self.thread.join(join_s)
 
-    def put(self, outbox: Outbox, event: Event, phases: PhaseFilter, ledger: DeliveryLedger | None) -> int:
+    def put(self, outbox: OutboxStore, event: Event, phases: PhaseFilter, ledger: Ledger | None) -> int:
         """Commit ``event``'s JSON to ``outbox`` once (not a phase the sink skips, nor one ``ledger``
         says was delivered) and wake the thread; the oldest messages dropped for room. Raises
         `TypeError`/`ValueError` for an event that cannot be made into JSON."""
@@ -114,10 +123,14 @@ class OutboxSender:
         return dropped
 
     def close_files(
-        self, outbox: Outbox, dead: DeadLetters, ledger: DeliveryLedger | None, *, unsent: str = "alert(s) not sent"
+        self, outbox: OutboxStore, dead: DeadLetters, ledger: Ledger | None, *, unsent: str = "alert(s) not sent"
     ) -> int:
         """After `stop`: say what stays in ``outbox`` for the next run, close the sink's files; that count."""
-        left = len(outbox)
+        try:
+            left = len(outbox)
+        except _OUTBOX_ERRORS as exc:
+            log.warning("%s: the outbox %s cannot be read (%s); what it holds is sent later", self.what, outbox.path, exc)
+            left = 0
         if left:
             log.warning("%s: %d %s; kept in the outbox %s", self.what, left, unsent, outbox.path)
         outbox.close()
@@ -131,7 +144,7 @@ class OutboxSender:
         while not self._stop.is_set():
             try:
                 self._step()
-            except sqlite3.Error as exc:  # the outbox file (a full disk): say it once, try again
+            except _OUTBOX_ERRORS as exc:  # a full disk, a server down: said once, tried again
                 if not failing:
                     log.error("%s outbox %s: %s; delivery resumes when it can be read", self.what, self.outbox, exc)
                 failing = True
@@ -163,7 +176,7 @@ class Retry:
         attempts = message.attempts + 1
         return now - message.created >= self.max_age_s or (self.retries is not None and attempts > self.retries)
 
-    def hold(self, outbox: Outbox, message: OutboxMessage, error: str, now: float) -> None:
+    def hold(self, outbox: OutboxStore, message: OutboxMessage, error: str, now: float) -> None:
         """Keep ``message`` in ``outbox`` for its next attempt after the back-off."""
         outbox.retry(message.seq, now + self.delay(message.attempts + 1), error)
 

@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar
 from pydantic import Field
 
 from campusguard.app.alerts.protocol import AlertSink
+from campusguard.app.events.settings import RetrySettings
 from campusguard.app.events.types import EVENT_PHASES, LifecyclePhase
 from campusguard.app.infra.configmodel import ConfigModel
+
+if TYPE_CHECKING:
+    from campusguard.app.alerts.escalation import Deadlines
+    from campusguard.app.alerts.ledger import Ledger
+    from campusguard.app.alerts.outbox import OutboxStore
+    from campusguard.app.events.pgsession import RetryPolicy
 
 __all__ = ["SINK_NAME_PATTERN", "SinkConfigBase", "SinkContext", "SinkEntry", "SinkFiles", "sink_kind_of"]
 
@@ -85,12 +92,59 @@ class SinkContext:
         blur: each camera's ``privacy.blur`` (``"none"`` when it shows everything); a sink that
             attaches media picks the redacted variant where it is not ``"none"``.
         public_url: the console's address for links to incidents, or None.
+        postgresql: the event store's PostgreSQL URL when the storage is PostgreSQL: the outboxes,
+            the delivery ledger and the escalation deadlines are then its shared tables
+            (`campusguard.app.alerts.postgres`), so every node delivers what another left; dead
+            letters and alert logs stay files beside ``sqlite``.
+        retry: the PostgreSQL calls' back-off (the ``storage.retry`` section); None: the default.
+
+    A builder opens its outbox and ledger through `open_outbox` and `open_ledger`, never a file
+    class itself, so the storage decides where they live.
     """
 
     sqlite: Path
     out: TextIO
     blur: Mapping[str, str] = field(default_factory=dict)
     public_url: str | None = None
+    postgresql: str | None = None
+    retry: RetrySettings | None = None
+
+    def _retry(self) -> RetryPolicy | None:
+        from campusguard.app.events.pgsession import RetryPolicy
+
+        return None if self.retry is None else RetryPolicy.of(self.retry)
+
+    def open_outbox(self, path: Path, name: str, *, what: str, max_messages: int = 100_000) -> OutboxStore:
+        """The outbox of the sink ``name``: the SQLite file ``path``, or its rows of the shared
+        PostgreSQL table (``path`` unused)."""
+        if self.postgresql:
+            from campusguard.app.alerts.postgres.outbox import PgOutbox
+
+            return PgOutbox(self.postgresql, name, retry=self._retry(), max_messages=max_messages, what=what)
+        from campusguard.app.alerts.outbox import Outbox
+
+        return Outbox(path, max_messages, what=what)
+
+    def open_ledger(self, key: str) -> Ledger:
+        """The delivery ledger of the sink ``key``: in `ledger_path`, or the shared PostgreSQL table."""
+        if self.postgresql:
+            from campusguard.app.alerts.postgres.ledger import PgDeliveryLedger
+
+            return PgDeliveryLedger(self.postgresql, key, retry=self._retry())
+        from campusguard.app.alerts.ledger import DeliveryLedger
+
+        return DeliveryLedger(self.ledger_path, key)
+
+    def open_deadlines(self) -> Deadlines:
+        """The escalation deadlines: ``<store>.escalations.db``, or the shared PostgreSQL table."""
+        if self.postgresql:
+            from campusguard.app.alerts.postgres.deadlines import PgDeadlines
+
+            return PgDeadlines(self.postgresql, retry=self._retry())
+
+        from campusguard.app.alerts.escalation import SqliteDeadlines, escalations_path_for
+
+        return SqliteDeadlines(escalations_path_for(self.sqlite))
 
     @property
     def ledger_path(self) -> Path:

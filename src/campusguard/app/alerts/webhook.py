@@ -37,8 +37,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from campusguard.app.alerts.ledger import DeliveryLedger
-from campusguard.app.alerts.outbox import Outbox, OutboxMessage
+from campusguard.app.alerts.ledger import Ledger
+from campusguard.app.alerts.outbox import Outbox, OutboxMessage, OutboxStore
 from campusguard.app.alerts.sender import DeadLetters, OutboxSender, Retry
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
@@ -189,6 +189,8 @@ class WebhookSink:
         phases: lifecycle phases sent.
         ledger: where deliveries are remembered; updates in it are skipped. None: the outbox's own
             ledger of updates put in still keeps each once.
+        outbox: the outbox to use (`SinkContext.open_outbox`: PostgreSQL's shared one); default the
+            SQLite file ``outbox_path``.
 
     Attributes:
         delivered: alerts delivered (re-driven ones included); redriven: dead letters delivered
@@ -210,7 +212,8 @@ class WebhookSink:
         headers: Mapping[str, str] | None = None,
         redrive: bool = True,
         phases: Collection[str] = EVENT_PHASES,
-        ledger: DeliveryLedger | None = None,
+        ledger: Ledger | None = None,
+        outbox: OutboxStore | None = None,
     ) -> None:
         shown = redact_url(url)
         if not url.startswith(("http://", "https://")):
@@ -244,8 +247,10 @@ class WebhookSink:
         self.ledger = ledger
         self.delivered = 0
         self.redriven = 0
-        path = Path(outbox_path) if outbox_path else self.dead_letter_path.with_suffix(".outbox.db")
-        self.outbox = Outbox(path, what="webhook outbox")
+        if outbox is None:
+            path = Path(outbox_path) if outbox_path else self.dead_letter_path.with_suffix(".outbox.db")
+            outbox = Outbox(path, what="webhook outbox")
+        self.outbox: OutboxStore = outbox
         self.outbox.all_due()  # what an earlier run held back for its back-off goes now
         self._busy: set[str] = set()  # topics (incidents) with a request in flight
         self._redriven_keys: set[tuple[str, str, int]] = set()  # updates that came from the dead letters
@@ -319,17 +324,25 @@ class WebhookSink:
             raise OSError(f"HTTP {exc.code}") from None
 
     def _step(self) -> None:
-        """One round: hand what is due to the delivery, or wait for something to be."""
+        """One round: hand what is due to the delivery, one message at a time (each its own claim
+        of a shared outbox), or wait for something to be."""
         with self._busy_lock:
             room = self.parallel - len(self._busy)
             busy = set(self._busy)
-        messages = self.outbox.due(room, busy=busy) if room > 0 else []
-        for message in messages:
+        messages: list[OutboxMessage] = []
+        while len(messages) < room:
+            claimed = self.outbox.due(1, busy=busy)
+            if not claimed:
+                break
+            message = claimed[0]
+            messages.append(message)
+            busy.add(message.topic)
             with self._busy_lock:
                 self._busy.add(message.topic)
             try:
                 self._pool.submit(self._attempt, message)
             except RuntimeError:  # the pool is shut down: closing
+                self.outbox.release([message.seq])
                 with self._busy_lock:
                     self._busy.discard(message.topic)
                 return
@@ -369,6 +382,7 @@ class WebhookSink:
                 self._last_redrive = time.monotonic()
                 self._redrive()
         finally:
+            self.outbox.release([message.seq])  # unless settled above (a claim of a shared outbox ends)
             with self._busy_lock:
                 self._busy.discard(message.topic)
             self.outbox_sender.wake()
@@ -452,7 +466,7 @@ def _headers(cfg: WebhookSinkConfig) -> dict[str, str]:
 
 def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
     files = _files(cfg, ctx.sqlite)
-    assert files.dead_letters is not None  # the url: checked by the model
+    assert files.dead_letters is not None and files.outbox is not None  # the url: checked by the model
     url = resolve_secret(cfg.url, cfg.url_env, cfg.url_file, f"webhook sink {cfg.sink_name} url", required=True)
     assert url is not None
     if not url.startswith(("http://", "https://")):
@@ -461,7 +475,6 @@ def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
     return WebhookSink(
         url,
         dead_letter_path=files.dead_letters,
-        outbox_path=files.outbox,
         retries=cfg.retries,
         backoff_s=cfg.backoff_s,
         backoff_max_s=cfg.backoff_max_s,
@@ -470,7 +483,8 @@ def _build(cfg: WebhookSinkConfig, ctx: SinkContext) -> WebhookSink:
         parallel=cfg.parallel,
         headers=_headers(cfg),
         phases=cfg.phases,
-        ledger=DeliveryLedger(ctx.ledger_path, f"webhook:{redact_url(url)}"),
+        ledger=ctx.open_ledger(f"webhook:{redact_url(url)}"),
+        outbox=ctx.open_outbox(files.outbox, cfg.sink_name, what="webhook outbox"),
     )
 
 

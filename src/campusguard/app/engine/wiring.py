@@ -4,7 +4,8 @@
 - the factories `WatchService` (and scan, the cluster groups and the console) start from:
   detectors (`default_detector_factory`), motion gates, camera sources and readers
   (`open_camera`, `probe_source`, `reader_for`), the event store and the alert sinks
-  (`open_store_and_sinks`, `open_alert_sinks`). These open files, streams and connections, but
+  (`open_store_and_sinks`, `open_alert_sinks`), the alert relay of a PostgreSQL store
+  (`open_alert_relay`). These open files, streams and connections, but
   start no thread.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
@@ -36,7 +37,8 @@ from campusguard.app.config.privacy import BlurMode, PrivacyConfig
 from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
-from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
+from campusguard.app.events.types import Event
 from campusguard.app.infra.secrets import redact_url, resolve_secret, with_password
 from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.rules import RULES, Rule, RuleContext, RuleEngine
@@ -63,6 +65,7 @@ __all__ = [
     "choose_engine",
     "EngineChoice",
     "motion_gate_for",
+    "open_alert_relay",
     "open_alert_sinks",
     "open_camera",
     "open_escalator",
@@ -531,10 +534,27 @@ def open_store_and_sinks(
     return store, ([escalator] if escalator is not None else []) + sinks  # closed first: it sends to the others
 
 
+def open_alert_relay(store: EventRecorder, sinks: Sequence[AlertSink]) -> AlertRelayLoop | None:
+    """The relay (not started) that hands a PostgreSQL store's queued updates to ``sinks``
+    (`RelayingRecorder.open_relay`), or None when the store does not relay (SQLite: the event writer
+    calls the sinks). An event writer with sinks runs its own; a process that holds its sinks apart
+    from its writers (a node of the site: its camera services have none) starts this one, lets its
+    writers alert nobody, and closes it before the sinks."""
+    from campusguard.app.alerts.sinks import send_each
+
+    if not isinstance(store, RelayingRecorder):
+        return None
+
+    def send(event: Event) -> None:
+        send_each(sinks, event, relaying=True)
+
+    return store.open_relay(send)
+
+
 def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRecorder) -> AlertSink | None:
     """The `Escalator` of the rules with ``escalate``, sending to ``sinks`` (the config's ``alerts``,
     in order) and reading review states from ``store``; None when no rule escalates."""
-    from campusguard.app.alerts.escalation import EscalationRule, Escalator, escalations_path_for
+    from campusguard.app.alerts.escalation import EscalationRule, Escalator
 
     config = loaded.config
     rules = {
@@ -552,8 +572,9 @@ def open_escalator(loaded: LoadedConfig, sinks: list[AlertSink], store: EventRec
         record = get_record(event_id) if get_record is not None else None
         return None if record is None else str(record.state)
 
-    try:
-        return Escalator(escalations_path_for(config.storage.sqlite), rules, targets, review_state)
+    try:  # a file beside the store, or the table a PostgreSQL store's nodes share (`SinkContext.open_deadlines`)
+        deadlines = sink_context(loaded, sys.stdout).open_deadlines()
+        return Escalator(deadlines, rules, targets, review_state)
     except CampusGuardError as exc:
         raise loaded.error(("cameras",), str(exc)) from None
 
@@ -572,6 +593,8 @@ def sink_context(loaded: LoadedConfig, out: TextIO) -> SinkContext:
         out=out,
         blur={cam.id: cam.privacy.blur for cam in config.cameras},
         public_url=getattr(console, "public_url", None),
+        postgresql=config.storage.postgresql,  # outboxes, ledger, deadlines shared by the nodes
+        retry=config.storage.retry,
     )
 
 

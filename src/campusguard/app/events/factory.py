@@ -41,17 +41,9 @@ def open_event_store(storage: StorageSettings | str | Path, *, read_only: bool =
             return _postgres(target, read_only=read_only)
         return SQLiteEventStore(target, read_only=read_only)
     if storage.postgresql:
-        r = storage.retry
         from campusguard.app.events.postgres import RetryPolicy
 
-        policy = RetryPolicy(
-            budget_s=r.budget_s,
-            initial_s=r.initial_s,
-            max_s=r.max_s,
-            factor=r.factor,
-            connect_timeout_s=r.connect_timeout_s,
-        )
-        return _postgres(storage.postgresql, read_only=read_only, retry=policy)
+        return _postgres(storage.postgresql, read_only=read_only, retry=RetryPolicy.of(storage.retry))
     return SQLiteEventStore(storage.sqlite, read_only=read_only)
 
 

@@ -5,49 +5,53 @@ Same protocols (`EventStore`, `ReviewableEventStore`) and the same SQL as `SQLit
 times, ``jsonb`` lists and details, ``double precision`` stream times).
 
 Durability: one connection in autocommit mode with ``synchronous_commit = on``; each write is
-one statement (a review, one transaction), so it is committed, its WAL flushed on the server,
-when the call returns.
+one statement (an update with its row of the alert relay) or one transaction (a review), so it
+is committed, its WAL flushed on the server, when the call returns.
+
+Alerts: `record` also queues the update in the alert relay (`campusguard.app.events.relay`) in
+the same statement, so the store relays (a `campusguard.app.events.recorder.RelayingRecorder`):
+the event writer hands the updates to the sinks through `open_relay` (a relay thread, on every
+node), never itself, and an update stored by a process killed before its alerts went out is
+relayed by any live one.
 
 Schema: table ``events`` and the version table ``campusguard_schema`` (one row per applied
 migration) in the first schema of the connection's ``search_path``. Migrations are numbered
 like SQLite's (version 2 means the same columns in both) and applied in one transaction at open,
 under a transaction-level advisory lock, so several workers starting at once migrate once. A
-database written by a newer schema is refused.
+database written by a newer schema is refused. The alert relay's table has a version table of
+its own (`campusguard.app.events.relay.migrate_relay`), brought up to date at the same open.
 
-Lost connections: every call runs under `RetryPolicy`: when the connection fails (server
-restarted, network cut) the call reconnects and runs again with exponential back-off until it
-succeeds or the policy's budget is spent; then it raises `StoreUnavailableError` and nothing
-was committed by it, so the caller keeps the event and tries again (the pipeline's event worker
-does; on a shutdown `stop_retrying` cuts the wait short and the worker spools the event). Writes
-are upserts on the deterministic ``event_id``, so a write whose commit was sent but whose answer
-was lost is simply written again.
+Lost connections: every call runs under `RetryPolicy` (through
+`campusguard.app.events.pgsession.PgSession`): when the connection fails (server restarted,
+network cut) the call reconnects and runs again with exponential back-off until it succeeds or
+the policy's budget is spent; then it raises `StoreUnavailableError` and nothing was committed
+by it, so the caller keeps the event and tries again (the pipeline's event worker does; on a
+shutdown `stop_retrying` cuts the wait short and the worker spools the event). Writes are
+upserts on the deterministic ``event_id``, so a write whose commit was sent but whose answer was
+lost is simply written again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
+from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
+from campusguard.app.events.relay import AlertRelay, migrate_relay, relay_args, with_relay
 from campusguard.app.events.sql import Dialect
 from campusguard.app.events.store import (
     SCHEMA_VERSION,
-    StoreUnavailableError,
     UpsertingEventStore,
     check_page,
     check_review_action,
     review_outcome,
 )
-from campusguard.app.events.urls import one_line, redact_url
-from campusguard.app.infra.backoff import Backoff
-from campusguard.app.infra.throttle import OutageLog
+from campusguard.app.events.types import Event
+from campusguard.app.events.urls import redact_url
 from campusguard.errors import InvalidInputError, MissingDependencyError
 
 try:
@@ -161,32 +165,6 @@ def _dumps(value: Any) -> str:
 
 
 _PG = Dialect(param="%s", encode_json=_jsonb, encode_time=lambda t: t, no_limit=None)
-_RETRYABLE = (psycopg.OperationalError, psycopg.InterfaceError)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long a call keeps trying when the connection to the server fails.
-
-    Attributes:
-        budget_s: give up (`StoreUnavailableError`) once the next attempt would start later than
-            this many seconds after the first; 0 tries once.
-        initial_s: delay before the second attempt, seconds.
-        max_s: longest delay between attempts, seconds.
-        factor: each failed attempt multiplies the delay by this.
-        connect_timeout_s: longest wait for one connection attempt, seconds (libpq counts whole
-            seconds, at least 2).
-    """
-
-    budget_s: float = 30.0
-    initial_s: float = 0.1
-    max_s: float = 2.0
-    factor: float = 2.0
-    connect_timeout_s: float = 5.0
-
-    def delays(self) -> Iterator[float]:
-        """The delays between attempts: ``initial_s``, times ``factor`` each time, capped at ``max_s`` (`Backoff`)."""
-        return Backoff(self.initial_s, self.max_s, self.factor).delays()
 
 
 class PostgresEventStore(UpsertingEventStore):
@@ -214,95 +192,23 @@ class PostgresEventStore(UpsertingEventStore):
         self.display = redact_url(url)
         self.read_only = read_only
         self.retry = retry or RetryPolicy()
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._closed = False
-        self._stop_retrying = threading.Event()
-        self._outage = OutageLog(log, f"PostgreSQL event store {self.display}")
-        try:
-            conn = self._connect()
-        except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
-            raise InvalidInputError(f"PostgreSQL URL {self.display} is not valid: {one_line(exc)}") from None
-        except psycopg.Error as exc:
-            raise StoreUnavailableError(f"PostgreSQL at {self.display} cannot be reached: {one_line(exc)}") from None
-        try:
-            self._migrate(conn)
-        except _RETRYABLE as exc:
-            conn.close()
-            raise StoreUnavailableError(f"PostgreSQL at {self.display} was lost at open: {one_line(exc)}") from None
-        except psycopg.Error as exc:  # e.g. no CREATE privilege on the schema
-            conn.close()
-            raise InvalidInputError(
-                f"PostgreSQL event store {self.display} cannot be opened: {one_line(exc)}"
-            ) from None
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
+        self._session = PgSession(url, what="PostgreSQL event store", retry=self.retry, read_only=read_only)
+        self._session.open(self._migrate)
 
     # connection and retries -------------------------------------------------------------------
-    def _connect(self) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(
-            self.url,
-            autocommit=True,
-            connect_timeout=max(2, round(self.retry.connect_timeout_s)),
-            application_name="campusguard",
-        )
-        try:
-            conn.execute("SET synchronous_commit TO on")  # durable on return, whatever the server default
-            if self.read_only:
-                conn.execute("SET default_transaction_read_only TO on")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
     def _run(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run ``op`` on a live connection, reconnecting with back-off (`RetryPolicy`) when it fails."""
-        start = time.monotonic()
-        delays = self.retry.delays()
-        attempts = 0
-        with self._lock:
-            while True:
-                if self._closed:
-                    raise InvalidInputError(f"event store {self.display} is closed")
-                attempts += 1
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = self._connect()
-                    result = op(self._conn)
-                    self._outage.up("reachable again")
-                    return result
-                except _RETRYABLE as exc:
-                    self._discard()
-                    delay = next(delays)
-                    waited = time.monotonic() - start
-                    if not self._outage.down(f"{what} failed ({one_line(exc)}); retrying with back-off"):
-                        log.debug("PostgreSQL event store %s: %s failed again (%s)", self.display, what, one_line(exc))
-                    if waited + delay > self.retry.budget_s or self._stop_retrying.is_set():
-                        raise StoreUnavailableError(
-                            f"PostgreSQL event store {self.display}: {what} failed {attempts} time(s) "
-                            f"over {waited:.1f} s: {one_line(exc)}"
-                        ) from None
-                    self._stop_retrying.wait(delay)
+        return self._session.run(what, op)
 
     def stop_retrying(self) -> None:
         """A call retrying a lost connection now gives up (`StoreUnavailableError`) at its next failed
         attempt, and later calls try once: on a shutdown the caller spools what the server did not
         take instead of waiting out the budget. Safe from any thread and from a signal handler."""
-        self._stop_retrying.set()
-
-    def _discard(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-        self._conn = None
+        self._session.stop_retrying()
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        with self._lock:
-            self._closed = True
-            self._discard()
+        self._session.close()
 
     def __enter__(self) -> Self:
         return self
@@ -312,7 +218,13 @@ class PostgresEventStore(UpsertingEventStore):
 
     # schema -----------------------------------------------------------------------------------
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        """Check the schema version and apply missing migrations, all in one locked transaction."""
+        """Check the schema version and apply missing migrations, all in one locked transaction; then
+        the alert relay's table (read-write only)."""
+        self._migrate_events(conn)
+        if not self.read_only:
+            migrate_relay(conn)
+
+    def _migrate_events(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
             exists, events = self._tables(conn)
             if self.read_only:
@@ -376,6 +288,21 @@ class PostgresEventStore(UpsertingEventStore):
         return version == SCHEMA_VERSION
 
     # writes -----------------------------------------------------------------------------------
+    @classmethod
+    def _record_statement(cls, upsert: str) -> str:
+        return with_relay(upsert)
+
+    def record(self, event: Event) -> None:
+        """Store one lifecycle update (see `UpsertingEventStore.record`) and queue it in the alert
+        relay, in one statement (`with_relay`); committed when this returns."""
+        row = self.dialect.event_row(event, datetime.now(UTC))
+        self._execute(f"storing event {event.event_id}", self._upsert_sql, row + relay_args(event))
+
+    def open_relay(self, send: Callable[[Event], None]) -> AlertRelay:
+        """A relay (not started) handing this database's queued updates to ``send`` (the alert
+        sinks); every node runs one while its sinks are open (`AlertRelay`)."""
+        return AlertRelay(self.url, send, retry=self.retry)
+
     def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
         self._run(what, lambda conn: conn.execute(sql, args))
 

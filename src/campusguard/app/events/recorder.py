@@ -8,11 +8,12 @@ the database is typed end to end. Queries and review are `EventStore`/`Reviewabl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from campusguard.app.events.types import Event
 
-__all__ = ["EventRecorder"]
+__all__ = ["AlertRelayLoop", "EventRecorder", "RelayingRecorder"]
 
 
 @runtime_checkable
@@ -26,4 +27,32 @@ class EventRecorder(Protocol):
 
     def close(self) -> None:
         """Release the store (connections, files); idempotent."""
+        ...
+
+
+class AlertRelayLoop(Protocol):
+    """A thread handing the updates a store queued to the alert sinks (`campusguard.app.events.relay.AlertRelay`)."""
+
+    def start(self) -> AlertRelayLoop:
+        """Start the thread; returns the relay."""
+        ...
+
+    def wake(self) -> None:
+        """Look for queued updates now (one was just committed)."""
+        ...
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Relay what is left within ``timeout_s``, stop, release the connection."""
+        ...
+
+
+@runtime_checkable
+class RelayingRecorder(EventRecorder, Protocol):
+    """A store that queues each recorded update for the alerts in the update's own transaction (a
+    transactional outbox: `PostgresEventStore`). Its updates reach the sinks through `open_relay`, run
+    by every process that has sinks open, never by the writer itself: so an update committed by a
+    process that died before alerting is alerted by another, and none twice."""
+
+    def open_relay(self, send: Callable[[Event], None]) -> AlertRelayLoop:
+        """A relay (not started) handing the queued updates to ``send``."""
         ...

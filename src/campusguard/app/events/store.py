@@ -354,7 +354,12 @@ class UpsertingEventStore:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "dialect" in cls.__dict__:
-            cls._upsert_sql = cls.dialect.upsert_sql()
+            cls._upsert_sql = cls._record_statement(cls.dialect.upsert_sql())
+
+    @classmethod
+    def _record_statement(cls, upsert: str) -> str:
+        """The one statement `record` runs, from the dialect's ``upsert`` (PostgreSQL adds its alert relay row)."""
+        return upsert
 
     def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
         """Run one write statement; committed (durable) when this returns. ``what`` names it in errors."""

@@ -14,6 +14,12 @@ With a spool, `EventWorker.run` writes every update ahead: an intake thread appe
 updates in order, reporting each once committed; the spool is emptied whenever all are. So an
 update the store does not take (PostgreSQL down, a kill while it retries) is on disk at once,
 not only at a graceful stop, and the next start replays it, in order, before any new update.
+
+A store that relays (`RelayingRecorder`: PostgreSQL) queues each update for the alerts in the
+update's own commit; the worker then never calls the sinks itself: it runs the store's relay
+(`RelayingRecorder.open_relay`, started with `run` or the first update, woken after each commit,
+drained before the sinks close), which hands the queued updates to the sinks. Every process with
+sinks runs one, so the updates a killed process committed are alerted by the others, and none twice.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from campusguard.app.alerts.sinks import send_each
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events.interrupted import InterruptedIncidents
-from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
 from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
@@ -133,10 +140,12 @@ class EventWorker:
         self._done = 0  # of them committed (a prefix)
         self._given_up = False  # stopping with the store down: the rest stays in the spool
         self._journal_broken = False  # an append failed: lines and updates no longer match
+        self._relay: AlertRelayLoop | None = None  # the store's alert relay, once started
 
     def run(self) -> None:
         """Replay the spool, then store and dispatch until every camera has ended (or a worker
         failed and the queue is empty)."""
+        self._relay_loop()  # what another process committed and did not alert goes out now
         if self.spool is not None:
             self._run_spooled()
             return
@@ -307,13 +316,27 @@ class EventWorker:
 
     def _report(self, event: Event) -> None:
         self.stored += 1
-        for sink in self.sinks:
-            try:
-                sink.send(event)
-            except Exception:  # one broken sink must not stop storage or the others
-                log.exception("alert sink %s failed on event %s", type(sink).__name__, event.event_id)
+        relay = self._relay_loop()
+        if relay is not None:
+            relay.wake()  # the store queued the update for the alerts in its commit
+        else:
+            self._send(event, relaying=False)
         if self.on_event is not None:
             self.on_event(event)
+
+    def _send(self, event: Event, *, relaying: bool) -> None:
+        """Hand ``event`` to every sink (`send_each`: relaying, a sink that could not take it raises)."""
+        send_each(self.sinks, event, relaying=relaying)
+
+    def _relay_send(self, event: Event) -> None:
+        self._send(event, relaying=True)
+
+    def _relay_loop(self) -> AlertRelayLoop | None:
+        """The store's alert relay, started on first use; None when the store does not relay, or when
+        this worker has no sinks (a node's camera services: the node's own relay sends for them)."""
+        if self._relay is None and self.sinks and isinstance(self.store, RelayingRecorder):
+            self._relay = self.store.open_relay(self._relay_send).start()
+        return self._relay
 
     def _stopping(self) -> bool:
         return self.stop.is_set() or self.failed.is_set()
@@ -369,6 +392,11 @@ class EventWorker:
                 log.error("event spool %s cannot be rewritten (%s); its lines are replayed whole", self.spool.path, exc)
         if self.spool is not None and self._journal == 0 and not self.spool.exists():
             self.spool.remove()  # an emptied spool file
+        if self._relay is not None:  # the updates committed here go to the sinks before they close
+            try:
+                self._relay.close()
+            except Exception:
+                log.exception("closing the alert relay failed")
         for sink in self.sinks:
             try:
                 sink.close()
