@@ -55,7 +55,7 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
     cams = wait_for(spread, 60, "4 live cameras over both nodes", 0.25)
     print(f"all 4 live over both nodes {time.monotonic() - t0:.1f} s after the consoles answered")
     hb = login(b.base)
-    wait_for(lambda: {k: v["node"] for k, v in b.cameras(hb).items()} == {k: v["node"] for k, v in cams.items()}, 10,
+    wait_for(lambda: {k: v["node"] for k, v in b.cameras(hb).items()} == {k: v["node"] for k, v in cams.items()}, 30,
              "beta listing every camera with the node that runs it")
     on_beta = sorted(c for c, v in cams.items() if v["node"] == "beta")
     on_alpha = sorted(c for c, v in cams.items() if v["node"] == "alpha")

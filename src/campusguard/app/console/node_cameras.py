@@ -31,8 +31,10 @@ from campusguard.app.engine.wiring import (
     DetectorFactory,
     default_detector_factory,
     detector_key,
+    open_alert_relay,
     open_store_and_sinks,
 )
+from campusguard.app.events.recorder import AlertRelayLoop
 from campusguard.app.events.store import EventDatabase, EventStore
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
@@ -103,6 +105,7 @@ class NodeCameras:
         self.leader: SiteLeader | None = None
         self.retention_stage: RetentionStage | None = None
         self._sinks: list[AlertSink] = []
+        self._relay: AlertRelayLoop | None = None  # hands the site's committed updates to this node's sinks
         self._detectors: SharedDetectors | None = None
         self._zone_edits: ZoneEditListener | None = None
         self._loaded: LoadedConfig | None = None
@@ -128,6 +131,9 @@ class NodeCameras:
         self._loaded, self._store, self._on_event = loaded, store, on_event
         self._stop_timeout_s = config.service.stop_timeout_s
         _, self._sinks = open_store_and_sinks(loaded, self.out, store)  # once per node: sinks, escalation
+        self._relay = open_alert_relay(store, self._sinks)  # every node relays: a dead one's updates too
+        if self._relay is not None:
+            self._relay.start()
         self._detectors = SharedDetectors(self.detector_factory or default_detector_factory(loaded))
         n = config.nodes
         timings = NodeTimings(n.heartbeat_s, n.lease_s, n.fence_s, n.dead_s, n.settle_s, n.hold_s)
@@ -162,6 +168,8 @@ class NodeCameras:
             clean = self.coordinator.stop(timeout_s)
         if self.leader is not None:
             self.leader.stop()
+        if self._relay is not None:  # what this node committed goes to the sinks before they close
+            self._relay.close(max(0.5, deadline - time.monotonic()))
         for sink in self._sinks:
             sink.close(max(0.5, deadline - time.monotonic()))
         self.stopped.set()
@@ -216,8 +224,11 @@ class NodeCameras:
 
     # events --------------------------------------------------------------------------------------
     def _stored(self, event: Event) -> None:
-        """A camera service committed ``event``: the node's sinks send it, then the console hears of it."""
-        for sink in self._sinks:
+        """A camera service committed ``event``: the node's sinks send it (through the relay when the
+        store relays: wake it), then the console hears of it."""
+        if self._relay is not None:
+            self._relay.wake()
+        for sink in self._sinks if self._relay is None else []:
             try:
                 sink.send(event)
             except Exception:  # noqa: BLE001 - one sink's failure never stops the others
