@@ -415,7 +415,10 @@ class WatchService:
 
     def _start_track_writer(self) -> None:
         storage = self.config.storage
-        if (self.owns_storage or self.node_spool is not None) and storage.record_tracks:
+        # a camera's tracks are written where it runs: watch, serve, a node, a cluster group (into
+        # ``storage.tracks``, a folder every machine mounts when the site's replay is to read them all)
+        records = self.owns_storage or self.node_spool is not None or self.recordings_retention
+        if records and storage.record_tracks:
             self.track_writer = TrackWriter(storage.tracks_path(), disk=self.disk)
 
     def _track_recorder(self, cam: CameraConfig, p: CameraParts) -> TrackRecorder | None:

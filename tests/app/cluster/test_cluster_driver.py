@@ -73,6 +73,20 @@ def test_local_groups_give_the_same_events_as_one_process(videos: list[Path], tm
     assert driver.duplicates == 0
     metrics = [line for line in text.getvalue().splitlines() if line.startswith("[metrics]")]
     assert len(metrics) == 3 and f"frames {FRAMES}," in metrics[0]
+    # each group keeps its cameras' tracks for replay, as the one process does (issue 45)
+    assert _tracked(out / "tracks") == _tracked(tmp_path / "single" / "tracks") and len(_tracked(out / "tracks")) == 3
+
+
+def _tracked(folder: Path) -> dict[str, tuple[int, int]]:
+    """Camera to (frames, detections) in the track files of ``folder``."""
+    from campusguard.app.tracks.files import list_track_files, read_track_file
+
+    found: dict[str, tuple[int, int]] = {}
+    for path, camera, _, _ in list_track_files(folder):
+        block = read_track_file(path).block
+        frames, dets = found.get(camera, (0, 0))
+        found[camera] = (frames + block.frames, dets + block.detections)
+    return found
 
 
 def test_the_driver_replays_the_spool_before_the_groups_events(videos: list[Path], tmp_path: Path, make_event) -> None:
