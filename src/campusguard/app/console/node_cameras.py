@@ -216,7 +216,9 @@ class NodeCameras:
 
     def camera_status(self, camera: str) -> dict[str, Any]:
         status = self._local_status(camera, (0.0, 0.0), False)
-        return {} if status is None else asdict(status)
+        if status is None:  # taken, its pipeline still starting
+            status = CameraStatus(camera, "starting", 0.0, 0.0, 0, 0, None, None, None, node=self.node)
+        return asdict(status)
 
     def services(self) -> dict[str, WatchService]:
         with self._lock:
@@ -290,6 +292,8 @@ class NodeCameras:
         local = self._local_status(camera, fps, stopped)
         if local is not None:
             return local
+        if self.coordinator is not None and camera in self.coordinator.held():  # taken here, starting
+            return CameraStatus(camera, "starting", 0.0, 0.0, 0, 0, None, None, None, node=self.node)
         lease = self.leases().get(camera)
         if lease is None or not lease.valid or lease.node is None or not lease.status:
             state: ConsoleCameraState = "stopped" if stopped else "unassigned"

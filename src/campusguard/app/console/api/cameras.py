@@ -56,10 +56,15 @@ def list_cameras(request: Request) -> list[CameraStatusOut]:
 
 
 async def _remote(request: Request, name: str) -> str | None:
-    """With nodes: the URL of the other node that runs camera ``name`` (its media is fetched there)."""
-    if was_proxied(request):
-        return None
-    return await run_in_threadpool(console_state(request).runtime.remote_url, name)
+    """With nodes: the URL of the other node that runs camera ``name`` (its media is fetched there).
+    A request another node proxied here for a camera that does not run here either is not sent on
+    (the nodes disagree for a moment about who runs it): 503, try again."""
+    remote = await run_in_threadpool(console_state(request).runtime.remote_url, name)
+    if remote is not None and was_proxied(request):
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, f"camera {name!r} is moving between nodes", headers={"Retry-After": "2"}
+        )
+    return remote
 
 
 @router.get("/cameras/{name}/snapshot.jpg", response_class=Response, responses={**_JPEG, **_NOT_FOUND, **_UNAVAILABLE})
