@@ -34,6 +34,7 @@ def _incidents(url: str, **query: object) -> list:
 def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
     add_admin(site)
     a, b = site.node("alpha"), site.node("beta")
+    started = time.monotonic()
     a.start()
     b.start()
     wait_for(lambda: a.up() and b.up(), 90, "both nodes' consoles", step_s=0.3)
@@ -53,7 +54,8 @@ def test_two_nodes_share_cameras_and_take_over_a_killed_one(site: Site) -> None:
         return c if live and {v["node"] for v in c.values()} == {"alpha", "beta"} else None
 
     cams = wait_for(spread, 60, "4 live cameras over both nodes", 0.25)
-    print(f"all 4 live over both nodes {time.monotonic() - t0:.1f} s after the consoles answered")
+    print(f"all 4 live over both nodes {time.monotonic() - t0:.1f} s after the consoles answered, "
+          f"{time.monotonic() - started:.1f} s after the processes started")
     hb = login(b.base)
     wait_for(lambda: {k: v["node"] for k, v in b.cameras(hb).items()} == {k: v["node"] for k, v in cams.items()}, 30,
              "beta listing every camera with the node that runs it")
