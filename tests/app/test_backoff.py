@@ -53,7 +53,7 @@ def test_the_retry_loops_share_it():
     import campusguard.app as app
 
     root = Path(app.__file__).parent
-    for name in ("engine/sources.py", "events/postgres.py", "alerts/sender.py"):
+    for name in ("engine/sources.py", "events/pgsession.py", "alerts/sender.py"):
         text = (root / name).read_text()
         assert "from campusguard.app.infra.backoff import Backoff" in text, name
         assert "2 **" not in text and "* self.factor" not in text, name
