@@ -29,7 +29,14 @@ def _cache_listing(root: Path) -> dict[str, tuple[int, int]]:
 # The suite never writes into the user's cache (weights, precision trials, engine caches): every test,
 # and every process a test starts, gets one temporary cache root; `pytest_sessionfinish` fails the run
 # if the user's own cache changed all the same.
-USER_CACHE = Path(os.environ.get("CAMPUSGUARD_CACHE") or Path.home() / ".cache" / "campusguard")
+# Under pytest-xdist the workers inherit the controller's environment, temporary cache included: the
+# user's own cache is named by the first process (CAMPUSGUARD_TEST_USER_CACHE), so each one checks it.
+USER_CACHE = Path(
+    os.environ.get("CAMPUSGUARD_TEST_USER_CACHE")
+    or os.environ.get("CAMPUSGUARD_CACHE")
+    or Path.home() / ".cache" / "campusguard"
+)
+os.environ["CAMPUSGUARD_TEST_USER_CACHE"] = str(USER_CACHE)
 USER_CACHE_BEFORE = _cache_listing(USER_CACHE)
 TEST_CACHE = Path(tempfile.mkdtemp(prefix="campusguard-test-cache-"))
 os.environ["CAMPUSGUARD_CACHE"] = str(TEST_CACHE)
