@@ -17,6 +17,12 @@ os.environ.setdefault("CAMPUSGUARD_OFFLINE", "1")  # the weights store never rea
 # Ray's nodes (private local instances and test clusters) on 127.0.0.1 only: without it Ray picks the
 # machine's outbound interface address; tests send traffic to loopback only
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# OpenMP threads (PyTorch's CPU ops) that sleep at a barrier instead of spinning: with another busy
+# process on the machine (a second pytest-xdist worker, the camera processes a test starts) spinning
+# threads made a torch test 4 times slower (9.6 s alone, 37-43 s beside one busy process, 11 s with
+# this). Read when libgomp loads, so set before anything imports torch; every process a test starts
+# inherits it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _cache_listing(root: Path) -> dict[str, tuple[int, int]]:
