@@ -17,6 +17,12 @@ os.environ.setdefault("CAMPUSGUARD_OFFLINE", "1")  # the weights store never rea
 # Ray's nodes (private local instances and test clusters) on 127.0.0.1 only: without it Ray picks the
 # machine's outbound interface address; tests send traffic to loopback only
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# OpenMP threads (PyTorch's CPU ops) that sleep at a barrier instead of spinning: with another busy
+# process on the machine (a second pytest-xdist worker, the camera processes a test starts) spinning
+# threads made a torch test 4 times slower (9.6 s alone, 37-43 s beside one busy process, 11 s with
+# this). Read when libgomp loads, so set before anything imports torch; every process a test starts
+# inherits it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _cache_listing(root: Path) -> dict[str, tuple[int, int]]:
@@ -29,7 +35,14 @@ def _cache_listing(root: Path) -> dict[str, tuple[int, int]]:
 # The suite never writes into the user's cache (weights, precision trials, engine caches): every test,
 # and every process a test starts, gets one temporary cache root; `pytest_sessionfinish` fails the run
 # if the user's own cache changed all the same.
-USER_CACHE = Path(os.environ.get("CAMPUSGUARD_CACHE") or Path.home() / ".cache" / "campusguard")
+# Under pytest-xdist the workers inherit the controller's environment, temporary cache included: the
+# user's own cache is named by the first process (CAMPUSGUARD_TEST_USER_CACHE), so each one checks it.
+USER_CACHE = Path(
+    os.environ.get("CAMPUSGUARD_TEST_USER_CACHE")
+    or os.environ.get("CAMPUSGUARD_CACHE")
+    or Path.home() / ".cache" / "campusguard"
+)
+os.environ["CAMPUSGUARD_TEST_USER_CACHE"] = str(USER_CACHE)
 USER_CACHE_BEFORE = _cache_listing(USER_CACHE)
 TEST_CACHE = Path(tempfile.mkdtemp(prefix="campusguard-test-cache-"))
 os.environ["CAMPUSGUARD_CACHE"] = str(TEST_CACHE)

@@ -23,9 +23,12 @@ from campusguard.data.synth.video import generate_video
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """A 12 s synthetic campus video (a crowd gathers from 3 s) and its ground truth."""
+    """A 12 s synthetic campus video at 5 fps (a crowd gathers from 3 s) and its ground truth.
+
+    5 fps (60 frames) rather than the demo's 10: the crowd is still found in every copy, and the
+    scans below cost half the detector calls (CI time)."""
     folder = tmp_path_factory.mktemp("synth")
-    truth = generate_video(0, folder, size_wh=(640, 360), seconds=12, fps=10, name="clip")
+    truth = generate_video(0, folder, size_wh=(640, 360), seconds=12, fps=5, name="clip")
     return folder / "clip.mp4", truth.to_dict()
 
 
@@ -90,12 +93,13 @@ def scan_command(archive: Path, cfg: Path) -> list[str]:
 def test_a_scan_killed_mid_run_resumes_without_duplicates(clip: tuple[Path, dict], tmp_path: Path) -> None:
     archive = tmp_path / "archive"
     archive.mkdir()
-    for i in range(4):  # four recordings (the same footage under four names: four sets of incidents)
+    copies = 3  # three recordings on two workers: one still queued when the first two commit
+    for i in range(copies):  # the same footage under three names: three sets of incidents
         shutil.copy(clip[0], archive / f"day{i}.mp4")
     full_cfg = write_config(clip, tmp_path / "uninterrupted")
     subprocess.run(scan_command(archive, full_cfg), check=True, capture_output=True, timeout=300)
     expected = rows(tmp_path / "uninterrupted" / "events.db")
-    assert expected[0] >= 4 and expected[0] % 4 == 0  # every copy raised the same incidents, under its own ids
+    assert expected[0] >= copies and expected[0] % copies == 0  # every copy raised the same incidents, own ids
 
     cfg = write_config(clip, tmp_path / "killed")
     state = tmp_path / "killed" / "events.scan-state.db"
@@ -107,7 +111,7 @@ def test_a_scan_killed_mid_run_resumes_without_duplicates(clip: tuple[Path, dict
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     killed_at = done_files(state)
-    assert proc.returncode == -signal.SIGKILL and 0 < killed_at < 4
+    assert proc.returncode == -signal.SIGKILL and 0 < killed_at < copies
     resumed = subprocess.run(scan_command(archive, cfg), check=True, capture_output=True, text=True, timeout=300)
-    assert f"scanned {4 - killed_at} of 4 file(s) ({killed_at} already done)" in resumed.stdout
+    assert f"scanned {copies - killed_at} of {copies} file(s) ({killed_at} already done)" in resumed.stdout
     assert rows(tmp_path / "killed" / "events.db") == expected
