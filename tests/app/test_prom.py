@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry
@@ -84,6 +86,7 @@ def test_the_runtime_names_each_mqtt_broker_and_its_connection(tmp_path) -> None
     import types
 
     from campusguard.app.alerts.mqtt import MqttSink
+    from campusguard.app.alerts.stdout import StdoutSink
     from campusguard.app.console.runtime import ConsoleRuntime
 
     with socket.socket() as s:
@@ -92,8 +95,8 @@ def test_the_runtime_names_each_mqtt_broker_and_its_connection(tmp_path) -> None
     sink = MqttSink("127.0.0.1", port, outbox_path=tmp_path / "o.db", connect_wait_s=0)
     try:
         runtime = ConsoleRuntime.__new__(ConsoleRuntime)
-        worker = types.SimpleNamespace(sinks=[sink])
-        runtime.cameras = types.SimpleNamespace(service=types.SimpleNamespace(event_worker=worker))
+        stdout = StdoutSink(io.StringIO())  # keeps no connection: reports none
+        runtime.cameras = types.SimpleNamespace(alert_sinks=lambda: [stdout, sink])  # the backend's sinks
         assert runtime.mqtt_connected() == {f"127.0.0.1:{port}": False}
     finally:
         sink.close(timeout_s=0.1)

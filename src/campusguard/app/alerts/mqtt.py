@@ -335,6 +335,10 @@ class MqttSink:
         """True while the client holds a connection to the broker."""
         return self._connected.is_set()
 
+    def health(self) -> dict[str, bool]:
+        """`SinkHealth`: the broker (``host:port``) and whether the client is connected to it now."""
+        return {f"{self.host}:{self.port}": self.connected}
+
     @property
     def pending(self) -> int:
         """Messages in the outbox, i.e. not yet acknowledged by the broker."""

@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from campusguard.app.events.types import Event
 
-__all__ = ["AlertSink"]
+__all__ = ["AlertSink", "SinkHealth"]
 
 
 @runtime_checkable
@@ -24,4 +24,14 @@ class AlertSink(Protocol):
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Flush pending alerts, waiting at most ``timeout_s`` seconds, and release resources."""
+        ...
+
+
+@runtime_checkable
+class SinkHealth(Protocol):
+    """A sink that keeps connections (MQTT's broker) reports them itself: the console's ``/readyz`` and
+    metrics ask this, never which kind of sink it is."""
+
+    def health(self) -> dict[str, bool]:
+        """Each connection the sink keeps (named by its endpoint, ``host:port``) and whether it is up now."""
         ...

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
+from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError, MediaKind, MediaOptions
 from campusguard.app.config import LoadedConfig
 from campusguard.app.console.cluster_media import ClusterMedia
@@ -190,6 +191,10 @@ class CameraBackend(Protocol):
         """The camera's zones were saved again: forget the zones recorded when its view was accepted."""
         ...
 
+    def alert_sinks(self) -> list[AlertSink]:
+        """The alert sinks the cameras' events go to (empty before `start`)."""
+        ...
+
 
 class LocalCameras:
     """The cameras in this process: one `WatchService`, frames to a `FrameHub` and the clip buffer.
@@ -340,6 +345,10 @@ class LocalCameras:
     def clear_old_view_zones(self, camera: str) -> None:
         if self._service is not None:
             self._service.clear_old_view_zones(camera)
+
+    def alert_sinks(self) -> list[AlertSink]:
+        worker = None if self._service is None else self._service.event_worker
+        return [] if worker is None else list(worker.sinks)
 
 
 class ClusterCameras:
@@ -506,6 +515,10 @@ class ClusterCameras:
 
     def clear_old_view_zones(self, camera: str) -> None:
         """Nothing to forget: a view cannot be accepted on Ray (`accept_view`)."""
+
+    def alert_sinks(self) -> list[AlertSink]:
+        worker = None if self._service is None else self._service.event_worker
+        return [] if worker is None else list(worker.sinks)
 
     def _pull_frame(self, camera: str, known: Hashable | None) -> tuple[Hashable, bytes | None] | None:
         """The camera's latest JPEG from its group's actor (`PulledFrameHub`'s fetch); ``None`` before the start."""

@@ -371,3 +371,6 @@ class NodeCameras:
         service = self.services().get(camera)
         if service is not None:
             service.clear_old_view_zones(camera)
+
+    def alert_sinks(self) -> list[AlertSink]:
+        return list(self._sinks)

@@ -936,9 +936,8 @@ class ConsoleRuntime:
         }
 
     def mqtt_connected(self) -> dict[str, bool]:
-        """Each MQTT sink's broker (``host:port``) and whether it is connected now (``/readyz``, metrics)."""
-        from campusguard.app.alerts.mqtt import MqttSink
+        """Each connection the alert sinks keep (an MQTT sink's broker, ``host:port``) and whether it is
+        up now (``/readyz``, metrics): what each sink reports of itself (`SinkHealth`)."""
+        from campusguard.app.alerts.protocol import SinkHealth
 
-        worker = None if self.service is None else self.service.event_worker
-        sinks = [] if worker is None else worker.sinks
-        return {f"{s.host}:{s.port}": s.connected for s in sinks if isinstance(s, MqttSink)}
+        return {k: v for s in self.cameras.alert_sinks() if isinstance(s, SinkHealth) for k, v in s.health().items()}
