@@ -23,6 +23,7 @@ from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import load_config  # noqa: E402
 from campusguard.app.console.cameras import CameraBackend, ClusterCameras, LocalCameras  # noqa: E402
+from campusguard.app.console.node_cameras import NodeCameras
 from campusguard.app.events import open_event_store  # noqa: E402
 from campusguard.app.events.types import Event  # noqa: E402
 from campusguard.app.media.clips import ClipRecorder  # noqa: E402
@@ -70,6 +71,20 @@ def cluster_cameras(tmp: Path, clips: ClipRecorder) -> ClusterCameras:
     )
 
 
+def node_cameras(tmp: Path, clips: ClipRecorder) -> NodeCameras:
+    return NodeCameras(
+        ["cam1"],
+        clips,
+        node="north",
+        url=None,
+        snapshots_dir=tmp / "snaps",
+        media_dir=tmp / "media",
+        detector_factory=lambda *a: BlobDetector(),
+        out=io.StringIO(),
+        live_fps=15.0,
+    )
+
+
 def test_the_protocol_lists_what_the_console_asks() -> None:
     assert sorted(PROTOCOL_MEMBERS) == sorted(
         [
@@ -87,11 +102,12 @@ def test_the_protocol_lists_what_the_console_asks() -> None:
             "health",
             "accept_view",
             "clear_old_view_zones",
+            "alert_sinks",
         ]
     )
 
 
-@pytest.mark.parametrize("make", [local_cameras, cluster_cameras], ids=["local", "cluster"])
+@pytest.mark.parametrize("make", [local_cameras, cluster_cameras, node_cameras], ids=["local", "cluster", "node"])
 def test_both_backends_have_every_member_of_the_protocol(make: Callable[..., Any], tmp_path: Path) -> None:
     backend = make(tmp_path, ClipRecorder(tmp_path / "clips"))
     check: CameraBackend = backend  # mypy checks the structure; the loop below the parameters

@@ -292,7 +292,9 @@ class NodeCameras:
         local = self._local_status(camera, fps, stopped)
         if local is not None:
             return local
-        if self.coordinator is not None and camera in self.coordinator.held():  # taken here, starting
+        if self.coordinator is None:  # before the start, as every backend: no pipeline yet
+            return CameraStatus(camera, "stopped" if stopped else "starting", 0.0, 0.0, 0, 0, None, None, None)
+        if camera in self.coordinator.held():  # taken here, starting
             return CameraStatus(camera, "starting", 0.0, 0.0, 0, 0, None, None, None, node=self.node)
         lease = self.leases().get(camera)
         if lease is None or not lease.valid or lease.node is None or not lease.status:
