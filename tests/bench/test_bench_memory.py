@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import time
 
 import numpy as np
@@ -10,14 +11,19 @@ from campusguard.bench.memory import CpuShare, MemorySampler, device_memory_read
 
 
 def test_growing_memory_shows_as_peak_and_positive_slope() -> None:
-    keep = []
+    keep: list[mmap.mmap] = []
     with MemorySampler(interval_s=0.01) as sampler:
-        # 36 MiB blocks: above glibc's largest mmap threshold (32 MiB), so each one is fresh pages
-        # even in a process that freed memory before (smaller blocks can reuse the freed heap)
+        # 36 MiB blocks mapped anew and every page written: fresh resident pages whatever the process
+        # did before. (Blocks from malloc could reuse a heap freed earlier, and did in a pytest-xdist
+        # worker that had run the engines' tests: the RSS did not move.)
         for _ in range(4):
-            keep.append(np.ones(36 * 1024 * 1024 // 8))
+            block = mmap.mmap(-1, 36 * 1024 * 1024)
+            np.frombuffer(block, dtype=np.uint8)[:] = 1
+            keep.append(block)
             time.sleep(0.05)
     rep = sampler.report()
+    for block in keep:
+        block.close()
     assert rep.samples >= 3
     assert rep.host_rss_peak_mb >= rep.host_rss_start_mb + 100  # 144 MiB allocated in total
     assert rep.host_rss_slope_mb_per_s > 0
