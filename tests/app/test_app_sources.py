@@ -104,6 +104,33 @@ def test_file_reader_reads_every_frame_with_index_timestamps(tmp_path: Path) -> 
     assert reader.stats.frames_read == 12 and reader.stats.resolution_wh == (64, 48)
 
 
+def test_one_decoder_thread_decodes_what_ffmpegs_own_choice_decodes(tmp_path: Path) -> None:
+    """`decode_threads` (1 by default: the least CPU a frame) changes how FFmpeg decodes, never what."""
+    video = write_video(tmp_path / "v.mp4", 24, size_wh=(320, 240))
+
+    def frames(threads: int) -> list[np.ndarray]:
+        source = open_source(str(video), decode_threads=threads)
+        out = []
+        while (image := source.read()) is not None:
+            out.append(image)
+        source.close()
+        return out
+
+    one, own = frames(1), frames(0)
+    assert len(one) == len(own) == 24
+    assert all(np.array_equal(a, b) for a, b in zip(one, own, strict=True))
+
+
+def test_decode_threads_is_a_checked_camera_field() -> None:
+    from pydantic import ValidationError
+
+    from campusguard.app.config import CameraConfig
+
+    assert CameraConfig(id="c", source="v.mp4").decode_threads == 1
+    with pytest.raises(ValidationError, match="decode_threads"):
+        CameraConfig(id="c", source="v.mp4", decode_threads=-1)
+
+
 def test_fps_cap_skips_frames_by_timestamp(tmp_path: Path) -> None:
     video = write_video(tmp_path / "v.mp4", 20, fps=10)
     frames, _, reader = run_reader(file_opener(video), fps_cap=5)

@@ -144,6 +144,16 @@ class CameraConfig(ConfigModel):
         title="Stall timeout",
         description="Seconds without a frame before the watchdog reconnects a live source.",
     )
+    decode_threads: int = Field(
+        1,
+        ge=0,
+        le=64,
+        title="Decoder threads",
+        description=(
+            "FFmpeg's decoder threads for a video file or stream URL; 0 lets FFmpeg choose (one per core). One "
+            "costs the least CPU per frame; more only help a stream too large for one core to decode in real time."
+        ),
+    )
     offline_end_s: float = Field(
         30.0,
         gt=0,

@@ -431,7 +431,9 @@ def camera_source(cam: CameraConfig) -> int | str:
 
 def open_camera(cam: CameraConfig) -> FrameSource:
     """Open a camera's source with its settings; `SourceError` naming it (its URL redacted) when it cannot be opened."""
-    return open_source(camera_source(cam), folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s)
+    return open_source(
+        camera_source(cam), folder_fps=cam.folder_fps, timeout_s=cam.stall_timeout_s, decode_threads=cam.decode_threads
+    )
 
 
 def reader_for(
