@@ -54,20 +54,33 @@ KIND = "camera_health"
 _GOOD_WIDTH = 640  # the last good view is kept at most this wide, for the incident's snapshot
 
 
-class OfflineConfig(ConfigModel):
+def _enabled(problem: str) -> Any:
+    return Field(True, title="Enabled", description=f"Raise `{problem}` incidents.")
+
+
+def _min_s(default: float, description: str) -> Any:
+    return Field(default, ge=1, le=86400, title="Minimum", description=description)
+
+
+class ProblemConfig(ConfigModel):
+    """What every problem's section has: whether it raises incidents, and for how long it must last first."""
+
+    enabled: bool = Field(True, title="Enabled", description="Raise this problem's incidents.")
+    min_s: float = _min_s(10.0, "Seconds the problem must last before the incident starts.")
+
+
+class OfflineConfig(ProblemConfig):
     """A live camera that delivers no frame."""
 
-    enabled: bool = Field(True, title="Enabled", description="Raise `offline` incidents.")
-    min_s: float = Field(
-        10.0, ge=1, le=86400, title="Minimum", description="Seconds without a frame before the incident starts."
-    )
+    enabled: bool = _enabled("offline")
+    min_s: float = _min_s(10.0, "Seconds without a frame before the incident starts.")
 
 
-class FrozenConfig(ConfigModel):
+class FrozenConfig(ProblemConfig):
     """Frames keep coming but the picture no longer changes."""
 
-    enabled: bool = Field(True, title="Enabled", description="Raise `frozen` incidents.")
-    min_s: float = Field(10.0, ge=1, le=86400, title="Minimum", description="Seconds the picture must stay the same.")
+    enabled: bool = _enabled("frozen")
+    min_s: float = _min_s(10.0, "Seconds the picture must stay the same.")
     max_changed: float = Field(
         0.02,
         ge=0,
@@ -78,11 +91,11 @@ class FrozenConfig(ConfigModel):
     )
 
 
-class CoveredConfig(ConfigModel):
+class CoveredConfig(ProblemConfig):
     """Most of the view lost at once: dark, flat, little texture."""
 
-    enabled: bool = Field(True, title="Enabled", description="Raise `covered` incidents.")
-    min_s: float = Field(10.0, ge=1, le=86400, title="Minimum", description="Seconds the view must stay covered.")
+    enabled: bool = _enabled("covered")
+    min_s: float = _min_s(10.0, "Seconds the view must stay covered.")
     min_area: float = Field(
         0.7,
         gt=0,
@@ -99,23 +112,21 @@ class CoveredConfig(ConfigModel):
     )
 
 
-class BlurredConfig(ConfigModel):
+class BlurredConfig(ProblemConfig):
     """The picture's sharpness far below this camera's own usual level."""
 
-    enabled: bool = Field(True, title="Enabled", description="Raise `blurred` incidents.")
-    min_s: float = Field(20.0, ge=1, le=86400, title="Minimum", description="Seconds the view must stay blurred.")
+    enabled: bool = _enabled("blurred")
+    min_s: float = _min_s(20.0, "Seconds the view must stay blurred.")
     sharpness: float = Field(
         0.45, gt=0, le=1, title="Sharpness", description="Blurred below this share of the camera's usual sharpness."
     )
 
 
-class MovedConfig(ConfigModel):
+class MovedConfig(ProblemConfig):
     """The view no longer matches this camera's reference view."""
 
-    enabled: bool = Field(True, title="Enabled", description="Raise `moved` incidents.")
-    min_s: float = Field(
-        30.0, ge=1, le=86400, title="Minimum", description="Seconds the view must stay unlike the reference view."
-    )
+    enabled: bool = _enabled("moved")
+    min_s: float = _min_s(30.0, "Seconds the view must stay unlike the reference view.")
     similarity: float = Field(
         0.55,
         gt=0,
@@ -178,12 +189,13 @@ class CameraHealthConfig(RuleConfigBase):
 
     def min_s(self, problem: str) -> float:
         """Seconds ``problem`` must last before it is an incident."""
-        section: OfflineConfig | FrozenConfig | CoveredConfig | BlurredConfig | MovedConfig = getattr(self, problem)
+        section: ProblemConfig = getattr(self, problem)
         return section.min_s
 
     def watches(self, problem: str) -> bool:
         """Whether ``problem`` raises incidents."""
-        return bool(getattr(self, problem).enabled)
+        section: ProblemConfig = getattr(self, problem)
+        return section.enabled
 
 
 def _merged(site: ConfigModel, camera: ConfigModel) -> Any:
@@ -192,7 +204,9 @@ def _merged(site: ConfigModel, camera: ConfigModel) -> Any:
     for name in camera.model_fields_set:
         value = getattr(camera, name)
         base = getattr(site, name, None)
-        update[name] = _merged(base, value) if isinstance(value, ConfigModel) and isinstance(base, ConfigModel) else value
+        update[name] = (
+            _merged(base, value) if isinstance(value, ConfigModel) and isinstance(base, ConfigModel) else value
+        )
     return site.model_copy(update=update)
 
 
@@ -484,7 +498,9 @@ class CameraHealthRule:
             for problem in PROBLEMS:
                 current = self._episodes[problem].current
                 if current is not None:
-                    return HealthStatus(problem, current.onset_s, current.event_id, dict(self._last_measures), made_at, by, zones)
+                    return HealthStatus(
+                        problem, current.onset_s, current.event_id, dict(self._last_measures), made_at, by, zones
+                    )
             state = "learning" if self._learning and self._last_sample is not None else "ok"
             return HealthStatus(state, None, None, dict(self._last_measures), made_at, by, zones)
 
@@ -527,8 +543,12 @@ class CameraHealthRule:
             current = _small_bgr(image) if image is not None else None
             good = self._good
             good_at = self._good_at
-        h = (current if current is not None else good if good is not None else np.zeros((360, 640, 3), np.uint8)).shape[0]
-        left = _panel(good, h, f"last good view{' ' + good_at.strftime('%H:%M:%S') if good_at else ''}", "no good view yet")
+        h = (current if current is not None else good if good is not None else np.zeros((360, 640, 3), np.uint8)).shape[
+            0
+        ]
+        left = _panel(
+            good, h, f"last good view{' ' + good_at.strftime('%H:%M:%S') if good_at else ''}", "no good view yet"
+        )
         right = _panel(current, h, f"now: {event.zone}", "NO SIGNAL")
         return np.hstack([left, np.full((h, 8, 3), 255, np.uint8), right])
 
