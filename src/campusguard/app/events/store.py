@@ -12,7 +12,7 @@ stdout) only after `EventStore.record` returns.
 
 Schema: table ``events``, one row per incident holding its latest state; ``PRAGMA
 user_version`` holds the schema version (`SCHEMA_VERSION`). Changes are numbered migrations
-(`_MIGRATIONS`), applied in order in one transaction when a read-write store opens an older
+(`campusguard.app.events.migrations`), applied in order in one transaction when a read-write store opens an older
 file; opening a file written by a newer schema is refused. `PostgresEventStore`
 (`campusguard.app.events.postgres`) implements the same protocols with the same SQL
 (`campusguard.app.events.sql`); `open_event_store` picks one from the storage config.
@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
 from campusguard.app.events.checklist import StepMark
+from campusguard.app.events.migrations import SCHEMA_VERSION, TABLES, render
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.records import (
     OUTCOMES,
@@ -112,93 +113,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "is_sqlite_file",
 ]
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS events (
-    event_id      TEXT PRIMARY KEY,
-    camera_id     TEXT NOT NULL,
-    rule_name     TEXT NOT NULL,
-    rule_kind     TEXT NOT NULL,
-    zone          TEXT NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN ('open', 'closed')),
-    phase         TEXT NOT NULL,
-    start_s       REAL NOT NULL,
-    end_s         REAL,
-    onset_s       REAL,
-    start_frame   INTEGER,
-    end_frame     INTEGER,
-    tracker_ids   TEXT NOT NULL,
-    class_ids     TEXT NOT NULL,
-    class_names   TEXT NOT NULL,
-    count         INTEGER,
-    direction     TEXT,
-    started_at    TEXT,
-    ended_at      TEXT,
-    snapshot_path TEXT,
-    details       TEXT NOT NULL,
-    time_utc      TEXT NOT NULL,
-    recorded_at   TEXT NOT NULL,
-    updated_at    TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_camera_time ON events (camera_id, time_utc);
-CREATE INDEX IF NOT EXISTS events_rule_time ON events (rule_name, time_utc);
-"""
-
-_SCHEMA_V2 = """
-ALTER TABLE events ADD COLUMN state TEXT NOT NULL DEFAULT 'open'
-    CHECK (state IN ('open', 'acknowledged', 'resolved'));
-ALTER TABLE events ADD COLUMN acknowledged_by TEXT;
-ALTER TABLE events ADD COLUMN acknowledged_at TEXT;
-ALTER TABLE events ADD COLUMN resolved_by TEXT;
-ALTER TABLE events ADD COLUMN resolved_at TEXT;
-ALTER TABLE events ADD COLUMN note TEXT;
-CREATE INDEX IF NOT EXISTS events_state_time ON events (state, time_utc);
-CREATE INDEX IF NOT EXISTS events_time ON events (time_utc);
-"""
-
-_SCHEMA_V3 = """
-ALTER TABLE events ADD COLUMN kept INTEGER NOT NULL DEFAULT 0 CHECK (kept IN (0, 1));
-ALTER TABLE events ADD COLUMN kept_by TEXT;
-ALTER TABLE events ADD COLUMN kept_at TEXT;
-CREATE INDEX IF NOT EXISTS events_status_ended ON events (status, ended_at);
-"""
-
-_SCHEMA_V4 = """
-ALTER TABLE events ADD COLUMN media_blur TEXT;
-"""
-
-_SCHEMA_V5 = """
-CREATE TABLE IF NOT EXISTS event_steps (
-    event_id   TEXT NOT NULL,
-    step       TEXT NOT NULL,
-    checked    INTEGER NOT NULL CHECK (checked IN (0, 1)),
-    changed_by TEXT NOT NULL,
-    changed_at TEXT NOT NULL,
-    PRIMARY KEY (event_id, step)
-);
-"""
-
-_SCHEMA_V6 = """
-ALTER TABLE events ADD COLUMN outcome TEXT
-    CHECK (outcome IS NULL OR outcome IN ('confirmed', 'false_alarm', 'nuisance'));
-ALTER TABLE events ADD COLUMN outcome_by TEXT;
-ALTER TABLE events ADD COLUMN outcome_at TEXT;
-CREATE INDEX IF NOT EXISTS events_outcome_time ON events (outcome, time_utc);
-"""
-
-_OWN_TABLES = frozenset({"events", "event_steps"})
-"""The tables the migrations create (a new file holding any other table is not ours)."""
-
-# migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {
-    1: _SCHEMA_V1,
-    2: _SCHEMA_V2,
-    3: _SCHEMA_V3,
-    4: _SCHEMA_V4,
-    5: _SCHEMA_V5,
-    6: _SCHEMA_V6,
-}
-SCHEMA_VERSION = max(_MIGRATIONS)
 
 
 @runtime_checkable
@@ -634,9 +548,9 @@ class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
             )
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         # (another opener may be migrating the new file right now: its tables are ours)
-        if version == 0 and tables - _OWN_TABLES:
+        if version == 0 and tables - TABLES:
             raise InvalidInputError(f"event database {self.path} holds other tables; refusing to use it")
-        apply_migrations(self._conn, _MIGRATIONS, version)
+        apply_migrations(self._conn, render(self.dialect.schema), version)
 
     # writes ---------------------------------------------------------------------------------
     def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
