@@ -56,9 +56,9 @@ from campusguard.app.engine.wiring import (
     reader_for,
 )
 from campusguard.app.events.interrupted import InterruptedIncidents
+from campusguard.app.events.protocols import EventDatabase, PrunableStore
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.infra.diskspace import disk_health

@@ -157,7 +157,7 @@ def test_the_update_and_its_relay_row_commit_together_and_the_relay_hands_it_on_
 
 
 def test_an_update_a_sink_could_not_take_stays_queued_and_goes_on_later(postgres_url, make_event):
-    from campusguard.app.events.store import StoreUnavailableError
+    from campusguard.app.events.protocols import StoreUnavailableError
 
     store = PostgresEventStore(postgres_url, retry=FAST)
     got: list[Event] = []

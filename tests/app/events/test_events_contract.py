@@ -20,15 +20,12 @@ import events_schema_v6
 import pytest
 
 from campusguard.app.events import Event, EventRecorder, EventStore, ReviewableEventStore, open_event_store
+from campusguard.app.events.export import CSV_FIELDS, write_csv
+from campusguard.app.events.migrations import SCHEMA_VERSION
+from campusguard.app.events.records import EventFilter
+from campusguard.app.events.review import ReviewConflictError
 from campusguard.app.events.sql import COLUMNS, SQLITE, Dialect
-from campusguard.app.events.store import (
-    CSV_FIELDS,
-    SCHEMA_VERSION,
-    EventFilter,
-    ReviewConflictError,
-    UpsertingEventStore,
-    write_csv,
-)
+from campusguard.app.events.store import UpsertingEventStore
 from campusguard.errors import InvalidInputError
 
 T0 = datetime(2026, 1, 10, 22, 0, tzinfo=UTC)

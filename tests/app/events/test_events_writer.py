@@ -17,9 +17,9 @@ from pathlib import Path
 from campusguard.app.cluster.group import Outbox
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events import SQLiteEventStore
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.scan.unit import _CollectedEvents

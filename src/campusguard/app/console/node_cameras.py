@@ -34,8 +34,8 @@ from campusguard.app.engine.wiring import (
     open_alert_relay,
     open_store_and_sinks,
 )
+from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.recorder import AlertRelayLoop
-from campusguard.app.events.store import EventDatabase, EventStore
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame

@@ -25,14 +25,10 @@ records them as closed.
 """
 
 from campusguard.app.events.factory import open_event_store
+from campusguard.app.events.protocols import EventStore, ReviewableEventStore, StoreUnavailableError
+from campusguard.app.events.reader import read_events
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.store import (
-    EventStore,
-    ReviewableEventStore,
-    SQLiteEventStore,
-    StoreUnavailableError,
-    read_events,
-)
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.app.events.types import EVENT_PHASES, Event, EventPhase, PhaseFilter, RuleKind
 
 __all__ = [

@@ -43,13 +43,9 @@ from campusguard.app.events.migrations import POSTGRES_SCHEMA, SCHEMA_VERSION, r
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
 from campusguard.app.events.relay import AlertRelay, migrate_relay, relay_args, with_relay
+from campusguard.app.events.review import check_review_action, review_outcome
 from campusguard.app.events.sql import Dialect
-from campusguard.app.events.store import (
-    UpsertingEventStore,
-    check_page,
-    check_review_action,
-    review_outcome,
-)
+from campusguard.app.events.store import UpsertingEventStore, check_page
 from campusguard.app.events.types import Event
 from campusguard.app.events.urls import redact_url
 from campusguard.errors import InvalidInputError, MissingDependencyError

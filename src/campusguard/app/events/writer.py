@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING
 from campusguard.app.alerts.sinks import send_each
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events.interrupted import InterruptedIncidents
+from campusguard.app.events.protocols import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.infra.throttle import OutageLog
 
