@@ -33,10 +33,10 @@ from campusguard.app.alerts.postgres.outbox import PgOutbox  # noqa: E402
 from campusguard.app.alerts.registry import SINKS  # noqa: E402
 from campusguard.app.alerts.spec import SinkContext  # noqa: E402
 from campusguard.app.alerts.webhook import WebhookSink, WebhookSinkConfig  # noqa: E402
+from campusguard.app.engine.writer import EventWorker  # noqa: E402
 from campusguard.app.events.pgsession import RetryPolicy  # noqa: E402
 from campusguard.app.events.postgres import PostgresEventStore  # noqa: E402
 from campusguard.app.events.types import Event  # noqa: E402
-from campusguard.app.events.writer import EventWorker  # noqa: E402
 
 FAST = RetryPolicy(budget_s=2.0, initial_s=0.05, max_s=0.2)
 

@@ -5,7 +5,7 @@ Public API:
         ``to_dict()`` / ``Event.from_dict()`` for JSON, ``with_snapshot(path)``.
     `RuleKind`: a rule kind, one of the rule registry's (`campusguard.app.rules.registry`).
     `EventRecorder`: what the event path needs of a store (``record``, ``close``); the writer
-        (`campusguard.app.events.writer.EventWorker`: commit, then alert sinks) takes one.
+        (`campusguard.app.engine.writer.EventWorker`: commit, then alert sinks) takes one.
     `EventStore`: an `EventRecorder` with the phases' writes by name (``add``, ``update``,
         ``end``: each the one upsert ``record`` is) and reads (``query``, ``get``).
     `PhaseFilter(phases)`: the phases a consumer (an alert sink) takes; an unknown one raises.

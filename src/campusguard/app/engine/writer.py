@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EventMessage", "EventWorker"]
 
-log = logging.getLogger("campusguard.app.events.writer")
+log = logging.getLogger("campusguard.app.engine.writer")
 
 
 @dataclass(frozen=True, slots=True)
