@@ -34,8 +34,8 @@ from urllib.parse import quote
 
 from campusguard.app.alerts.spec import SinkContext
 from campusguard.app.alerts.webhook import WebhookSink
+from campusguard.app.engine.writer import EventWorker
 from campusguard.app.events import Event, open_event_store
-from campusguard.app.events.writer import EventWorker
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 

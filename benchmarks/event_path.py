@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from campusguard.app.events.store import SQLiteEventStore
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.app.events.types import Event, event_id_for
 from campusguard.app.rules.base import Episode
 from campusguard.data.synth.video import SynthVideo

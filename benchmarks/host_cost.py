@@ -62,7 +62,7 @@ from campusguard.app.engine.wiring import (  # noqa: E402
     motion_gate_for,
     open_store_and_sinks,
 )
-from campusguard.app.events.writer import EventMessage, EventWorker  # noqa: E402
+from campusguard.app.engine.writer import EventMessage, EventWorker  # noqa: E402
 from campusguard.bench.host_cost import HOST_COST_KIND, HOST_COST_SCHEMA_VERSION, STAGES, write_host_cost  # noqa: E402
 from campusguard.doctor import cpu_name  # noqa: E402
 from campusguard.motion import crop_regions, merge_region_detections  # noqa: E402

@@ -181,6 +181,20 @@ def test_nodes_coordinate_through_postgresql_only_and_stay_out_of_the_console():
     assert top_level == set()
 
 
+def test_the_event_store_imports_nothing_of_the_stages_above_it():
+    """`app/events/` (the events and their stores) is a floor below the engine and the sinks: it imports
+    only itself, `app/infra/` and the errors, `TYPE_CHECKING` and local imports included. The event writer,
+    a stage that calls the sinks, lives in `app/engine/writer.py` (issue 41)."""
+    graph = import_graph()
+    allowed = ("campusguard.app.events", "campusguard.app.infra", "campusguard.errors")
+    upward = {
+        m: sorted(t for t in targets if not t.startswith(allowed))
+        for m, targets in graph.items()
+        if m.startswith("campusguard.app.events")
+    }
+    assert {m: t for m, t in upward.items() if t} == {}
+
+
 def test_watch_without_ray_imports_nothing_of_ray():
     """Ray is the `ray` extra: imported lazily by the app (`app/cluster/ray_executor.py`) when `--ray` is given
     (also by the console's runtime)."""

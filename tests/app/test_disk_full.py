@@ -21,7 +21,8 @@ import pytest
 
 from campusguard.app.alerts.jsonl import JsonlSink  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
-from campusguard.app.events.store import SQLiteEventStore, StoreUnavailableError  # noqa: E402
+from campusguard.app.events.protocols import StoreUnavailableError  # noqa: E402
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.app.events.types import Event  # noqa: E402
 from campusguard.app.infra.diskspace import DiskHealth  # noqa: E402
 from campusguard.app.media.annotate import AnnotatedVideoWriter, recording_segments  # noqa: E402

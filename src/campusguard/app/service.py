@@ -55,12 +55,12 @@ from campusguard.app.engine.wiring import (
     probe_source,
     reader_for,
 )
+from campusguard.app.engine.writer import EventMessage, EventWorker
 from campusguard.app.events.interrupted import InterruptedIncidents
+from campusguard.app.events.protocols import EventDatabase, PrunableStore
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
-from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.sdnotify import systemd
 from campusguard.app.media.annotate import AnnotatedVideoWriter, finish_dead_segments

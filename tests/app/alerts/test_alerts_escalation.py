@@ -16,7 +16,7 @@ from campusguard.app.alerts.escalation import EscalationRule, Escalator
 from campusguard.app.alerts.jsonl import JsonlSink
 from campusguard.app.config import parse_config
 from campusguard.app.engine.wiring import open_store_and_sinks
-from campusguard.app.events.store import SQLiteEventStore
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.errors import ConfigError
 
 

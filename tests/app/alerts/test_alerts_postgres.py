@@ -33,10 +33,10 @@ from campusguard.app.alerts.postgres.outbox import PgOutbox  # noqa: E402
 from campusguard.app.alerts.registry import SINKS  # noqa: E402
 from campusguard.app.alerts.spec import SinkContext  # noqa: E402
 from campusguard.app.alerts.webhook import WebhookSink, WebhookSinkConfig  # noqa: E402
+from campusguard.app.engine.writer import EventWorker  # noqa: E402
 from campusguard.app.events.pgsession import RetryPolicy  # noqa: E402
 from campusguard.app.events.postgres import PostgresEventStore  # noqa: E402
 from campusguard.app.events.types import Event  # noqa: E402
-from campusguard.app.events.writer import EventWorker  # noqa: E402
 
 FAST = RetryPolicy(budget_s=2.0, initial_s=0.05, max_s=0.2)
 
@@ -157,7 +157,7 @@ def test_the_update_and_its_relay_row_commit_together_and_the_relay_hands_it_on_
 
 
 def test_an_update_a_sink_could_not_take_stays_queued_and_goes_on_later(postgres_url, make_event):
-    from campusguard.app.events.store import StoreUnavailableError
+    from campusguard.app.events.protocols import StoreUnavailableError
 
     store = PostgresEventStore(postgres_url, retry=FAST)
     got: list[Event] = []

@@ -423,7 +423,7 @@ def test_the_driver_and_the_groups_run_retention_where_rows_and_recordings_lie(
     dead run's recording segments and keeps its recordings within ``max_media`` on its node."""
     from datetime import UTC, datetime, timedelta
 
-    from campusguard.app.events.store import SQLiteEventStore
+    from campusguard.app.events.sqlite import SQLiteEventStore
 
     text = cameras_config(
         videos[:2], tmp_path, extra="retention:\n  incidents: 1d\n  max_media: 60kB\n  min_free: 0B\n"

@@ -20,7 +20,7 @@ class Block:
         return None
 sys.meta_path.insert(0, Block())
 sys.argv = ["campusguard", *sys.argv[1:]]
-import campusguard.app.service, campusguard.app.events.store  # the watch pipeline and the store
+import campusguard.app.service, campusguard.app.events.sqlite  # the watch pipeline and the store
 from campusguard.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from fakes_console import console_yaml, put_zones, served_console
 
-from campusguard.app.events.store import EventFilter
+from campusguard.app.events.records import EventFilter
 
 EAST = {"name": "east", "polygon": [[160, 0], [320, 0], [320, 180], [160, 180]]}
 PARKING = {"name": "parking", "polygon": [[0, 140], [100, 140], [100, 180], [0, 180]]}

@@ -104,7 +104,7 @@ def wait_until(predicate: Any, timeout_s: float = 20.0, step_s: float = 0.05) ->
 
 
 def intrusion_ids(store: Any) -> set[str]:
-    from campusguard.app.events.store import EventFilter
+    from campusguard.app.events.records import EventFilter
 
     records, _ = store.query_records(EventFilter(kind="intrusion"), limit=500)
     return {r.event.event_id for r in records}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import test_browser_console as ui  # its fixtures (Chromium, pages, screenshots) and helpers
 
-from campusguard.app.events.store import EventFilter
+from campusguard.app.events.records import EventFilter
 
 browser, open_page, shots = ui.browser, ui.open_page, ui.shots  # fixtures, used by name
 LAPTOP, login, wait_until = ui.LAPTOP, ui.login, ui.wait_until

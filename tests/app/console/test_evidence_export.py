@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from fakes_console import ConsoleUnderTest, console_yaml, make_console
 
-from campusguard.app.events.store import SQLiteEventStore
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.cli.main import main
 
 SOP = ["Send the patrol", "Check the door", "Call the duty officer", "Write the log"]

@@ -267,7 +267,8 @@ def test_serves_pipeline_runs_retention_on_the_consoles_store(scene: Path, tmp_p
     file source ended (the pipeline does not close what the console owns)."""
     from datetime import UTC, datetime, timedelta
 
-    from campusguard.app.events.store import EventDatabase, SQLiteEventStore
+    from campusguard.app.events.protocols import EventDatabase
+    from campusguard.app.events.sqlite import SQLiteEventStore
 
     config = tmp_path / "watch.yaml"
     config.write_text(scene_config(scene, tmp_path, "retention:\n  incidents: 1d\n  min_free: 0B\n"))

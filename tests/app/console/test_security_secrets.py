@@ -199,7 +199,7 @@ def test_no_secret_leaves_a_site_in_bundles_logs_or_files(console_video: Path, t
     from fakes_console import free_port
 
     from campusguard.app.console.users import UserStore
-    from campusguard.app.events.store import SQLiteEventStore
+    from campusguard.app.events.sqlite import SQLiteEventStore
     from campusguard.cli.main import main
 
     site = tmp_path / "site"

@@ -13,7 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from campusguard.app.events import Event
-from campusguard.app.events.store import MAX_BULK_REVIEW, EventFilter, UpsertingEventStore
+from campusguard.app.events.records import EventFilter
+from campusguard.app.events.review import MAX_BULK_REVIEW
+from campusguard.app.events.store import UpsertingEventStore
 from campusguard.errors import InvalidInputError
 
 

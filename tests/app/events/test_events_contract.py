@@ -16,19 +16,16 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import events_schema_v6
 import pytest
 
 from campusguard.app.events import Event, EventRecorder, EventStore, ReviewableEventStore, open_event_store
+from campusguard.app.events.export import CSV_FIELDS, write_csv
+from campusguard.app.events.migrations import SCHEMA_VERSION
+from campusguard.app.events.records import EventFilter
+from campusguard.app.events.review import ReviewConflictError
 from campusguard.app.events.sql import COLUMNS, SQLITE, Dialect
-from campusguard.app.events.store import (
-    _SCHEMA_V1,
-    CSV_FIELDS,
-    SCHEMA_VERSION,
-    EventFilter,
-    ReviewConflictError,
-    UpsertingEventStore,
-    write_csv,
-)
+from campusguard.app.events.store import UpsertingEventStore
 from campusguard.errors import InvalidInputError
 
 T0 = datetime(2026, 1, 10, 22, 0, tzinfo=UTC)
@@ -73,10 +70,11 @@ class Backend:
         return int(self.sql("SELECT MAX(version) FROM campusguard_schema")[0][0])
 
     def create_v1(self, event: Event, now: datetime) -> None:
-        """A database as schema v1 wrote it (migration 1 only, no review columns) holding ``event``."""
+        """A database as schema v1 wrote it (migration 1 only, no review columns, in the SQL of its day:
+        `events_schema_v6`) holding ``event``."""
         if self.name == "sqlite":
             conn = sqlite3.connect(self.target)
-            conn.executescript(_SCHEMA_V1)
+            conn.executescript(events_schema_v6.SQLITE_V6[1])
             conn.execute(
                 f"INSERT INTO events ({', '.join(V1_COLUMNS)}) VALUES ({', '.join('?' * len(V1_COLUMNS))})",
                 _v1_row(SQLITE.event_row(event, now)),
@@ -94,7 +92,7 @@ class Backend:
             pg.execute(
                 "CREATE TABLE campusguard_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
-            for statement in postgres.MIGRATIONS[1].split(";"):
+            for statement in events_schema_v6.POSTGRES_V6[1].split(";"):
                 if statement.strip():
                     pg.execute(statement)
             pg.execute("INSERT INTO campusguard_schema (version) VALUES (1)")
@@ -492,4 +490,4 @@ def test_concurrent_openers_of_an_empty_database_migrate_it_once(
             s.close()
     assert backend.version() == SCHEMA_VERSION
     if backend.name == "postgresql":
-        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(1,), (2,), (3,), (4,), (5,), (6,)]
+        assert backend.sql("SELECT version FROM campusguard_schema ORDER BY version") == [(v,) for v in range(1, 7)]

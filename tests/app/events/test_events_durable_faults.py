@@ -198,7 +198,7 @@ def test_max_media_keeps_the_budget_and_the_runs_snapshots(
 # Target 5 -----------------------------------------------------------------------------------------
 def _damage_page(db: Path) -> None:
     """A real events.db with rows, then one of its pages overwritten with noise."""
-    from campusguard.app.events.store import SQLiteEventStore
+    from campusguard.app.events.sqlite import SQLiteEventStore
     from campusguard.app.events.types import Event
 
     store = SQLiteEventStore(db)

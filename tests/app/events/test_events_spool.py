@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from campusguard.app.alerts import JsonlSink
+from campusguard.app.engine.writer import EventWorker
 from campusguard.app.events import SQLiteEventStore, read_events
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.writer import EventWorker
 
 
 def _updates(make_event) -> list:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from campusguard.app.events import Event, SQLiteEventStore, read_events
-from campusguard.app.events.store import SCHEMA_VERSION
+from campusguard.app.events.migrations import SCHEMA_VERSION
 from campusguard.errors import InvalidInputError
 
 T0 = datetime(2026, 1, 10, 22, 0, tzinfo=UTC)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from campusguard.app.cluster.group import Outbox
 from campusguard.app.engine.sources import EndOfStream
+from campusguard.app.engine.writer import EventMessage, EventWorker
 from campusguard.app.events import SQLiteEventStore
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.types import Event
-from campusguard.app.events.writer import EventMessage, EventWorker
 from campusguard.app.scan.unit import _CollectedEvents
 
 
@@ -123,7 +123,7 @@ def test_event_worker_spools_in_order_when_stopped_while_the_store_is_down(tmp_p
     worker = EventWorker(_inbox(updates), store, [sink], ["c"], threading.Event(), retry_s=60, stop=stop, spool=spool)
     threading.Timer(0.3, stop.set).start()
     t0 = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="campusguard.app.events.writer"):
+    with caplog.at_level(logging.WARNING, logger="campusguard.app.engine.writer"):
         worker.run()
     assert time.monotonic() - t0 < 10  # the stop woke the 60 s retry wait
     assert store.committed == sink.sent == [("a", "start")]  # reported only once committed
@@ -168,7 +168,7 @@ def test_a_store_that_stays_down_is_logged_once_when_it_goes_and_once_when_it_is
     store, stop, done = FlakyStore(up_for=0), threading.Event(), threading.Event()
     stop.set()
     worker = EventWorker(_inbox(_incident("a")), store, [ListSink()], ["c"], threading.Event(), retry_s=0.01, stop=stop)
-    with caplog.at_level(logging.WARNING, logger="campusguard.app.events.writer"):
+    with caplog.at_level(logging.WARNING, logger="campusguard.app.engine.writer"):
         thread = threading.Thread(target=lambda: (worker.run(), done.set()), daemon=True)
         thread.start()
         time.sleep(0.5)

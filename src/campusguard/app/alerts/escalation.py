@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from campusguard.app.alerts.protocol import AlertSink
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.types import ESCALATION, Event
 from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import InvalidInputError

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.durable import AppendLog, locked_for_rewrite, replace_durably

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from campusguard.app.alerts.protocol import AlertSink
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.types import Event
 
 __all__ = ["MultiSink", "send_each"]

@@ -50,11 +50,11 @@ from campusguard.app.config import CameraConfig, LoadedConfig
 from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.engine.sources import CameraState, FrameSource
 from campusguard.app.engine.wiring import open_camera, open_store_and_sinks
+from campusguard.app.engine.writer import EventWorker
+from campusguard.app.events.protocols import EventDatabase, PrunableStore
 from campusguard.app.events.recorder import EventRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import EventDatabase, PrunableStore
 from campusguard.app.events.types import Event
-from campusguard.app.events.writer import EventWorker
 from campusguard.app.infra.sdnotify import systemd
 from campusguard.app.retention import RetentionCleaner
 from campusguard.app.retention.stage import RetentionStage, start_retention

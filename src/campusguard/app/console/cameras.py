@@ -27,7 +27,7 @@ from campusguard.app.config import LoadedConfig
 from campusguard.app.console.cluster_media import ClusterMedia
 from campusguard.app.engine.sources import CameraState
 from campusguard.app.engine.wiring import DetectorFactory
-from campusguard.app.events.store import EventDatabase, EventStore
+from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub

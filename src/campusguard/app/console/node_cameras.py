@@ -5,7 +5,7 @@ Each camera this node holds the lease of (`campusguard.app.nodes.coordinator`) r
 one at a time while the others keep running. What the site needs once is done once:
 
 - alerts: the sinks and escalation are opened once per node; the store commits, the node's
-  sinks send (`campusguard.app.events.writer` semantics, one sender per outbox);
+  sinks send (`campusguard.app.engine.writer` semantics, one sender per outbox);
 - retention: run by the one node holding the site's retention lock (`SiteLeader`);
 - the incidents a dead node left open: ended as interrupted by the node that takes its camera
   (each camera service ends its camera's open incidents at its start).
@@ -34,8 +34,8 @@ from campusguard.app.engine.wiring import (
     open_alert_relay,
     open_store_and_sinks,
 )
+from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.recorder import AlertRelayLoop
-from campusguard.app.events.store import EventDatabase, EventStore
 from campusguard.app.events.types import Event
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame

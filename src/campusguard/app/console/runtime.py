@@ -78,7 +78,7 @@ from campusguard.app.engine.metrics import FrameRates
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
-from campusguard.app.events.store import EventDatabase
+from campusguard.app.events.protocols import EventDatabase
 from campusguard.app.events.types import Event
 from campusguard.app.infra.diskspace import VolumeState, disk_health
 from campusguard.app.infra.durable import replace_durably

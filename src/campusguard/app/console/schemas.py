@@ -16,7 +16,7 @@ from campusguard.app.config import LineConfig, ZoneConfig
 from campusguard.app.config.privacy import PrivacyConfig
 from campusguard.app.config.rules import RuleConfig
 from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
-from campusguard.app.events.store import MAX_BULK_REVIEW
+from campusguard.app.events.review import MAX_BULK_REVIEW
 
 __all__ = [
     "EVENT_ID_PATTERN",
@@ -155,7 +155,7 @@ class KeepRequest(_Request):
 
 
 class EventOut(BaseModel):
-    """One incident with its review state (`campusguard.app.events.store.EventRecord.to_dict`) and media URLs."""
+    """One incident with its review state (`campusguard.app.events.records.EventRecord.to_dict`) and media URLs."""
 
     id: str
     camera: str

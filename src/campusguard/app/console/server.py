@@ -45,7 +45,7 @@ from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
 from campusguard.app.console.oidc_sessions import ProviderSessions
 from campusguard.app.console.schemas import Health, Ready
 from campusguard.app.console.users import IdentityUnavailableError, User, UserStore
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 
 if TYPE_CHECKING:
     from campusguard.app.console.runtime import ConsoleRuntime

@@ -5,7 +5,7 @@ bounded queues of typed messages (`stages.py`); `wiring.py` builds the parts fro
 
     CameraReader (one per camera)  --FrameQueue-->  DetectionWorker (shared, batches across cameras)
         --queue[DetectedFrame]-->  AnalyticsWorker (one per camera: track, rules, annotate, snapshots)
-        --queue[EventMessage]-->   EventWorker (`campusguard.app.events.writer`: store commit, then alert sinks)
+        --queue[EventMessage]-->   EventWorker (`campusguard.app.engine.writer`: store commit, then alert sinks)
     Watchdog: stalled sources reconnect, dead workers stop the pipeline.
 
 Every stage forwards `EndOfStream` for a camera once that camera is done, so a shutdown

@@ -21,8 +21,8 @@ from campusguard.app.engine.detection import TrackedBoxes
 from campusguard.app.engine.metrics import CameraMetrics
 from campusguard.app.engine.sources import EndOfStream, Frame
 from campusguard.app.engine.stages import DetectedFrame, put_until, wall_time_of
+from campusguard.app.engine.writer import EventMessage
 from campusguard.app.events.types import Event
-from campusguard.app.events.writer import EventMessage
 from campusguard.app.infra.diskspace import DiskHealth, disk_health
 from campusguard.app.infra.durable import write_whole
 from campusguard.app.media.annotate import AnnotatedVideoWriter

@@ -5,7 +5,7 @@ Public API:
         ``to_dict()`` / ``Event.from_dict()`` for JSON, ``with_snapshot(path)``.
     `RuleKind`: a rule kind, one of the rule registry's (`campusguard.app.rules.registry`).
     `EventRecorder`: what the event path needs of a store (``record``, ``close``); the writer
-        (`campusguard.app.events.writer.EventWorker`: commit, then alert sinks) takes one.
+        (`campusguard.app.engine.writer.EventWorker`: commit, then alert sinks) takes one.
     `EventStore`: an `EventRecorder` with the phases' writes by name (``add``, ``update``,
         ``end``: each the one upsert ``record`` is) and reads (``query``, ``get``).
     `PhaseFilter(phases)`: the phases a consumer (an alert sink) takes; an unknown one raises.
@@ -25,14 +25,10 @@ records them as closed.
 """
 
 from campusguard.app.events.factory import open_event_store
+from campusguard.app.events.protocols import EventStore, ReviewableEventStore, StoreUnavailableError
+from campusguard.app.events.reader import read_events
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.store import (
-    EventStore,
-    ReviewableEventStore,
-    SQLiteEventStore,
-    StoreUnavailableError,
-    read_events,
-)
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.app.events.types import EVENT_PHASES, Event, EventPhase, PhaseFilter, RuleKind
 
 __all__ = [

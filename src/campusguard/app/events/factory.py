@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from campusguard.app.events.protocols import EventDatabase
 from campusguard.app.events.settings import StorageSettings
-from campusguard.app.events.store import EventDatabase, SQLiteEventStore
+from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.app.events.urls import is_postgres_url, postgres_url_problem
 from campusguard.errors import InvalidInputError
 

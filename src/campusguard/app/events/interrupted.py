@@ -24,8 +24,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
+from campusguard.app.events.protocols import RecordQuery
 from campusguard.app.events.records import EventFilter
-from campusguard.app.events.store import RecordQuery
 from campusguard.app.events.types import INTERRUPTED_SEQUENCE, Event
 
 if TYPE_CHECKING:

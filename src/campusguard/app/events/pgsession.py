@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.settings import RetrySettings
-from campusguard.app.events.store import StoreUnavailableError
 from campusguard.app.events.urls import one_line, redact_url
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.throttle import OutageLog

@@ -15,10 +15,10 @@ node), never itself, and an update stored by a process killed before its alerts 
 relayed by any live one.
 
 Schema: table ``events`` and the version table ``campusguard_schema`` (one row per applied
-migration) in the first schema of the connection's ``search_path``. Migrations are numbered
-like SQLite's (version 2 means the same columns in both) and applied in one transaction at open,
-under a transaction-level advisory lock, so several workers starting at once migrate once. A
-database written by a newer schema is refused. The alert relay's table has a version table of
+migration) in the first schema of the connection's ``search_path``. The migrations are the one list
+both stores apply (`campusguard.app.events.migrations`), in PostgreSQL's types, applied in one
+transaction at open, under a transaction-level advisory lock, so several workers starting at once
+migrate once. A database written by a newer schema is refused. The alert relay's table has a version table of
 its own (`campusguard.app.events.relay.migrate_relay`), brought up to date at the same open.
 
 Lost connections: every call runs under `RetryPolicy` (through
@@ -39,17 +39,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
+from campusguard.app.events.migrations import POSTGRES_SCHEMA, SCHEMA_VERSION, render
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
 from campusguard.app.events.relay import AlertRelay, migrate_relay, relay_args, with_relay
+from campusguard.app.events.review import check_review_action, review_outcome
 from campusguard.app.events.sql import Dialect
-from campusguard.app.events.store import (
-    SCHEMA_VERSION,
-    UpsertingEventStore,
-    check_page,
-    check_review_action,
-    review_outcome,
-)
+from campusguard.app.events.store import UpsertingEventStore, check_page
 from campusguard.app.events.types import Event
 from campusguard.app.events.urls import redact_url
 from campusguard.errors import InvalidInputError, MissingDependencyError
@@ -62,7 +58,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
         "psycopg is not installed; install it with: pip install 'campusguard[postgres]'"
     ) from _exc
 
-__all__ = ["PostgresEventStore", "RetryPolicy", "MIGRATIONS", "VERSION_TABLE"]
+__all__ = ["PostgresEventStore", "RetryPolicy", "VERSION_TABLE"]
 
 log = logging.getLogger("campusguard.app.events.postgres")
 
@@ -70,90 +66,6 @@ T = TypeVar("T")
 
 VERSION_TABLE = "campusguard_schema"
 _MIGRATION_LOCK = 0x6367_6576_656E_7473 & 0x7FFF_FFFF_FFFF_FFFF  # "cgevents": the advisory lock of migrations
-
-_SCHEMA_V1 = """
-CREATE TABLE events (
-    event_id      TEXT PRIMARY KEY,
-    camera_id     TEXT NOT NULL,
-    rule_name     TEXT NOT NULL,
-    rule_kind     TEXT NOT NULL,
-    zone          TEXT NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN ('open', 'closed')),
-    phase         TEXT NOT NULL,
-    start_s       DOUBLE PRECISION NOT NULL,
-    end_s         DOUBLE PRECISION,
-    onset_s       DOUBLE PRECISION,
-    start_frame   BIGINT,
-    end_frame     BIGINT,
-    tracker_ids   JSONB NOT NULL,
-    class_ids     JSONB NOT NULL,
-    class_names   JSONB NOT NULL,
-    count         BIGINT,
-    direction     TEXT,
-    started_at    TIMESTAMPTZ,
-    ended_at      TIMESTAMPTZ,
-    snapshot_path TEXT,
-    details       JSONB NOT NULL,
-    time_utc      TIMESTAMPTZ NOT NULL,
-    recorded_at   TIMESTAMPTZ NOT NULL,
-    updated_at    TIMESTAMPTZ NOT NULL
-);
-CREATE INDEX events_camera_time ON events (camera_id, time_utc);
-CREATE INDEX events_rule_time ON events (rule_name, time_utc)
-"""
-
-_SCHEMA_V2 = """
-ALTER TABLE events ADD COLUMN state TEXT NOT NULL DEFAULT 'open'
-    CHECK (state IN ('open', 'acknowledged', 'resolved'));
-ALTER TABLE events ADD COLUMN acknowledged_by TEXT;
-ALTER TABLE events ADD COLUMN acknowledged_at TIMESTAMPTZ;
-ALTER TABLE events ADD COLUMN resolved_by TEXT;
-ALTER TABLE events ADD COLUMN resolved_at TIMESTAMPTZ;
-ALTER TABLE events ADD COLUMN note TEXT;
-CREATE INDEX events_state_time ON events (state, time_utc);
-CREATE INDEX events_time ON events (time_utc)
-"""
-
-_SCHEMA_V3 = """
-ALTER TABLE events ADD COLUMN kept BOOLEAN NOT NULL DEFAULT false;
-ALTER TABLE events ADD COLUMN kept_by TEXT;
-ALTER TABLE events ADD COLUMN kept_at TIMESTAMPTZ;
-CREATE INDEX events_status_ended ON events (status, ended_at)
-"""
-
-_SCHEMA_V4 = """
-ALTER TABLE events ADD COLUMN media_blur TEXT
-"""
-
-_SCHEMA_V5 = """
-CREATE TABLE event_steps (
-    event_id   TEXT NOT NULL REFERENCES events (event_id) ON DELETE CASCADE,
-    step       TEXT NOT NULL,
-    checked    BOOLEAN NOT NULL,
-    changed_by TEXT NOT NULL,
-    changed_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (event_id, step)
-)
-"""
-
-_SCHEMA_V6 = """
-ALTER TABLE events ADD COLUMN outcome TEXT
-    CHECK (outcome IS NULL OR outcome IN ('confirmed', 'false_alarm', 'nuisance'));
-ALTER TABLE events ADD COLUMN outcome_by TEXT;
-ALTER TABLE events ADD COLUMN outcome_at TIMESTAMPTZ;
-CREATE INDEX events_outcome_time ON events (outcome, time_utc)
-"""
-
-MIGRATIONS: dict[int, str] = {
-    1: _SCHEMA_V1,
-    2: _SCHEMA_V2,
-    3: _SCHEMA_V3,
-    4: _SCHEMA_V4,
-    5: _SCHEMA_V5,
-    6: _SCHEMA_V6,
-}
-"""Migration N brings a database from schema N-1 to N (the same numbers as SQLite's)."""
-assert max(MIGRATIONS) == SCHEMA_VERSION, "PostgreSQL and SQLite schema versions must move together"
 
 
 def _jsonb(value: Any) -> Jsonb:
@@ -164,7 +76,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-_PG = Dialect(param="%s", encode_json=_jsonb, encode_time=lambda t: t, no_limit=None)
+_PG = Dialect(param="%s", encode_json=_jsonb, encode_time=lambda t: t, no_limit=None, schema=POSTGRES_SCHEMA)
 
 
 class PostgresEventStore(UpsertingEventStore):
@@ -246,8 +158,9 @@ class PostgresEventStore(UpsertingEventStore):
                 )
             if self._check_version(version, read_only=False):
                 return
+            migrations = render(self.dialect.schema)
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target].split(";"):
+                for statement in migrations[target].split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (target,))

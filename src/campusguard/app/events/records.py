@@ -1,7 +1,7 @@
 """Incident records: `EventRecord` (an `Event` with its review state), `EventFilter`, review names.
 
 A leaf of the event store: `campusguard.app.events.sql` (the SQL both stores share) builds
-records from rows and `campusguard.app.events.store` returns them, so both import this module and
+records from rows and the stores (`campusguard.app.events.store`) return them, so both import this module and
 neither imports the other's types back.
 """
 

@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 
 from campusguard.app.events.pgsession import PgSession, RetryPolicy, advisory_key, apply_migrations
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.infra.throttle import OutageLog
 

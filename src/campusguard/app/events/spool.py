@@ -3,7 +3,7 @@
 When CampusGuard stops while the event store is unavailable (PostgreSQL down), the pipeline's
 event worker writes every update it could not commit to this file instead of losing it, and
 the next start replays them into the store, in order, before any new update (see
-`campusguard.app.events.writer.EventWorker`).
+`campusguard.app.engine.writer.EventWorker`).
 
 Format: JSON lines, one `Event.to_dict` object per line (as `JsonlSink` writes them), in the
 order the updates were raised. `append` adds lines and fsyncs the file (and, for a new file, its

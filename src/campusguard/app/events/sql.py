@@ -1,8 +1,8 @@
 """What the SQL event stores share: the columns, the SQL of each operation, and the row mapping.
 
 `SQLiteEventStore` and `PostgresEventStore` run the same statements with the same semantics;
-only the parameter marker (``?`` / ``%s``) and how a value is encoded differ, and a `Dialect`
-holds those two things. Every value is a bound parameter: no SQL is built from input.
+only the parameter marker (``?`` / ``%s``), how a value is encoded and how the schema spells its
+types differ (`campusguard.app.events.migrations`), and a `Dialect` holds those things. Every value is a bound parameter: no SQL is built from input.
 
 Semantics (both stores):
     - ``record`` upserts on ``event_id``: the first write inserts, later ones replace the
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from campusguard.app.events.migrations import SQLITE_SCHEMA, SchemaSpelling
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction, ReviewState, utc_iso
 from campusguard.app.events.types import Event
 
@@ -122,19 +123,21 @@ def _time_text(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Dialect:
-    """How one database spells parameters and stores JSON and wall-clock values.
+    """How one database spells parameters and types, and stores JSON and wall-clock values.
 
     Attributes:
         param: the parameter marker (``"?"`` for sqlite3, ``"%s"`` for psycopg).
         encode_json: Python list/dict to the value bound for a JSON column.
         encode_time: aware datetime to the value bound for a wall-clock column.
         no_limit: the ``LIMIT`` value meaning "all rows".
+        schema: how its migrations spell types (`campusguard.app.events.migrations.render`).
     """
 
     param: str = "?"
     encode_json: Callable[[Any], Any] = _json_text
     encode_time: Callable[[datetime], Any] = utc_iso
     no_limit: int | None = -1
+    schema: SchemaSpelling = SQLITE_SCHEMA
 
     # writes ---------------------------------------------------------------------------------
     def event_row(self, event: Event, now: datetime) -> tuple[Any, ...]:

@@ -1,342 +1,53 @@
-"""Durable event storage: the `EventStore` protocol and its SQLite implementation.
+"""`UpsertingEventStore`: the event store both databases share, on top of one committed statement.
 
-Durability: ``SQLiteEventStore`` runs SQLite in WAL mode with ``synchronous=FULL``. In WAL
-mode ``NORMAL`` already survives a killed process (a commit is in the WAL file, in the OS
-page cache, before ``commit()`` returns) but may lose the last commits on power loss or an
-OS crash; ``FULL`` fsyncs the WAL on every commit, so a committed event survives both.
-Events are rare (a few per minute per camera), so one fsync per event costs nothing that
-matters: measured on the development VM, ``record`` takes 4.0 ms median (12 ms p95) with
-``FULL`` against 0.04 ms with ``NORMAL``, and the pipeline calls it from its event thread, not
-the detection loop. Every write commits before returning: callers report an event as raised (alerts,
-stdout) only after `EventStore.record` returns.
+`SQLiteEventStore` (`campusguard.app.events.sqlite`) and `PostgresEventStore`
+(`campusguard.app.events.postgres`) subclass it: each names its `Dialect` and runs a statement
+durably, and everything else is here, written once with the SQL of `campusguard.app.events.sql`.
 
-Schema: table ``events``, one row per incident holding its latest state; ``PRAGMA
-user_version`` holds the schema version (`SCHEMA_VERSION`). Changes are numbered migrations
-(`_MIGRATIONS`), applied in order in one transaction when a read-write store opens an older
-file; opening a file written by a newer schema is refused. `PostgresEventStore`
-(`campusguard.app.events.postgres`) implements the same protocols with the same SQL
-(`campusguard.app.events.sql`); `open_event_store` picks one from the storage config.
+Lifecycle: every phase is one upsert on the deterministic ``event_id`` (`UpsertingEventStore.record`;
+``add``, ``update`` and ``end`` are it), so a retried write stores the incident once.
+
+Review (schema v2): an operator acknowledges and resolves incidents with a note (each store's
+``review``, `UpsertingEventStore.review_many`; the rules are `campusguard.app.events.review`). The
+review columns (``state``, ``acknowledged_by`` ...) are separate from the pipeline's lifecycle
+columns: `record` never touches them, and a review never touches the pipeline's. `EventRecord` is one
+incident with its review state; its ``to_dict()`` is the event JSON of the console API. Queries
+(``query_records``) take every filter as a bound parameter; no SQL is built from input.
 
 Keep (schema v3): an operator marks an incident kept (`UpsertingEventStore.keep`, columns ``kept``,
 ``kept_by``, ``kept_at``); retention (`campusguard.app.retention`) never deletes a kept incident
 nor its media. The retention reads and deletes (``expired``, ``delete_events``, ``clear_snapshots``,
-``media_rows``, ``protected_ids``, ``reclaim_space``) are on `UpsertingEventStore`, shared by both
-stores; deletes go in batches of ids.
+``media_rows``, ``protected_ids``, ``reclaim_space``) are here; deletes go in batches of ids.
 
 Media policy (schema v4): ``media_blur``, the camera's ``privacy.blur`` when the incident's
 snapshot and clip were made (`Event.media_blur`); rows from before it hold NULL, which the console
 takes as the strictest policy (`campusguard.app.media.policy`).
 
-Outcomes (schema v6): resolving an incident may record what the operator found (``outcome``:
-``confirmed``, ``false_alarm`` or ``nuisance``, with ``outcome_by`` and ``outcome_at``): `review`
-and `review_many` take it beside the note; queries filter on it (``none``: no outcome). Replay
-(`campusguard.app.tracks.replay`) counts the incidents a changed rule keeps or drops by outcome.
-
 Checklists (schema v5): table ``event_steps``, one row per incident and step text of its rule's
 ``sop`` (ticked or not, by whom, when): `UpsertingEventStore.set_step` and ``checklists``; retention
 deletes the rows of the incidents it deletes.
 
-Review (schema v2): an operator acknowledges and resolves incidents with a note
-(`SQLiteEventStore.review`). The review columns (``state``, ``acknowledged_by`` ...) are
-separate from the pipeline's lifecycle columns: `record` never touches them, and `review` never
-touches the pipeline's. `EventRecord` is one incident with its review state; its ``to_dict()`` is
-the event JSON of the console API. Queries (`SQLiteEventStore.query_records`) take every filter
-as a bound parameter; no SQL is built from input.
+Outcomes (schema v6): resolving an incident may record what the operator found (``outcome``:
+``confirmed``, ``false_alarm`` or ``nuisance``, with ``outcome_by`` and ``outcome_at``): ``review``
+and ``review_many`` take it beside the note; queries filter on it (``none``: no outcome). Replay
+(`campusguard.app.tracks.replay`) counts the incidents a changed rule keeps or drops by outcome.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import sqlite3
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
+from typing import Any, ClassVar
 
 from campusguard.app.events.checklist import StepMark
-from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.records import (
-    OUTCOMES,
-    REVIEW_STATES,
-    EventFilter,
-    EventRecord,
-    ReviewAction,
-    ReviewState,
-    check_outcome,
-    utc_iso,
-)
-from campusguard.app.events.sql import REVIEW_FROM, REVIEW_TO, SQLITE, Dialect
+from campusguard.app.events.protocols import RecordQuery
+from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction, utc_iso
+from campusguard.app.events.review import MAX_BULK_REVIEW, BulkReview, check_review_action
+from campusguard.app.events.sql import Dialect
 from campusguard.app.events.types import Event
-from campusguard.app.infra.diskspace import disk_health, is_disk_full
-from campusguard.app.infra.sqlitedb import (
-    SQLiteFile,
-    apply_migrations,
-    check_sqlite_file,
-    connect_durable,
-    schema_version,
-    write_transaction,
-)
-from campusguard.errors import CampusGuardError, InvalidInputError
+from campusguard.errors import InvalidInputError
 
-__all__ = [
-    "EventStore",
-    "InterruptibleStore",
-    "RecordQuery",
-    "ReviewableEventStore",
-    "PrunableStore",
-    "EventDatabase",
-    "SQLiteEventStore",
-    "UpsertingEventStore",
-    "EventRecord",
-    "EventFilter",
-    "ReviewAction",
-    "ReviewConflictError",
-    "BulkReview",
-    "MAX_BULK_REVIEW",
-    "StoreUnavailableError",
-    "check_can_end",
-    "check_page",
-    "check_review_action",
-    "query_events",
-    "review_outcome",
-    "ReviewState",
-    "REVIEW_STATES",
-    "OUTCOMES",
-    "CSV_FIELDS",
-    "write_csv",
-    "csv_lines",
-    "read_events",
-    "SCHEMA_VERSION",
-    "is_sqlite_file",
-]
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS events (
-    event_id      TEXT PRIMARY KEY,
-    camera_id     TEXT NOT NULL,
-    rule_name     TEXT NOT NULL,
-    rule_kind     TEXT NOT NULL,
-    zone          TEXT NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN ('open', 'closed')),
-    phase         TEXT NOT NULL,
-    start_s       REAL NOT NULL,
-    end_s         REAL,
-    onset_s       REAL,
-    start_frame   INTEGER,
-    end_frame     INTEGER,
-    tracker_ids   TEXT NOT NULL,
-    class_ids     TEXT NOT NULL,
-    class_names   TEXT NOT NULL,
-    count         INTEGER,
-    direction     TEXT,
-    started_at    TEXT,
-    ended_at      TEXT,
-    snapshot_path TEXT,
-    details       TEXT NOT NULL,
-    time_utc      TEXT NOT NULL,
-    recorded_at   TEXT NOT NULL,
-    updated_at    TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_camera_time ON events (camera_id, time_utc);
-CREATE INDEX IF NOT EXISTS events_rule_time ON events (rule_name, time_utc);
-"""
-
-_SCHEMA_V2 = """
-ALTER TABLE events ADD COLUMN state TEXT NOT NULL DEFAULT 'open'
-    CHECK (state IN ('open', 'acknowledged', 'resolved'));
-ALTER TABLE events ADD COLUMN acknowledged_by TEXT;
-ALTER TABLE events ADD COLUMN acknowledged_at TEXT;
-ALTER TABLE events ADD COLUMN resolved_by TEXT;
-ALTER TABLE events ADD COLUMN resolved_at TEXT;
-ALTER TABLE events ADD COLUMN note TEXT;
-CREATE INDEX IF NOT EXISTS events_state_time ON events (state, time_utc);
-CREATE INDEX IF NOT EXISTS events_time ON events (time_utc);
-"""
-
-_SCHEMA_V3 = """
-ALTER TABLE events ADD COLUMN kept INTEGER NOT NULL DEFAULT 0 CHECK (kept IN (0, 1));
-ALTER TABLE events ADD COLUMN kept_by TEXT;
-ALTER TABLE events ADD COLUMN kept_at TEXT;
-CREATE INDEX IF NOT EXISTS events_status_ended ON events (status, ended_at);
-"""
-
-_SCHEMA_V4 = """
-ALTER TABLE events ADD COLUMN media_blur TEXT;
-"""
-
-_SCHEMA_V5 = """
-CREATE TABLE IF NOT EXISTS event_steps (
-    event_id   TEXT NOT NULL,
-    step       TEXT NOT NULL,
-    checked    INTEGER NOT NULL CHECK (checked IN (0, 1)),
-    changed_by TEXT NOT NULL,
-    changed_at TEXT NOT NULL,
-    PRIMARY KEY (event_id, step)
-);
-"""
-
-_SCHEMA_V6 = """
-ALTER TABLE events ADD COLUMN outcome TEXT
-    CHECK (outcome IS NULL OR outcome IN ('confirmed', 'false_alarm', 'nuisance'));
-ALTER TABLE events ADD COLUMN outcome_by TEXT;
-ALTER TABLE events ADD COLUMN outcome_at TEXT;
-CREATE INDEX IF NOT EXISTS events_outcome_time ON events (outcome, time_utc);
-"""
-
-_OWN_TABLES = frozenset({"events", "event_steps"})
-"""The tables the migrations create (a new file holding any other table is not ours)."""
-
-# migration N brings a file from schema N-1 to N (`apply_migrations`); SCHEMA_VERSION is the last one
-_MIGRATIONS: dict[int, str] = {
-    1: _SCHEMA_V1,
-    2: _SCHEMA_V2,
-    3: _SCHEMA_V3,
-    4: _SCHEMA_V4,
-    5: _SCHEMA_V5,
-    6: _SCHEMA_V6,
-}
-SCHEMA_VERSION = max(_MIGRATIONS)
-
-
-@runtime_checkable
-class EventStore(EventRecorder, Protocol):
-    """Where events are kept: `EventRecorder` (``record``, ``close``) and reads. Every write is
-    durable when it returns."""
-
-    def add(self, event: Event) -> None:
-        """Store a new incident (its ``start``)."""
-        ...
-
-    def update(self, event: Event) -> None:
-        """Replace the stored state of an incident with this update."""
-        ...
-
-    def end(self, event: Event) -> None:
-        """Mark an incident ended with this final state."""
-        ...
-
-    def get(self, event_id: str) -> Event | None:
-        """The latest state of one incident, or ``None``."""
-        ...
-
-    def query(
-        self,
-        *,
-        camera_id: str | None = None,
-        since: datetime | None = None,
-        rule: str | None = None,
-        kind: str | None = None,
-        limit: int | None = None,
-    ) -> list[Event]:
-        """Incidents matching every given filter, oldest first.
-
-        ``since`` compares with the wall-clock start (``started_at``) or, when the event has
-        none, the time it was recorded. ``rule`` matches the rule name.
-        """
-        ...
-
-
-@runtime_checkable
-class InterruptibleStore(Protocol):
-    """A store whose calls retry a lost connection (`PostgresEventStore`), and can be told to stop."""
-
-    def stop_retrying(self) -> None:
-        """A call retrying now gives up (`StoreUnavailableError`) and later ones try once; safe from any thread."""
-        ...
-
-
-class StoreUnavailableError(CampusGuardError):
-    """The event store's server could not be reached, or a write or read could not be completed
-    within the store's retry budget; nothing was committed by the failed call (retry it)."""
-
-
-class ReviewConflictError(InvalidInputError):
-    """A review action does not apply to the incident's current state (e.g. acknowledging a resolved one)."""
-
-
-MAX_BULK_REVIEW = 500
-"""The most incidents one `UpsertingEventStore.review_many` call reviews (one transaction)."""
-
-
-@dataclass(frozen=True)
-class BulkReview:
-    """What `UpsertingEventStore.review_many` did, per incident.
-
-    Attributes:
-        updated: the incidents the action changed, as they are now (in the order asked).
-        missing: ids of no incident.
-        conflicts: id -> current state, for incidents the action does not apply to (already resolved...).
-    """
-
-    updated: list[EventRecord] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    conflicts: dict[str, str] = field(default_factory=dict)
-
-
-class RecordQuery(Protocol):
-    """What `query_events` reads through: one page of matching incidents and their number."""
-
-    def query_records(
-        self, where: EventFilter = ..., *, limit: int | None = 50, offset: int = 0, newest_first: bool = True
-    ) -> tuple[list[EventRecord], int]: ...
-
-
-@runtime_checkable
-class ReviewableEventStore(EventStore, Protocol):
-    """An `EventStore` that also keeps the operators' review of each incident (the console's store)."""
-
-    def get_record(self, event_id: str) -> EventRecord | None:
-        """One incident with its review state, or ``None``."""
-        ...
-
-    def query_records(
-        self, where: EventFilter = ..., *, limit: int | None = 50, offset: int = 0, newest_first: bool = True
-    ) -> tuple[list[EventRecord], int]:
-        """One page of matching incidents and the number of all matching incidents."""
-        ...
-
-    def review(
-        self,
-        event_id: str,
-        action: ReviewAction,
-        *,
-        user: str,
-        note: str | None = None,
-        outcome: str | None = None,
-    ) -> EventRecord:
-        """Acknowledge or resolve an incident (resolving may record its ``outcome``); committed when this returns."""
-        ...
-
-
-@runtime_checkable
-class PrunableStore(Protocol):
-    """What retention (`campusguard.app.retention.Pruner`) needs of an event store."""
-
-    def expired(self, before: datetime, *, limit: int = ...) -> list[tuple[str, str, str | None, str]]: ...
-
-    def delete_events(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
-
-    def clear_snapshots(self, event_ids: Iterable[str], *, batch: int = ...) -> int: ...
-
-    def media_rows(self) -> list[tuple[str, str, str, bool, bool, str]]: ...
-
-    def protected_ids(self) -> set[str]: ...
-
-    def reclaim_space(self, *, force: bool = ...) -> int: ...
-
-
-@runtime_checkable
-class EventDatabase(ReviewableEventStore, PrunableStore, Protocol):
-    """The event store as `open_event_store` opens it (`SQLiteEventStore`, `PostgresEventStore`):
-    lifecycle writes, reads and review (`ReviewableEventStore`) and retention (`PrunableStore`).
-
-    One process shares one: ``serve`` hands the console's store to its `WatchService`
-    (``shared_store``), typed by this protocol, so a wrapper that drops a capability (retention's,
-    say) fails the type check instead of running retention without a store.
-    """
+__all__ = ["UpsertingEventStore", "check_can_end", "check_page", "query_events"]
 
 
 class UpsertingEventStore:
@@ -588,162 +299,6 @@ class UpsertingEventStore:
         return query_events(self, camera_id=camera_id, since=since, rule=rule, kind=kind, limit=limit)
 
 
-_ROOM_FOR_ROWS = 1 << 20  # bytes asked of the media when the event database finds its disk full
-
-
-class SQLiteEventStore(SQLiteFile, UpsertingEventStore):
-    """`EventStore` in one SQLite file (WAL, ``synchronous=FULL``), safe to share across threads.
-
-    Args:
-        path: database file; its folder is created if missing.
-        read_only: open an existing file without writing (for queries and evaluation).
-
-    Raises:
-        InvalidInputError: the file is not a CampusGuard event database, was written by a newer
-            schema, or (read-only) does not exist.
-    """
-
-    dialect = SQLITE
-
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        try:
-            if read_only and not self.path.is_file():
-                raise InvalidInputError(f"event database {self.path} does not exist")
-            check_sqlite_file(self.path, what="event database")
-            self._conn = connect_durable(self.path, read_only=read_only)
-            self._migrate(read_only)
-        except sqlite3.DatabaseError as exc:
-            raise InvalidInputError(f"event database {self.path} cannot be opened: {exc}") from exc
-
-    def _migrate(self, read_only: bool) -> None:
-        version = schema_version(self._conn)
-        if version > SCHEMA_VERSION:
-            raise InvalidInputError(
-                f"event database {self.path} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
-            )
-        if version == SCHEMA_VERSION:
-            return
-        if read_only:
-            if version == 0:
-                raise InvalidInputError(f"event database {self.path} is not a CampusGuard event database")
-            raise InvalidInputError(
-                f"event database {self.path} has schema version {version}, older than this CampusGuard "
-                f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
-            )
-        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        # (another opener may be migrating the new file right now: its tables are ours)
-        if version == 0 and tables - _OWN_TABLES:
-            raise InvalidInputError(f"event database {self.path} holds other tables; refusing to use it")
-        apply_migrations(self._conn, _MIGRATIONS, version)
-
-    # writes ---------------------------------------------------------------------------------
-    def _execute(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
-        """One committed write. A full disk ("database or disk is full") is the store being
-        unavailable: nothing was committed, the oldest media are asked to make room
-        (`DiskHealth.make_room`), and `StoreUnavailableError` tells the writer to try again."""
-        try:
-            with self._lock, write_transaction(self._conn) as conn:
-                conn.execute(sql, args)
-        except sqlite3.OperationalError as exc:
-            if not is_disk_full(exc):
-                raise
-            disk = disk_health()
-            disk.failed("event row", self.path, exc)
-            disk.make_room(self.path.parent, _ROOM_FOR_ROWS)
-            raise StoreUnavailableError(f"{what}: event database {self.path}: {exc}") from exc
-        disk_health().ok(self.path)
-
-    def _execute_count(self, what: str, sql: str, args: tuple[Any, ...]) -> int:
-        with self._lock, write_transaction(self._conn) as conn:
-            return int(conn.execute(sql, args).rowcount)
-
-    def _fetch(self, what: str, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return [tuple(r) for r in self._conn.execute(sql, args).fetchall()]
-
-    def _review_batch(
-        self, what: str, update: tuple[str, tuple[Any, ...]], select: tuple[str, tuple[Any, ...]]
-    ) -> tuple[set[str], list[tuple[Any, ...]]]:
-        with self._lock, write_transaction(self._conn) as conn:  # check, change and read in one transaction
-            changed = {str(r[0]) for r in conn.execute(*update).fetchall()}
-            return changed, [tuple(r) for r in conn.execute(*select).fetchall()]
-
-    def reclaim_space(self, *, force: bool = False) -> int:
-        """VACUUM the file when a quarter of it (and at least 1 MiB) is free pages, or ``force``; then
-        truncate the WAL. Bytes the file shrank by."""
-        with self._lock:
-            page = int(self._conn.execute("PRAGMA page_size").fetchone()[0])
-            pages = int(self._conn.execute("PRAGMA page_count").fetchone()[0])
-            free = int(self._conn.execute("PRAGMA freelist_count").fetchone()[0])
-            if not free or not (force or (free * page >= 2**20 and free * 4 >= pages)):
-                return 0
-            self._conn.execute("VACUUM")
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            after = int(self._conn.execute("PRAGMA page_count").fetchone()[0])
-        return max(0, pages - after) * page
-
-    # reads ----------------------------------------------------------------------------------
-    def query_records(
-        self,
-        where: EventFilter = EventFilter(),  # noqa: B008 - frozen, so a shared default is safe
-        *,
-        limit: int | None = 50,
-        offset: int = 0,
-        newest_first: bool = True,
-    ) -> tuple[list[EventRecord], int]:
-        """One page of incidents matching ``where`` and the number of all matching incidents.
-
-        Args:
-            where: the filters (all must match).
-            limit: page size (``None``: all).
-            offset: matching incidents to skip.
-            newest_first: order by wall-clock time descending (the console), else ascending.
-        """
-        check_page(limit, offset)
-        page, page_args, count, count_args = SQLITE.page_sql(
-            where, limit=limit, offset=offset, newest_first=newest_first
-        )
-        with self._lock:
-            rows = self._conn.execute(page, page_args).fetchall()
-            total = int(self._conn.execute(count, count_args).fetchone()[0])
-        return [SQLITE.record(r) for r in rows], total
-
-    def get_record(self, event_id: str) -> EventRecord | None:
-        """One incident with its review state, or ``None``."""
-        with self._lock:
-            row = self._conn.execute(SQLITE.select_sql(), (event_id,)).fetchone()
-        return None if row is None else SQLITE.record(row)
-
-    def review(
-        self,
-        event_id: str,
-        action: ReviewAction,
-        *,
-        user: str,
-        note: str | None = None,
-        outcome: str | None = None,
-    ) -> EventRecord:
-        """Acknowledge or resolve an incident, recording who, when and the note; committed when this returns.
-
-        A non-empty ``note`` replaces the stored one; an empty or missing one keeps it. ``outcome``
-        (resolve only): what was found (`OUTCOMES`), recorded with who and when.
-
-        Raises:
-            KeyError: no incident has this id.
-            ReviewConflictError: the action does not apply to the current state (acknowledging an
-                acknowledged or resolved incident, resolving a resolved one).
-            InvalidInputError: an unknown action or outcome, or an outcome to acknowledge with.
-        """
-        check_review_action(action, outcome)
-        args = SQLITE.review_args(action, event_id, user, note, datetime.now(UTC), outcome)
-        with self._lock, write_transaction(self._conn) as conn:  # check and change in one transaction
-            changed = conn.execute(SQLITE.review_sql(action, outcome=outcome is not None), args).rowcount
-            current = conn.execute(SQLITE.state_sql(), (event_id,)).fetchone()
-        return review_outcome(self, event_id, action, changed, None if current is None else current[0])
-
-
 def check_can_end(event: Event) -> None:
     """`EventStore.end` needs the end time."""
     if event.end_s is None:
@@ -754,15 +309,6 @@ def check_page(limit: int | None, offset: int) -> None:
     """`ReviewableEventStore.query_records` takes no negative paging."""
     if (limit is not None and limit < 0) or offset < 0:
         raise InvalidInputError(f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
-
-
-def check_review_action(action: str, outcome: str | None = None) -> None:
-    """A review action is one of `REVIEW_FROM`'s; an outcome is one of `OUTCOMES` and goes with ``resolve``."""
-    if action not in REVIEW_FROM:
-        raise InvalidInputError(f"review action must be one of {sorted(REVIEW_FROM)}, got {action!r}")
-    check_outcome(outcome)
-    if outcome is not None and action != "resolve":
-        raise InvalidInputError(f"an outcome is recorded when resolving, not with {action!r}")
 
 
 def query_events(
@@ -779,132 +325,3 @@ def query_events(
         EventFilter(camera_id=camera_id, rule=rule, kind=kind, since=since), limit=limit, newest_first=False
     )
     return [r.event for r in records]
-
-
-def review_outcome(
-    store: ReviewableEventStore, event_id: str, action: ReviewAction, changed: int, current: str | None
-) -> EventRecord:
-    """What `ReviewableEventStore.review` returns or raises once its update ran (``changed`` rows;
-    ``current``: the state after it, ``None`` when there is no such incident)."""
-    if current is None:
-        raise KeyError(event_id)
-    if not changed:
-        raise ReviewConflictError(f"event {event_id} is {current}; it cannot be {REVIEW_TO[action]} now")
-    record = store.get_record(event_id)
-    if record is None:  # deleted by retention between the review and this read
-        raise KeyError(event_id)
-    return record
-
-
-CSV_FIELDS: tuple[str, ...] = (
-    "id",
-    "camera",
-    "rule",
-    "kind",
-    "zone",
-    "state",
-    "started_at",
-    "ended_at",
-    "start_s",
-    "end_s",
-    "tracker_ids",
-    "class_names",
-    "count",
-    "direction",
-    "acknowledged_by",
-    "acknowledged_at",
-    "resolved_by",
-    "resolved_at",
-    "note",
-    "outcome",
-)
-_SPREADSHEET_FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_cell(value: Any) -> str:
-    """One CSV cell; text a spreadsheet would run as a formula is prefixed with a quote."""
-    if value is None:
-        return ""
-    if isinstance(value, list | tuple):
-        value = " ".join(map(str, value))
-    text = str(value)
-    if isinstance(value, str) and text.startswith(_SPREADSHEET_FORMULA):
-        return "'" + text
-    return text
-
-
-def csv_lines(records: Iterable[EventRecord]) -> Iterator[str]:
-    """The CSV export of incidents, one line at a time (header first; `CSV_FIELDS` columns)."""
-
-    class _Line:
-        value = ""
-
-        def write(self, text: str) -> None:
-            self.value = text
-
-    line = _Line()
-    writer = csv.writer(line)
-    writer.writerow(CSV_FIELDS)
-    yield line.value
-    for record in records:
-        data = record.to_dict()
-        writer.writerow([_csv_cell(data[k]) for k in CSV_FIELDS])
-        yield line.value
-
-
-def write_csv(records: Iterable[EventRecord], fh: TextIO) -> None:
-    """Write the CSV export of incidents to an open text file."""
-    for line in csv_lines(records):
-        fh.write(line)
-
-
-def is_sqlite_file(path: str | Path) -> bool:
-    """True if ``path`` starts with the SQLite 3 file header."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
-
-
-def _collapse(events: Iterable[Event]) -> list[Event]:
-    """Latest state per ``event_id`` from a sequence of lifecycle updates, in first-seen order."""
-    latest: dict[str, Event] = {}
-    for ev in events:
-        latest[ev.event_id] = ev
-    return list(latest.values())
-
-
-def read_events(path: str | Path) -> list[Event]:
-    """Latest state of every incident in a SQLite event store or a JSON-lines file of events.
-
-    Args:
-        path: an `SQLiteEventStore` file, or a JSONL file with one `Event.to_dict` per line
-            (as `campusguard.app.alerts.JsonlSink` writes; lines may be wrapped as
-            ``{"event": {...}}``).
-
-    Raises:
-        InvalidInputError: the file is missing or a line is not an event.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f"events file {path} does not exist")
-    if is_sqlite_file(path):
-        store = SQLiteEventStore(path, read_only=True)
-        try:
-            return store.query()
-        finally:
-            store.close()
-    events: list[Event] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                if "event" in data and isinstance(data["event"], dict):
-                    data = data["event"]
-                events.append(Event.from_dict(data))
-            except (ValueError, TypeError) as exc:
-                raise InvalidInputError(f"{path}:{lineno}: not an event ({exc})") from exc
-    return _collapse(events)

@@ -3,7 +3,7 @@ connections, numbered migrations, write transactions, a checkpointed close.
 
 Connections run in autocommit mode (``isolation_level=None``) with explicit ``BEGIN IMMEDIATE``
 transactions, WAL journal and ``synchronous=FULL``: a write is fsync'd when its transaction
-commits (see `campusguard.app.events.store` for the measured cost).
+commits (see `campusguard.app.events.sqlite` for the measured cost).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from campusguard.app.engine.metrics import CameraMetrics
-from campusguard.app.events.writer import EventWorker
+from campusguard.app.engine.writer import EventWorker
 from campusguard.app.retention.cleanup import RetentionCleaner
 from campusguard.app.retention.stage import RetentionStage
 from campusguard.app.service import WatchService

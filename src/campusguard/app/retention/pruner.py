@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from campusguard.app.config.retention import MEDIA_KINDS
-from campusguard.app.events.store import PrunableStore
+from campusguard.app.events.protocols import PrunableStore
 from campusguard.app.infra.durable import locked_for_rewrite, replace_durably
 from campusguard.app.media.redact import redacted_path, sharp_path
 from campusguard.app.retention.policy import MediaLayout, RetentionPolicy, camera_of

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from campusguard.app.config import WatchConfig
-from campusguard.app.events.store import EventDatabase, PrunableStore
+from campusguard.app.events.protocols import EventDatabase, PrunableStore
 from campusguard.app.retention.cleanup import RetentionCleaner
 from campusguard.app.retention.policy import MediaLayout, RetentionPolicy
 from campusguard.app.retention.pruner import Pruner

@@ -39,8 +39,8 @@ from rich.progress import (
 
 from campusguard.app.config import LoadedConfig
 from campusguard.app.engine.wiring import DetectorFactory, detector_key, open_store_and_sinks
+from campusguard.app.engine.writer import EventWorker
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.writer import EventWorker
 from campusguard.app.scan.executors import UnitExecutor
 from campusguard.app.scan.ledger import ScanLedger
 from campusguard.app.scan.recordings import Recording, find_recordings

@@ -26,8 +26,8 @@ import numpy as np
 
 from campusguard.app.config import LoadedConfig
 from campusguard.app.engine.wiring import build_rules
+from campusguard.app.events.protocols import ReviewableEventStore
 from campusguard.app.events.records import OUTCOMES, EventFilter, EventRecord
-from campusguard.app.events.store import ReviewableEventStore
 from campusguard.app.events.types import Event
 from campusguard.app.rules import RULES, RuleEngine
 from campusguard.app.rules.base import NO_ROWS, RowsRule, Rule, TrackRows

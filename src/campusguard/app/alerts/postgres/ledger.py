@@ -16,7 +16,7 @@ import psycopg
 
 from campusguard.app.alerts.postgres.schema import DELIVERED_TABLE, migrate_alerts
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.errors import InvalidInputError
 

@@ -35,7 +35,7 @@ import psycopg
 from campusguard.app.alerts.outbox import OutboxMessage
 from campusguard.app.alerts.postgres.schema import OUTBOX_TABLE, PUT_TABLE, migrate_alerts
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
-from campusguard.app.events.store import StoreUnavailableError
+from campusguard.app.events.protocols import StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.events.urls import one_line
 

@@ -33,14 +33,10 @@ from campusguard.app.console.schemas import (
 from campusguard.app.console.sessions import stream_guard
 from campusguard.app.console.users import role_at_least
 from campusguard.app.events.checklist import Checklist, sop_of
-from campusguard.app.events.records import EventRecord
-from campusguard.app.events.store import (
-    EventFilter,
-    ReviewAction,
-    ReviewConflictError,
-    UpsertingEventStore,
-    csv_lines,
-)
+from campusguard.app.events.export import csv_lines
+from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
+from campusguard.app.events.review import ReviewConflictError
+from campusguard.app.events.store import UpsertingEventStore
 from campusguard.errors import InvalidInputError
 
 router = APIRouter(tags=["events"])

@@ -20,8 +20,7 @@ from campusguard.app.console.schemas import (
     HealthProblemOut,
     Responses,
 )
-from campusguard.app.events.records import EventRecord
-from campusguard.app.events.store import EventFilter
+from campusguard.app.events.records import EventFilter, EventRecord
 from campusguard.app.rules.camera_health import CAMERA_HEALTH
 
 __all__ = ["health_out", "router"]

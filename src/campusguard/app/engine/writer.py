@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING
 from campusguard.app.alerts.sinks import send_each
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.events.interrupted import InterruptedIncidents
+from campusguard.app.events.protocols import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
 from campusguard.app.events.spool import EventSpool
-from campusguard.app.events.store import InterruptibleStore, StoreUnavailableError
 from campusguard.app.events.types import Event
 from campusguard.app.infra.throttle import OutageLog
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EventMessage", "EventWorker"]
 
-log = logging.getLogger("campusguard.app.events.writer")
+log = logging.getLogger("campusguard.app.engine.writer")
 
 
 @dataclass(frozen=True, slots=True)
