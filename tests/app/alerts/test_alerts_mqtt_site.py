@@ -243,8 +243,11 @@ def test_the_retained_counts_are_the_sites_and_move_to_the_next_leader_when_it_d
                 "campusguard/park/intrusion:lot": b"1"}  # fmt: skip
         assert _open_counts(postgres_url) == want
         assert _until(lambda: _retained(sub, topics) == want, 10), _retained(sub, topics)
-        late = subscriber_factory(broker.port, client_id="cg-test-late", topic="campusguard/+/+")
+        late = subscriber_factory(broker.port, client_id="cg-test-late", topic="campusguard/#")
         assert _until(lambda: _retained(late, topics) == want, 10), _retained(late, topics)
+        # A's last will said offline; B, alive, answered: the site publishes
+        assert b"offline" in sub.on("campusguard/available")
+        assert _until(lambda: late.on("campusguard/available")[-1:] == [b"online"], 10)
     finally:
         if a.poll() is None:
             a.kill()

@@ -25,6 +25,16 @@ paho's network thread reconnects with exponential back-off between ``reconnect_m
 line (the messages wait in the outbox); `MqttSink.connected` tells the console (``/readyz``,
 ``campusguard_mqtt_connected``).
 
+On several nodes sharing PostgreSQL (``storage.postgresql``), the outbox is the site's: the rows of
+the shared ``alert_outbox`` table (`campusguard.app.alerts.postgres.outbox.PgOutbox`), claimed in
+batches of half the in-flight window with ``FOR UPDATE SKIP LOCKED`` while the node is connected to
+the broker, deleted as the broker acknowledges them, given back on a disconnect; a node that dies
+ends its session and its claims with it, so any live node publishes what it left (at least once:
+the copies a dead node's socket still delivered are dropped by ``event_id`` and ``sequence``). The
+state topics are then the site's counts, read from the database by the one node holding the sink's
+advisory lock (`campusguard.app.alerts.postgres.retained.SiteRetainedState`), and ``available`` is
+answered ``online`` by the live nodes when another's last will says ``offline``.
+
 Each update is published once: the outbox file also holds the ledger of the updates put into it
 (``event_id``, ``phase``, ``sequence``, committed in the same transaction as their messages), so a
 restart or a re-read file that raises an update again does not publish it again. The event JSON
@@ -298,6 +308,7 @@ class MqttSink:
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
         client.on_connect_fail = self._on_connect_fail
+        client.on_message = self._on_message
         self._client = client
         client.connect_async(host, self.port, keepalive=keepalive_s)
         client.loop_start()  # paho's network thread: connects, retries with back-off, resends unacked QoS>0
@@ -490,10 +501,18 @@ class MqttSink:
         self.last_error = None
         self._connected.set()
         client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
+        if self._site is not None:  # one of several nodes: another's last will is not the site's
+            client.subscribe(self.availability_topic, qos=1)
         if self._ever_connected:
             self._reassert.set()
         self._ever_connected = True
         self.outbox_sender.wake()
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        """On nodes: another node's ``offline`` (its last will, or its clean stop) while this one is up
+        is answered with ``online``, so ``available`` says whether any node of the site publishes."""
+        if message.topic == self.availability_topic and bytes(message.payload) == b"offline" and not self._closed:
+            client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
 
     def _on_connect_fail(self, client: Any, userdata: Any) -> None:
         self.last_error = "connection refused or timed out"
