@@ -255,3 +255,29 @@ def test_the_retained_counts_are_the_sites_and_move_to_the_next_leader_when_it_d
         if b is not None:
             b.close()
         store.close()
+
+
+def test_a_rule_without_an_end_phase_pulses_in_the_site_counts_and_an_update_is_put_in_once(postgres_url, make_event):
+    """The leader's counts: a line crossing (one closed update, no end) counts for ``pulse_s`` and its
+    topic then reads 0; an update handed to the outbox twice (two nodes' relays after a crash) is put in once."""
+    store = PostgresEventStore(postgres_url, retry=FAST)
+    state = SiteRetainedState(postgres_url, "mqtt", pulse_s=1.0, every_s=0.0, retry_s=0.2, retry=FAST)
+    outbox = PgOutbox(postgres_url, "mqtt", retry=FAST)
+    try:
+        state.start()
+        assert _until(lambda: state.leading, 5)
+        crossing = make_event(event_id="x1", camera_id="gate", rule_name="line_crossing:door", end_s=1.0)
+        store.record(crossing)
+        assert state.changes() == [("gate", "line_crossing:door", 1)]
+        state.record([("gate", "line_crossing:door", 1)])
+        assert state.changes() == []
+        time.sleep(1.1)
+        assert state.changes() == [("gate", "line_crossing:door", 0)]
+
+        assert outbox.add_once("campusguard/events", b"{}", crossing) == (True, 0)
+        assert outbox.add_once("campusguard/events", b"{}", crossing) == (False, 0)
+        assert len(outbox) == 1
+    finally:
+        outbox.close()
+        state.close()
+        store.close()

@@ -442,11 +442,12 @@ class MqttSink:
                 self._open[event.event_id] = before
             elif event.phase != "end" and event.is_open:
                 self._open[event.event_id] = after
-        if self._outbox.published(event):  # put in before, by this node or another
-            self.skipped += 1
-            return
         body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
-        dropped = self._outbox.add([(self.events_topic, json.dumps(body, default=str).encode("utf-8"), False)], event)
+        payload = json.dumps(body, default=str).encode("utf-8")
+        # one transaction under the incident's lock: two nodes handing on one update put it in once
+        added, dropped = self._outbox.add_once(self.events_topic, payload, event)
+        if not added:  # put in before, by this node or another
+            self.skipped += 1
         if dropped:
             self.dropped += dropped
             log.error("mqtt outbox full: dropped the %d oldest unacknowledged message(s)", dropped)
