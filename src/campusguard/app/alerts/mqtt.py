@@ -71,6 +71,9 @@ __all__ = ["MQTT", "MqttSink", "MqttSinkConfig", "topic_level"]
 log = logging.getLogger(__name__)
 
 _EVENT_TYPES = {"start": "new", "update": "update", "end": "end", "escalation": "escalation"}
+_MAX_BEFORE_KEPT = 10_000
+"""On nodes, the most incidents whose last published JSON is kept for ``before``: another node may
+publish an incident's end, so this node never hears of it; the oldest are forgotten past this."""
 
 
 class MqttTlsConfig(ConfigModel):
@@ -442,6 +445,8 @@ class MqttSink:
                 self._open[event.event_id] = before
             elif event.phase != "end" and event.is_open:
                 self._open[event.event_id] = after
+                while len(self._open) > _MAX_BEFORE_KEPT:
+                    del self._open[next(iter(self._open))]
         body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
         payload = json.dumps(body, default=str).encode("utf-8")
         # one transaction under the incident's lock: two nodes handing on one update put it in once
