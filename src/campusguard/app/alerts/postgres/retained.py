@@ -150,7 +150,11 @@ class SiteRetainedState:
 
     def _read(self, conn: psycopg.Connection[Any]) -> tuple[dict[StateKey, int], dict[StateKey, int]]:
         counts: dict[StateKey, int] = {}
-        for camera, rule, n in conn.execute(_OPEN_SQL).fetchall():
+        try:
+            opened = conn.execute(_OPEN_SQL).fetchall()
+        except psycopg.errors.UndefinedTable:  # no event store opened this database yet: nothing is open
+            return counts, {}
+        for camera, rule, n in opened:
             counts[(str(camera), str(rule))] = int(n)
         recent = max(_RECENT_S, self.pulse_s)
         args = (self.pulse_s, recent + _TIME_SLACK_S, recent)
