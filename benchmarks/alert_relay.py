@@ -19,18 +19,21 @@ PostgreSQL is ``--postgres`` (default ``CAMPUSGUARD_TEST_POSTGRES`` or
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import statistics
+import sys
 import tempfile
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "app"))  # the webhook receiver the tests use
+
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 from campusguard.app.alerts.spec import SinkContext
 from campusguard.app.alerts.webhook import WebhookSink
@@ -38,37 +41,6 @@ from campusguard.app.engine.writer import EventWorker
 from campusguard.app.events import Event, open_event_store
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-class Receiver:
-    """Loopback webhook receiver noting when each ``(event_id, phase)`` arrived (monotonic)."""
-
-    def __init__(self) -> None:
-        self.arrived: dict[tuple[str, str], float] = {}
-        self.posts = 0
-        lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                with lock:
-                    outer.posts += 1
-                    outer.arrived.setdefault((body["event_id"], body["phase"]), time.monotonic())
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _event(i: int, phase: str) -> Event:
@@ -86,7 +58,7 @@ def _event(i: int, phase: str) -> Event:
 
 
 def run(backend: str, target: str, folder: Path, updates: int, gap_s: float) -> dict[str, Any]:
-    receiver = Receiver()
+    receiver = WebhookReceiver()
     store = open_event_store(target)
     ctx = SinkContext(
         sqlite=folder / f"{backend}.db", out=None, postgresql=target if backend == "postgresql" else None  # type: ignore[arg-type]
@@ -118,7 +90,7 @@ def run(backend: str, target: str, folder: Path, updates: int, gap_s: float) -> 
     return {
         "backend": backend,
         "delivered": len(alert_ms),
-        "posts": receiver.posts,
+        "posts": receiver.attempts,
         "handle_p50": statistics.median(handle_ms),
         "handle_p95": statistics.quantiles(handle_ms, n=20)[18],
         "alert_p50": statistics.median(alert_ms),

@@ -33,13 +33,14 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "app"))  # the webhook receiver the tests use
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 
 # the watch subprocess ------------------------------------------------------------------------
@@ -99,28 +100,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-class Receiver:
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        outer, lock = self, threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    outer.bodies.append(json.loads(body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 def start_mosquitto(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
@@ -222,7 +201,7 @@ def main() -> int:
 
     mosquitto, port = start_mosquitto(work / "mosquitto")
     client, mqtt_events = subscribe(port)
-    receiver = Receiver()
+    receiver = WebhookReceiver()
     try:
         cfg = config(
             work / "crash",
@@ -255,7 +234,7 @@ def main() -> int:
         types = {"new": "start", "update": "update", "end": "end"}
         sinks = {
             "jsonl": [(d["event_id"], d["phase"], d.get("sequence")) for d in jsonl],
-            "webhook": [(d["event_id"], d["phase"], d.get("sequence")) for d in receiver.bodies],
+            "webhook": [(d["event_id"], d["phase"], d.get("sequence")) for d in receiver.received],
             "mqtt": [(m["after"]["event_id"], types[m["type"]], m["after"].get("sequence")) for m in mqtt_events],
         }
         result = {

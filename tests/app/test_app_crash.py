@@ -22,7 +22,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakes_watch import BLUE, RED, BlobDetector, scene_config  # noqa: E402
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
@@ -71,34 +71,6 @@ def write_walks(path: Path, walks: int = 3, fps: float = 10.0) -> Path:
         writer.write(img)
     writer.release()
     return path
-
-
-class Receiver:
-    """A loopback webhook receiver (http.server in a thread) keeping every body."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        outer, lock = self, threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    outer.bodies.append(json.loads(body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Mosquitto:
@@ -195,7 +167,7 @@ def test_sigkill_twice_then_a_restart_gives_the_same_incidents_once_on_every_sin
     assert sum(e.rule_kind == "intrusion" for e in expected.values()) == 3
     want = sorted((i, p) for i in expected for p in ("start", "end"))
 
-    broker, receiver = Mosquitto(tmp_path / "mosquitto"), Receiver()
+    broker, receiver = Mosquitto(tmp_path / "mosquitto"), WebhookReceiver()
     sub = Subscriber(broker.port)
     try:
         run = tmp_path / "run"
@@ -223,13 +195,13 @@ def test_sigkill_twice_then_a_restart_gives_the_same_incidents_once_on_every_sin
             assert (stored[event_id].start_s, stored[event_id].end_s) == (event.start_s, event.end_s)
 
         jsonl = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
-        _wait(lambda: len(receiver.bodies) >= len(want), 10, "the webhook deliveries")
+        _wait(lambda: len(receiver.received) >= len(want), 10, "the webhook deliveries")
         _wait(lambda: sum(e["type"] != "update" for e in sub.events) >= len(want), 20, "the MQTT deliveries")
         time.sleep(1.0)  # anything repeated would arrive now
         mqtt_type = {"new": "start", "update": "update", "end": "end"}
         sinks = {
             "jsonl": [(d["event_id"], d["phase"], d["sequence"]) for d in jsonl],
-            "webhook": [(d["event_id"], d["phase"], d["sequence"]) for d in receiver.bodies],
+            "webhook": [(d["event_id"], d["phase"], d["sequence"]) for d in receiver.received],
             "mqtt": [(m["after"]["event_id"], mqtt_type[m["type"]], m["after"]["sequence"]) for m in sub.events],
         }
         for name, deliveries in sinks.items():

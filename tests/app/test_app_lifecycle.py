@@ -18,7 +18,6 @@ The commands run as subprocesses (``fakes_watch.py``: the real `watch` and `serv
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
 import os
@@ -27,7 +26,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +35,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "console"))
 from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
@@ -71,38 +70,11 @@ def wait_for(predicate, timeout_s: float, what: str) -> None:  # type: ignore[no
 
 
 # a webhook receiver and a notify socket -------------------------------------------------------
-class Receiver:
-    """A real HTTP server on loopback that takes webhook POSTs (200) and keeps their JSON bodies."""
-
-    def __init__(self) -> None:
-        received: list[dict] = []
-        self.received = received
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the standard library's name
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                received.append(json.loads(body))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
+def receiver() -> Iterator[WebhookReceiver]:
+    r = WebhookReceiver()
     yield r
-    r.close()
+    r.stop()
 
 
 class NotifySocket:
@@ -182,7 +154,7 @@ def sinks_config(video: Path, tmp: Path, hook: str, *, extra: str = "") -> str:
 # target 1: SIGTERM ------------------------------------------------------------------------------
 @pytest.mark.parametrize("command", COMMANDS)
 def test_sigterm_mid_run_ends_every_incident_finishes_the_recording_and_exits_0(
-    command: str, tmp_path: Path, receiver: Receiver
+    command: str, tmp_path: Path, receiver: WebhookReceiver
 ) -> None:
     needs_console(command)
     video = write_scene(tmp_path / "scene.mp4")

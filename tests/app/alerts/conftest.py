@@ -1,62 +1,26 @@
-"""Test helpers for alerts: `make_event`, a real loopback HTTP receiver, a free port."""
+"""Test helpers for alerts: `make_event`, a real loopback HTTP receiver, a free port, a real
+Mosquitto broker on a free port (`broker`) and MQTT subscribers (`subscriber_factory`)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/app: the MQTT broker, the webhook receiver
 
-class Receiver:
-    """A real HTTP receiver on 127.0.0.1 that answers 500 to the first ``fail_first`` POSTs."""
-
-    def __init__(self, port: int = 0, fail_first: int = 0) -> None:
-        import json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.fail_first = fail_first
-        self.received: list[dict] = []
-        self.attempts = 0
-        lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    outer.attempts += 1
-                    fail = outer.attempts <= outer.fail_first
-                    if not fail:
-                        outer.received.append(json.loads(body))
-                self.send_response(500 if fail else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @property
-    def ids(self) -> list[str]:
-        return [r["event_id"] for r in self.received]
+from mqtt_broker import MOSQUITTO, Broker, Subscriber  # noqa: E402
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 
 @pytest.fixture
 def receiver_factory():
-    made: list[Receiver] = []
+    made: list[WebhookReceiver] = []
 
-    def make(**kwargs: Any) -> Receiver:
-        r = Receiver(**kwargs)
+    def make(**kwargs: Any) -> WebhookReceiver:
+        r = WebhookReceiver(**kwargs)
         made.append(r)
         return r
 
@@ -167,9 +131,7 @@ def _self_signed(folder: Any) -> tuple[Any, Any]:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
             critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -197,3 +159,41 @@ def smtp_factory(tmp_path):
     yield make
     for server in made:
         server.stop()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path):
+    """``make(port)``: a started `Broker` on ``port`` (its files under the test's folder), stopped after the test."""
+    made: list[Broker] = []
+
+    def make(port: int) -> Broker:
+        if not Path(MOSQUITTO).exists():
+            pytest.skip("the mosquitto binary is not installed")
+        b = Broker(tmp_path, port)
+        made.append(b)
+        b.start()
+        return b
+
+    yield make
+    for b in made:
+        b.stop()
+
+
+@pytest.fixture
+def broker(broker_factory: Any, unused_port: int) -> Broker:
+    """A Mosquitto started on a free loopback port."""
+    return broker_factory(unused_port)
+
+
+@pytest.fixture
+def subscriber_factory():
+    made: list[Subscriber] = []
+
+    def make(port: int, **kw: Any) -> Subscriber:
+        s = Subscriber(port, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()

@@ -3,17 +3,13 @@ layout, retained state, last will, and no alert lost across broker and process r
 
 from __future__ import annotations
 
-import getpass
-import json
 import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,102 +33,6 @@ def _wait(predicate: Any, timeout_s: float = 20.0) -> bool:
             return True
         time.sleep(0.02)
     return bool(predicate())
-
-
-class Broker:
-    """A Mosquitto on 127.0.0.1:``port`` with on-disk persistence, so that a subscriber's
-    persistent session (and the QoS 1 messages queued for it) survives a restart."""
-
-    def __init__(self, tmp: Path, port: int) -> None:
-        self.port = port
-        self.dir = tmp / "mosquitto"
-        self.dir.mkdir(exist_ok=True)
-        self.conf = self.dir / "mosquitto.conf"
-        self.conf.write_text(
-            # run as the current user (as root, mosquitto would switch to a user that cannot write here)
-            f"user {getpass.getuser()}\nlistener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
-            f"persistence_location {self.dir}/\nlog_dest file {self.dir}/log.txt\n"
-        )
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [MOSQUITTO, "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-
-        def answers() -> bool:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return True
-            except OSError:
-                return False
-
-        if not _wait(answers, 10):
-            raise RuntimeError(f"mosquitto did not start on port {self.port}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # saves the persistence file on the way out
-            self.proc.wait(10)
-        self.proc = None
-
-
-@pytest.fixture
-def broker(tmp_path: Path, unused_port: int):
-    b = Broker(tmp_path, unused_port)
-    b.start()
-    yield b
-    b.stop()
-
-
-class Subscriber:
-    """A real MQTT client with a persistent session (clean_session=False), recording every message."""
-
-    def __init__(self, port: int, topic: str = "campusguard/#", client_id: str = "cg-test-subscriber") -> None:
-        self.messages: list[tuple[str, bytes, bool]] = []
-        self._lock = threading.Lock()
-        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False)
-        client.reconnect_delay_set(1, 1)
-        self.subscribed = threading.Event()
-        client.on_connect = lambda c, u, f, rc, p: c.subscribe(topic, qos=1)
-        client.on_subscribe = lambda c, u, mid, rcs, p: self.subscribed.set()
-        client.on_message = self._on_message
-        client.connect("127.0.0.1", port, keepalive=10)
-        client.loop_start()
-        self.client = client
-        assert self.subscribed.wait(10), "subscriber did not subscribe"
-
-    def _on_message(self, client: Any, userdata: Any, msg: Any) -> None:
-        with self._lock:
-            self.messages.append((msg.topic, bytes(msg.payload), bool(msg.retain)))
-
-    def on(self, topic: str) -> list[bytes]:
-        with self._lock:
-            return [p for t, p, _ in self.messages if t == topic]
-
-    def events(self) -> list[dict[str, Any]]:
-        return [json.loads(p) for p in self.on("campusguard/events")]
-
-    def event_ids(self, type_: str = "new") -> set[str]:
-        return {e["after"]["event_id"] for e in self.events() if e["type"] == type_}
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
-
-
-@pytest.fixture
-def subscriber_factory():
-    made: list[Subscriber] = []
-
-    def make(port: int, **kw: Any) -> Subscriber:
-        s = Subscriber(port, **kw)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
 
 
 def _sink(port: int, tmp_path: Path, **kw: Any) -> MqttSink:
@@ -191,7 +91,9 @@ def test_no_alert_lost_when_the_broker_restarts(broker, subscriber_factory, tmp_
     sink.close()
 
 
-def test_outbox_survives_a_process_that_never_reached_the_broker(tmp_path, unused_port, subscriber_factory, make_event):
+def test_outbox_survives_a_process_that_never_reached_the_broker(
+    tmp_path, unused_port, broker_factory, subscriber_factory, make_event
+):
     port = unused_port  # nothing listens there yet
     sink = _sink(port, tmp_path)
     for i in range(3):
@@ -199,8 +101,7 @@ def test_outbox_survives_a_process_that_never_reached_the_broker(tmp_path, unuse
     sink.close(timeout_s=0.3)
     assert sink.published == 0
 
-    broker = Broker(tmp_path, port)
-    broker.start()
+    broker = broker_factory(port)
     try:
         sub = subscriber_factory(port)
         again = _sink(port, tmp_path)  # same outbox file: delivers what the first one left

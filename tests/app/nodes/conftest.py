@@ -6,15 +6,12 @@ loopback, a webhook receiver), and `Node` is one `serve` process on its own port
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/app: the HTTP camera
 
 from http_camera import HttpCamera, free_port  # noqa: E402
+from webhook_receiver import WebhookReceiver  # noqa: E402
 
 SRC = str(Path(__file__).parents[3] / "src")
 
@@ -45,38 +43,6 @@ def scene(seed: int) -> Callable[[float], np.ndarray]:
         return np.clip(img.astype(np.int16) + noise, 0, 255).astype(np.uint8)
 
     return frame_at
-
-
-class Receiver:
-    """A webhook receiver on loopback keeping every body it is sent."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    outer.bodies.append(json.loads(body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def deliveries(self) -> list[tuple[str, str, int]]:
-        return [(b["event_id"], b["phase"], int(b.get("sequence") or 0)) for b in list(self.bodies)]
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Node:
@@ -172,7 +138,7 @@ class Site:
         self.tmp = tmp
         self.pg_url = pg_url
         self.cameras = [HttpCamera(scene(i), fps=5.0) for i in range(cameras)]
-        self.receiver = Receiver()
+        self.receiver = WebhookReceiver()
         self.media = tmp / "shared-media"
         self.config = tmp / "site.yaml"
         cams = "".join(f"  - id: cam{i + 1}\n    source: {c.url}\n" for i, c in enumerate(self.cameras))

@@ -25,6 +25,16 @@ paho's network thread reconnects with exponential back-off between ``reconnect_m
 line (the messages wait in the outbox); `MqttSink.connected` tells the console (``/readyz``,
 ``campusguard_mqtt_connected``).
 
+On several nodes sharing PostgreSQL (``storage.postgresql``), the outbox is the site's: the rows of
+the shared ``alert_outbox`` table (`campusguard.app.alerts.postgres.outbox.PgOutbox`), claimed in
+batches of half the in-flight window with ``FOR UPDATE SKIP LOCKED`` while the node is connected to
+the broker, deleted as the broker acknowledges them, given back on a disconnect; a node that dies
+ends its session and its claims with it, so any live node publishes what it left (at least once:
+the copies a dead node's socket still delivered are dropped by ``event_id`` and ``sequence``). The
+state topics are then the site's counts, read from the database by the one node holding the sink's
+advisory lock (`campusguard.app.alerts.postgres.retained.SiteRetainedState`), and ``available`` is
+answered ``online`` by the live nodes when another's last will says ``offline``.
+
 Each update is published once: the outbox file also holds the ledger of the updates put into it
 (``event_id``, ``phase``, ``sequence``, committed in the same transaction as their messages), so a
 restart or a re-read file that raises an update again does not publish it again. The event JSON
@@ -40,11 +50,11 @@ import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from campusguard.app.alerts.outbox import Outbox
+from campusguard.app.alerts.outbox import Outbox, OutboxStore
 from campusguard.app.alerts.sender import DeadLetters, OutboxSender
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles, all_phases
 from campusguard.app.events.types import EVENT_PHASES, Event, LifecyclePhase, PhaseFilter
@@ -53,11 +63,17 @@ from campusguard.app.infra.secrets import redact_text, resolve_secret
 from campusguard.app.infra.throttle import OutageLog
 from campusguard.errors import InvalidInputError, require
 
+if TYPE_CHECKING:
+    from campusguard.app.alerts.postgres.retained import SiteRetainedState
+
 __all__ = ["MQTT", "MqttSink", "MqttSinkConfig", "topic_level"]
 
 log = logging.getLogger(__name__)
 
 _EVENT_TYPES = {"start": "new", "update": "update", "end": "end", "escalation": "escalation"}
+_MAX_BEFORE_KEPT = 10_000
+"""On nodes, the most incidents whose last published JSON is kept for ``before``: another node may
+publish an incident's end, so this node never hears of it; the oldest are forgotten past this."""
 
 
 class MqttTlsConfig(ConfigModel):
@@ -196,6 +212,10 @@ class MqttSink:
         pulse_s: how long an update of a rule without an end phase counts in its state topic.
         connect_wait_s: how long the start waits for the broker before warning that it is not
             reachable (the sink then goes on: messages wait in the outbox).
+        outbox: the outbox to use (`SinkContext.open_outbox`: PostgreSQL's, shared by the nodes);
+            default the SQLite file ``outbox_path``.
+        site_state: the site's retained state counts, read from PostgreSQL and published by the
+            one node that leads them (`SiteRetainedState`); None: counted here from what this sink sends.
 
     Attributes:
         published: messages acknowledged by the broker.
@@ -225,6 +245,8 @@ class MqttSink:
         connect_wait_s: float = 2.0,
         tls: MqttTlsConfig | None = None,
         dead_letter_path: str | Path | None = None,
+        outbox: OutboxStore | None = None,
+        site_state: SiteRetainedState | None = None,
     ) -> None:
         mqtt = require("paho.mqtt.client", "console")
         if qos not in (1, 2):
@@ -244,7 +266,10 @@ class MqttSink:
         self.skipped = 0
         self.pulse_s = float(pulse_s)
         self.last_error: str | None = None
-        self._outbox = Outbox(outbox_path, max_outbox, what="mqtt outbox")
+        self._outbox: OutboxStore = (
+            outbox if outbox is not None else Outbox(outbox_path, max_outbox, what="mqtt outbox")
+        )
+        self._site = site_state
         dead_path = Path(dead_letter_path) if dead_letter_path else Path(outbox_path).with_suffix(".dead-letter.jsonl")
         self.dead = DeadLetters(dead_path, target=f"mqtt://{host}:{int(port)}", what="mqtt dead letter")
         self._open: dict[str, dict[str, Any]] = {}  # event id -> last published event JSON
@@ -265,6 +290,7 @@ class MqttSink:
             outbox=self._outbox.path,
             after_stop=self._take_acks,
         )
+        self._dropped_claims = False  # set on a disconnect: a shared outbox's in-flight claims go back
 
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
         if username is not None:
@@ -285,10 +311,13 @@ class MqttSink:
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
         client.on_connect_fail = self._on_connect_fail
+        client.on_message = self._on_message
         self._client = client
         client.connect_async(host, self.port, keepalive=keepalive_s)
         client.loop_start()  # paho's network thread: connects, retries with back-off, resends unacked QoS>0
         self.outbox_sender.start()
+        if site_state is not None:
+            site_state.start()
         if connect_wait_s > 0 and not self._connected.wait(connect_wait_s):
             self._outage.down(
                 f"broker not reachable ({self.last_error or f'no connection within {connect_wait_s:g} s'}); "
@@ -297,8 +326,16 @@ class MqttSink:
             )
 
     @classmethod
-    def from_config(cls, cfg: MqttSinkConfig, *, default_outbox: str | Path) -> MqttSink:
-        """Build from the config block; ``default_outbox`` is used when the config names none."""
+    def from_config(
+        cls,
+        cfg: MqttSinkConfig,
+        *,
+        default_outbox: str | Path,
+        outbox: OutboxStore | None = None,
+        site_state: SiteRetainedState | None = None,
+    ) -> MqttSink:
+        """Build from the config block; ``default_outbox`` is used when the config names none and
+        no ``outbox`` is given."""
         return cls(
             cfg.host,
             cfg.port,
@@ -316,6 +353,8 @@ class MqttSink:
             max_outbox=cfg.max_outbox,
             phases=cfg.phases,
             pulse_s=cfg.pulse_s,
+            outbox=outbox,
+            site_state=site_state,
         )
 
     # topics ---------------------------------------------------------------------------------
@@ -364,6 +403,9 @@ class MqttSink:
 
     def _put(self, event: Event) -> None:
         """The event's messages (its JSON and its state topic) into the outbox, once."""
+        if self._site is not None:
+            self._put_event_only(event)
+            return
         after = event.to_dict()
         topic = self.state_topic(event.camera_id, event.rule_name)
         instant = event.phase != "end" and not event.is_open  # a rule without an end phase (a line crossing)
@@ -388,6 +430,29 @@ class MqttSink:
                 body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
                 messages = [(self.events_topic, json.dumps(body, default=str).encode("utf-8"), False), state]
                 dropped = self._outbox.add(messages, event)
+        if dropped:
+            self.dropped += dropped
+            log.error("mqtt outbox full: dropped the %d oldest unacknowledged message(s)", dropped)
+
+    def _put_event_only(self, event: Event) -> None:
+        """The event's JSON into the (shared) outbox, once; the state topics are the site's, published
+        by its leader (`SiteRetainedState`). ``before`` is what this node published last of the
+        incident: null when another node published the previous update."""
+        after = event.to_dict()
+        with self._state_lock:
+            before = self._open.pop(event.event_id, None)
+            if event.phase == "escalation" and before is not None:
+                self._open[event.event_id] = before
+            elif event.phase != "end" and event.is_open:
+                self._open[event.event_id] = after
+                while len(self._open) > _MAX_BEFORE_KEPT:
+                    del self._open[next(iter(self._open))]
+        body = {"type": _EVENT_TYPES[event.phase], "before": before, "after": after}
+        payload = json.dumps(body, default=str).encode("utf-8")
+        # one transaction under the incident's lock: two nodes handing on one update put it in once
+        added, dropped = self._outbox.add_once(self.events_topic, payload, event)
+        if not added:  # put in before, by this node or another
+            self.skipped += 1
         if dropped:
             self.dropped += dropped
             log.error("mqtt outbox full: dropped the %d oldest unacknowledged message(s)", dropped)
@@ -426,6 +491,8 @@ class MqttSink:
         self._client.disconnect()
         self._client.loop_stop()
         self._take_acks()  # acknowledgements that came in after the publisher thread ended
+        if self._site is not None:
+            self._site.close()
         self.outbox_sender.close_files(self._outbox, self.dead, None, unsent="message(s) not acknowledged")
 
     # paho callbacks (network thread: never block, never take the outbox lock) ---------------
@@ -440,10 +507,18 @@ class MqttSink:
         self.last_error = None
         self._connected.set()
         client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
+        if self._site is not None:  # one of several nodes: another's last will is not the site's
+            client.subscribe(self.availability_topic, qos=1)
         if self._ever_connected:
             self._reassert.set()
         self._ever_connected = True
         self.outbox_sender.wake()
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        """On nodes: another node's ``offline`` (its last will, or its clean stop) while this one is up
+        is answered with ``online``, so ``available`` says whether any node of the site publishes."""
+        if message.topic == self.availability_topic and bytes(message.payload) == b"offline" and not self._closed:
+            client.publish(self.availability_topic, b"online", qos=self.qos, retain=True)
 
     def _on_connect_fail(self, client: Any, userdata: Any) -> None:
         self.last_error = "connection refused or timed out"
@@ -452,6 +527,8 @@ class MqttSink:
         if self._connected.is_set():
             self._outage.down(f"disconnected ({reason_code}); alerts wait in the outbox")
         self._connected.clear()
+        self._dropped_claims = True
+        self.outbox_sender.wake()
 
     def _on_publish(self, client: Any, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:
         self._acks.put(mid)
@@ -463,9 +540,12 @@ class MqttSink:
         expire pulses, hand paho the next messages and re-assert the state after a reconnect."""
         self.outbox_sender.wait(0.5)
         self._take_acks()
-        self._expire_pulses()
+        self._let_go_of_claims()
+        if self._site is None:
+            self._expire_pulses()
         self._hand_over()
         self._reassert_state()
+        self._publish_site_state()
 
     def _take_acks(self) -> None:
         done: list[int] = []
@@ -481,11 +561,37 @@ class MqttSink:
             self._outbox.remove(done)
             self.published += len(done)
 
+    def _let_go_of_claims(self) -> None:
+        """After a disconnect, give a shared outbox back what this node had in flight: another node
+        connected to the broker publishes it rather than waiting for this one (paho may still resend
+        it here after the reconnect: a consumer drops the copy by ``event_id`` and ``sequence``)."""
+        if not (self._dropped_claims and self._outbox.shared) or self._connected.is_set():
+            return
+        self._dropped_claims = False
+        seqs, self._inflight = list(self._inflight.values()), {}
+        self._outbox.release(seqs)
+
+    def _publish_site_state(self) -> None:
+        """While this node leads the site's state, publish the counts that changed (retained; not
+        through the outbox: a count is read again at any time, see `SiteRetainedState`)."""
+        if self._site is None or not self._connected.is_set():
+            return
+        changes = self._site.changes()
+        for camera, rule, count in changes:
+            self._client.publish(self.state_topic(camera, rule), str(count).encode("ascii"), qos=self.qos, retain=True)
+        self._site.record(changes)
+
     def _reassert_state(self) -> None:
         """After a reconnect, once the backlog is acknowledged, publish every state topic's current
         count again (retained): paho resends unacknowledged messages after a reconnect while newer
         ones go out, so the broker may have kept an older count last (seen: 14 retained with 15 open)."""
-        if not (self._reassert.is_set() and self._connected.is_set()) or self._inflight or len(self._outbox):
+        if not (self._reassert.is_set() and self._connected.is_set()) or self._inflight:
+            return
+        if self._site is not None:  # the site's counts, once this node's backlog is out
+            self._reassert.clear()
+            self._site.republish()
+            return
+        if len(self._outbox):
             return
         self._reassert.clear()
         with self._state_lock:
@@ -500,9 +606,15 @@ class MqttSink:
         """Give paho the next outbox messages, up to ``max_inflight`` unacknowledged at once; paho
         keeps them across reconnects and resends them when the connection is back."""
         room = self.max_inflight - len(self._inflight)
+        # a shared outbox is claimed while connected only (a node cut from the broker leaves the
+        # messages to the others), in batches of half the window (each claim holds a connection)
+        waits = not self._connected.is_set() or (room < max(1, self.max_inflight // 2) and bool(self._inflight))
+        if self._outbox.shared and waits:
+            return
         if room <= 0:
             return
-        for seq, topic, payload, retain in self._outbox.after(self._cursor, room):
+        for message in self._outbox.next_batch(self._cursor, room):
+            seq, topic, payload, retain = message.seq, message.topic, message.payload, message.retain
             self._cursor = seq
             try:
                 info = self._client.publish(topic, payload, qos=self.qos, retain=retain)
@@ -527,8 +639,13 @@ def _files(cfg: MqttSinkConfig, sqlite: Path) -> SinkFiles:
 def _build(cfg: MqttSinkConfig, ctx: SinkContext) -> MqttSink:
     files = _files(cfg, ctx.sqlite)
     assert files.outbox is not None
+    outbox = ctx.open_outbox(files.outbox, cfg.sink_name, what="mqtt outbox", max_messages=cfg.max_outbox)
+    site_state = ctx.open_site_state(cfg.sink_name, pulse_s=cfg.pulse_s)  # PostgreSQL: the site's counts
     return MqttSink.from_config(
-        cfg.model_copy(update={"dead_letter": str(files.dead_letters)}), default_outbox=files.outbox
+        cfg.model_copy(update={"dead_letter": str(files.dead_letters)}),
+        default_outbox=files.outbox,
+        outbox=outbox,
+        site_state=site_state,
     )
 
 

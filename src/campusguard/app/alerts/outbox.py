@@ -76,6 +76,9 @@ class OutboxMessage:
 class OutboxStore(Protocol):
     """A sink's messages not yet delivered (`Outbox`: a SQLite file; `PgOutbox`: PostgreSQL, shared)."""
 
+    shared: bool
+    """True when several senders (one per node) take from it, each claiming what it sends."""
+
     @property
     def path(self) -> Path | str:
         """Where the messages are, as logs name it."""
@@ -96,6 +99,11 @@ class OutboxStore(Protocol):
     def due(self, limit: int, *, now: float | None = None, busy: Collection[str] = ()) -> list[OutboxMessage]:
         """Up to ``limit`` messages to attempt now, oldest first, the oldest of each topic, none of ``busy``;
         each is then removed, retried or released."""
+        ...
+
+    def next_batch(self, after: int, limit: int) -> list[OutboxMessage]:
+        """Up to ``limit`` messages in order for a pipelining sender (MQTT), above ``after`` (the
+        sender's cursor; a shared outbox claims instead); each then removed or released."""
         ...
 
     def next_due(self) -> float | None:
@@ -134,6 +142,9 @@ class Outbox:
     Raises:
         InvalidInputError: the file cannot be opened.
     """
+
+    shared = False
+    """One sender takes from the file (the process that owns it)."""
 
     def __init__(self, path: str | Path, max_messages: int = 100_000, *, what: str = "outbox") -> None:
         self.path = Path(path)
@@ -215,13 +226,15 @@ class Outbox:
         return excess
 
     # taking --------------------------------------------------------------------------------
-    def after(self, seq: int, limit: int) -> list[tuple[int, str, bytes, bool]]:
-        """Up to ``limit`` messages with a sequence number above ``seq``, oldest first."""
+    def next_batch(self, after: int, limit: int) -> list[OutboxMessage]:
+        """Up to ``limit`` messages numbered above ``after`` (the one sender's cursor: what it handed
+        over already), oldest first, for a pipelining sender (MQTT)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT seq, topic, payload, retain FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+                "SELECT seq, topic, payload, retain, created, attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, limit),
             ).fetchall()
-        return [(int(s), str(t), bytes(p), bool(r)) for s, t, p, r in rows]
+        return [OutboxMessage(int(s), str(t), bytes(p), bool(r), float(c), int(a)) for s, t, p, r, c, a in rows]
 
     def due(self, limit: int, *, now: float | None = None, busy: Collection[str] = ()) -> list[OutboxMessage]:
         """Up to ``limit`` messages whose next attempt may run (``due <= now``), oldest first, and

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from campusguard.app.alerts.escalation import Deadlines
     from campusguard.app.alerts.ledger import Ledger
     from campusguard.app.alerts.outbox import OutboxStore
+    from campusguard.app.alerts.postgres.retained import SiteRetainedState
     from campusguard.app.events.pgsession import RetryPolicy
 
 __all__ = ["SINK_NAME_PATTERN", "SinkConfigBase", "SinkContext", "SinkEntry", "SinkFiles", "sink_kind_of"]
@@ -93,7 +94,8 @@ class SinkContext:
             attaches media picks the redacted variant where it is not ``"none"``.
         public_url: the console's address for links to incidents, or None.
         postgresql: the event store's PostgreSQL URL when the storage is PostgreSQL: the outboxes,
-            the delivery ledger and the escalation deadlines are then its shared tables
+            the delivery ledger, the escalation deadlines and MQTT's retained state counts are then
+            its shared tables
             (`campusguard.app.alerts.postgres`), so every node delivers what another left; dead
             letters and alert logs stay files beside ``sqlite``.
         retry: the PostgreSQL calls' back-off (the ``storage.retry`` section); None: the default.
@@ -134,6 +136,16 @@ class SinkContext:
         from campusguard.app.alerts.ledger import DeliveryLedger
 
         return DeliveryLedger(self.ledger_path, key)
+
+    def open_site_state(self, name: str, *, pulse_s: float) -> SiteRetainedState | None:
+        """The retained state counts of the MQTT sink ``name`` for the whole site, read from the shared
+        PostgreSQL and published by one node (`campusguard.app.alerts.postgres.retained`); None with
+        SQLite (the sink counts what it sends)."""
+        if not self.postgresql:
+            return None
+        from campusguard.app.alerts.postgres.retained import SiteRetainedState
+
+        return SiteRetainedState(self.postgresql, name, pulse_s=pulse_s, retry=self._retry())
 
     def open_deadlines(self) -> Deadlines:
         """The escalation deadlines: ``<store>.escalations.db``, or the shared PostgreSQL table."""

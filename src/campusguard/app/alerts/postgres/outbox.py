@@ -12,6 +12,9 @@ the shared tables (`campusguard.app.alerts.postgres.schema`):
   claim ends when each of them was removed, held for a retry or released, with one commit: a
   delivered message is deleted in the transaction that held it while it was sent. A node killed
   mid-send ends its session, and the lock with it: another node sends that message.
+- `next_batch` claims the same way for a pipelining sender (MQTT: a window of messages handed to
+  the client library at once), the oldest messages of the sink in order without the one-per-topic
+  rule (every MQTT event goes to one topic), none another node holds.
 - A claim whose connection is lost (the server restarted) is dropped and said once: its message
   stays and is sent again (by whichever node claims it); a receiver that got it already drops it
   by its ``event_id`` and ``sequence``.
@@ -54,6 +57,10 @@ _CLAIM_SQL = (
     f"SELECT seq, topic, payload, retain, created, attempts FROM {OUTBOX_TABLE} o "
     f"WHERE {_ELIGIBLE} AND due <= %s AND NOT (topic = ANY(%s)) ORDER BY seq LIMIT %s FOR UPDATE OF o SKIP LOCKED"
 )
+_BATCH_SQL = (
+    f"SELECT seq, topic, payload, retain, created, attempts FROM {OUTBOX_TABLE} "
+    "WHERE sink = %s ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED"
+)
 _NEXT_DUE_SQL = f"SELECT due FROM {OUTBOX_TABLE} o WHERE {_ELIGIBLE} ORDER BY due LIMIT 1 FOR UPDATE OF o SKIP LOCKED"
 
 
@@ -78,6 +85,9 @@ class PgOutbox:
     Raises:
         InvalidInputError, StoreUnavailableError: the tables cannot be opened (`PgSession.open`).
     """
+
+    shared = True
+    """Several senders (one per node) take from it: a sender claims, and lets go of what it cannot send."""
 
     def __init__(
         self,
@@ -180,6 +190,22 @@ class PgOutbox:
             StoreUnavailableError: no connection could be had, or it was lost.
         """
         now = time.time() if now is None else now
+        return self._claim(_CLAIM_SQL, (self.sink, now, list(busy), limit))
+
+    def next_batch(self, after: int, limit: int) -> list[OutboxMessage]:
+        """Claim up to ``limit`` of the sink's oldest messages that no other claim holds (this node's
+        in-flight ones included), in order, for a pipelining sender; each must then be `remove`d or
+        `release`d. ``after`` (the SQLite outbox's cursor) is not used: another node's message may
+        commit with a lower number than one already taken here.
+
+        Raises:
+            StoreUnavailableError: no connection could be had, or it was lost.
+        """
+        return self._claim(_BATCH_SQL, (self.sink, limit))
+
+    def _claim(self, sql: str, args: tuple[Any, ...]) -> list[OutboxMessage]:
+        """Run the claiming ``sql`` in a transaction of its own that stays open until each row it
+        returned is settled."""
         for attempt in (1, 2):  # a kept connection the server dropped (a restart) is replaced once
             conn, kept = self._connection()
             try:
@@ -188,7 +214,7 @@ class PgOutbox:
                 # node's message would be sent again by another, stays one round trip short; a crash
                 # of the server itself may repeat that message instead
                 conn.execute("SET LOCAL synchronous_commit TO off")
-                rows = conn.execute(_CLAIM_SQL, (self.sink, now, list(busy), limit)).fetchall()
+                rows = conn.execute(sql, args).fetchall()
                 break
             except psycopg.Error as exc:
                 _close(conn)
@@ -235,7 +261,9 @@ class PgOutbox:
         except psycopg.Error as exc:
             _close(conn)
             if commit:
-                log.warning("%s: a claim was not committed (%s); its messages may be sent again", self.path, one_line(exc))
+                log.warning(
+                    "%s: a claim was not committed (%s); its messages may be sent again", self.path, one_line(exc)
+                )
             return
         with self._lock:
             if len(self._idle) < _MAX_IDLE:

@@ -8,12 +8,13 @@ import psycopg
 
 from campusguard.app.events.pgsession import advisory_key, apply_migrations
 
-__all__ = ["DELIVERED_TABLE", "ESCALATIONS_TABLE", "OUTBOX_TABLE", "PUT_TABLE", "migrate_alerts"]
+__all__ = ["DELIVERED_TABLE", "ESCALATIONS_TABLE", "MQTT_STATE_TABLE", "OUTBOX_TABLE", "PUT_TABLE", "migrate_alerts"]
 
 OUTBOX_TABLE = "alert_outbox"
 PUT_TABLE = "alert_outbox_put"
 DELIVERED_TABLE = "alert_delivered"
 ESCALATIONS_TABLE = "alert_escalations"
+MQTT_STATE_TABLE = "alert_mqtt_state"
 VERSION_TABLE = "campusguard_alerts_schema"
 _LOCK = advisory_key("cgalerts")
 
@@ -57,6 +58,16 @@ CREATE TABLE {ESCALATIONS_TABLE} (
     outcome  TEXT
 );
 CREATE INDEX {ESCALATIONS_TABLE}_due ON {ESCALATIONS_TABLE} (done, due)
+""",
+    2: f"""
+CREATE TABLE {MQTT_STATE_TABLE} (
+    sink      TEXT NOT NULL,
+    camera_id TEXT NOT NULL,
+    rule_name TEXT NOT NULL,
+    count     BIGINT NOT NULL,
+    at        DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (sink, camera_id, rule_name)
+)
 """,
 }
 """Migration N brings the alert tables from version N-1 to N."""
