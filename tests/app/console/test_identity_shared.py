@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 from fakes_console import CHEAP_HASHER, console_yaml
 
-from campusguard.app.console.auth import LoginLimiter
-from campusguard.app.console.oidc import Identity, ProviderGrant, TransactionSeal
-from campusguard.app.console.oidc_sessions import ProviderSessions, SessionEnded
-from campusguard.app.console.provider_grants import TrackedGrant
-from campusguard.app.console.users import IdentityUnavailableError, hash_token
+from campusguard.app.console.identity.auth import LoginLimiter
+from campusguard.app.console.identity.oidc import Identity, ProviderGrant, TransactionSeal
+from campusguard.app.console.identity.oidc_sessions import ProviderSessions, SessionEnded
+from campusguard.app.console.identity.provider_grants import TrackedGrant
+from campusguard.app.console.identity.users import IdentityUnavailableError, hash_token
 from campusguard.errors import InvalidInputError
 
 psycopg = pytest.importorskip("psycopg")
 
-from campusguard.app.console.users_postgres import (  # noqa: E402
+from campusguard.app.console.identity.postgres import (  # noqa: E402
     SCHEMA_VERSION,
     VERSION_TABLE,
     PostgresUserStore,
@@ -250,7 +250,7 @@ def postgres_config(video: Path, tmp: Path, url: str) -> Path:
 def two_consoles(console_video: Path, tmp_path: Path, postgres_url: str) -> Iterator[list[Any]]:  # noqa: F811
     from fakes_watch import BlobDetector
 
-    from campusguard.app.console.identity import open_identity_store
+    from campusguard.app.console.identity.store import open_identity_store
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
 

@@ -39,10 +39,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from campusguard.app.console.login_failures import FailureKey, Failures, FailureStep
-from campusguard.app.console.oidc import Identity, ProviderGrant
-from campusguard.app.console.provider_grants import TrackedGrant
-from campusguard.app.console.users import IdentityUnavailableError, Spelled, SqlDialect, Statements, UserTables
+from campusguard.app.console.identity.login_failures import FailureKey, Failures, FailureStep
+from campusguard.app.console.identity.oidc import Identity, ProviderGrant
+from campusguard.app.console.identity.provider_grants import TrackedGrant
+from campusguard.app.console.identity.users import IdentityUnavailableError, Spelled, SqlDialect, Statements, UserTables
 from campusguard.app.events.postgres import RetryPolicy
 from campusguard.app.events.urls import one_line, redact_url
 from campusguard.app.infra.throttle import OutageLog
@@ -65,7 +65,7 @@ __all__ = [
     "VERSION_TABLE",
 ]
 
-log = logging.getLogger("campusguard.app.console.users_postgres")
+log = logging.getLogger("campusguard.app.console.identity.postgres")
 
 T = TypeVar("T")
 
