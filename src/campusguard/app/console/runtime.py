@@ -8,7 +8,7 @@ the side of the pipeline, none of which can slow it down:
 - `ClipRecorder` (a bounded ring buffer of recent frames per camera; an MP4 clip around
   each incident's start, written on its own thread);
 - `EventBus` (each event, read back from the store after its commit, to every subscriber);
-- a Prometheus registry (`campusguard.app.console.prom`), read at scrape time;
+- Prometheus registries (`campusguard.app.console.prom.PipelineMetrics`: its sampler), read at scrape time;
 - live zone, line, rule and privacy-mask edits (`put_zones`): the file's side (revisions, the
   save lock, validation, the atomic rewrite with a backup) is `campusguard.app.config.editor.ConfigEditor`'s;
   the runtime swaps the edit into the running camera between two frames (unchanged rules keep
@@ -30,9 +30,7 @@ import dataclasses
 import logging
 import shutil
 import sys
-import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -61,8 +59,7 @@ from campusguard.app.console.cameras import (
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
 from campusguard.app.console.node_cameras import NodeCameras
-from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry, viewer_sample
-from campusguard.app.engine.metrics import FrameRates
+from campusguard.app.console.prom import PipelineMetrics
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
@@ -177,18 +174,17 @@ class ConsoleRuntime:
             detector_factory, live_fps, ray_address, group_detector_factory, cluster_timeout_s, node_url
         )
         self.bus = EventBus()
-        self.registry = build_registry(self._prom_sample)
-        self.viewer_registry = build_registry(lambda: viewer_sample(self._prom_sample()))  # no volume paths
-        self._rates = FrameRates()
-        self._event_starts: Counter[tuple[str, str, str]] = Counter()
-        self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
-        self._outcomes: dict[tuple[str, str], int] = {}  # (rule, outcome) -> recorded through the API since start
+        self.metrics = PipelineMetrics(
+            lambda: self.service,
+            camera_states=lambda: {c.name: c.state for c in self.camera_status()},
+            sink_health=self.mqtt_connected,
+            site_nodes=self.node_table,
+        )
+        self.registry, self.viewer_registry = self.metrics.registry, self.metrics.viewer_registry
         self.editor = ConfigEditor(self.config_path)  # zone edits: the file's revisions, lock and rewrite
         # each camera's editable parts as its pipeline was last given them (at the start, or its
         # last save): a hand edit of the file reaches a running camera only with a save to it
         self._applied = {c.id: camera_parts(c) for c in self.loaded.config.cameras}
-        self._monitor_stop = threading.Event()
-        self._monitor: threading.Thread | None = None
         self._stopped = False
 
     def _camera_backend(
@@ -255,8 +251,7 @@ class ConsoleRuntime:
         if isinstance(self.cameras, NodeCameras):  # zone edits saved on the other nodes' consoles
             self.cameras.listen_for_zone_edits(self._zones_from_another_node)
         self.clips.start()
-        self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
-        self._monitor.start()
+        self.metrics.start()
 
     def request_stop(self) -> None:
         """Ask the cameras to stop without waiting (safe from a signal handler); `stop` finishes."""
@@ -270,9 +265,7 @@ class ConsoleRuntime:
         self._stopped = True
         deadline = time.monotonic() + timeout_s
         clean = self.cameras.stop(timeout_s)
-        self._monitor_stop.set()
-        if self._monitor is not None:
-            self._monitor.join(timeout=2.0)
+        self.metrics.stop()
         self.cameras.close()
         self.clips.close(max(1.0, deadline - time.monotonic()))  # pending clips, within the stop's time
         self.bus.close()
@@ -290,25 +283,11 @@ class ConsoleRuntime:
     def _on_event(self, event: Event) -> None:
         """Called by the event worker after the store's commit: counters, clip, push."""
         if event.phase == "start":
-            with self._event_starts_lock:
-                self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
+            self.metrics.event_started(event)
             self.cameras.incident_started(event)
         data = self.event_json(event.event_id)
         if data is not None:
             self.bus.publish(data)
-
-    def _watch_rates(self) -> None:
-        while not self._monitor_stop.wait(1.0):
-            self._sample_rates()
-
-    def _sample_rates(self) -> None:
-        service = self.service
-        if service is None:
-            return
-        service.refresh_metrics()
-        now = time.monotonic()
-        for cam, m in list(service.metrics.items()):
-            self._rates.add(cam, now, m.frames_in, m.frames_processed)
 
     # cameras --------------------------------------------------------------------------------
     def camera_names(self) -> list[str]:
@@ -349,7 +328,7 @@ class ConsoleRuntime:
 
     def camera_status(self) -> list[CameraStatus]:
         """Every enabled camera's state and rates."""
-        return [self.cameras.status(c, self._rates.fps(c), self._stopped) for c in self._camera_ids]
+        return [self.cameras.status(c, self.metrics.fps(c), self._stopped) for c in self._camera_ids]
 
     def ready(self) -> bool:
         """True when the pipeline runs and some camera read a frame within ``ready_within_s`` seconds
@@ -624,77 +603,8 @@ class ConsoleRuntime:
 
     # metrics --------------------------------------------------------------------------------
     def count_outcome(self, rule: str, outcome: str) -> None:
-        """One more ``outcome`` recorded for an incident of ``rule`` (``campusguard_incident_outcomes_total``)."""
-        with self._event_starts_lock:
-            key = (rule, outcome)
-            self._outcomes[key] = self._outcomes.get(key, 0) + 1
-
-    def _prom_sample(self) -> PipelineSample:
-        with self._event_starts_lock:
-            events = dict(self._event_starts)
-            outcomes = dict(self._outcomes)
-        service = self.service
-        if service is None:
-            return PipelineSample((), events, outcomes=outcomes)
-        service.refresh_metrics()
-        worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
-        store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
-        cams = []
-        states = {c.name: c.state for c in self.camera_status()}
-        for cam, m in list(service.metrics.items()):
-            input_fps, processed_fps = self._rates.fps(cam)
-            cams.append(
-                CameraSample(
-                    camera=cam,
-                    frames_read=m.frames_in,
-                    frames_processed=m.frames_processed,
-                    frames_dropped=m.frames_dropped,
-                    reconnects=m.reconnects,
-                    input_fps=input_fps,
-                    processed_fps=processed_fps,
-                    queue_depth=int(m.queue_depth()),
-                    inference_seconds=m.inference_seconds,
-                    detector_images=m.detector_images,
-                    frames_skipped=m.frames_skipped,
-                    frames_regions=m.frames_regions,
-                    frames_gate_busy=m.frames_gate_busy,
-                    gate_seconds=m.gate_seconds,
-                    state=states.get(cam, ""),
-                )
-            )
-        disk = disk_health()
-        sample = PipelineSample(
-            cams,
-            events,
-            store_retries,
-            spooled,
-            disk_full={v: st.full for v, st in disk.volumes().items()},
-            disk_write_failures=dict(disk.failures),
-            mqtt_connected=self.mqtt_connected(),
-            outcomes=outcomes,
-            **self._site_view(),
-        )
-        retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
-        if retention is None:
-            return sample
-        r = retention.metrics
-        return dataclasses.replace(
-            sample,
-            media_bytes=dict(r.kept_bytes),
-            free_bytes=r.free_bytes,
-            files_pruned=dict(r.files_pruned),
-            rows_pruned=r.rows_pruned,
-        )
-
-    def _site_view(self) -> dict[str, Any]:
-        """With nodes, the site's nodes for the metrics: live or not, and how many cameras each runs."""
-        table = self.node_table()
-        if not table:
-            return {}
-        return {
-            "site_nodes_live": {n["name"]: n["live"] for n in table},
-            "site_node_cameras": {n["name"]: len(n["cameras"]) for n in table},
-        }
+        """One more ``outcome`` recorded for an incident of ``rule`` (`PipelineMetrics.count_outcome`)."""
+        self.metrics.count_outcome(rule, outcome)
 
     def mqtt_connected(self) -> dict[str, bool]:
         """Each connection the alert sinks keep (an MQTT sink's broker, ``host:port``) and whether it is
