@@ -173,7 +173,7 @@ def serve_console(
     except BaseException:
         runtime.stop()
         raise
-    from campusguard.app.console.service import ConsoleService
+    from campusguard.app.console.uvicorn_runner import ConsoleService
     from campusguard.app.signals import run_until_stopped
 
     clean = False
