@@ -133,9 +133,9 @@ def time_http(detector: object, config: Path, frames: int, viewers: int) -> dict
     import httpx
     import uvicorn
 
+    from campusguard.app.console.identity.users import UserStore
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
-    from campusguard.app.console.users import UserStore
 
     runtime = ConsoleRuntime(config, detector_factory=lambda *a: detector, out=io.StringIO())
     users = UserStore(config.with_suffix(".users.db"))

@@ -31,10 +31,10 @@ from urllib.parse import quote
 
 from argon2 import PasswordHasher
 
-from campusguard.app.console.auth import LoginLimiter
-from campusguard.app.console.identity import IdentityStore
-from campusguard.app.console.users import UserStore
-from campusguard.app.console.users_postgres import PostgresUserStore
+from campusguard.app.console.identity.auth import LoginLimiter
+from campusguard.app.console.identity.postgres import PostgresUserStore
+from campusguard.app.console.identity.store import IdentityStore
+from campusguard.app.console.identity.users import UserStore
 
 CHEAP = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 

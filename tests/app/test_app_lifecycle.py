@@ -278,7 +278,7 @@ def check_console_shows_the_offline_camera(port: int, tmp: Path) -> None:
     import httpx
     from argon2 import PasswordHasher
 
-    from campusguard.app.console.users import UserStore
+    from campusguard.app.console.identity.users import UserStore
 
     with UserStore(tmp / "users.db", password_hasher=PasswordHasher(time_cost=1, memory_cost=1024)) as users:
         users.add_user("ada", "admin", "admin-pass-1")

@@ -1,7 +1,7 @@
 """Running a long-lived service in the main thread until its sources end or a signal stops it.
 
 `run_until_stopped` drives anything with the `StoppableService` lifecycle (`WatchService`, the
-cluster driver `ClusterWatch`, the console `campusguard.app.console.service.ConsoleService`) the
+cluster driver `ClusterWatch`, the console `campusguard.app.console.uvicorn_runner.ConsoleService`) the
 same way, as a service manager (systemd, Docker, Kubernetes) expects:
 
 - SIGTERM and SIGINT both stop it cleanly: the cameras stop, open incidents end

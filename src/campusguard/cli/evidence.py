@@ -39,7 +39,7 @@ def users_audit(users_db: Path | None, config: Path | None = None) -> Any:
                 raise InvalidInputError(f"users database {users_db} does not exist")
             return None
     try:
-        from campusguard.app.console.identity import open_identity_store
+        from campusguard.app.console.identity.store import open_identity_store
 
         return open_identity_store(storage, users_db=users_db, default_db=default_users_db())
     except MissingDependencyError as exc:

@@ -57,7 +57,7 @@ def _open_users(path: Path | None, storage: Any = None, *, config: Path | None =
     """The console's identity store: the PostgreSQL of ``storage`` (or of ``config``'s storage) when it
     names one, else the SQLite file ``path`` (default `default_users_db`)."""
     require("argon2", "console")
-    from campusguard.app.console.identity import open_identity_store
+    from campusguard.app.console.identity.store import open_identity_store
 
     if storage is None and config is not None:
         from campusguard.app.config import load_config
@@ -105,7 +105,7 @@ def uvicorn_options(log_level: str = "warning") -> dict[str, Any]:
 
     uvicorn's own proxy-header handling is off: it would believe ``X-Forwarded-For`` from
     127.0.0.1, so any local process could pick its address. The app reads the header itself, only
-    from the proxies named by ``--trusted-proxy`` (`campusguard.app.console.auth.client_address`).
+    from the proxies named by ``--trusted-proxy`` (`campusguard.app.console.identity.auth.client_address`).
     """
     return {"log_level": log_level, "proxy_headers": False, "server_header": False}
 
@@ -144,7 +144,7 @@ def serve_console(
     the URL the other nodes reach this console at (default ``http://HOST:PORT``)."""
     require("uvicorn", "console")
     require("fastapi", "console")
-    from campusguard.app.console.auth import parse_trusted_proxies
+    from campusguard.app.console.identity.auth import parse_trusted_proxies
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
 
@@ -173,7 +173,7 @@ def serve_console(
     except BaseException:
         runtime.stop()
         raise
-    from campusguard.app.console.service import ConsoleService
+    from campusguard.app.console.uvicorn_runner import ConsoleService
     from campusguard.app.signals import run_until_stopped
 
     clean = False
@@ -328,7 +328,7 @@ def register(app: typer.Typer) -> None:
         config: Path | None = _config_option(),
     ) -> None:
         """Add a console user (the password is asked for, never taken from the command line)."""
-        from campusguard.app.console.users import ROLES, check_password, check_user_name
+        from campusguard.app.console.identity.users import ROLES, check_password, check_user_name
 
         check_user_name(name)
         if role not in ROLES:
@@ -378,7 +378,7 @@ def register(app: typer.Typer) -> None:
         config: Path | None = _config_option(),
     ) -> None:
         """Set a user's password (asked for, never on the command line); their login sessions end."""
-        from campusguard.app.console.users import check_password
+        from campusguard.app.console.identity.users import check_password
 
         with _open_users(users_db, config=config) as users:
             if users.get_user(name) is None:

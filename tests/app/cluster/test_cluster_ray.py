@@ -166,9 +166,9 @@ def ray_console(config: Path, tmp: Path, address: str) -> Any:
     sys.path.insert(0, str(Path(__file__).parents[1] / "console"))
     from fakes_console import CHEAP_HASHER, PASSWORDS, ROLES, ConsoleUnderTest
 
+    from campusguard.app.console.identity.users import UserStore
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
-    from campusguard.app.console.users import UserStore
 
     runtime = ConsoleRuntime(
         config, ray_address=address, group_detector_factory=make_detector_factory, out=io.StringIO(), live_fps=10

@@ -25,10 +25,10 @@ from argon2 import PasswordHasher
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fakes_watch import BlobDetector, scene_config  # noqa: E402
 
-from campusguard.app.console.auth import LoginLimiter  # noqa: E402
+from campusguard.app.console.identity.auth import LoginLimiter  # noqa: E402
+from campusguard.app.console.identity.users import UserStore  # noqa: E402
 from campusguard.app.console.runtime import ConsoleRuntime  # noqa: E402
 from campusguard.app.console.server import create_app  # noqa: E402
-from campusguard.app.console.users import UserStore  # noqa: E402
 
 CHEAP_HASHER = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 PASSWORDS = {"ada": "admin-pass-1", "otto": "operator-pass-1", "vera": "viewer-pass-1"}

@@ -57,7 +57,7 @@ def test_users_commands(tmp_path):
         == "error: user 'ada' is the last admin and cannot be removed; add another admin first"
     )
     assert cli("users", "remove", "ghost", "--users-db", db).returncode == 2
-    from campusguard.app.console.users import UserStore
+    from campusguard.app.console.identity.users import UserStore
 
     with UserStore(db) as users:
         assert users.resolve(token).user.name == "ada"
@@ -151,7 +151,7 @@ def test_serve_runs_the_pipeline_and_the_console(console_video, tmp_path):
 def test_demo_serve_config_and_first_admin(tmp_path):
     """`demo --serve`: the demo video looped in real time, and a first admin with a printed one-time password."""
     from campusguard.app.config import load_config
-    from campusguard.app.console.users import UserStore
+    from campusguard.app.console.identity.users import UserStore
     from campusguard.app.demo import demo_console_config
     from campusguard.cli.serve import demo_admin
 

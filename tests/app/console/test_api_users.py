@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from campusguard.app.console.users import UserStore
+from campusguard.app.console.identity.users import UserStore
 from campusguard.errors import InvalidInputError
 
 
@@ -132,7 +132,7 @@ def test_users_change_their_own_password(console):
 def test_a_schema_2_database_gains_last_sign_in_and_mapped_groups(tmp_path):
     from fakes_console import CHEAP_HASHER
 
-    from campusguard.app.console import users as users_module
+    from campusguard.app.console.identity import users as users_module
 
     conn = sqlite3.connect(tmp_path / "u.db")
     conn.executescript(users_module._SCHEMA_V1 + users_module._SCHEMA_V2)

@@ -29,8 +29,8 @@ from fakes_console import (
     stop_server,
 )
 
-from campusguard.app.console import runtime as runtime_module
-from campusguard.app.console.revisions import REVISIONS_KEPT, config_revision, revisions_dir
+from campusguard.app.config import editor as editor_module
+from campusguard.app.config.revisions import REVISIONS_KEPT, config_revision, revisions_dir
 
 ZONES = "/api/v1/cameras/cam1/zones"
 CAM2 = "/api/v1/cameras/cam2/zones"
@@ -368,7 +368,7 @@ def test_a_hand_edit_written_while_a_save_is_being_made_is_kept(
     writes: the save starts over on the file as it is then, so cam2's hand edit is not overwritten."""
     console = two_cameras.console
     gate, moved = "[[0, 0], [120, 0], [120, 90], [0, 90]]", "[[0, 0], [130, 0], [130, 90], [0, 90]]"
-    dump = runtime_module.dump_config_yaml
+    dump = editor_module.dump_config_yaml
     dumps: list[str] = []
 
     def dump_then_edit_by_hand(data: dict[str, object]) -> str:
@@ -380,7 +380,7 @@ def test_a_hand_edit_written_while_a_save_is_being_made_is_kept(
         dumps.append(text)
         return text
 
-    monkeypatch.setattr(runtime_module, "dump_config_yaml", dump_then_edit_by_hand)
+    monkeypatch.setattr(editor_module, "dump_config_yaml", dump_then_edit_by_hand)
     with _client(two_cameras, "ada") as ada:
         cam1, etag1 = _load(ada, ZONES)
         cam1["zones"].append(WEST)

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from fakes_console import CHEAP_HASHER
 
-from campusguard.app.console.identity import IdentityStore
-from campusguard.app.console.users import TOKEN_ID_LENGTH, UserStore, hash_token
+from campusguard.app.console.identity.store import IdentityStore
+from campusguard.app.console.identity.users import TOKEN_ID_LENGTH, UserStore, hash_token
 from campusguard.errors import InvalidInputError
 
 
 def open_store(kind: str, where: str) -> IdentityStore:
     if kind == "sqlite":
         return UserStore(where, password_hasher=CHEAP_HASHER)
-    from campusguard.app.console.users_postgres import PostgresUserStore
+    from campusguard.app.console.identity.postgres import PostgresUserStore
 
     return PostgresUserStore(where, password_hasher=CHEAP_HASHER)
 
@@ -166,8 +166,8 @@ def test_the_app_counts_failed_logins_where_its_store_says(console_video: Path, 
     one, the app's limiter counts where the store keeps failures (a SQLite store: this process's memory)."""
     from fakes_console import console_yaml, make_console
 
-    from campusguard.app.console.auth import LoginLimiter
-    from campusguard.app.console.login_failures import MemoryFailures
+    from campusguard.app.console.identity.auth import LoginLimiter
+    from campusguard.app.console.identity.login_failures import MemoryFailures
 
     config = tmp_path / "watch.yaml"
     config.write_text(console_yaml(console_video, tmp_path))

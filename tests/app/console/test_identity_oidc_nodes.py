@@ -34,7 +34,7 @@ def two_nodes(console_video: Path, tmp_path: Path, postgres_url: str) -> Iterato
     import uvicorn
     from fakes_watch import BlobDetector
 
-    from campusguard.app.console.identity import open_identity_store
+    from campusguard.app.console.identity.store import open_identity_store
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
 

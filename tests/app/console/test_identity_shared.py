@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 from fakes_console import CHEAP_HASHER, console_yaml
 
-from campusguard.app.console.auth import LoginLimiter
-from campusguard.app.console.oidc import Identity, ProviderGrant, TransactionSeal
-from campusguard.app.console.oidc_sessions import ProviderSessions, SessionEnded
-from campusguard.app.console.provider_grants import TrackedGrant
-from campusguard.app.console.users import IdentityUnavailableError, hash_token
+from campusguard.app.console.identity.auth import LoginLimiter
+from campusguard.app.console.identity.oidc import Identity, ProviderGrant, TransactionSeal
+from campusguard.app.console.identity.oidc_sessions import ProviderSessions, SessionEnded
+from campusguard.app.console.identity.provider_grants import TrackedGrant
+from campusguard.app.console.identity.users import IdentityUnavailableError, hash_token
 from campusguard.errors import InvalidInputError
 
 psycopg = pytest.importorskip("psycopg")
 
-from campusguard.app.console.users_postgres import (  # noqa: E402
+from campusguard.app.console.identity.postgres import (  # noqa: E402
     SCHEMA_VERSION,
     VERSION_TABLE,
     PostgresUserStore,
@@ -193,7 +193,7 @@ def test_a_lost_connection_is_reopened(nodes) -> None:
     a, b = nodes
     token, _ = a.create_session("ada")
     for store in (a, b):
-        pid = store._conn.info.backend_pid  # type: ignore[union-attr]
+        pid = store._session._conn.info.backend_pid  # type: ignore[union-attr]
         with psycopg.connect(a.url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
     assert a.resolve(token) is not None  # a read: reconnected and read again
@@ -250,7 +250,7 @@ def postgres_config(video: Path, tmp: Path, url: str) -> Path:
 def two_consoles(console_video: Path, tmp_path: Path, postgres_url: str) -> Iterator[list[Any]]:  # noqa: F811
     from fakes_watch import BlobDetector
 
-    from campusguard.app.console.identity import open_identity_store
+    from campusguard.app.console.identity.store import open_identity_store
     from campusguard.app.console.runtime import ConsoleRuntime
     from campusguard.app.console.server import create_app
 
@@ -323,8 +323,9 @@ def test_a_console_that_lost_the_database_answers_503_and_the_other_goes_on(two_
     app_a, app_b = two_consoles
     token = app_b.state.console.users.create_api_token("ada")
     store = app_a.state.console.users
-    store.url, store.retry = "postgresql://postgres@127.0.0.1:1/test", RetryPolicy(budget_s=0, connect_timeout_s=2)
-    store._discard()  # the connection is gone and the server cannot be reached
+    session = store._session
+    session.url, session.retry = "postgresql://postgres@127.0.0.1:1/test", RetryPolicy(budget_s=0, connect_timeout_s=2)
+    session._discard()  # the connection is gone and the server cannot be reached
     lost = TestClient(app_a).get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
     assert lost.status_code == 503 and lost.headers["Retry-After"] == "5" and "users database" in lost.text
     assert TestClient(app_b).get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"}).status_code == 200

@@ -33,8 +33,8 @@ import pytest
 from fakes_console import ConsoleUnderTest, console_yaml, free_port, make_console
 
 from campusguard.app.config.root import parse_config
-from campusguard.app.console.oidc import KeyCache, SignInRefused, build_oidc
-from campusguard.app.console.provider_grants import MemoryGrants
+from campusguard.app.console.identity.oidc import KeyCache, SignInRefused, build_oidc
+from campusguard.app.console.identity.provider_grants import MemoryGrants
 from campusguard.errors import ConfigError, InvalidInputError
 
 pytestmark = pytest.mark.slow
@@ -594,7 +594,7 @@ def test_serve_names_a_missing_client_secret_in_one_line(tmp_path, monkeypatch, 
 
 
 def test_discovery_endpoints_over_http_from_an_https_issuer_are_refused():
-    from campusguard.app.console.oidc import ProviderMetadata
+    from campusguard.app.console.identity.oidc import ProviderMetadata
 
     issuer = "https://login.campus.example"
     document = {

@@ -28,10 +28,10 @@ import yaml
 from fakes_console import CHEAP_HASHER, PASSWORDS, ROLES, ConsoleUnderTest
 from fakes_watch import TruthDetector
 
+from campusguard.app.console.identity.users import UserStore
 from campusguard.app.console.media_audit import DownloadLog
 from campusguard.app.console.runtime import ConsoleRuntime
 from campusguard.app.console.server import create_app
-from campusguard.app.console.users import UserStore
 from campusguard.app.demo import demo_config
 from campusguard.app.media.annotate import recording_segments
 from campusguard.app.media.redact import redacted_path, sharp_path

@@ -26,8 +26,8 @@ import httpx
 import pytest
 from fakes_console import console_yaml, free_port, make_console
 
-from campusguard.app.console.auth import LoginLimiter, address_key, parse_trusted_proxies, resolve_client
-from campusguard.app.console.users import UserStore
+from campusguard.app.console.identity.auth import LoginLimiter, address_key, parse_trusted_proxies, resolve_client
+from campusguard.app.console.identity.users import UserStore
 from campusguard.app.events.sqlite import SQLiteEventStore
 from campusguard.app.infra.private import private_umask
 from campusguard.cli.main import main

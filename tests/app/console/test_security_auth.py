@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from campusguard.app.console.auth import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
+from campusguard.app.console.identity.auth import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
 
 ZONES = {"zones": [{"name": "east", "polygon": [[10, 10], [200, 10], [200, 170]]}], "lines": []}
 

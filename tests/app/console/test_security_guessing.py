@@ -15,9 +15,9 @@ import pytest
 from argon2 import PasswordHasher
 from test_security_access import Clock, client_at, console_served, login
 
-from campusguard.app.console.auth import LoginLimiter
-from campusguard.app.console.devices import DEVICE_COOKIE, MAX_ENTRIES, DeviceCookies, device_key_beside
-from campusguard.app.console.users import UserStore
+from campusguard.app.console.identity.auth import LoginLimiter
+from campusguard.app.console.identity.devices import DEVICE_COOKIE, MAX_ENTRIES, DeviceCookies, device_key_beside
+from campusguard.app.console.identity.users import UserStore
 
 
 def test_fifty_addresses_times_five_wrong_admin_passwords_then_the_admins_browser_signs_in(console_video, tmp_path):

@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
-from campusguard.app.console.auth import CSRF_HEADER
+from campusguard.app.console.identity.auth import CSRF_HEADER
 
 SECRET = "TOP-SECRET-CONTENT"
 T0 = datetime(2026, 1, 10, 22, 0, tzinfo=UTC)

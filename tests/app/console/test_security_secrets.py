@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from fakes_console import console_yaml, make_console, put_zones
 
-from campusguard.app.console.auth import CSRF_HEADER
-from campusguard.app.console.oidc import safe_next
+from campusguard.app.console.identity.auth import CSRF_HEADER
+from campusguard.app.console.identity.oidc import safe_next
 from campusguard.app.infra.diskspace import disk_health
 
 STATIC_JS = Path(__file__).parents[3] / "src/campusguard/app/console/static/js"
@@ -114,7 +114,7 @@ def test_admin_made_api_tokens_can_be_listed_and_revoked(console) -> None:
 
 
 def test_users_cli_lists_and_revokes_tokens(tmp_path: Path, capsys) -> None:
-    from campusguard.app.console.users import UserStore
+    from campusguard.app.console.identity.users import UserStore
     from campusguard.cli.main import main
 
     db = tmp_path / "users.db"
@@ -198,7 +198,7 @@ def test_no_secret_leaves_a_site_in_bundles_logs_or_files(console_video: Path, t
     import httpx
     from fakes_console import free_port
 
-    from campusguard.app.console.users import UserStore
+    from campusguard.app.console.identity.users import UserStore
     from campusguard.app.events.sqlite import SQLiteEventStore
     from campusguard.cli.main import main
 

@@ -16,7 +16,7 @@ console:
 
 The issuer and the public address must use https; plain http is accepted only for a loopback host
 (``localhost``, ``127.0.0.0/8``, ``::1``), which is what tests and a first try on one machine use.
-`campusguard.app.console.oidc` does the sign-in; nothing here does I/O (the secret is read from its
+`campusguard.app.console.identity.oidc` does the sign-in; nothing here does I/O (the secret is read from its
 environment variable when the console starts).
 """
 

@@ -28,8 +28,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from campusguard.app.console.auth import console_state, require_page_role
-from campusguard.app.console.users import ROLES, Account, role_at_least
+from campusguard.app.console.identity.auth import console_state, require_page_role
+from campusguard.app.console.identity.users import ROLES, Account, role_at_least
 
 __all__ = ["STATIC_DIR", "router", "login_router", "render_page", "forbidden_page"]
 

@@ -4,19 +4,41 @@ Nothing here runs per frame: the pipeline keeps its plain counters (`CameraMetri
 readers' stats) and `PipelineCollector` turns a `PipelineSample` of them into metric families
 when Prometheus scrapes. Labels are the camera, and for events the rule and its kind, all
 taken from the config, so their number is bounded; the event store's counters have none.
+
+`PipelineMetrics` is the console's sampler: what it counts beside the pipeline (frame rates
+sampled every second, incident starts, outcomes recorded through the API), the `PipelineSample`
+it makes at each scrape, and the two registries that read it.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-from campusguard.app.engine.metrics import LatencyHistogram
+from campusguard.app.engine.metrics import FrameRates, LatencyHistogram
 from campusguard.app.engine.sources import CameraState
+from campusguard.app.infra.diskspace import disk_health
 from campusguard.errors import require
 
-__all__ = ["CAMERA_STATES", "CameraSample", "PipelineCollector", "PipelineSample", "build_registry"]
+if TYPE_CHECKING:
+    from campusguard.app.cluster.driver import ClusterWatch
+    from campusguard.app.events.types import Event
+    from campusguard.app.nodes.service import NodeService
+    from campusguard.app.service import WatchService
+
+__all__ = [
+    "CAMERA_STATES",
+    "CameraSample",
+    "PipelineCollector",
+    "PipelineMetrics",
+    "PipelineSample",
+    "build_registry",
+    "site_view",
+]
 
 CAMERA_STATES: tuple[str, ...] = get_args(CameraState)
 
@@ -256,3 +278,156 @@ def build_registry(sample: Callable[[], PipelineSample]) -> Any:
     registry = prom.CollectorRegistry(auto_describe=True)
     registry.register(PipelineCollector(sample))
     return registry
+
+
+def site_view(table: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """With nodes, the site's nodes for the metrics (``table``: the runtime's `node_table`): live or
+    not, and how many cameras each runs; nothing without nodes."""
+    if not table:
+        return {}
+    return {
+        "site_nodes_live": {n["name"]: n["live"] for n in table},
+        "site_node_cameras": {n["name"]: len(n["cameras"]) for n in table},
+    }
+
+
+class PipelineMetrics:
+    """The console's metrics of its pipeline: what it counts itself, and the sample each scrape reads.
+
+    - Frame rates: a thread (`start`, `stop`) reads the pipeline's frame counters every
+      ``interval_s`` into `FrameRates` (`fps`: the camera status and the metrics both show them).
+    - Incident starts by (camera, rule, kind), counted by the event thread after the store's commit
+      (`event_started`); outcomes recorded through the API by (rule, outcome) (`count_outcome`).
+    - `registry` (operators and admins) and `viewer_registry` (full volumes by number, not path)
+      read `sample` at each scrape.
+
+    Args:
+        pipeline: the running pipeline, or None before it started.
+        camera_states: each camera's reader state now (``live``, ``offline``, ...).
+        sink_health: each connection the alert sinks keep, and whether it is up.
+        site_nodes: with nodes, every node of the site (`site_view`); None without.
+        interval_s: seconds between two samples of the frame counters.
+    """
+
+    def __init__(
+        self,
+        pipeline: Callable[[], WatchService | ClusterWatch | NodeService | None],
+        *,
+        camera_states: Callable[[], Mapping[str, str]],
+        sink_health: Callable[[], dict[str, bool]],
+        site_nodes: Callable[[], Sequence[Mapping[str, Any]] | None],
+        interval_s: float = 1.0,
+    ) -> None:
+        self._pipeline = pipeline
+        self._camera_states = camera_states
+        self._sink_health = sink_health
+        self._site_nodes = site_nodes
+        self.interval_s = interval_s
+        self.registry = build_registry(self.sample)
+        self.viewer_registry = build_registry(lambda: viewer_sample(self.sample()))  # no volume paths
+        self._rates = FrameRates()
+        self._event_starts: Counter[tuple[str, str, str]] = Counter()
+        self._lock = threading.Lock()  # counts written by the event thread and the API, read by scrapes
+        self._outcomes: dict[tuple[str, str], int] = {}  # (rule, outcome) -> recorded through the API since start
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # counting -------------------------------------------------------------------------------
+    def event_started(self, event: Event) -> None:
+        """One more incident start of the event's camera, rule and kind (``campusguard_events_total``)."""
+        with self._lock:
+            self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
+
+    def count_outcome(self, rule: str, outcome: str) -> None:
+        """One more ``outcome`` recorded for an incident of ``rule`` (``campusguard_incident_outcomes_total``)."""
+        with self._lock:
+            key = (rule, outcome)
+            self._outcomes[key] = self._outcomes.get(key, 0) + 1
+
+    def fps(self, camera: str) -> tuple[float, float]:
+        """The camera's input and processed frames per second, over the last samples (`FrameRates.fps`)."""
+        return self._rates.fps(camera)
+
+    # the rate thread ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start sampling the frame counters every ``interval_s``."""
+        self._thread = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the sampling thread (waits up to 2 s)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+    def _watch_rates(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample_rates()
+
+    def _sample_rates(self) -> None:
+        service = self._pipeline()
+        if service is None:
+            return
+        service.refresh_metrics()
+        now = time.monotonic()
+        for cam, m in list(service.metrics.items()):
+            self._rates.add(cam, now, m.frames_in, m.frames_processed)
+
+    # the scrape -----------------------------------------------------------------------------
+    def sample(self) -> PipelineSample:
+        """Everything exported now (`PipelineSample`); called from the scraping thread."""
+        with self._lock:
+            events = dict(self._event_starts)
+            outcomes = dict(self._outcomes)
+        service = self._pipeline()
+        if service is None:
+            return PipelineSample((), events, outcomes=outcomes)
+        service.refresh_metrics()
+        worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
+        store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
+        cams = []
+        states = self._camera_states()
+        for cam, m in list(service.metrics.items()):
+            input_fps, processed_fps = self._rates.fps(cam)
+            cams.append(
+                CameraSample(
+                    camera=cam,
+                    frames_read=m.frames_in,
+                    frames_processed=m.frames_processed,
+                    frames_dropped=m.frames_dropped,
+                    reconnects=m.reconnects,
+                    input_fps=input_fps,
+                    processed_fps=processed_fps,
+                    queue_depth=int(m.queue_depth()),
+                    inference_seconds=m.inference_seconds,
+                    detector_images=m.detector_images,
+                    frames_skipped=m.frames_skipped,
+                    frames_regions=m.frames_regions,
+                    frames_gate_busy=m.frames_gate_busy,
+                    gate_seconds=m.gate_seconds,
+                    state=states.get(cam, ""),
+                )
+            )
+        disk = disk_health()
+        sample = PipelineSample(
+            cams,
+            events,
+            store_retries,
+            spooled,
+            disk_full={v: st.full for v, st in disk.volumes().items()},
+            disk_write_failures=dict(disk.failures),
+            mqtt_connected=self._sink_health(),
+            outcomes=outcomes,
+            **site_view(self._site_nodes()),
+        )
+        retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
+        if retention is None:
+            return sample
+        r = retention.metrics
+        return replace(
+            sample,
+            media_bytes=dict(r.kept_bytes),
+            free_bytes=r.free_bytes,
+            files_pruned=dict(r.files_pruned),
+            rows_pruned=r.rows_pruned,
+        )

@@ -8,14 +8,11 @@ the side of the pipeline, none of which can slow it down:
 - `ClipRecorder` (a bounded ring buffer of recent frames per camera; an MP4 clip around
   each incident's start, written on its own thread);
 - `EventBus` (each event, read back from the store after its commit, to every subscriber);
-- a Prometheus registry (`campusguard.app.console.prom`), read at scrape time;
-- live zone, line, rule and privacy-mask edits (`put_zones`): validated by the config models,
-  swapped into the running camera between two frames (unchanged rules keep their state), and
-  written to the YAML file atomically with a backup. Each camera's editable state has its own
-  revision (`campusguard.app.console.revisions.camera_revision`, the zones API's ``ETag``), read
-  from the file on disk: a save is refused only when that camera's section changed since the
-  revision it was made on, and it re-reads the file under the save lock and replaces only that
-  camera's section, so edits to other cameras (by another admin, or by hand in the YAML) stay.
+- Prometheus registries (`campusguard.app.console.prom.PipelineMetrics`: its sampler), read at scrape time;
+- live zone, line, rule and privacy-mask edits (`put_zones`): the file's side (revisions, the
+  save lock, validation, the atomic rewrite with a backup) is `campusguard.app.config.editor.ConfigEditor`'s;
+  the runtime swaps the edit into the running camera between two frames (unchanged rules keep
+  their state) and, with nodes, tells the other nodes.
 
 Where the cameras run is one `campusguard.app.console.cameras.CameraBackend`: `LocalCameras`
 (this process), or with ``ray_address`` (``serve --ray``) `ClusterCameras`, groups on Ray actors
@@ -31,28 +28,23 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import re
 import shutil
 import sys
-import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-import yaml
-
 from campusguard.app.cluster.group import DetectorFactoryMaker, GroupUnavailableError
-from campusguard.app.config import (
-    YAML_LOADER,
-    CameraConfig,
-    LoadedConfig,
-    dump_config_yaml,
-    load_config,
-    validate_config,
+from campusguard.app.config import CameraConfig, load_config
+from campusguard.app.config.editor import (
+    EDITABLE_PARTS,
+    ConfigEditor,
+    ZonesSave,
+    camera_parts,
+    check_edit,
+    editable_state,
 )
 from campusguard.app.config.privacy import BlurMode
 from campusguard.app.config.retention import parse_free
@@ -67,21 +59,13 @@ from campusguard.app.console.cameras import (
 )
 from campusguard.app.console.eventbus import EventBus, EventSubscription
 from campusguard.app.console.node_cameras import NodeCameras
-from campusguard.app.console.prom import CameraSample, PipelineSample, build_registry, viewer_sample
-from campusguard.app.console.revisions import (
-    RevisionConflictError,
-    camera_revision,
-    config_revision,
-    keep_revision,
-)
-from campusguard.app.engine.metrics import FrameRates
+from campusguard.app.console.prom import PipelineMetrics
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events import open_event_store
 from campusguard.app.events.factory import storage_backend
 from campusguard.app.events.protocols import EventDatabase
 from campusguard.app.events.types import Event
 from campusguard.app.infra.diskspace import VolumeState, disk_health
-from campusguard.app.infra.durable import replace_durably
 from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
@@ -97,92 +81,11 @@ if TYPE_CHECKING:
     from campusguard.app.service import WatchService
 
 __all__ = [
-    "EDITABLE_PARTS",
     "CameraState",
     "CameraStatus",
-    "ConfigSaveError",
     "ConsoleRuntime",
     "GroupUnavailableError",
-    "RevisionConflictError",
-    "ZonesSave",
 ]
-
-EDITABLE_PARTS = ("zones", "lines", "rules", "privacy")
-"""The parts of a camera's section the console edits (`ConsoleRuntime.put_zones`)."""
-
-_SENT = "<edit>"  # where parse errors of an edit point: replaced by the body's own field names
-
-
-_SAVE_ATTEMPTS = 3
-"""Times a zones save starts over when another process rewrote the config file while it was made."""
-
-
-class _FileChangedError(Exception):
-    """The config file changed on disk between a save's read and its write (`ConsoleRuntime._write_config`)."""
-
-
-class ConfigSaveError(CampusGuardError):
-    """The config file could not be read back or rewritten (a server problem, not the request's);
-    the message names the file, for the server's log only."""
-
-
-class CameraNotInFileError(ConfigSaveError):
-    """The config file no longer names the camera being saved (renamed or removed by hand): nothing saved;
-    a restart takes the file as it is (HTTP 409, not a server fault)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ZonesSave:
-    """What `ConsoleRuntime.save_zones` did: the camera's zones now and their revision (`camera_revision`),
-    whether it wrote, and the camera's zones as they were in the file just before (for the audit)."""
-
-    zones: dict[str, Any]
-    revision: str
-    changed: bool
-    before: dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class _FileState:
-    """The config file at one revision: its mapping (as read) and its validated cameras; ``views`` and
-    ``parts`` remember, per camera, what `_camera_view` and `_camera_parts` make of it (a 400 KB zones
-    section takes a tenth of a second to dump and hash, and every GET and PUT of the zones asks)."""
-
-    revision: str
-    data: dict[str, Any]
-    cameras: list[CameraConfig]
-    views: dict[str, tuple[dict[str, Any], str]] = dataclasses.field(default_factory=dict)
-    parts: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-
-
-def _editable_state(cam: CameraConfig) -> dict[str, Any]:
-    """A camera's ``{"zones", "lines", "rules", "privacy"}`` as the zones API shows them (defaults
-    filled in, every rule with its name: `RuleConfigBase.display_name` where the file gives none);
-    also what its revision (`camera_revision`) is computed from."""
-    return {
-        "zones": [z.model_dump(mode="json") for z in cam.zones],
-        "lines": [ln.model_dump(mode="json") for ln in cam.lines],
-        "rules": [{**r.model_dump(mode="json"), "name": r.display_name()} for r in cam.rules],
-        "privacy": cam.privacy.model_dump(mode="json"),
-    }
-
-
-def _camera_parts(cam: CameraConfig) -> dict[str, Any]:
-    """A camera's editable parts as the console writes them: defaults left out, every rule named
-    (``name`` first, then ``kind``), no ``privacy`` section when it has nothing."""
-    parts: dict[str, Any] = {
-        "zones": [z.model_dump(mode="json", exclude_defaults=True) for z in cam.zones],
-        "lines": [ln.model_dump(mode="json", exclude_defaults=True) for ln in cam.lines],
-        "rules": [
-            {"name": r.display_name(), "kind": r.kind, **r.model_dump(mode="json", exclude_defaults=True)}
-            for r in cam.rules
-        ],
-    }
-    privacy = cam.privacy.model_dump(mode="json", exclude_defaults=True)
-    if privacy:
-        parts["privacy"] = privacy
-    return parts
-
 
 @dataclasses.dataclass(frozen=True)
 class StorageStatus:
@@ -271,19 +174,17 @@ class ConsoleRuntime:
             detector_factory, live_fps, ray_address, group_detector_factory, cluster_timeout_s, node_url
         )
         self.bus = EventBus()
-        self.registry = build_registry(self._prom_sample)
-        self.viewer_registry = build_registry(lambda: viewer_sample(self._prom_sample()))  # no volume paths
-        self._rates = FrameRates()
-        self._event_starts: Counter[tuple[str, str, str]] = Counter()
-        self._event_starts_lock = threading.Lock()  # written by the event thread, read by scrapes
-        self._outcomes: dict[tuple[str, str], int] = {}  # (rule, outcome) -> recorded through the API since start
-        self._zones_lock = threading.Lock()
-        self._state: _FileState | None = None  # the config file as last read or written (`_file_state`)
+        self.metrics = PipelineMetrics(
+            lambda: self.service,
+            camera_states=lambda: {c.name: c.state for c in self.camera_status()},
+            sink_health=self.mqtt_connected,
+            site_nodes=self.node_table,
+        )
+        self.registry, self.viewer_registry = self.metrics.registry, self.metrics.viewer_registry
+        self.editor = ConfigEditor(self.config_path)  # zone edits: the file's revisions, lock and rewrite
         # each camera's editable parts as its pipeline was last given them (at the start, or its
         # last save): a hand edit of the file reaches a running camera only with a save to it
-        self._applied = {c.id: _camera_parts(c) for c in self.loaded.config.cameras}
-        self._monitor_stop = threading.Event()
-        self._monitor: threading.Thread | None = None
+        self._applied = {c.id: camera_parts(c) for c in self.loaded.config.cameras}
         self._stopped = False
 
     def _camera_backend(
@@ -350,8 +251,7 @@ class ConsoleRuntime:
         if isinstance(self.cameras, NodeCameras):  # zone edits saved on the other nodes' consoles
             self.cameras.listen_for_zone_edits(self._zones_from_another_node)
         self.clips.start()
-        self._monitor = threading.Thread(target=self._watch_rates, name="console-monitor", daemon=True)
-        self._monitor.start()
+        self.metrics.start()
 
     def request_stop(self) -> None:
         """Ask the cameras to stop without waiting (safe from a signal handler); `stop` finishes."""
@@ -365,9 +265,7 @@ class ConsoleRuntime:
         self._stopped = True
         deadline = time.monotonic() + timeout_s
         clean = self.cameras.stop(timeout_s)
-        self._monitor_stop.set()
-        if self._monitor is not None:
-            self._monitor.join(timeout=2.0)
+        self.metrics.stop()
         self.cameras.close()
         self.clips.close(max(1.0, deadline - time.monotonic()))  # pending clips, within the stop's time
         self.bus.close()
@@ -385,25 +283,11 @@ class ConsoleRuntime:
     def _on_event(self, event: Event) -> None:
         """Called by the event worker after the store's commit: counters, clip, push."""
         if event.phase == "start":
-            with self._event_starts_lock:
-                self._event_starts[(event.camera_id, event.rule_name, event.rule_kind)] += 1
+            self.metrics.event_started(event)
             self.cameras.incident_started(event)
         data = self.event_json(event.event_id)
         if data is not None:
             self.bus.publish(data)
-
-    def _watch_rates(self) -> None:
-        while not self._monitor_stop.wait(1.0):
-            self._sample_rates()
-
-    def _sample_rates(self) -> None:
-        service = self.service
-        if service is None:
-            return
-        service.refresh_metrics()
-        now = time.monotonic()
-        for cam, m in list(service.metrics.items()):
-            self._rates.add(cam, now, m.frames_in, m.frames_processed)
 
     # cameras --------------------------------------------------------------------------------
     def camera_names(self) -> list[str]:
@@ -444,7 +328,7 @@ class ConsoleRuntime:
 
     def camera_status(self) -> list[CameraStatus]:
         """Every enabled camera's state and rates."""
-        return [self.cameras.status(c, self._rates.fps(c), self._stopped) for c in self._camera_ids]
+        return [self.cameras.status(c, self.metrics.fps(c), self._stopped) for c in self._camera_ids]
 
     def ready(self) -> bool:
         """True when the pipeline runs and some camera read a frame within ``ready_within_s`` seconds
@@ -592,7 +476,7 @@ class ConsoleRuntime:
         """``{"zones", "lines", "rules", "privacy"}`` of a camera as the running config has them (every
         rule with its name: `RuleConfigBase.display_name` where the file gives none); ``KeyError`` if unknown."""
         self._check_camera(camera)
-        return _editable_state(self._running_camera(camera))
+        return editable_state(self._running_camera(camera))
 
     def _running_camera(self, camera: str) -> CameraConfig:
         """The camera's section of the running config; ``KeyError`` where it names no such camera."""
@@ -603,8 +487,8 @@ class ConsoleRuntime:
 
     def zones_revision(self, camera: str) -> tuple[dict[str, Any], str]:
         """The camera's zones as they stand in the config file on disk now, and their revision
-        (`camera_revision`: the ``ETag`` of the zones API, the ``If-Match`` of `save_zones`). Where
-        the file no longer validates or no longer names the camera, the running config's zones
+        (`ConfigEditor.camera_view`: the ``ETag`` of the zones API, the ``If-Match`` of `save_zones`).
+        Where the file no longer validates or no longer names the camera, the running config's zones
         (a save then says why it cannot be made).
 
         Raises:
@@ -612,22 +496,7 @@ class ConsoleRuntime:
             ConfigSaveError: the config file cannot be read.
         """
         self._check_camera(camera)
-        with self._zones_lock:
-            return self._camera_view(self._file_state(), camera)
-
-    def _camera_view(self, state: _FileState, camera: str) -> tuple[dict[str, Any], str]:
-        """`zones_revision` of the file at ``state``."""
-        known = state.views.get(camera)
-        if known is not None:
-            return known
-        cam = next((c for c in state.cameras if c.id == camera), None)
-        if cam is None:
-            cam = self._running_camera(camera)
-            zones = _editable_state(cam)
-            return zones, camera_revision(camera, zones)  # the running camera's: not the file's to keep
-        zones = _editable_state(cam)
-        view = state.views[camera] = (zones, camera_revision(camera, zones))
-        return view
+        return self.editor.camera_view(camera, self.loaded)
 
     def put_zones(
         self, camera: str, body: dict[str, Any], if_match: str | Collection[str] | None = None
@@ -680,23 +549,22 @@ class ConsoleRuntime:
                 saved and the group gets the edit with its next pull.)
         """
         self._check_camera(camera)
-        if not isinstance(body, dict):
-            raise ConfigError(f"the body must be an object with {', '.join(map(repr, EDITABLE_PARTS))}")
-        unknown = sorted(set(body) - set(EDITABLE_PARTS))
-        if unknown:
-            raise ConfigError(f"unknown key {unknown[0]!r}; expected {', '.join(map(repr, EDITABLE_PARTS))}")
-        accepted = None if if_match is None else {if_match} if isinstance(if_match, str) else set(if_match)
-        with self._zones_lock:
-            for _ in range(_SAVE_ATTEMPTS):
-                try:
-                    saved = self._save_zones_locked(camera, body, accepted)
-                except _FileChangedError:  # written by another process meanwhile: read it again, check again
-                    continue
-                self.cameras.clear_old_view_zones(camera)  # saved on the view it has now: checked
-                if publish and saved.changed and isinstance(self.cameras, NodeCameras):
-                    self.cameras.publish_zones(camera, self._applied[camera])
-                return saved
-            raise ConfigSaveError(f"{self.config_path}: the config file kept changing while a zones edit was saved")
+        body = check_edit(body)
+        with self.editor.lock:  # the save, and what the runtime keeps of it, as one step
+            saved = self.editor.save(
+                camera,
+                body,
+                if_match,
+                self.loaded,
+                applied=self._applied.get(camera),
+                prepare=lambda loaded, text: self.cameras.prepare_zones(loaded, text, camera),
+            )
+            if saved.config is not None and saved.parts is not None:
+                self.loaded, self._applied[camera] = saved.config, saved.parts
+            self.cameras.clear_old_view_zones(camera)  # saved on the view it has now: checked
+            if publish and saved.changed and isinstance(self.cameras, NodeCameras):
+                self.cameras.publish_zones(camera, self._applied[camera])
+            return saved
 
     def _zones_from_another_node(self, camera: str, parts: dict[str, Any], node: str) -> None:
         """A zone edit saved on ``node``'s console: into this node's config file, applied where it runs here."""
@@ -729,211 +597,14 @@ class ConsoleRuntime:
         self._check_camera(camera)
         if not isinstance(body, dict) or set(body) - set(EDITABLE_PARTS):
             raise ConfigError(f"the body must be an object with {', '.join(map(repr, EDITABLE_PARTS))}")
-        state = self._file_state()
-        data = {**state.data, "cameras": list(state.data["cameras"])}
-        index = next(
-            (i for i, c in enumerate(data["cameras"]) if isinstance(c, dict) and c.get("id") == camera), None
-        )
-        if index is None:
-            raise KeyError(camera)
-        data["cameras"][index] = {**data["cameras"][index], **body}
-        checked = validate_config(data, _SENT)
-        loaded = LoadedConfig(checked.config, str(self.config_path), None, None)
+        loaded = self.editor.edited(camera, body)
         since = datetime.now(UTC) - timedelta(days=days)
         return run_replay(loaded, since=since, cameras={camera}, store=self.store)
 
-    def _save_zones_locked(self, camera: str, body: dict[str, Any], accepted: set[str] | None) -> ZonesSave:
-        """`save_zones` under the save lock, on the file as it is now."""
-        state = self._file_state()  # the file as it is now, not as this runtime last wrote it
-        current, revision = self._camera_view(state, camera)
-        if accepted is not None and revision not in accepted:
-            raise RevisionConflictError(revision, camera)
-        index = next(
-            (i for i, c in enumerate(state.data["cameras"]) if isinstance(c, dict) and c.get("id") == camera),
-            None,
-        )
-        if index is None:
-            raise CameraNotInFileError(
-                f"{self.config_path}: the config file no longer names camera {camera!r} (edited by hand); "
-                "restart the service to take the file as it is"
-            )
-        # shallow copies: only this camera's section is replaced, the rest is the file as read now
-        data = {**state.data, "cameras": list(state.data["cameras"])}
-        cam_data = data["cameras"][index] = dict(state.data["cameras"][index])
-        file_cam = next((c for c in state.cameras if c.id == camera), None)
-        before = state.parts.get(camera)
-        if before is None and file_cam is not None:
-            before = state.parts[camera] = _camera_parts(file_cam)
-        for key in EDITABLE_PARTS:
-            if key in body:
-                cam_data[key] = body[key]
-        try:
-            checked = validate_config(data, _SENT)
-            new_cam = checked.config.cameras[index]
-            for rule in new_cam.rules:  # written with its name, so later edits keep it
-                rule.name = rule.display_name()
-            after = _camera_parts(new_cam)
-            if after == before and after == self._applied.get(camera):
-                return ZonesSave(current, revision, changed=False, before=current)
-            cam_data.update(after)
-            if "privacy" not in after:
-                cam_data.pop("privacy", None)
-            text = dump_config_yaml(data)  # `checked` is this text's config: validated once, not again
-            config = checked.config.model_copy(update={"outputs": self.loaded.config.outputs})
-            loaded = LoadedConfig(config, str(self.config_path), None, text)
-            apply = self.cameras.prepare_zones(loaded, text, camera)  # checked against the running camera
-        except ConfigError as exc:
-            raise ConfigError(self._as_sent(str(exc), index)) from None
-        file_revision = self._write_config(text, state)
-        zones = _editable_state(new_cam)
-        view = (zones, camera_revision(camera, zones))
-        self._state = _FileState(
-            file_revision, data, list(loaded.config.cameras), views={camera: view}, parts={camera: after}
-        )
-        apply()
-        self.loaded = loaded
-        self._applied[camera] = after
-        return ZonesSave(*view, changed=True, before=current)
-
-    def _as_sent(self, message: str, index: int) -> str:
-        """A config error as the editor shows it: the field of the sent body (``rules[0].zone: ...``),
-        without the server's config path, its line numbers or the camera's place in the file."""
-        for where in (_SENT, str(self.config_path)):
-            if message.startswith(where):
-                message = re.sub(r"^:\d+", "", message[len(where) :]).removeprefix(": ")
-                break
-        message = message.removeprefix(f"cameras[{index}].")
-        for path in {str(self.config_path), str(self.config_path.resolve()), str(self.config_path.parent)}:
-            message = message.replace(path, "the config file")
-        return message
-
-    def _file_state(self) -> _FileState:
-        """The config file as it is now: its revision, its mapping and its cameras (parsed again only
-        when the file changed since the runtime last read or wrote it)."""
-        try:
-            raw = self.config_path.read_bytes()
-        except OSError as exc:
-            raise ConfigSaveError(
-                f"{self.config_path}: cannot read the config file: {exc.__class__.__name__}"
-            ) from None
-        revision = config_revision(raw)
-        state = self._state
-        if state is not None and state.revision == revision:
-            return state
-        try:
-            text = raw.decode("utf-8")
-            data = yaml.load(text, Loader=YAML_LOADER)  # noqa: S506 - the safe loader
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ConfigSaveError(
-                f"{self.config_path}: cannot read the config file: {exc.__class__.__name__}"
-            ) from None
-        if not isinstance(data, dict) or not isinstance(data.get("cameras"), list):
-            raise ConfigSaveError(f"{self.config_path}: the config file no longer has a cameras list")
-        try:
-            cameras = list(validate_config(data, str(self.config_path), text).config.cameras)
-        except ConfigError:
-            cameras = []  # edited by hand into an invalid file: the zones API shows the running config
-        state = self._state = _FileState(revision, data, cameras)
-        return state
-
-    def _write_config(self, text: str, previous: _FileState) -> str:
-        """Write the config durably (`campusguard.app.infra.durable.replace_durably`); the previous
-        file is kept as ``.bak`` and in the revisions folder (`keep_revision`); returns the new revision.
-
-        Raises:
-            _FileChangedError: the file is no longer at ``previous`` (another process wrote it since it
-                was read): nothing written, so that edit is not lost.
-            ConfigSaveError: the file could not be read or written.
-        """
-        path = self.config_path
-        header = f"# rewritten by the CampusGuard console (zones/rules edit); previous version in {path.name}.bak\n"
-        data = (header + text).encode("utf-8")
-        try:
-            old = path.read_bytes()
-            if config_revision(old) != previous.revision:
-                raise _FileChangedError(path)
-            keep_revision(path, old, previous.revision)
-            bak = path.with_name(path.name + ".bak")
-            replace_durably(bak, old)
-            os.chmod(bak, 0o600)
-            replace_durably(path, data)
-        except OSError as exc:
-            raise ConfigSaveError(f"{path}: cannot rewrite the config file: {exc}") from None
-        return config_revision(data)
-
     # metrics --------------------------------------------------------------------------------
     def count_outcome(self, rule: str, outcome: str) -> None:
-        """One more ``outcome`` recorded for an incident of ``rule`` (``campusguard_incident_outcomes_total``)."""
-        with self._event_starts_lock:
-            key = (rule, outcome)
-            self._outcomes[key] = self._outcomes.get(key, 0) + 1
-
-    def _prom_sample(self) -> PipelineSample:
-        with self._event_starts_lock:
-            events = dict(self._event_starts)
-            outcomes = dict(self._outcomes)
-        service = self.service
-        if service is None:
-            return PipelineSample((), events, outcomes=outcomes)
-        service.refresh_metrics()
-        worker = service.event_worker  # WatchService's and ClusterWatch's `EventWorker`
-        store_retries, spooled = (0, 0) if worker is None else (worker.store_retries, worker.spooled)
-        cams = []
-        states = {c.name: c.state for c in self.camera_status()}
-        for cam, m in list(service.metrics.items()):
-            input_fps, processed_fps = self._rates.fps(cam)
-            cams.append(
-                CameraSample(
-                    camera=cam,
-                    frames_read=m.frames_in,
-                    frames_processed=m.frames_processed,
-                    frames_dropped=m.frames_dropped,
-                    reconnects=m.reconnects,
-                    input_fps=input_fps,
-                    processed_fps=processed_fps,
-                    queue_depth=int(m.queue_depth()),
-                    inference_seconds=m.inference_seconds,
-                    detector_images=m.detector_images,
-                    frames_skipped=m.frames_skipped,
-                    frames_regions=m.frames_regions,
-                    frames_gate_busy=m.frames_gate_busy,
-                    gate_seconds=m.gate_seconds,
-                    state=states.get(cam, ""),
-                )
-            )
-        disk = disk_health()
-        sample = PipelineSample(
-            cams,
-            events,
-            store_retries,
-            spooled,
-            disk_full={v: st.full for v, st in disk.volumes().items()},
-            disk_write_failures=dict(disk.failures),
-            mqtt_connected=self.mqtt_connected(),
-            outcomes=outcomes,
-            **self._site_view(),
-        )
-        retention = getattr(service, "retention", None)  # WatchService's cleanup stage (none on Ray)
-        if retention is None:
-            return sample
-        r = retention.metrics
-        return dataclasses.replace(
-            sample,
-            media_bytes=dict(r.kept_bytes),
-            free_bytes=r.free_bytes,
-            files_pruned=dict(r.files_pruned),
-            rows_pruned=r.rows_pruned,
-        )
-
-    def _site_view(self) -> dict[str, Any]:
-        """With nodes, the site's nodes for the metrics: live or not, and how many cameras each runs."""
-        table = self.node_table()
-        if not table:
-            return {}
-        return {
-            "site_nodes_live": {n["name"]: n["live"] for n in table},
-            "site_node_cameras": {n["name"]: len(n["cameras"]) for n in table},
-        }
+        """One more ``outcome`` recorded for an incident of ``rule`` (`PipelineMetrics.count_outcome`)."""
+        self.metrics.count_outcome(rule, outcome)
 
     def mqtt_connected(self) -> dict[str, bool]:
         """Each connection the alert sinks keep (an MQTT sink's broker, ``host:port``) and whether it is

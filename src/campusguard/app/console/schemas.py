@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from campusguard.app.config import LineConfig, ZoneConfig
 from campusguard.app.config.privacy import PrivacyConfig
 from campusguard.app.config.rules import RuleConfig
-from campusguard.app.console.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
+from campusguard.app.console.identity.users import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, AuditEntry
 from campusguard.app.events.review import MAX_BULK_REVIEW
 
 __all__ = [

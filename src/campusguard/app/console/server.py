@@ -26,8 +26,9 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Mount
 
-from campusguard.app.console import api, oidc_pages, pages
-from campusguard.app.console.auth import (
+from campusguard.app.console import api, pages
+from campusguard.app.console.identity import oidc_pages
+from campusguard.app.console.identity.auth import (
     SESSION_COOKIE,
     ConsoleSettings,
     ConsoleState,
@@ -39,12 +40,12 @@ from campusguard.app.console.auth import (
     page_user,
     parse_trusted_proxies,
 )
-from campusguard.app.console.devices import DeviceCookies
-from campusguard.app.console.identity import IdentityStore
-from campusguard.app.console.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
-from campusguard.app.console.oidc_sessions import ProviderSessions
+from campusguard.app.console.identity.devices import DeviceCookies
+from campusguard.app.console.identity.oidc import CALLBACK_PATH, LOGIN_PATH, build_oidc
+from campusguard.app.console.identity.oidc_sessions import ProviderSessions
+from campusguard.app.console.identity.store import IdentityStore
+from campusguard.app.console.identity.users import IdentityUnavailableError, User, UserStore
 from campusguard.app.console.schemas import Health, Ready
-from campusguard.app.console.users import IdentityUnavailableError, User, UserStore
 from campusguard.app.events.protocols import StoreUnavailableError
 
 if TYPE_CHECKING:

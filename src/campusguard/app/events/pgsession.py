@@ -3,8 +3,9 @@ back-off when it is lost; `RetryPolicy`, how long a call keeps trying; `apply_mi
 schema migrations in a version table of the caller's own, applied once under an advisory lock.
 
 Every PostgreSQL component (the event store, the alert relay, the alerts' outboxes, ledger and
-escalation deadlines) runs its calls through a `PgSession`, so a server restart or a cut network
-is handled (and logged: one line when it starts, one when it ends) in one place.
+escalation deadlines, the console's shared identity) runs its calls through a `PgSession`, so a
+server restart or a cut network is handled (and logged: one line when it starts, one when it ends)
+in one place.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from campusguard.app.events.settings import RetrySettings
 from campusguard.app.events.urls import one_line, redact_url
 from campusguard.app.infra.backoff import Backoff
 from campusguard.app.infra.throttle import OutageLog
-from campusguard.errors import InvalidInputError, MissingDependencyError
+from campusguard.errors import CampusGuardError, InvalidInputError, MissingDependencyError
 
 try:
     import psycopg
@@ -85,17 +86,31 @@ class PgSession:
         what: how log lines and errors name the owner (``"PostgreSQL event store"``).
         retry: the back-off of calls whose connection failed.
         read_only: every transaction of the connection is read-only.
+        unavailable: what a call raises when the server cannot be reached within ``retry`` (the
+            owner's own error: the console's identity raises its ``IdentityUnavailableError``).
+        application_name: how the server lists the connection (``pg_stat_activity``).
 
     The first connection is made by `open` (one attempt: a start-up error is reported at once) or
     by the first call.
     """
 
-    def __init__(self, url: str, *, what: str, retry: RetryPolicy | None = None, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        what: str,
+        retry: RetryPolicy | None = None,
+        read_only: bool = False,
+        unavailable: type[CampusGuardError] = StoreUnavailableError,
+        application_name: str = "campusguard",
+    ) -> None:
         self.url = url
         self.display = redact_url(url)
         self.what = what
         self.retry = retry or RetryPolicy()
         self.read_only = read_only
+        self.unavailable = unavailable
+        self.application_name = application_name
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
@@ -108,7 +123,7 @@ class PgSession:
             self.url,
             autocommit=True,
             connect_timeout=max(2, round(self.retry.connect_timeout_s)),
-            application_name="campusguard",
+            application_name=self.application_name,
         )
         try:
             conn.execute("SET synchronous_commit TO on")  # durable on return, whatever the server default
@@ -125,20 +140,21 @@ class PgSession:
         Raises:
             InvalidInputError: libpq rejects the URL, or ``setup`` fails with a non-connection error
                 (e.g. no CREATE privilege).
-            StoreUnavailableError: the server does not answer, or the connection is lost in ``setup``.
+            StoreUnavailableError: the server does not answer, or the connection is lost in ``setup``
+                (``unavailable``, as every such error of the session).
         """
         try:
             conn = self.connect()
         except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
             raise InvalidInputError(f"PostgreSQL URL {self.display} is not valid: {one_line(exc)}") from None
         except psycopg.Error as exc:
-            raise StoreUnavailableError(f"PostgreSQL at {self.display} cannot be reached: {one_line(exc)}") from None
+            raise self.unavailable(f"PostgreSQL at {self.display} cannot be reached: {one_line(exc)}") from None
         try:
             if setup is not None:
                 setup(conn)
         except RETRYABLE as exc:
             conn.close()
-            raise StoreUnavailableError(f"PostgreSQL at {self.display} was lost at open: {one_line(exc)}") from None
+            raise self.unavailable(f"PostgreSQL at {self.display} was lost at open: {one_line(exc)}") from None
         except psycopg.Error as exc:
             conn.close()
             raise InvalidInputError(f"{self.what} {self.display} cannot be opened: {one_line(exc)}") from None
@@ -150,38 +166,91 @@ class PgSession:
 
     def run(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run ``op`` on the live connection, reconnecting with back-off (`RetryPolicy`) when it fails.
+        ``op`` may run more than once: it is one statement, or its own transaction.
 
         Raises:
             StoreUnavailableError: the connection failed for the whole budget (or `stop_retrying`
                 was called); nothing ``op`` did in a transaction was committed by the failed attempt.
             InvalidInputError: the session is closed.
         """
+        with self._lock:
+            return self._retrying(what, op)
+
+    @contextlib.contextmanager
+    def transaction(self, what: str, *, advisory_lock: int | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction whose statements the caller runs in turn, the session held until it ends:
+        committed on leaving the block, rolled back on an error.
+
+        ``BEGIN`` (and, with ``advisory_lock``, that transaction-level advisory lock) is retried as `run`
+        retries a call. Once it has begun, a lost connection cannot be retried from here (the caller's
+        statements are not a function to run again): it raises, and the caller tries again.
+
+        Raises:
+            StoreUnavailableError: as `run`, or the connection was lost inside the transaction or at its
+                commit (then it may have committed).
+        """
+
+        def begin(conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+            conn.execute("BEGIN")
+            try:
+                if advisory_lock is not None:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_lock,))
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            return conn
+
+        with self._lock:
+            conn = self._retrying(what, begin)
+            try:
+                yield conn
+            except BaseException as exc:
+                try:
+                    conn.execute("ROLLBACK")
+                except psycopg.Error:
+                    self._discard()
+                if isinstance(exc, RETRYABLE):
+                    self._discard()
+                    raise self.unavailable(
+                        f"{self.what} {self.display}: the connection was lost in a transaction: {one_line(exc)}"
+                    ) from None
+                raise
+            try:
+                conn.execute("COMMIT")
+            except RETRYABLE as exc:
+                self._discard()
+                raise self.unavailable(
+                    f"{self.what} {self.display}: the connection was lost at commit: {one_line(exc)}"
+                ) from None
+
+    def _retrying(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`run`'s loop; the caller holds the session's lock."""
         start = time.monotonic()
         delays = self.retry.delays()
         attempts = 0
-        with self._lock:
-            while True:
-                if self._closed:
-                    raise InvalidInputError(f"{self.what} {self.display} is closed")
-                attempts += 1
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = self.connect()
-                    result = op(self._conn)
-                    self._outage.up("reachable again")
-                    return result
-                except RETRYABLE as exc:
-                    self._discard()
-                    delay = next(delays)
-                    waited = time.monotonic() - start
-                    if not self._outage.down(f"{what} failed ({one_line(exc)}); retrying with back-off"):
-                        log.debug("%s %s: %s failed again (%s)", self.what, self.display, what, one_line(exc))
-                    if waited + delay > self.retry.budget_s or self._stop_retrying.is_set():
-                        raise StoreUnavailableError(
-                            f"{self.what} {self.display}: {what} failed {attempts} time(s) "
-                            f"over {waited:.1f} s: {one_line(exc)}"
-                        ) from None
-                    self._stop_retrying.wait(delay)
+        while True:
+            if self._closed:
+                raise InvalidInputError(f"{self.what} {self.display} is closed")
+            attempts += 1
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = self.connect()
+                result = op(self._conn)
+                self._outage.up("reachable again")
+                return result
+            except RETRYABLE as exc:
+                self._discard()
+                delay = next(delays)
+                waited = time.monotonic() - start
+                if not self._outage.down(f"{what} failed ({one_line(exc)}); retrying with back-off"):
+                    log.debug("%s %s: %s failed again (%s)", self.what, self.display, what, one_line(exc))
+                if waited + delay > self.retry.budget_s or self._stop_retrying.is_set():
+                    raise self.unavailable(
+                        f"{self.what} {self.display}: {what} failed {attempts} time(s) "
+                        f"over {waited:.1f} s: {one_line(exc)}"
+                    ) from None
+                self._stop_retrying.wait(delay)
 
     def stop_retrying(self) -> None:
         """A call retrying a lost connection gives up at its next failed attempt, and later calls

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from campusguard.app.console.auth import console_state, require_role
+from campusguard.app.console.identity.auth import console_state, require_role
 from campusguard.app.console.schemas import AuditFacets, AuditPage
 
 router = APIRouter(tags=["audit"], dependencies=[Depends(require_role("admin"))])

@@ -11,18 +11,15 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, R
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from campusguard.app.config.editor import CameraNotInFileError, ConfigSaveError
+from campusguard.app.config.revisions import RevisionConflictError
 from campusguard.app.console.api.health import health_out
-from campusguard.app.console.auth import MEDIA_HEADERS, audit, console_state, require_role
+from campusguard.app.console.identity.auth import MEDIA_HEADERS, audit, console_state, require_role
+from campusguard.app.console.identity.streams import stream_guard
+from campusguard.app.console.identity.users import role_at_least
 from campusguard.app.console.node_proxy import proxy_get, was_proxied
-from campusguard.app.console.runtime import (
-    CameraNotInFileError,
-    ConfigSaveError,
-    GroupUnavailableError,
-    RevisionConflictError,
-)
+from campusguard.app.console.runtime import GroupUnavailableError
 from campusguard.app.console.schemas import CameraStatusOut, Responses, ZonesBody
-from campusguard.app.console.sessions import stream_guard
-from campusguard.app.console.users import role_at_least
 from campusguard.errors import ConfigError
 
 router = APIRouter(tags=["cameras"])

@@ -15,7 +15,9 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
-from campusguard.app.console.auth import MEDIA_HEADERS, ConsoleState, audit, console_state, require_role
+from campusguard.app.console.identity.auth import MEDIA_HEADERS, ConsoleState, audit, console_state, require_role
+from campusguard.app.console.identity.streams import stream_guard
+from campusguard.app.console.identity.users import role_at_least
 from campusguard.app.console.schemas import (
     EVENT_ID_PATTERN,
     BulkReviewOut,
@@ -30,8 +32,6 @@ from campusguard.app.console.schemas import (
     Responses,
     StepRequest,
 )
-from campusguard.app.console.sessions import stream_guard
-from campusguard.app.console.users import role_at_least
 from campusguard.app.events.checklist import Checklist, sop_of
 from campusguard.app.events.export import csv_lines
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 
-from campusguard.app.console.auth import audit, console_state, require_role
+from campusguard.app.console.identity.auth import audit, console_state, require_role
 from campusguard.app.console.runtime import ConsoleRuntime
 from campusguard.app.console.schemas import (
     CameraHealthOut,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from campusguard.app.console.auth import console_state
+from campusguard.app.console.identity.auth import console_state
 from campusguard.app.console.rule_form import RuleFormOut, rule_form
 from campusguard.app.events.types import EVENT_PHASES
 from campusguard.app.rules import registry

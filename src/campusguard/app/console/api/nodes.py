@@ -7,7 +7,7 @@ from datetime import datetime
 from fastapi import APIRouter, HTTPException, Request, status
 from pydantic import BaseModel, Field
 
-from campusguard.app.console.auth import console_state
+from campusguard.app.console.identity.auth import console_state
 
 router = APIRouter(tags=["nodes"])
 

@@ -13,7 +13,7 @@ import math
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 
-from campusguard.app.console.auth import (
+from campusguard.app.console.identity.auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
     ConsoleState,
@@ -22,12 +22,12 @@ from campusguard.app.console.auth import (
     console_state,
     current_user,
 )
-from campusguard.app.console.devices import DEVICE_COOKIE
+from campusguard.app.console.identity.devices import DEVICE_COOKIE
+from campusguard.app.console.identity.users import User, check_user_name
 from campusguard.app.console.schemas import LoginRequest, LoginResponse, PasswordChange, UserOut
-from campusguard.app.console.users import User, check_user_name
 from campusguard.errors import InvalidInputError
 
-log = logging.getLogger("campusguard.app.console.auth")
+log = logging.getLogger("campusguard.app.console.identity.auth")
 DEVICE_COOKIE_PATH = "/api/v1/auth"  # sent only where it counts: login and password change
 public_router = APIRouter(tags=["auth"])
 router = APIRouter(tags=["auth"])

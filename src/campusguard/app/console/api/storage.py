@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
-from campusguard.app.console.auth import ConsoleState, console_state
-from campusguard.app.console.users import role_at_least
+from campusguard.app.console.identity.auth import ConsoleState, console_state
+from campusguard.app.console.identity.users import role_at_least
 
 __all__ = ["FullVolumeOut", "StorageOut", "router"]
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
 
-from campusguard.app.console.auth import audit, console_state, require_role
+from campusguard.app.console.identity.auth import audit, console_state, require_role
 from campusguard.app.console.schemas import (
     USER_NAME_PATTERN,
     AccountOut,

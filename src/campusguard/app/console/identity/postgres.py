@@ -20,32 +20,29 @@ Schema: tables ``console_*`` beside the event store's (``events``, ``event_steps
 transaction at open under an advisory lock of their own, so nodes starting together migrate
 once; a database written by a newer schema is refused.
 
-Connection: one connection in autocommit mode (``synchronous_commit = on``) shared by the
-store's threads. A read, or a transaction that could not begin, reconnects and tries again
-with the storage's back-off (`RetryPolicy`) until its budget is spent, then raises
-`IdentityUnavailableError` (the console answers 503). A transaction whose connection is lost
-after it began is not repeated: it raises `IdentityUnavailableError` and the caller tries again.
+Connection: one `PgSession` (as every PostgreSQL component's: one connection in autocommit mode,
+``synchronous_commit = on``, shared by the store's threads). A read, or a transaction that could not
+begin, reconnects and tries again with the storage's back-off (`RetryPolicy`) until its budget is
+spent, then raises `IdentityUnavailableError` (the console answers 503). A transaction whose
+connection is lost after it began is not repeated: it raises `IdentityUnavailableError` and the
+caller tries again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import secrets
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from campusguard.app.console.login_failures import FailureKey, Failures, FailureStep
-from campusguard.app.console.oidc import Identity, ProviderGrant
-from campusguard.app.console.provider_grants import TrackedGrant
-from campusguard.app.console.users import IdentityUnavailableError, Spelled, SqlDialect, Statements, UserTables
-from campusguard.app.events.postgres import RetryPolicy
-from campusguard.app.events.urls import one_line, redact_url
-from campusguard.app.infra.throttle import OutageLog
+from campusguard.app.console.identity.login_failures import FailureKey, Failures, FailureStep
+from campusguard.app.console.identity.oidc import Identity, ProviderGrant
+from campusguard.app.console.identity.provider_grants import TrackedGrant
+from campusguard.app.console.identity.users import IdentityUnavailableError, Spelled, SqlDialect, Statements, UserTables
+from campusguard.app.events.pgsession import PgSession, RetryPolicy, apply_migrations
 from campusguard.errors import InvalidInputError, MissingDependencyError
 
 try:
@@ -64,8 +61,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "VERSION_TABLE",
 ]
-
-log = logging.getLogger("campusguard.app.console.users_postgres")
 
 T = TypeVar("T")
 
@@ -146,7 +141,6 @@ MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
 users file counts 3 for the same users, tokens, audit and links, which PostgreSQL has from 1)."""
 SCHEMA_VERSION = max(MIGRATIONS)
 
-_RETRYABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 _DEVICE_KEY = "device-cookies"
 _SEAL_KEY = "oidc-transaction-seal"
 
@@ -172,93 +166,25 @@ class PostgresUserStore(UserTables):
 
     def __init__(self, url: str, *, password_hasher: Any = None, retry: RetryPolicy | None = None) -> None:
         super().__init__(password_hasher=password_hasher)
-        self.url = url
-        self.display = redact_url(url)
-        self.retry = retry or RetryPolicy()
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._closed = False
-        self._keys: dict[str, bytes] = {}
-        self._outage = OutageLog(log, f"PostgreSQL identity store {self.display}")
-        try:
-            conn = self._connect()
-        except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
-            raise InvalidInputError(f"PostgreSQL URL {self.display} is not valid: {one_line(exc)}") from None
-        except psycopg.Error as exc:
-            raise IdentityUnavailableError(f"PostgreSQL at {self.display} cannot be reached: {one_line(exc)}") from None
-        try:
-            self._migrate(conn)
-        except _RETRYABLE as exc:
-            conn.close()
-            raise IdentityUnavailableError(f"PostgreSQL at {self.display} was lost at open: {one_line(exc)}") from None
-        except psycopg.Error as exc:  # e.g. no CREATE privilege on the schema
-            conn.close()
-            raise InvalidInputError(f"console users in {self.display} cannot be opened: {one_line(exc)}") from None
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-
-    # connection and retries -------------------------------------------------------------------
-    def _connect(self) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(
-            self.url,
-            autocommit=True,
-            connect_timeout=max(2, round(self.retry.connect_timeout_s)),
+        self._session = PgSession(
+            url,
+            what="PostgreSQL identity store",
+            retry=retry,
+            unavailable=IdentityUnavailableError,
             application_name="campusguard-console",
         )
-        try:
-            conn.execute("SET synchronous_commit TO on")  # durable on return, whatever the server default
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _retrying(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``op`` on a live connection, reconnecting with back-off when it fails (caller holds ``_lock``)."""
-        start = time.monotonic()
-        delays = self.retry.delays()
-        attempts = 0
-        while True:
-            if self._closed:
-                raise InvalidInputError(f"console users in {self.display} are closed")
-            attempts += 1
-            try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = self._connect()
-                result = op(self._conn)
-                self._outage.up("reachable again")
-                return result
-            except _RETRYABLE as exc:
-                self._discard()
-                delay = next(delays)
-                waited = time.monotonic() - start
-                if not self._outage.down(f"{what} failed ({one_line(exc)}); retrying with back-off"):
-                    log.debug("PostgreSQL identity store %s: %s failed again (%s)", self.display, what, one_line(exc))
-                if waited + delay > self.retry.budget_s:
-                    raise IdentityUnavailableError(
-                        f"console users in {self.display}: {what} failed {attempts} time(s) "
-                        f"over {waited:.1f} s: {one_line(exc)}"
-                    ) from None
-                time.sleep(delay)
+        self.url, self.display = url, self._session.display
+        self._keys: dict[str, bytes] = {}
+        self._session.open(self._migrate)
 
     def _run(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """`_retrying` under the store's lock: ``op`` may run more than once, so it is one statement or
-        its own transaction (``with conn.transaction()``)."""
-        with self._lock:
-            return self._retrying(what, op)
-
-    def _discard(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-        self._conn = None
+        """`PgSession.run`: ``op`` may run more than once, so it is one statement or its own transaction
+        (``with conn.transaction()``)."""
+        return self._session.run(what, op)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        with self._lock:
-            self._closed = True
-            self._discard()
+        self._session.close()
 
     def __enter__(self) -> PostgresUserStore:
         return self
@@ -271,40 +197,9 @@ class PostgresUserStore(UserTables):
     def _transaction(self, *, serial: bool = False) -> Iterator[Statements]:
         """One transaction, committed on leaving; ``serial``: under the advisory lock every node's
         serial transactions take (a check that reads, then writes, such as "not the last admin")."""
-
-        def begin(conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
-            conn.execute("BEGIN")
-            try:
-                if serial:
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SERIAL_LOCK,))
-            except BaseException:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            return conn
-
-        with self._lock:
-            conn = self._retrying("starting a transaction", begin)
-            try:
-                yield Spelled(conn, POSTGRES)
-            except BaseException as exc:
-                try:
-                    conn.execute("ROLLBACK")
-                except psycopg.Error:
-                    self._discard()
-                if isinstance(exc, _RETRYABLE):
-                    self._discard()
-                    raise IdentityUnavailableError(
-                        f"console users in {self.display}: the connection was lost in a transaction: {one_line(exc)}"
-                    ) from None
-                raise
-            try:
-                conn.execute("COMMIT")
-            except _RETRYABLE as exc:
-                self._discard()
-                raise IdentityUnavailableError(
-                    f"console users in {self.display}: the connection was lost at commit: {one_line(exc)}"
-                ) from None
+        lock = _SERIAL_LOCK if serial else None
+        with self._session.transaction("starting a transaction", advisory_lock=lock) as conn:
+            yield Spelled(conn, POSTGRES)
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         text = POSTGRES(sql)
@@ -312,7 +207,9 @@ class PostgresUserStore(UserTables):
 
     # schema -----------------------------------------------------------------------------------
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        """Check the schema version and apply missing migrations, all in one locked transaction."""
+        """Refuse a schema that is not ours, then apply the missing migrations (`apply_migrations`),
+        all in one transaction under the migrations' advisory lock."""
+        where = f"console users in {self.display}"
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))  # one opener migrates
             row = conn.execute(
@@ -321,33 +218,14 @@ class PostgresUserStore(UserTables):
                 (VERSION_TABLE,),
             ).fetchone()
             if row is None or row[0] is None:
-                raise InvalidInputError(
-                    f"console users in {self.display}: no schema of the search_path exists or may be used by this role"
-                )
+                raise InvalidInputError(f"{where}: no schema of the search_path exists or may be used by this role")
             has_versions, has_users = bool(row[1]), bool(row[2])
             if not has_versions and has_users:
                 raise InvalidInputError(
                     f"{self.display} already has a console_users table not created by CampusGuard; "
                     "use another database or schema (search_path)"
                 )
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "
-                "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            found = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {VERSION_TABLE}").fetchone()
-            version = int(found[0]) if found else 0
-            if version > SCHEMA_VERSION:
-                raise InvalidInputError(
-                    f"console users in {self.display} have schema version {version}, "
-                    f"newer than this CampusGuard ({SCHEMA_VERSION})"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (target,))
-            if version < SCHEMA_VERSION:
-                log.info("console users in %s migrated from schema %d to %d", self.display, version, SCHEMA_VERSION)
+            apply_migrations(conn, version_table=VERSION_TABLE, lock=_MIGRATION_LOCK, migrations=MIGRATIONS, what=where)
 
     # shared sign-in state ---------------------------------------------------------------------
     def _shared_key(self, name: str) -> bytes:

@@ -32,12 +32,12 @@ from urllib.parse import quote
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
-from campusguard.app.console.devices import DeviceCookies
-from campusguard.app.console.identity import IdentityStore
-from campusguard.app.console.login_failures import FailureKey, Failures, FailureTable, MemoryFailures
+from campusguard.app.console.identity.devices import DeviceCookies
+from campusguard.app.console.identity.login_failures import FailureKey, Failures, FailureTable, MemoryFailures
+from campusguard.app.console.identity.oidc_sessions import SessionEnded
+from campusguard.app.console.identity.store import IdentityStore
+from campusguard.app.console.identity.users import ROLES, Credential, User, role_at_least
 from campusguard.app.console.media_audit import DownloadLog
-from campusguard.app.console.oidc_sessions import SessionEnded
-from campusguard.app.console.users import ROLES, Credential, User, role_at_least
 from campusguard.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ class ConsoleState:
     devices: DeviceCookies = field(default_factory=lambda: DeviceCookies(secrets.token_bytes(32)))
     downloads: DownloadLog = field(default_factory=DownloadLog)
     provider_sessions: Any = None
-    """`campusguard.app.console.oidc_sessions.ProviderSessions` when campus sign-in is configured."""
+    """`campusguard.app.console.identity.oidc_sessions.ProviderSessions` when campus sign-in is configured."""
 
 
 def console_state(request: Request) -> ConsoleState:

@@ -1,6 +1,6 @@
 """Campus sign-in through an OpenID Provider: authorization code with PKCE (S256), ``state`` and ``nonce``.
 
-`OidcSignIn` does the protocol; `campusguard.app.console.oidc_pages` serves its two routes.
+`OidcSignIn` does the protocol; `campusguard.app.console.identity.oidc_pages` serves its two routes.
 
 - Discovery: ``<issuer>/.well-known/openid-configuration`` is read on first use (kept an hour); it
   must name the configured issuer.
@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from campusguard.app.config.console import ConsoleConfig, OidcConfig
-from campusguard.app.console.users import ROLES, check_user_name
+from campusguard.app.console.identity.users import ROLES, check_user_name
 from campusguard.errors import InvalidInputError, require
 
 __all__ = [

@@ -9,7 +9,7 @@
 
 Schema changes are numbered migrations (``PRAGMA user_version``), like the event store. The same
 tables on a PostgreSQL server, shared by several consoles, are
-`campusguard.app.console.users_postgres.PostgresUserStore`; `campusguard.app.console.identity`
+`campusguard.app.console.identity.postgres.PostgresUserStore`; `campusguard.app.console.identity.store`
 chooses between them.
 """
 
@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast, get_args
 
-from campusguard.app.console.devices import device_key_beside
+from campusguard.app.console.identity.devices import device_key_beside
 from campusguard.app.infra.sqlitedb import (
     SQLiteFile,
     apply_migrations,

@@ -20,8 +20,8 @@ import logging
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from campusguard.app.console.auth import CSRF_COOKIE, SESSION_COOKIE, client_address, console_state
-from campusguard.app.console.oidc import (
+from campusguard.app.console.identity.auth import CSRF_COOKIE, SESSION_COOKIE, client_address, console_state
+from campusguard.app.console.identity.oidc import (
     CALLBACK_PATH,
     LOGIN_PATH,
     OIDC_COOKIE,
@@ -29,8 +29,8 @@ from campusguard.app.console.oidc import (
     OidcSignIn,
     SignInRefused,
 )
+from campusguard.app.console.identity.users import hash_token
 from campusguard.app.console.pages import render_page
-from campusguard.app.console.users import hash_token
 from campusguard.errors import InvalidInputError
 
 __all__ = ["router", "oidc_of", "password_login_allowed", "COOKIE_PATH"]

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 
-from campusguard.app.console.identity import IdentityStore
-from campusguard.app.console.users import Credential, role_at_least
+from campusguard.app.console.identity.store import IdentityStore
+from campusguard.app.console.identity.users import Credential, role_at_least
 
 __all__ = ["StreamGuard", "stream_guard"]
 

@@ -1,9 +1,9 @@
-"""Where the sign-in limiter (`campusguard.app.console.auth.LoginLimiter`) keeps its counts of failed logins.
+"""Where the sign-in limiter (`campusguard.app.console.identity.auth.LoginLimiter`) keeps its counts of failed logins.
 
 The limiter's policy (which keys a failure counts under, how long each waits) is in `auth`; a
 `FailureTable` only keeps one `Failures` entry per key and changes them atomically. This
 process's memory (`MemoryFailures`) serves one console; consoles that share a PostgreSQL
-database share its table (`campusguard.app.console.users_postgres.PostgresFailures`), so a guess
+database share its table (`campusguard.app.console.identity.postgres.PostgresFailures`), so a guess
 spread over several nodes behind a load balancer is counted once, whichever node it reached.
 
 A table keeps its own clock: monotonic seconds in memory; wall-clock seconds in a shared table

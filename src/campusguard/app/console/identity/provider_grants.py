@@ -1,11 +1,11 @@
 """Where the console keeps the campus sign-in's sessions between their checks with the provider.
 
-`campusguard.app.console.oidc_sessions.ProviderSessions` asks the provider about each session it
+`campusguard.app.console.identity.oidc_sessions.ProviderSessions` asks the provider about each session it
 made now and then; what it needs for that (the `Identity` with the provider's grant, and when
 the next check is due) is a `TrackedGrant` in a `GrantTable`. One console keeps them in its
 memory (`MemoryGrants`, never on disk: a restart ends those sessions at their next request).
 Consoles that share a PostgreSQL database keep them there
-(`campusguard.app.console.users_postgres.PostgresGrants`), so a session made on one node is
+(`campusguard.app.console.identity.postgres.PostgresGrants`), so a session made on one node is
 checked, and goes on, on every node; `GrantTable.claim` lets one request of one node ask the
 provider at a time (a refresh token used twice may be refused by a provider that rotates them).
 """
@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol
 
-from campusguard.app.console.oidc import Identity
+from campusguard.app.console.identity.oidc import Identity
 
 __all__ = ["TrackedGrant", "GrantTable", "MemoryGrants"]
 

@@ -2,10 +2,10 @@
 
 `IdentityStore` is what the console asks of it; two stores give it:
 
-- `campusguard.app.console.users.UserStore`: one SQLite file (``--users-db``), for one console.
+- `campusguard.app.console.identity.users.UserStore`: one SQLite file (``--users-db``), for one console.
   Device cookies are signed with a key kept beside the file; failed logins and the campus
   sign-in's grants are counted and kept in the process's memory.
-- `campusguard.app.console.users_postgres.PostgresUserStore`: the tables on the PostgreSQL server
+- `campusguard.app.console.identity.postgres.PostgresUserStore`: the tables on the PostgreSQL server
   of the config's ``storage.postgresql``, shared by every console (node) of the site. A session
   made on one node works on all of them, so a plain load balancer may send a browser anywhere;
   the device-cookie key, the key that seals the campus sign-in's round trip, the failed-login
@@ -21,9 +21,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from campusguard.app.console.login_failures import FailureTable
-from campusguard.app.console.provider_grants import GrantTable
-from campusguard.app.console.users import (
+from campusguard.app.console.identity.login_failures import FailureTable
+from campusguard.app.console.identity.provider_grants import GrantTable
+from campusguard.app.console.identity.users import (
     Account,
     AuditEntry,
     Credential,
@@ -42,7 +42,7 @@ __all__ = ["IdentityStore", "open_identity_store", "identity_location"]
 
 
 class IdentityStore(Protocol):
-    """Users, their credentials and the audit log (see `campusguard.app.console.users.UserTables`
+    """Users, their credentials and the audit log (see `campusguard.app.console.identity.users.UserTables`
     for each operation), and the shared state of sign-in.
 
     Attributes:
@@ -154,7 +154,7 @@ def open_identity_store(
     problem = postgres_url_problem(where)
     if problem is not None:
         raise InvalidInputError(f"PostgreSQL URL {problem}")
-    from campusguard.app.console.users_postgres import PostgresUserStore
+    from campusguard.app.console.identity.postgres import PostgresUserStore
     from campusguard.app.events.postgres import RetryPolicy
 
     r = storage.retry

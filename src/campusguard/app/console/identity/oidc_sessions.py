@@ -1,6 +1,6 @@
 """Console sessions made by a campus sign-in, re-checked with the provider while they last.
 
-A session made by `campusguard.app.console.oidc_pages` lives 12 hours by default; the provider may
+A session made by `campusguard.app.console.identity.oidc_pages` lives 12 hours by default; the provider may
 remove the user, or move them out of every group that maps to a role, long before. `ProviderSessions`
 keeps each such session's provider grant (`ProviderGrant`: the access and refresh tokens; in this
 process's memory only, never on disk, unless the identity is shared in PostgreSQL) and, at the
@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
-from campusguard.app.console.identity import IdentityStore
-from campusguard.app.console.oidc import Identity, OidcSignIn, SignInRefused
-from campusguard.app.console.provider_grants import GrantTable, MemoryGrants, TrackedGrant
-from campusguard.app.console.users import Credential, User
+from campusguard.app.console.identity.oidc import Identity, OidcSignIn, SignInRefused
+from campusguard.app.console.identity.provider_grants import GrantTable, MemoryGrants, TrackedGrant
+from campusguard.app.console.identity.store import IdentityStore
+from campusguard.app.console.identity.users import Credential, User
 
 __all__ = ["RETRY_S", "ProviderSessions", "SessionEnded"]
 
