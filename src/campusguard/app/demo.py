@@ -32,6 +32,7 @@ from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.eval_events import EventScores, evaluate_events, incidents_from_events, load_truth
 from campusguard.app.events import read_events
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide
 from campusguard.app.media.annotate import draw_overlay, recording_segments
 from campusguard.app.service import WatchService
 from campusguard.app.signals import run_until_stopped
@@ -262,7 +263,7 @@ def run_demo(
     )
     print(f"[demo] config {config_path}; watching {video} ...", file=out, flush=True)
     loaded = parse_config(config_path.read_text(encoding="utf-8"), str(config_path))
-    service = WatchService(loaded, detector_factory=detector_factory, out=out)
+    service = WatchService(loaded, detector_factory=detector_factory, out=out, events=EventSide.owned(loaded, out))
     clean = run_until_stopped(service)
     db = Path(loaded.config.storage.sqlite)
     events = read_events(db)

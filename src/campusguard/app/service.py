@@ -12,8 +12,9 @@ its first frame comes (`_camera_online`). A local file that does not exist stays
 error.
 
 What each box of the diagram is built from lives elsewhere: the config-to-objects factories
-(detectors, sources and readers, motion gates, the store and the alert sinks) in
-`campusguard.app.engine.wiring`, the workers in `campusguard.app.engine`, and running a service until
+(detectors, sources and readers, motion gates) in `campusguard.app.engine.wiring`, the event side
+(store, sinks, spool, a dead run's incidents, retention, and who owns each) in
+`campusguard.app.eventside`, the workers in `campusguard.app.engine`, and running a service until
 a signal in `campusguard.app.signals`.
 """
 
@@ -32,7 +33,6 @@ from typing import TextIO
 
 import numpy as np
 
-from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import CameraConfig, LoadedConfig, source_kind
 from campusguard.app.engine.analytics import AnalyticsWorker
 from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes
@@ -50,23 +50,20 @@ from campusguard.app.engine.wiring import (
     detector_key,
     motion_gate_for,
     open_camera,
-    open_store_and_sinks,
     probe_of,
     probe_source,
     reader_for,
 )
 from campusguard.app.engine.writer import EventMessage, EventWorker
-from campusguard.app.events.interrupted import InterruptedIncidents
-from campusguard.app.events.protocols import EventDatabase, PrunableStore
-from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide, OpenedEvents
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.sdnotify import systemd
+from campusguard.app.lifecycle import StopAndWait
 from campusguard.app.media.annotate import AnnotatedVideoWriter, finish_dead_segments
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.retention import RetentionCleaner
-from campusguard.app.retention.stage import RetentionStage, start_retention
+from campusguard.app.retention.stage import RetentionStage
 from campusguard.app.rules import RuleEngine
 from campusguard.app.rules.base import PictureRule
 from campusguard.app.rules.camera_health import HealthStatus
@@ -79,7 +76,7 @@ __all__ = ["WatchService"]
 log = logging.getLogger("campusguard.app.service")
 
 
-class WatchService:
+class WatchService(StopAndWait):
     """The camera app: readers, shared detection, per-camera analytics, event storage and alerts.
 
     Args:
@@ -88,25 +85,14 @@ class WatchService:
         opener: opens a camera source (injectable for tests).
         out: where metrics and stdout alerts go.
         on_event: called with every stored event update (after the sinks).
-        store: an event store to use instead of the one the config's storage section names (the
-            partial stores of a scan runner or a cluster group; closed at the end of the streams).
-        shared_store: the config's event store as the embedding process opened it (``serve``: the
-            console's); used for events, the incidents a dead run left open and retention, and left
-            open at the end (its owner closes it). Typed `EventDatabase`, so a wrapper that drops a
-            capability fails the type check.
+        events: the event side (`EventSide`): store, sinks, spool, a dead run's incidents and
+            retention, as its `Ownership` says; opened by `start` once the cameras are probed.
+            Default: `EventSide.owned` (``watch`` alone, the config's storage).
         on_frame: called by each camera's analytics thread with every processed frame (the
             console's live view and clip buffer); must return at once.
         stream_keys: camera id to the key of the recording it reads, put into its event ids
             (`campusguard scan`: the file's resolved path); cameras not named get none.
-        owns_storage: this service owns the config's storage (``watch``, ``serve``): it writes the
-            event spool ahead, ends the incidents a dead run left open, and runs the retention
-            stage. False for the services a cluster driver or a scan runner drives with an
-            in-memory store: their owner does all three, once, and two services in one process
-            must not share the config's spool file.
-        recordings_retention: without ``owns_storage``, still look after this service's continuous
-            recordings where they are written (a cluster group on its node): a dead run's temporary
-            segments are finished or removed at start, and retention keeps the recordings within
-            their age, `max_media` and the free-space floor (`start_retention`, ``recordings_only``).
+        clips_dir: serve's clip folder, looked after by retention.
     """
 
     def __init__(
@@ -117,14 +103,10 @@ class WatchService:
         opener: Callable[[CameraConfig], FrameSource] = open_camera,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
-        store: EventRecorder | None = None,
-        shared_store: EventDatabase | None = None,
         on_frame: Callable[[LiveFrame], None] | None = None,
         stream_keys: dict[str, str] | None = None,
         clips_dir: Path | None = None,
-        owns_storage: bool = True,
-        recordings_retention: bool = False,
-        node_spool: Path | None = None,
+        events: EventSide | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
@@ -132,13 +114,9 @@ class WatchService:
         self.opener = opener
         self.out = out or sys.stdout
         self.on_event = on_event
-        self.store = store
-        self.shared_store = shared_store
+        self.events = events if events is not None else EventSide.owned(loaded, self.out)
         self.on_frame = on_frame
         self.stream_keys = stream_keys or {}
-        self.owns_storage = owns_storage
-        self.recordings_retention = recordings_retention
-        self.node_spool = node_spool
         self.stop_event = threading.Event()
         self.failed = threading.Event()
         self.cameras: list[tuple[int, CameraConfig]] = [(i, c) for i, c in enumerate(self.config.cameras) if c.enabled]
@@ -181,12 +159,7 @@ class WatchService:
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
             self._warm_up_detectors()  # compiled for each camera's frame size before its first frame
             parts = self._build_cameras()  # tracker, zones, rules per camera, checked against frame and classes
-            if self.node_spool is not None:  # the node's relay sends, once per site
-                store = self.shared_store or self.store
-                sinks: list[AlertSink] = []
-                assert store is not None, "a node's camera service writes to the node's store"
-            else:
-                store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
+            opened = self.events.open()  # the store and the sinks, as the side's ownership says
         except BaseException:
             self._close_opened()
             raise
@@ -198,7 +171,7 @@ class WatchService:
         self._finish_dead_segments()  # a killed run's .part recordings: finished or removed, before ours start
         self._start_track_writer()  # what the rules consume, kept for `campusguard replay`
         self._start_analytics(parts, detected, events)  # track -> rules -> events; annotated video, snapshots
-        self._start_event_worker(events, store, sinks)  # replay the spool; commit to the store, then alert sinks
+        self._start_event_worker(events, opened)  # replay the spool; commit to the store, then alert sinks
         self._start_retention()  # expire incidents, media and logs; keep media under its limits
         self._start_metrics_and_watchdog()
         self._start_waiting_health(events)  # cameras offline since the start: `offline` incidents meanwhile
@@ -379,12 +352,9 @@ class WatchService:
 
         return online
 
-    def _own_recordings(self) -> bool:
-        return self.recordings_retention and bool(self.config.outputs.annotated_video_dir)
-
     def _finish_dead_segments(self) -> None:
         folder = self.config.outputs.annotated_video_dir
-        if folder and (self.owns_storage or self._own_recordings()):
+        if folder and self.events.keeps_recordings(self.config):
             finish_dead_segments(folder, [cam.id for _, cam in self.cameras])
 
     def _start_detection(
@@ -417,8 +387,7 @@ class WatchService:
         storage = self.config.storage
         # a camera's tracks are written where it runs: watch, serve, a node, a cluster group (into
         # ``storage.tracks``, a folder every machine mounts when the site's replay is to read them all)
-        records = self.owns_storage or self.node_spool is not None or self.recordings_retention
-        if records and storage.record_tracks:
+        if self.events.ownership.records_tracks and storage.record_tracks:
             self.track_writer = TrackWriter(storage.tracks_path(), disk=self.disk)
 
     def _track_recorder(self, cam: CameraConfig, p: CameraParts) -> TrackRecorder | None:
@@ -468,46 +437,27 @@ class WatchService:
         self.analytics[cam.id] = worker
         self._spawn(f"analytics-{cam.id}", worker.run)
 
-    def _start_event_worker(self, inbox: queue.Queue, store: EventRecorder, sinks: list[AlertSink]) -> None:
+    def _start_event_worker(self, inbox: queue.Queue, opened: OpenedEvents) -> None:
         self.event_worker = EventWorker(
             inbox,
-            store,
-            sinks,
+            opened.store,
+            opened.sinks,
             [c.id for _, c in self.cameras],
             self.failed,
             self.on_event,
             stop=self.stop_event,
-            spool=self._spool(),
-            interrupted=(  # a dead run's open ones
-                InterruptedIncidents({c.id: c.is_live() for _, c in self.cameras})
-                if self.owns_storage or self.node_spool is not None
-                else None
-            ),
-            close_store=self.shared_store is None,
+            spool=self.events.spool(),
+            interrupted=self.events.interrupted({c.id: c.is_live() for _, c in self.cameras}),  # a dead run's
+            close_store=self.events.closes_store,
         )
         self._events_thread = self._spawn("events", self.event_worker.run)
 
-    def _spool(self) -> EventSpool | None:
-        if self.node_spool is not None:
-            return EventSpool(self.node_spool)
-        return EventSpool(self.config.storage.spool_path()) if self.owns_storage else None
-
     def _start_retention(self) -> None:
-        retention = self.config.retention
-        if self.node_spool is not None or not retention.enabled or not (self.owns_storage or self._own_recordings()):
+        # a borrowed store (serve's) stays open until its owner closes it, after our last pass; an
+        # owned one is closed by the event worker first, so retention opens its own (`EventSide`)
+        self._retention_stage = self.events.start_retention(self.config, self.clips_dir)
+        if self._retention_stage is None:
             return
-        # the shared store (serve's) stays open until its owner closes it, after our last pass; else
-        # retention opens its own (the event worker closes its store before the last pass)
-        shared: PrunableStore | None = self.shared_store
-        if shared is None and isinstance(self.store, PrunableStore):
-            shared = self.store
-        self._retention_stage = start_retention(
-            self.config,
-            shared if self.owns_storage else None,
-            clips_dir=self.clips_dir,
-            open_own=self.store is None,
-            recordings_only=not self.owns_storage,
-        )
         self.retention = self._retention_stage.cleaner
         # media yield to events: a media writer or the store that finds its volume full asks the
         # cleanup for room (oldest media first); it only wakes the cleaner, so no stage ever waits
@@ -627,30 +577,9 @@ class WatchService:
         )
         threading.Thread(target=self.watchdog.run, name="watchdog", daemon=True).start()
 
-    # lifecycle ------------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Ask every stage to wind down (idempotent; safe from a signal handler).
-
-        A store call retrying a lost connection gives up at once: what the store does not take
-        now is spooled for the next start (`EventWorker`) rather than holding the stop up.
-        """
-        self.stop_event.set()
-        if self.retention is not None:
-            self.retention.stop(timeout_s=0)  # a pass under way ends on its own; no new one starts
-        if self.event_worker is not None:
-            self.event_worker.stop_store_retries()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every camera has ended and events are committed; True when finished."""
-        if not self._started:
-            return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._events_thread.is_alive():
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return False
-            self._events_thread.join(0.2 if remaining is None else min(0.2, remaining))
-        return True
+    # lifecycle (`stop` and `wait`: `StopAndWait`) ---------------------------------------------
+    def _last_thread(self) -> threading.Thread | None:
+        return self._events_thread  # the event writer: ends once every camera's events are committed
 
     def finish(self, timeout_s: float = 30.0) -> bool:
         """Stop the background threads and print the final metrics; False if workers did not end in time."""

@@ -27,6 +27,7 @@ from campusguard.app.cluster.driver import ClusterWatch, LocalExecutor, Unavaila
 from campusguard.app.cluster.group import Ack, Batch, CameraGroup, camera_groups  # noqa: E402
 from campusguard.app.config import parse_config  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
+from campusguard.app.eventside import Ownership  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 
@@ -322,6 +323,16 @@ def test_a_group_keeps_frames_and_media_and_takes_edited_zones_before_and_after_
         time.sleep(0.1)
     assert clip[4:8] == b"ftyp"
     assert group.media("snapshot", "unknown") is None
+    # a zone edit is checked, then sent: the camera's zones and rules are built once, by the check
+    built: list[str] = []
+    applied: list[object] = []
+    service, build, apply = group.service, group.service.build_camera_parts, group.service.apply_camera_parts
+    service.build_camera_parts = lambda loaded, cam: built.append(cam) or build(loaded, cam)  # type: ignore[method-assign]
+    service.apply_camera_parts = lambda loaded, cam, p: applied.append(p) or apply(loaded, cam, p)  # type: ignore[method-assign]
+    edit = spec_with("[[0, 0], [320, 0], [320, 180]]")
+    assert group.check_config(edit, "cam0") is None
+    group.set_config(2, edit)
+    assert built == ["cam0"] and len(applied) == 1
     group.discard_media()
     assert group.media_dir is not None and not group.media_dir.exists()
 
@@ -382,7 +393,7 @@ def test_two_groups_in_one_process_leave_the_spool_and_retention_to_the_driver(
         assert all(b.finished and b.error is None for b in batches)
         for g in groups:
             service = g.service
-            assert service is not None and not service.owns_storage
+            assert service is not None and service.events.ownership is Ownership.GROUP
             assert service.event_worker.spool is None and service.retention is None
         assert not (tmp_path / "events.spool.jsonl").exists()
     finally:

@@ -49,15 +49,14 @@ from campusguard.app.cluster.group import (
 from campusguard.app.config import CameraConfig, LoadedConfig
 from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.engine.sources import CameraState, FrameSource
-from campusguard.app.engine.wiring import open_camera, open_store_and_sinks
+from campusguard.app.engine.wiring import open_camera
 from campusguard.app.engine.writer import EventWorker
-from campusguard.app.events.protocols import EventDatabase, PrunableStore
-from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.events.spool import EventSpool
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide
 from campusguard.app.infra.sdnotify import systemd
+from campusguard.app.lifecycle import StopAndWait
 from campusguard.app.retention import RetentionCleaner
-from campusguard.app.retention.stage import RetentionStage, start_retention
+from campusguard.app.retention.stage import RetentionStage
 from campusguard.errors import ConfigError
 
 __all__ = ["ClusterWatch", "GroupExecutor", "LocalExecutor", "Unavailable", "update_key"]
@@ -152,7 +151,7 @@ class _GroupState:
     last_counters: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
 
-class ClusterWatch:
+class ClusterWatch(StopAndWait):
     """`watch` with camera groups on an executor; same lifecycle as `WatchService` (start, stop, wait, finish).
 
     Args:
@@ -160,16 +159,16 @@ class ClusterWatch:
         executor: where the groups run.
         out: where metrics lines and stdout alerts go.
         on_event: called with every update handed to the sinks.
-        store: an event store to use instead of the config's.
-        shared_store: the config's store as the embedding process opened it (``serve --ray``: the
-            console's); used for events and retention, and left open at the end (its owner closes it).
+        events: the event side the driver owns for every group (`EventSide`, `Ownership.OWNED` or
+            ``BORROWED``: ``serve --ray``'s console store, left open at the end); the groups' own
+            sides are `Ownership.GROUP`. Default: `EventSide.owned` (the config's storage).
         clips_dir: the console's clip folder (``serve --ray`` copies the groups' clips there), looked
             after by retention.
 
     The driver runs the retention stage (`campusguard.app.retention.stage`) like `WatchService`:
     incidents expire in the store, logs are trimmed, and the config's media folders are kept
     within their limits where they are reachable from the driver; each group looks after its
-    continuous recordings on its own node (``recordings_retention`` of its `WatchService`).
+    continuous recordings on its own node (its `WatchService`'s side is `Ownership.GROUP`).
     """
 
     def __init__(
@@ -179,8 +178,7 @@ class ClusterWatch:
         *,
         out: TextIO | None = None,
         on_event: Callable[[Event], None] | None = None,
-        store: EventRecorder | None = None,
-        shared_store: EventDatabase | None = None,
+        events: EventSide | None = None,
         clips_dir: Path | None = None,
     ) -> None:
         self.loaded = loaded
@@ -188,8 +186,9 @@ class ClusterWatch:
         self.executor = executor
         self.out = out or sys.stdout
         self.on_event = on_event
-        self.store = store
-        self.shared_store = shared_store
+        self.events = events if events is not None else EventSide.owned(loaded, self.out)
+        if not (self.events.ownership.has_sinks and self.events.ownership.writes_spool):
+            raise ValueError(f"the cluster driver owns its event side, not {self.events.ownership.value}")
         self.clips_dir = clips_dir
         self.retention: RetentionCleaner | None = None
         self._retention_stage: RetentionStage | None = None
@@ -218,17 +217,17 @@ class ClusterWatch:
         groups = camera_groups(self.loaded)
         if not groups:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
-        store, sinks = open_store_and_sinks(self.loaded, self.out, self.shared_store or self.store)
+        opened = self.events.open()
         self.event_worker = EventWorker(
             queue.Queue(),
-            store,
-            sinks,
+            opened.store,
+            opened.sinks,
             list(self.cameras),
             self.failed,
             self.on_event,
             stop=self.stop_event,
-            spool=EventSpool(self.config.storage.spool_path()),
-            close_store=self.shared_store is None,
+            spool=self.events.spool(),
+            close_store=self.events.closes_store,
         )
         self.groups = [_GroupState(ids) for ids in groups]
         for cam_id in self.cameras:
@@ -245,32 +244,15 @@ class ClusterWatch:
         for g, state in enumerate(self.groups):
             log.info("camera group %d (%s) on %s", g, ", ".join(state.cameras), self.executor.describe(g))
         self._start_reporter()
-        if self.config.retention.enabled:
-            shared = self.shared_store or (self.store if isinstance(self.store, PrunableStore) else None)
-            self._retention_stage = start_retention(
-                self.config, shared, clips_dir=self.clips_dir, open_own=self.store is None
-            )
+        self._retention_stage = self.events.start_retention(self.config, self.clips_dir)
+        if self._retention_stage is not None:
             self.retention = self._retention_stage.cleaner
         self._thread = threading.Thread(target=self._run, name="cluster-driver", daemon=True)
         self._thread.start()
         self._started = True
 
-    def stop(self) -> None:
-        """Ask every group to end its cameras (idempotent; safe from a signal handler); a store call
-        retrying a lost connection gives up at once (its update is spooled, see `WatchService.stop`)."""
-        self.stop_event.set()
-        if self.retention is not None:
-            self.retention.stop(timeout_s=0)  # a pass under way ends on its own; no new one starts
-        if self.event_worker is not None:
-            self.event_worker.stop_store_retries()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every group has finished and its events are committed; True when done."""
-        if not self._started:
-            return True
-        assert self._thread is not None
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+    def _last_thread(self) -> threading.Thread | None:
+        return self._thread  # the poll loop: ends once every group has finished and its events are committed
 
     def finish(self, timeout_s: float = 30.0) -> bool:
         """Print the final metrics; True when every group ran cleanly and nothing was given up."""

@@ -35,8 +35,9 @@ from typing import Any, Literal
 
 from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
 from campusguard.app.engine.sources import CameraState, FrameSource
-from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, open_camera
+from campusguard.app.engine.wiring import CameraParts, DetectorFactory, default_detector_factory, open_camera
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.media.redact import redacted_path
@@ -287,6 +288,9 @@ class CameraGroup:
         self.service = self._new_service()
         self._started = False
         self._error: str | None = None
+        # the parts `check_config` built for (spec, camera): `set_config` of the same spec applies
+        # them, so a zone edit builds its camera's zones and rules once
+        self._checked: tuple[ConfigSpec, str, CameraParts] | None = None
         self._clean: bool | None = None
 
     def _group_loaded(self, loaded: LoadedConfig) -> LoadedConfig:
@@ -304,11 +308,11 @@ class CameraGroup:
             detector_factory=self.make_detector_factory(self.loaded),
             opener=self.opener,
             out=io.StringIO(),
-            store=self.outbox,
             on_event=self._on_event,
             on_frame=self._on_frame,
-            owns_storage=False,  # the driver spools, ends orphans and keeps the rows', logs' and evidence's retention
-            recordings_retention=True,  # the recordings' retention runs here, where they are written
+            # the driver spools, ends orphans and keeps the rows', logs' and evidence's retention; the
+            # recordings' retention runs here, where they are written
+            events=EventSide.group(self.loaded, self.outbox),
         )
 
     def pull(self, ack: Ack | None = None, stop: bool = False, config: tuple[int, ConfigSpec] | None = None) -> Batch:
@@ -402,12 +406,20 @@ class CameraGroup:
         if not self._started or self._error is not None:
             return None
         try:
-            self.service.build_camera_parts(self._group_loaded(spec.load()), camera_id)
+            parts = self.service.build_camera_parts(self._group_loaded(spec.load()), camera_id)
         except KeyError:
             return None
         except CampusGuardError as exc:
             return str(exc)
+        self._checked = (spec, camera_id, parts)
         return None
+
+    def _checked_parts(self, spec: ConfigSpec, camera_id: str) -> CameraParts | None:
+        """The parts `check_config` built for ``spec`` and ``camera_id`` (taken: applied once), or None."""
+        checked, self._checked = self._checked, None
+        if checked is None or checked[1] != camera_id or checked[0] != spec:
+            return None
+        return checked[2]
 
     def set_config(self, version: int, spec: ConfigSpec) -> None:
         """Run with ``spec`` from now on (zone and line edits), unless ``version`` is not newer than the last.
@@ -430,6 +442,10 @@ class CameraGroup:
         changed = [c.id for c in loaded.config.cameras if c.id in self.service.analytics and c != old.get(c.id)]
         parts = {}
         for cam_id in changed:
+            checked = self._checked_parts(spec, cam_id) if len(changed) == 1 else None
+            if checked is not None:
+                parts[cam_id] = checked
+                continue
             try:
                 parts[cam_id] = self.service.build_camera_parts(loaded, cam_id)
             except CampusGuardError as exc:  # checked before it was sent; keep the old rules

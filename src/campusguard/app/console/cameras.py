@@ -29,6 +29,7 @@ from campusguard.app.engine.sources import CameraState
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub
 from campusguard.app.media.redact import redacted_path
@@ -242,9 +243,10 @@ class LocalCameras:
             detector_factory=self.detector_factory,
             out=self.out,
             on_event=on_event,
-            shared_store=store,  # the console's: events, a dead run's incidents, retention; left open
             on_frame=self._on_frame,
             clips_dir=self.clips.out_dir,
+            # the console's store: events, a dead run's incidents, retention; left open
+            events=EventSide.borrowed(loaded, store, self.out),
         )
         service.start()
         self._service = service
@@ -412,7 +414,12 @@ class ClusterCameras:
             media=MediaOptions(self.clips.pre_s, self.clips.post_s),
         )
         service = ClusterWatch(
-            loaded, self.executor, out=self.out, on_event=on_event, shared_store=store, clips_dir=self.clips.out_dir
+            loaded,
+            self.executor,
+            out=self.out,
+            on_event=on_event,
+            events=EventSide.borrowed(loaded, store, self.out),
+            clips_dir=self.clips.out_dir,
         )
         self._note_blur(loaded)
         self.media.start()  # before the groups' first events

@@ -27,16 +27,11 @@ from typing import Any, TextIO
 from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import LoadedConfig
 from campusguard.app.console.cameras import CameraStatus, ConsoleCameraState, LocalCameras, ZoneEdit
-from campusguard.app.engine.wiring import (
-    DetectorFactory,
-    default_detector_factory,
-    detector_key,
-    open_alert_relay,
-    open_store_and_sinks,
-)
+from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, detector_key
 from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.recorder import AlertRelayLoop
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.nodes.coordinator import NodeCoordinator, NodeTimings
@@ -45,7 +40,7 @@ from campusguard.app.nodes.directory import CameraLease, DirectoryUnavailableErr
 from campusguard.app.nodes.leader import RETENTION_LOCK, SiteLeader
 from campusguard.app.nodes.service import NodeService
 from campusguard.app.nodes.zone_edits import ZoneEditListener
-from campusguard.app.retention.stage import RetentionStage, start_retention
+from campusguard.app.retention.stage import RetentionStage
 from campusguard.app.rules.camera_health import HealthStatus
 from campusguard.app.service import WatchService
 
@@ -109,7 +104,7 @@ class NodeCameras:
         self._detectors: SharedDetectors | None = None
         self._zone_edits: ZoneEditListener | None = None
         self._loaded: LoadedConfig | None = None
-        self._store: EventDatabase | None = None
+        self._events: EventSide | None = None  # the node's: the console's store, the sinks, the relay
         self._on_event: Callable[[Event], None] | None = None
         self._leases: dict[str, CameraLease] = {}
         self._leases_at = 0.0
@@ -128,10 +123,11 @@ class NodeCameras:
         config = loaded.config
         url = config.storage.postgresql
         assert url is not None, "nodes need storage.postgresql (checked by serve)"
-        self._loaded, self._store, self._on_event = loaded, store, on_event
+        self._loaded, self._on_event = loaded, on_event
         self._stop_timeout_s = config.service.stop_timeout_s
-        _, self._sinks = open_store_and_sinks(loaded, self.out, store)  # once per node: sinks, escalation
-        self._relay = open_alert_relay(store, self._sinks)  # every node relays: a dead one's updates too
+        self._events = EventSide.borrowed(loaded, store, self.out)
+        self._sinks = self._events.open().sinks  # once per node: sinks, escalation
+        self._relay = self._events.open_relay()  # every node relays: a dead one's updates too
         if self._relay is not None:
             self._relay.start()
         self._detectors = SharedDetectors(self.detector_factory or default_detector_factory(loaded))
@@ -186,19 +182,16 @@ class NodeCameras:
 
     # the coordinator's CameraRunner ----------------------------------------------------------------
     def start_camera(self, camera: str, previous_node: str | None) -> None:
-        assert self._loaded is not None and self._store is not None
-        storage = self._loaded.config.storage
-        spool = storage.spool_path()
+        assert self._loaded is not None and self._events is not None
+        loaded = one_camera(self._loaded, camera)
         service = WatchService(
-            one_camera(self._loaded, camera),
+            loaded,
             detector_factory=self._detectors,
             out=self.out,
             on_event=self._stored,
-            shared_store=self._store,
             on_frame=self._on_frame,
             clips_dir=self.clips.out_dir,
-            owns_storage=False,
-            node_spool=spool.with_name(f"{spool.stem}.{self.node}.{camera}{spool.suffix}"),
+            events=self._events.node_camera(loaded, self.node, camera),  # the node's store, its own spool
         )
         service.start()
         with self._lock:
@@ -244,8 +237,8 @@ class NodeCameras:
 
     # retention, once per site ----------------------------------------------------------------------
     def _lead_retention(self) -> None:
-        assert self._loaded is not None
-        self.retention_stage = start_retention(self._loaded.config, self._store, clips_dir=self.clips.out_dir)
+        assert self._loaded is not None and self._events is not None
+        self.retention_stage = self._events.start_retention(self._loaded.config, self.clips.out_dir)
 
     def _stop_retention(self) -> None:
         stage, self.retention_stage = self.retention_stage, None

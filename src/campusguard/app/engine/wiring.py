@@ -5,8 +5,8 @@
   detectors (`default_detector_factory`), motion gates, camera sources and readers
   (`open_camera`, `probe_source`, `reader_for`), the event store and the alert sinks
   (`open_store_and_sinks`, `open_alert_sinks`), the alert relay of a PostgreSQL store
-  (`open_alert_relay`). These open files, streams and connections, but
-  start no thread.
+  (`open_alert_relay`), called by `campusguard.app.eventside.EventSide`, which decides who owns
+  them. These open files, streams and connections, but start no thread.
 """
 
 from __future__ import annotations
@@ -507,8 +507,8 @@ def open_store_and_sinks(
 ) -> tuple[EventRecorder, list[AlertSink]]:
     """The config's event store (or ``store``) and alert sinks, opened.
 
-    `WatchService.start` uses it, and so do the processes that own them while the cameras run
-    elsewhere: the cluster driver (`campusguard.app.cluster`) and `campusguard scan`'s one writer,
+    `EventSide.open` (`campusguard.app.eventside`) calls it, for every process that owns its
+    event side (``watch``, ``serve``, a node, the cluster driver, `campusguard scan`'s one writer),
     so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field
     when one cannot be opened. ``escalate``: put the rules' `Escalator` first in the sinks (not
     for `scan`: nobody is on duty for incidents found in old recordings).

@@ -38,9 +38,10 @@ from rich.progress import (
 )
 
 from campusguard.app.config import LoadedConfig
-from campusguard.app.engine.wiring import DetectorFactory, detector_key, open_store_and_sinks
+from campusguard.app.engine.wiring import DetectorFactory, detector_key
 from campusguard.app.engine.writer import EventWorker
 from campusguard.app.events.recorder import EventRecorder
+from campusguard.app.eventside import EventSide
 from campusguard.app.scan.executors import UnitExecutor
 from campusguard.app.scan.ledger import ScanLedger
 from campusguard.app.scan.recordings import Recording, find_recordings
@@ -217,12 +218,12 @@ def run_scan(
         raise
     summary = ScanSummary(found=len(recordings), ignored=ignored)
     try:
-        event_store, sinks = open_store_and_sinks(loaded, out or sys.stdout, store, escalate=False)  # old footage
+        opened = EventSide.batch(loaded, out or sys.stdout, store=store).open()  # old footage: no escalation
     except BaseException:
         ledger.close()
         executor.close(cancel=True)
         raise
-    writer = EventWorker(queue.Queue(), event_store, sinks, [camera.id], threading.Event())
+    writer = EventWorker(queue.Queue(), opened.store, opened.sinks, [camera.id], threading.Event())
     todo = [r for r in recordings if rescan or not ledger.is_done(r, camera.id)]
     summary.already_done = len(recordings) - len(todo)
     interrupted = True

@@ -23,6 +23,7 @@ from campusguard.app.engine.sources import FrameSource
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, open_camera
 from campusguard.app.events.types import Event
+from campusguard.app.eventside import EventSide
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.scan.parquet import DetectionsParquet
 from campusguard.app.scan.recordings import Recording
@@ -239,10 +240,9 @@ def scan_file(job: ScanJob, progress: ProgressChannel | None = None) -> FileResu
         detector_factory=shared_detector_factory(job.loaded, job.detector_factory),
         opener=_open_recording,
         out=io.StringIO(),  # the unit's own metrics lines: the parent prints the summary
-        store=store,
         on_frame=on_frame,
         stream_keys={job.camera_id: rec.key},
-        owns_storage=False,  # the runner is the one writer of the store
+        events=EventSide.partial(loaded, store),  # the runner is the one writer of the store
     )
     with _RUNNING_LOCK:
         _RUNNING.add(service)
