@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import LoadedConfig
-from campusguard.app.console.cameras import CameraStatus, ConsoleCameraState, LocalCameras, ZoneEdit
+from campusguard.app.console.backends import CameraStatus, ConsoleCameraState, LocalCameras, ZoneEdit
 from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, detector_key
 from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.recorder import AlertRelayLoop

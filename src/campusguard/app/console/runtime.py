@@ -14,7 +14,7 @@ the side of the pipeline, none of which can slow it down:
   the runtime swaps the edit into the running camera between two frames (unchanged rules keep
   their state) and, with nodes, tells the other nodes.
 
-Where the cameras run is one `campusguard.app.console.cameras.CameraBackend`: `LocalCameras`
+Where the cameras run is one `campusguard.app.console.backends.CameraBackend`: `LocalCameras`
 (this process), or with ``ray_address`` (``serve --ray``) `ClusterCameras`, groups on Ray actors
 (`campusguard.app.cluster`) that the same features reach through actor calls: the live view
 pulls each watched camera's latest JPEG from its actor, incident snapshots and clips are copied
@@ -48,7 +48,7 @@ from campusguard.app.config.editor import (
 )
 from campusguard.app.config.privacy import BlurMode
 from campusguard.app.config.retention import parse_free
-from campusguard.app.console.cameras import (
+from campusguard.app.console.backends import (
     MEDIA_EVENT_ID,
     CameraBackend,
     CameraState,

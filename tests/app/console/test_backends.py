@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from fakes_watch import BlobDetector, scene_config, write_scene  # noqa: E402
 
 from campusguard.app.config import load_config  # noqa: E402
-from campusguard.app.console.cameras import CameraBackend, ClusterCameras, LocalCameras  # noqa: E402
+from campusguard.app.console.backends import CameraBackend, ClusterCameras, LocalCameras  # noqa: E402
 from campusguard.app.console.node_cameras import NodeCameras
 from campusguard.app.events import open_event_store  # noqa: E402
 from campusguard.app.events.types import Event  # noqa: E402
