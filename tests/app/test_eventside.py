@@ -195,8 +195,9 @@ def test_node_cameras_share_the_nodes_postgresql_store_with_no_sinks_and_a_spool
 
 def test_a_scan_unit_and_a_group_leave_spool_dead_runs_and_rows_to_their_owner(tmp_path: Path) -> None:
     loaded = _config(tmp_path, recordings=True)
-    with pytest.raises(ValueError, match="store"):
-        EventSide(loaded, Ownership.PARTIAL)
+    for ownership in (Ownership.PARTIAL, Ownership.GROUP, Ownership.NODE, Ownership.BORROWED):
+        with pytest.raises(ValueError, match="a store its owner gives it"):
+            EventSide(loaded, ownership)
     unit, group = EventSide.partial(loaded, _CollectedEvents("a.mp4")), EventSide.group(loaded, Outbox())
     for side in (unit, group):
         assert side.open().sinks == []  # no escalator either: the owner escalates

@@ -149,8 +149,8 @@ class EventSide:
         out: TextIO | None = None,
         spool_path: Path | None = None,
     ) -> None:
-        if store is None and not ownership.has_sinks:
-            raise ValueError(f"an {ownership.value} event side writes to a store its owner gives it")
+        if store is None and not (ownership.has_sinks and ownership.closes_store):  # it would open one to leave open
+            raise ValueError(f"the {ownership.value} event side writes to a store its owner gives it")
         self.loaded = loaded
         self.ownership = ownership
         self.out = out
@@ -219,7 +219,7 @@ class EventSide:
                 self.loaded, self.out, self._given_store, escalate=self.ownership.escalates
             )
         else:
-            assert self._given_store is not None  # checked in __init__
+            assert self._given_store is not None  # checked in `__init__`
             store, sinks = self._given_store, []
         self.opened = OpenedEvents(store, sinks)
         return self.opened

@@ -60,19 +60,16 @@ from campusguard.app.console.backends import (
 from campusguard.app.console.eventbus import EventBus, EventSubscription
 from campusguard.app.console.node_cameras import NodeCameras
 from campusguard.app.console.prom import PipelineMetrics
-from campusguard.app.engine.wiring import DetectorFactory
-from campusguard.app.events import open_event_store
-from campusguard.app.events.factory import storage_backend
+from campusguard.app.engine.wiring import DetectorFactory, open_config_store
 from campusguard.app.events.protocols import EventDatabase
 from campusguard.app.events.types import Event
 from campusguard.app.infra.diskspace import VolumeState, disk_health
-from campusguard.app.infra.sqlitedb import DamagedFileError
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, Viewer
 from campusguard.app.media.policy import media_blur
 from campusguard.app.media.redact import redacted_path
 from campusguard.app.nodes.service import NodeService
-from campusguard.errors import CampusGuardError, ConfigError
+from campusguard.errors import ConfigError
 
 log = logging.getLogger("campusguard.app.console")
 
@@ -162,13 +159,7 @@ class ConsoleRuntime:
         self.out = out or sys.stdout
         self.ready_within_s = ready_within_s
         self._camera_ids = [c.id for c in self.loaded.config.cameras if c.enabled]
-        storage = self.loaded.config.storage
-        try:
-            self.store: EventDatabase = open_event_store(storage)
-        except DamagedFileError:
-            raise  # names its own file and the way out; not a config problem
-        except CampusGuardError as exc:
-            raise self.loaded.error(("storage", storage_backend(storage)), str(exc)) from None
+        self.store: EventDatabase = open_config_store(self.loaded)  # lent to the pipeline (`EventSide.borrowed`)
         self.clips = ClipRecorder(self.clips_dir, pre_s=clip_pre_s, post_s=clip_post_s)
         self.cameras: CameraBackend = self._camera_backend(
             detector_factory, live_fps, ray_address, group_detector_factory, cluster_timeout_s, node_url

@@ -37,6 +37,7 @@ from campusguard.app.config.privacy import BlurMode, PrivacyConfig
 from campusguard.app.engine.analytics import CameraGeometry
 from campusguard.app.engine.sources import CameraReader, FrameQueue, FrameSource, PrependedSource, open_source
 from campusguard.app.engine.stages import DetectorLike
+from campusguard.app.events.protocols import EventDatabase
 from campusguard.app.events.recorder import AlertRelayLoop, EventRecorder, RelayingRecorder
 from campusguard.app.events.types import Event
 from campusguard.app.infra.secrets import redact_url, resolve_secret, with_password
@@ -66,6 +67,7 @@ __all__ = [
     "EngineChoice",
     "motion_gate_for",
     "open_alert_relay",
+    "open_config_store",
     "open_alert_sinks",
     "open_camera",
     "open_escalator",
@@ -514,16 +516,7 @@ def open_store_and_sinks(
     for `scan`: nobody is on duty for incidents found in old recordings).
     """
     if store is None:
-        from campusguard.app.events import open_event_store
-        from campusguard.app.events.factory import storage_backend
-
-        storage = loaded.config.storage
-        try:
-            store = open_event_store(storage)
-        except DamagedFileError:
-            raise
-        except CampusGuardError as exc:
-            raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
+        store = open_config_store(loaded)
     sinks = open_alert_sinks(loaded, out)
     if not escalate:
         return store, sinks
@@ -534,6 +527,26 @@ def open_store_and_sinks(
             sink.close(0.5)
         raise
     return store, ([escalator] if escalator is not None else []) + sinks  # closed first: it sends to the others
+
+
+def open_config_store(loaded: LoadedConfig) -> EventDatabase:
+    """The config's event store (SQLite or PostgreSQL), opened: the one way every process opens it
+    (`open_store_and_sinks`, the console, which lends it to its pipeline as `EventSide.borrowed`).
+
+    Raises:
+        ConfigError: it cannot be opened (naming the ``storage`` field).
+        DamagedFileError: the SQLite file is damaged (it names itself and the way out).
+    """
+    from campusguard.app.events import open_event_store
+    from campusguard.app.events.factory import storage_backend
+
+    storage = loaded.config.storage
+    try:
+        return open_event_store(storage)
+    except DamagedFileError:
+        raise  # names its own file and the way out; not a config problem
+    except CampusGuardError as exc:
+        raise loaded.error(("storage", storage_backend(storage)), str(exc)) from None
 
 
 def open_alert_relay(store: EventRecorder, sinks: Sequence[AlertSink]) -> AlertRelayLoop | None:
