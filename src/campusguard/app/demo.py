@@ -30,9 +30,9 @@ from campusguard.app.config import parse_config
 from campusguard.app.engine.analytics import TRIGGER_BOXES
 from campusguard.app.engine.wiring import DetectorFactory
 from campusguard.app.eval_events import EventScores, evaluate_events, incidents_from_events, load_truth
+from campusguard.app.event_side import EventSide
 from campusguard.app.events import read_events
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide
 from campusguard.app.media.annotate import draw_overlay, recording_segments
 from campusguard.app.service import WatchService
 from campusguard.app.signals import run_until_stopped

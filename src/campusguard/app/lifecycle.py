@@ -1,6 +1,6 @@
 """`StopAndWait`: the stop and the wait that `WatchService` and the cluster driver `ClusterWatch` share.
 
-Both own an event side (`campusguard.app.eventside`) and run until their streams end or a signal
+Both own an event side (`campusguard.app.event_side`) and run until their streams end or a signal
 stops them; a stop is the same for both (no new retention pass, a store call retrying a lost
 connection gives up so its update is spooled), and waiting is waiting for the one thread whose
 end means "every event committed" (the event writer's, or the driver's poll loop). `finish`

@@ -14,7 +14,7 @@ error.
 What each box of the diagram is built from lives elsewhere: the config-to-objects factories
 (detectors, sources and readers, motion gates) in `campusguard.app.engine.wiring`, the event side
 (store, sinks, spool, a dead run's incidents, retention, and who owns each) in
-`campusguard.app.eventside`, the workers in `campusguard.app.engine`, and running a service until
+`campusguard.app.event_side`, the workers in `campusguard.app.engine`, and running a service until
 a signal in `campusguard.app.signals`.
 """
 
@@ -55,8 +55,8 @@ from campusguard.app.engine.wiring import (
     reader_for,
 )
 from campusguard.app.engine.writer import EventMessage, EventWorker
+from campusguard.app.event_side import EventSide, OpenedEvents
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide, OpenedEvents
 from campusguard.app.infra.diskspace import disk_health
 from campusguard.app.infra.sdnotify import systemd
 from campusguard.app.lifecycle import StopAndWait

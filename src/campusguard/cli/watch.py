@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         """Watch camera streams: detect, track, apply the zone rules, store and report incidents."""
         from campusguard.app.config import load_config
         from campusguard.app.engine.wiring import check_storage_files
-        from campusguard.app.eventside import EventSide
+        from campusguard.app.event_side import EventSide
         from campusguard.app.model_warning import warn_for_config
         from campusguard.app.service import WatchService
         from campusguard.app.signals import StoppableService, run_until_stopped

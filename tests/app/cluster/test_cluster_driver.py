@@ -26,8 +26,8 @@ from fakes_cluster import cameras_config, incidents, make_detector_factory, sink
 from campusguard.app.cluster.driver import ClusterWatch, LocalExecutor, Unavailable  # noqa: E402
 from campusguard.app.cluster.group import Ack, Batch, CameraGroup, camera_groups  # noqa: E402
 from campusguard.app.config import parse_config  # noqa: E402
+from campusguard.app.event_side import Ownership  # noqa: E402
 from campusguard.app.events import read_events  # noqa: E402
-from campusguard.app.eventside import Ownership  # noqa: E402
 from campusguard.app.service import WatchService  # noqa: E402
 from campusguard.errors import ConfigError  # noqa: E402
 

@@ -51,8 +51,8 @@ from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.engine.sources import CameraState, FrameSource
 from campusguard.app.engine.wiring import open_camera
 from campusguard.app.engine.writer import EventWorker
+from campusguard.app.event_side import EventSide
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide
 from campusguard.app.infra.sdnotify import systemd
 from campusguard.app.lifecycle import StopAndWait
 from campusguard.app.retention import RetentionCleaner

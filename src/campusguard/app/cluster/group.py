@@ -36,8 +36,8 @@ from typing import Any, Literal
 from campusguard.app.config import CameraConfig, LoadedConfig, WatchConfig
 from campusguard.app.engine.sources import CameraState, FrameSource
 from campusguard.app.engine.wiring import CameraParts, DetectorFactory, default_detector_factory, open_camera
+from campusguard.app.event_side import EventSide
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.media.redact import redacted_path

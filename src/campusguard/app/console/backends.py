@@ -27,9 +27,9 @@ from campusguard.app.config import LoadedConfig
 from campusguard.app.console.cluster_media import ClusterMedia
 from campusguard.app.engine.sources import CameraState
 from campusguard.app.engine.wiring import DetectorFactory
+from campusguard.app.event_side import EventSide
 from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame, PulledFrameHub
 from campusguard.app.media.redact import redacted_path

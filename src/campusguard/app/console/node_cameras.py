@@ -28,10 +28,10 @@ from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import LoadedConfig
 from campusguard.app.console.backends import CameraStatus, ConsoleCameraState, LocalCameras, ZoneEdit
 from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, detector_key
+from campusguard.app.event_side import EventSide
 from campusguard.app.events.protocols import EventDatabase, EventStore
 from campusguard.app.events.recorder import AlertRelayLoop
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide
 from campusguard.app.media.clips import ClipRecorder
 from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.nodes.coordinator import NodeCoordinator, NodeTimings

@@ -5,7 +5,7 @@
   detectors (`default_detector_factory`), motion gates, camera sources and readers
   (`open_camera`, `probe_source`, `reader_for`), the event store and the alert sinks
   (`open_store_and_sinks`, `open_alert_sinks`), the alert relay of a PostgreSQL store
-  (`open_alert_relay`), called by `campusguard.app.eventside.EventSide`, which decides who owns
+  (`open_alert_relay`), called by `campusguard.app.event_side.EventSide`, which decides who owns
   them. These open files, streams and connections, but start no thread.
 """
 
@@ -509,7 +509,7 @@ def open_store_and_sinks(
 ) -> tuple[EventRecorder, list[AlertSink]]:
     """The config's event store (or ``store``) and alert sinks, opened.
 
-    `EventSide.open` (`campusguard.app.eventside`) calls it, for every process that owns its
+    `EventSide.open` (`campusguard.app.event_side`) calls it, for every process that owns its
     event side (``watch``, ``serve``, a node, the cluster driver, `campusguard scan`'s one writer),
     so their events go where `watch` puts them. `ConfigError` naming the storage or alerts field
     when one cannot be opened. ``escalate``: put the rules' `Escalator` first in the sinks (not

@@ -40,8 +40,8 @@ from rich.progress import (
 from campusguard.app.config import LoadedConfig
 from campusguard.app.engine.wiring import DetectorFactory, detector_key
 from campusguard.app.engine.writer import EventWorker
+from campusguard.app.event_side import EventSide
 from campusguard.app.events.recorder import EventRecorder
-from campusguard.app.eventside import EventSide
 from campusguard.app.scan.executors import UnitExecutor
 from campusguard.app.scan.ledger import ScanLedger
 from campusguard.app.scan.recordings import Recording, find_recordings

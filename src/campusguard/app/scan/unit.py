@@ -22,8 +22,8 @@ from campusguard.app.config import CameraConfig, LoadedConfig
 from campusguard.app.engine.sources import FrameSource
 from campusguard.app.engine.stages import DetectorLike
 from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, open_camera
+from campusguard.app.event_side import EventSide
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide
 from campusguard.app.media.live import LiveFrame
 from campusguard.app.scan.parquet import DetectionsParquet
 from campusguard.app.scan.recordings import Recording

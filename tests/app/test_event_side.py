@@ -24,9 +24,9 @@ from campusguard.app.cluster.group import Outbox
 from campusguard.app.config import LoadedConfig, parse_config
 from campusguard.app.engine.sources import EndOfStream
 from campusguard.app.engine.writer import EventWorker
+from campusguard.app.event_side import EventSide, Ownership
 from campusguard.app.events import SQLiteEventStore
 from campusguard.app.events.types import Event
-from campusguard.app.eventside import EventSide, Ownership
 from campusguard.app.scan.unit import _CollectedEvents
 
 DUTIES = ("has_sinks", "escalates", "writes_spool", "ends_dead_runs", "runs_retention", "keeps_recordings")

@@ -35,7 +35,7 @@ from campusguard.app.retention.stage import RetentionStage, start_retention
 
 __all__ = ["EventSide", "OpenedEvents", "Ownership"]
 
-log = logging.getLogger("campusguard.app.eventside")
+log = logging.getLogger("campusguard.app.event_side")
 
 
 class Ownership(enum.Enum):
