@@ -19,7 +19,6 @@ side derived from the node's (`EventSide.node_camera`), not a new path.
 from __future__ import annotations
 
 import enum
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -34,8 +33,6 @@ from campusguard.app.events.spool import EventSpool
 from campusguard.app.retention.stage import RetentionStage, start_retention
 
 __all__ = ["EventSide", "OpenedEvents", "Ownership"]
-
-log = logging.getLogger("campusguard.app.event_side")
 
 
 class Ownership(enum.Enum):
