@@ -139,7 +139,8 @@ class EventDatabase(ReviewableEventStore, PrunableStore, Protocol):
     """The event store as `open_event_store` opens it (`SQLiteEventStore`, `PostgresEventStore`):
     lifecycle writes, reads and review (`ReviewableEventStore`) and retention (`PrunableStore`).
 
-    One process shares one: ``serve`` hands the console's store to its `WatchService`
-    (``shared_store``), typed by this protocol, so a wrapper that drops a capability (retention's,
-    say) fails the type check instead of running retention without a store.
+    One process shares one: ``serve`` lends the console's store to its `WatchService`
+    (`campusguard.app.event_side.EventSide.borrowed`), typed by this protocol, so a wrapper that
+    drops a capability (retention's, say) fails the type check instead of running retention
+    without a store.
     """
