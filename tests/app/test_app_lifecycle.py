@@ -18,6 +18,7 @@ The commands run as subprocesses (``fakes_watch.py``: the real `watch` and `serv
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -311,6 +312,39 @@ def test_a_missing_local_file_stays_a_start_up_error(tmp_path: Path) -> None:
     ), line
 
 
+class _ReadersEndFirst(WatchService):
+    """A `WatchService` whose cameras' readers reach the end of their short file before the rest of
+    `start` has run: the window a restart after a kill opens (finishing the dead run's recordings)."""
+
+    def _finish_dead_segments(self) -> None:
+        for thread in self.threads:
+            if thread.name.startswith("reader-"):
+                thread.join(10)
+        super()._finish_dead_segments()
+
+
+class _SlowBlobs(BlobDetector):
+    def predict_batch(self, images: list) -> list:
+        time.sleep(0.2 * len(images))
+        return super().predict_batch(images)
+
+
+def test_a_file_read_to_its_end_before_its_analytics_started_is_still_analysed_to_its_last_frame(
+    tmp_path: Path,
+) -> None:
+    video = write_scene(tmp_path / "short.mp4", n=5)
+    service = _ReadersEndFirst(
+        parse_config(scene_config(video, tmp_path), "watch.yaml"),
+        detector_factory=lambda *a: _SlowBlobs(),
+        out=io.StringIO(),
+    )
+    assert service.run()
+    # the run ends behind the camera's last frame (the reader's end is not handed to the event writer
+    # past the analytics worker): every frame analysed, no worker left inside OpenCV at exit
+    assert service.metrics["cam1"].frames_processed == 5
+    assert not service.analytics["cam1"].inbox.qsize()
+
+
 # a real RTSP camera, killed and restarted -------------------------------------------------------
 def rtsp_server_available() -> bool:
     if not Path(SYSTEM_PYTHON).exists():
@@ -428,4 +462,6 @@ outputs:
     # where a loaded machine starves the camera's server for over stall_timeout_s
     assert len(starts) == len(ends) >= 2, lines
     assert re.search(r"after \d+\.\d s of outage \([1-9]\d* failure\(s\) held back\)", ends[-1]), ends
-    assert all(e.end_s is not None for e in incidents())  # none left open (the SIGTERM test above checks the stop's interrupted end)
+    assert all(
+        e.end_s is not None for e in incidents()
+    )  # none left open (the SIGTERM test above checks the stop's interrupted end)

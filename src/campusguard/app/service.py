@@ -280,13 +280,20 @@ class WatchService(StopAndWait):
         return queues
 
     def _reader_run(self, reader: CameraReader, events: queue.Queue) -> Callable[[], None]:
-        """A reader's thread: its frames, then, for a camera that never came online (so no analytics
-        worker passes its end on), its health incidents ended as interrupted and its end straight to
-        the event worker, which waits for every camera's."""
+        """A reader's thread: its frames, then, for a camera offline at start that never came online
+        (so no analytics worker passes its end on), its health incidents ended as interrupted and its
+        end straight to the event worker, which waits for every camera's.
+
+        Only such a camera: one online at start gets its analytics worker after its reader has
+        started, and a short file can be read to its end before that (`start` is still finishing a
+        dead run's recordings); its end must wait behind its last frame's events, else the event
+        writer ends, and `watch` exits, while that camera's frames are still analysed (their events
+        lost, and a worker inside OpenCV when the interpreter exits aborts the process)."""
+        offline_at_start = reader.camera_id in self.offline  # its analytics is started in this thread
 
         def run() -> None:
             reader.run()
-            if reader.camera_id not in self.analytics:
+            if offline_at_start and reader.camera_id not in self.analytics:
                 with self._waiting_lock:
                     waiting = self._waiting_health.pop(reader.camera_id, None)
                 if waiting is not None:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from campusguard.app.alerts import JsonlSink, WebhookSink
+from campusguard.app.alerts.jsonl import written_keys
 from campusguard.app.alerts.ledger import DeliveryLedger
 
 
@@ -26,6 +27,43 @@ def test_a_restarted_jsonl_sink_writes_each_update_once_with_its_sequence(tmp_pa
         sink.close()
     lines = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
     assert [(x["phase"], x["sequence"]) for x in lines] == [("start", 0), ("update", 1), ("end", 2)]
+
+
+class _RecordsLost(DeliveryLedger):
+    """A ledger whose records are not written: a `PgDeliveryLedger` whose server went down between a
+    line and its record (logged, never raised), the process then killed before it could retry."""
+
+    def record_key(self, event_id: str, phase: str, sequence: int) -> None:
+        return None
+
+
+def test_a_line_whose_ledger_record_was_lost_is_not_written_again_by_the_restart(tmp_path: Path, make_event) -> None:
+    path, ledger_db = tmp_path / "a.jsonl", tmp_path / "d.db"
+    first = JsonlSink(path, ledger=_RecordsLost(ledger_db, "jsonl:a"))
+    for ev in _incident(make_event):
+        first.send(ev)  # each line on disk, no record of it
+    # the first run is killed here (no close): the restart's relay hands the same updates on again,
+    # and the dead run's end is followed by an interrupted one (another sequence: still the same end)
+    again = [*_incident(make_event), make_event(phase="end", sequence=1_000_000_000, end_s=20.0)]
+    restart = JsonlSink(path, ledger=DeliveryLedger(ledger_db, "jsonl:a"))
+    for ev in again:
+        restart.send(ev)
+    restart.close()
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [(x["phase"], x["sequence"]) for x in lines] == [("start", 0), ("update", 1), ("end", 2)]
+    assert all(DeliveryLedger(ledger_db, "jsonl:a").delivered(ev) for ev in again)  # recorded now
+
+
+def test_only_the_tail_of_a_long_jsonl_file_is_read_at_open(tmp_path: Path, make_event) -> None:
+    path = tmp_path / "a.jsonl"
+    sink = JsonlSink(path)
+    for i in range(50):
+        sink.send(make_event(event_id=f"e{i}"))
+    sink.close()
+    one_line = len(path.read_bytes()) // 50
+    keys = written_keys(path, tail_bytes=10 * one_line + one_line // 2)  # 10 whole lines and a cut one
+    assert {k[0] for k in keys} == {f"e{i}" for i in range(40, 50)}
+    assert written_keys(tmp_path / "missing.jsonl") == set()
 
 
 def test_an_incident_ends_once_whatever_the_sequence_of_its_end(tmp_path: Path, make_event) -> None:

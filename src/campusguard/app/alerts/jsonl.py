@@ -22,6 +22,38 @@ __all__ = ["JSONL", "JsonlSink", "JsonlSinkConfig"]
 
 log = logging.getLogger(__name__)
 
+TAIL_BYTES = 1 << 20
+"""How much of an existing file's end `JsonlSink` reads at open for the lines already written."""
+
+_Key = tuple[str, str, int | None]  # (event_id, phase, sequence); an end's sequence is None: any end is its end
+
+
+def _key(event_id: str, phase: str, sequence: int) -> _Key:
+    return (event_id, phase, None if phase == "end" else int(sequence))
+
+
+def written_keys(path: Path, tail_bytes: int = TAIL_BYTES) -> set[_Key]:
+    """The updates whose lines are in the last ``tail_bytes`` of the JSONL file ``path`` (none when
+    it is missing or unreadable); a cut or foreign line is skipped."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - tail_bytes))
+            raw = fh.read()
+    except OSError:
+        return set()
+    lines = raw.split(b"\n")
+    if size > tail_bytes:
+        lines = lines[1:]  # the first one is cut by the seek
+    keys: set[_Key] = set()
+    for line in lines:
+        try:
+            d = json.loads(line)
+            keys.add(_key(str(d["event_id"]), str(d["phase"]), int(d["sequence"])))
+        except (ValueError, TypeError, KeyError):
+            continue
+    return keys
+
 
 class JsonlSinkConfig(SinkConfigBase):
     """Append one JSON object per event to a file."""
@@ -43,7 +75,10 @@ class JsonlSink:
     last whole line, the line is kept in memory (at most ``max_pending``; beyond that the oldest
     are dropped and counted) and written, in order, before the next one; ``close`` tries once
     more. The full volume is reported to ``disk`` (one rate-limited log line), never raised.
-    An update goes into the ``ledger`` only once its line is on disk.
+    An update goes into the ``ledger`` only once its line is on disk. The file is its own proof
+    too: the lines already at its end (its last `TAIL_BYTES`, read at open) are not written again,
+    so a line whose ledger record was lost (the ledger's PostgreSQL went down between the line and
+    its record, then the process was killed) is not repeated by the restart; its record is made then.
 
     Args:
         path: the file; its folder is created. Appends to an existing file.
@@ -78,11 +113,15 @@ class JsonlSink:
         self._pending: deque[tuple[Event, bytes]] = deque()
         self._lock = threading.Lock()
         self._log: AppendLog | None = AppendLog(self.path)  # retention may trim it (a new file renamed over)
+        self._written = written_keys(self.path) if ledger is not None else set()  # lines of earlier runs
 
     def send(self, event: Event) -> None:
         if not self.phases.accepts(event):
             return
         if self.ledger is not None and self.ledger.delivered(event):
+            return
+        if self.ledger is not None and _key(event.event_id, event.phase, event.sequence) in self._written:
+            self.ledger.record(event)  # written by an earlier run that could not record it
             return
         line = (json.dumps(event.to_dict(), default=str) + "\n").encode("utf-8")
         with self._lock:
