@@ -133,9 +133,11 @@ class CaptureSource:
         source: path, URL or webcam index.
         timeout_s: open and read time-outs for URLs, seconds (a stalled stream returns no frame).
         threads: FFmpeg's decoder threads for files and URLs; 0 lets FFmpeg choose (one per core).
-            One thread costs the least CPU per frame: FFmpeg's frame threads trade CPU time for
-            latency (on a 2-core AMD EPYC, 640x360 H.264: 2.3 to 2.5 core-ms a frame with one thread,
-            2.7 to 3.1 with FFmpeg's choice), and a camera reader has a thread of its own anyway.
+            One thread costs the least CPU per frame read alone: FFmpeg's frame threads trade CPU time
+            for latency (on a 2-core AMD EPYC, 640x360 H.264 read in a loop: 2.3 to 2.5 core-ms a frame
+            with one thread, 2.7 to 3.1 with FFmpeg's choice), and a camera reader has a thread of its
+            own, so several cameras decode side by side anyway. In the whole busy pipeline of
+            `benchmarks/cost.py` the difference was within the noise (four interleaved runs each).
     """
 
     def __init__(self, source: int | str, timeout_s: float = 10.0, threads: int = 1) -> None:
