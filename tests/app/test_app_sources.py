@@ -105,7 +105,7 @@ def test_file_reader_reads_every_frame_with_index_timestamps(tmp_path: Path) -> 
 
 
 def test_one_decoder_thread_decodes_what_ffmpegs_own_choice_decodes(tmp_path: Path) -> None:
-    """`decode_threads` (1 by default: the least CPU a frame) changes how FFmpeg decodes, never what."""
+    """`decode_threads` (1: a little less CPU a frame; 0, the default: FFmpeg's choice) changes how FFmpeg decodes, never what."""
     video = write_video(tmp_path / "v.mp4", 24, size_wh=(320, 240))
 
     def frames(threads: int) -> list[np.ndarray]:
@@ -126,7 +126,7 @@ def test_decode_threads_is_a_checked_camera_field() -> None:
 
     from campusguard.app.config import CameraConfig
 
-    assert CameraConfig(id="c", source="v.mp4").decode_threads == 1
+    assert CameraConfig(id="c", source="v.mp4").decode_threads == 0
     with pytest.raises(ValidationError, match="decode_threads"):
         CameraConfig(id="c", source="v.mp4", decode_threads=-1)
 

@@ -145,13 +145,13 @@ class CameraConfig(ConfigModel):
         description="Seconds without a frame before the watchdog reconnects a live source.",
     )
     decode_threads: int = Field(
-        1,
+        0,
         ge=0,
         le=64,
         title="Decoder threads",
         description=(
-            "FFmpeg's decoder threads for a video file or stream URL; 0 lets FFmpeg choose (one per core). One "
-            "costs the least CPU per frame; more only help a stream too large for one core to decode in real time."
+            "FFmpeg's decoder threads for a video file or stream URL; 0 lets FFmpeg choose (one per core). 1 costs "
+            "a little less CPU per frame (a box with many small streams); more keep a large stream in real time."
         ),
     )
     offline_end_s: float = Field(

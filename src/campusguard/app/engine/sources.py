@@ -140,7 +140,7 @@ class CaptureSource:
             `benchmarks/cost.py` the difference was within the noise (four interleaved runs each).
     """
 
-    def __init__(self, source: int | str, timeout_s: float = 10.0, threads: int = 1) -> None:
+    def __init__(self, source: int | str, timeout_s: float = 10.0, threads: int = 0) -> None:
         kind = source_kind(source)
         ms = int(timeout_s * 1000)
         params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, ms]
@@ -240,7 +240,7 @@ class PrependedSource:
 
 
 def open_source(
-    source: int | str, *, folder_fps: float = 10.0, timeout_s: float = 10.0, decode_threads: int = 1
+    source: int | str, *, folder_fps: float = 10.0, timeout_s: float = 10.0, decode_threads: int = 0
 ) -> FrameSource:
     """Open a source (video file, image folder, webcam index or stream URL); `SourceError` naming it when it cannot be opened.
 
