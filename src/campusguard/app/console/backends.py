@@ -101,9 +101,14 @@ class CameraStatus:
         return asdict(self)
 
 
+def without_pipeline(camera: str, state: ConsoleCameraState, node: str | None = None) -> CameraStatus:
+    """A camera with no pipeline here (yet, or any more): no rates, no frame, ``node`` running it if known."""
+    return CameraStatus(camera, state, 0.0, 0.0, 0, 0, None, None, None, node=node)
+
+
 def _not_running(camera: str, stopped: bool) -> CameraStatus:
-    """A camera with no pipeline (yet, or any more)."""
-    return CameraStatus(camera, "stopped" if stopped else "starting", 0.0, 0.0, 0, 0, None, None, None)
+    """A camera whose pipeline has not started yet (``starting``) or has ended with the rest (``stopped``)."""
+    return without_pipeline(camera, "stopped" if stopped else "starting")
 
 
 class CameraBackend(Protocol):

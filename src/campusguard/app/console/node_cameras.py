@@ -26,7 +26,13 @@ from typing import Any, TextIO
 
 from campusguard.app.alerts.protocol import AlertSink
 from campusguard.app.config import LoadedConfig
-from campusguard.app.console.backends import CameraStatus, ConsoleCameraState, LocalCameras, ZoneEdit
+from campusguard.app.console.backends import (
+    CameraStatus,
+    ConsoleCameraState,
+    LocalCameras,
+    ZoneEdit,
+    without_pipeline,
+)
 from campusguard.app.engine.wiring import DetectorFactory, default_detector_factory, detector_key
 from campusguard.app.event_side import EventSide
 from campusguard.app.events.protocols import EventDatabase, EventStore
@@ -210,7 +216,7 @@ class NodeCameras:
     def camera_status(self, camera: str) -> dict[str, Any]:
         status = self._local_status(camera, (0.0, 0.0), False)
         if status is None:  # taken, its pipeline still starting
-            status = CameraStatus(camera, "starting", 0.0, 0.0, 0, 0, None, None, None, node=self.node)
+            status = without_pipeline(camera, "starting", self.node)
         return asdict(status)
 
     def services(self) -> dict[str, WatchService]:
@@ -286,13 +292,13 @@ class NodeCameras:
         if local is not None:
             return local
         if self.coordinator is None:  # before the start, as every backend: no pipeline yet
-            return CameraStatus(camera, "stopped" if stopped else "starting", 0.0, 0.0, 0, 0, None, None, None)
+            return without_pipeline(camera, "stopped" if stopped else "starting")
         if camera in self.coordinator.held():  # taken here, starting
-            return CameraStatus(camera, "starting", 0.0, 0.0, 0, 0, None, None, None, node=self.node)
+            return without_pipeline(camera, "starting", self.node)
         lease = self.leases().get(camera)
         if lease is None or not lease.valid or lease.node is None or not lease.status:
             state: ConsoleCameraState = "stopped" if stopped else "unassigned"
-            return CameraStatus(camera, state, 0.0, 0.0, 0, 0, None, None, None, node=None)
+            return without_pipeline(camera, state)
         published = {k: v for k, v in lease.status.items() if k in CameraStatus.__dataclass_fields__}
         return CameraStatus(**{**published, "name": camera, "node": lease.node})
 
