@@ -360,3 +360,14 @@ def test_annotated_video_is_written_in_finished_segments_a_restart_never_overwri
     assert len(both) == 6 and set(first) < set(both)
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
     assert not [p for p in (tmp_path / "video").iterdir() if p.name.startswith(".")]  # no unfinished file left
+
+
+def test_a_running_service_keeps_blas_on_one_thread(scene: Path, tmp_path: Path) -> None:
+    """NumPy's BLAS pool (one thread a core) only spins beside the stages' small Kalman inversions: a started
+    service limits it to one thread (`campusguard.app.engine.blas`)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):  # as a fresh process on two cores has it
+        run_service(scene_config(scene, tmp_path))
+        pools = [p for p in threadpool_info() if p["user_api"] == "blas"]
+        assert pools and all(p["num_threads"] == 1 for p in pools)

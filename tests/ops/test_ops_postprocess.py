@@ -134,3 +134,27 @@ def test_postprocess_routes_end_to_end_output_without_nms():
     meta = LetterboxMeta(ratio=1.0, pad_xy=(0.0, 0.0), orig_wh=(640, 640), input_hw=(640, 640))
     dets = postprocess(_e2e_rows(), [meta], conf_threshold=0.5, iou_threshold=0.1)[0]
     assert len(dets) == 4  # IoU 0.1 would merge the overlapping boxes if NMS ran
+
+
+@pytest.mark.parametrize("class_aware", [True, False])
+def test_nms_over_the_iou_matrix_keeps_what_box_by_box_suppression_keeps(
+    class_aware: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to `NMS_MATRIX_MAX` candidates every pair's IoU is computed at once; the kept boxes and their order are
+    those of the box-by-box pass, ties in score, empty boxes and every threshold included."""
+    from campusguard.ops import postprocess
+
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        n = int(rng.integers(1, 60))
+        xy = rng.uniform(0, 300, (n, 2))
+        wh = rng.uniform(1, 120, (n, 2))
+        wh[: n // 4 if trial % 5 == 0 else 0] = 0  # some empty boxes
+        xyxy = np.concatenate([xy, xy + wh], 1).astype(np.float32)
+        scores = (rng.choice([0.3, 0.6, 0.9], n) if trial % 2 else rng.uniform(0, 1, n)).astype(np.float32)
+        classes = rng.integers(0, 3, n) if class_aware else None
+        threshold = float(rng.choice([0.0, 0.3, 0.5, 0.7]))
+        matrix = postprocess.nms(xyxy, scores, classes, threshold)
+        monkeypatch.setattr(postprocess, "NMS_MATRIX_MAX", 0)
+        assert np.array_equal(matrix, postprocess.nms(xyxy, scores, classes, threshold))
+        monkeypatch.undo()

@@ -35,6 +35,7 @@ import numpy as np
 
 from campusguard.app.config import CameraConfig, LoadedConfig, source_kind
 from campusguard.app.engine.analytics import AnalyticsWorker
+from campusguard.app.engine.blas import keep_blas_on_one_thread
 from campusguard.app.engine.detection import DetectionWorker, TrackedBoxes
 from campusguard.app.engine.metrics import CameraMetrics, MetricsReporter
 from campusguard.app.engine.sources import CameraReader, EndOfStream, FrameQueue, FrameSource, PrependedSource
@@ -154,6 +155,7 @@ class WatchService(StopAndWait):
         """Check everything that can fail at start-up, then start the workers, sources first."""
         if not self.cameras:
             raise ConfigError(f"{self.loaded.where(('cameras',))}: no enabled camera to watch")
+        keep_blas_on_one_thread()  # before the first matrix of the set-up: BLAS's pool would only spin beside the stages
         try:
             self._probe_cameras(allow_offline=True)  # every source opens and gives a frame (network ones may be offline)
             self._load_detectors()  # one detector per (model, device, imgsz), shared by cameras
