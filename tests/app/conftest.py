@@ -9,6 +9,7 @@ except under ``CI=true``, where it fails them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -75,9 +76,9 @@ def postgres_server() -> str:
     return url
 
 
-@pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
-    """A URL whose search_path is a fresh schema, dropped after the test: tests never share rows."""
+@contextlib.contextmanager
+def _fresh_schema(postgres_server: str) -> Iterator[str]:
+    """A URL whose search_path is a fresh schema of the test database, dropped on leaving."""
     import psycopg
 
     schema = f"cg_test_{uuid.uuid4().hex[:12]}"
@@ -88,3 +89,17 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A URL whose search_path is a fresh schema, dropped after the test: tests never share rows."""
+    with _fresh_schema(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture
+def other_postgres_url(postgres_server: str) -> Iterator[str]:
+    """Another fresh schema of the same database as `postgres_url`'s: a second site beside it."""
+    with _fresh_schema(postgres_server) as url:
+        yield url

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from campusguard.app.alerts import JsonlSink, WebhookSink
 from campusguard.app.alerts.jsonl import written_keys
-from campusguard.app.alerts.ledger import DeliveryLedger
+from campusguard.app.alerts.ledger import DeliveryLedger, delivery_key
+from campusguard.app.events.types import Event
 
 
 def _incident(make_event):  # type: ignore[no-untyped-def]
@@ -72,6 +76,65 @@ def test_an_incident_ends_once_whatever_the_sequence_of_its_end(tmp_path: Path, 
     assert ledger.delivered(make_event(phase="end", sequence=1_000_000_000, end_s=20.0))
     assert not ledger.delivered(make_event(phase="update", sequence=2))
     assert not DeliveryLedger(tmp_path / "d.db", "other").delivered(make_event(phase="end", end_s=1.0))
+
+
+# (recorded phase, sequence), (asked phase, sequence), whether the asked update counts as delivered
+_SAME_DELIVERY = [
+    (("end", 2), ("end", 1_000_000_000), True),  # any end of the incident is its end
+    (("end", 2), ("end", 2), True),
+    (("end", 2), ("update", 2), False),
+    (("start", 0), ("end", 0), False),
+    (("update", 1), ("update", 1), True),
+    (("update", 1), ("update", 2), False),
+]
+
+
+@pytest.mark.parametrize(("recorded", "asked", "same"), _SAME_DELIVERY)
+def test_the_delivery_key_counts_any_end_as_the_incidents_end(
+    recorded: tuple[str, int], asked: tuple[str, int], same: bool
+) -> None:
+    assert (delivery_key("e1", *recorded) == delivery_key("e1", *asked)) is same
+    assert delivery_key("e1", *recorded) != delivery_key("e2", *recorded)
+
+
+Answerer = tuple[Callable[[Event], object], Callable[[Event], bool]]
+"""How one place records an update, and how it answers whether an update was delivered."""
+
+
+@pytest.fixture(params=["sqlite ledger", "postgresql ledger", "postgresql outbox", "jsonl file"])
+def answerer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Answerer]:
+    """Every place that decides whether an update was delivered before, on its real storage."""
+    if request.param == "sqlite ledger":
+        ledger = DeliveryLedger(tmp_path / "d.db", "s")
+        yield ledger.record, ledger.delivered
+        ledger.close()
+    elif request.param == "jsonl file":
+        sink, path = JsonlSink(tmp_path / "a.jsonl"), tmp_path / "a.jsonl"
+        yield sink.send, lambda ev: delivery_key(ev.event_id, ev.phase, ev.sequence) in written_keys(path)
+        sink.close()
+    else:
+        pytest.importorskip("psycopg")
+        from campusguard.app.alerts.postgres.ledger import PgDeliveryLedger
+        from campusguard.app.alerts.postgres.outbox import PgOutbox
+
+        url = str(request.getfixturevalue("postgres_url"))
+        if request.param == "postgresql ledger":
+            pg = PgDeliveryLedger(url, "s")
+            yield pg.record, pg.delivered
+            pg.close()
+        else:
+            outbox = PgOutbox(url, "s")
+            yield (lambda ev: outbox.add_once("t", b"{}", ev)), outbox.published
+            outbox.close()
+
+
+@pytest.mark.parametrize(("recorded", "asked", "same"), _SAME_DELIVERY)
+def test_every_ledger_follows_the_delivery_key(
+    answerer: Answerer, make_event, recorded: tuple[str, int], asked: tuple[str, int], same: bool
+) -> None:
+    record, delivered = answerer
+    record(make_event(phase=recorded[0], sequence=recorded[1], end_s=20.0 if recorded[0] == "end" else None))
+    assert delivered(make_event(phase=asked[0], sequence=asked[1], end_s=20.0 if asked[0] == "end" else None)) is same
 
 
 def test_a_restarted_webhook_posts_each_update_once_and_the_body_carries_the_sequence(

@@ -278,6 +278,44 @@ def test_a_live_cameras_open_incident_is_ended_when_its_group_restarts(
     assert all(n == 1 for n in sink_lines(tmp_path / "events.jsonl").values())
 
 
+def test_the_driver_ends_the_incidents_a_killed_driver_left_open_as_watch_does(
+    videos: list[Path], live_url: str, tmp_path: Path, make_event
+) -> None:
+    """An owned driver ends a dead run's open incidents as interrupted (`Ownership.ends_dead_runs`),
+    once: a live camera's at the start, a file's when its group finishes."""
+    from campusguard.app.events import open_event_store
+    from campusguard.app.events.types import INTERRUPTED_SEQUENCE
+
+    loaded = parse_config(cameras_config([videos[0], live_url], tmp_path, cameras_per_actor=1))  # type: ignore[list-item]
+    assert not loaded.config.cameras[0].is_live() and loaded.config.cameras[1].is_live()
+    store = open_event_store(str(tmp_path / "events.db"))
+    try:  # what the killed driver committed: two incidents, never ended
+        for camera in ("cam0", "cam1"):
+            store.record(make_event(event_id=f"left-open-{camera}", camera_id=camera))
+    finally:
+        store.close()
+    driver = ClusterWatch(loaded, LocalExecutor(loaded, detector_factory=factory), out=io.StringIO())
+    driver.start()
+    try:  # the live camera's group runs until stopped; the file's finishes on its own (the ends wait for that)
+        worker = driver.event_worker
+        assert worker is not None
+        deadline = time.monotonic() + 30
+        while worker.interrupted_ended < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        driver.stop()
+        assert driver.wait(30)
+        driver.finish()
+    assert worker.interrupted_ended == 2
+    stored = {e.event_id: e for e in read_events(tmp_path / "events.db")}
+    alerted = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    for camera in ("cam0", "cam1"):
+        ended = stored[f"left-open-{camera}"]
+        assert ended.phase == "end" and ended.details.get("interrupted") is True and not ended.is_open
+        ends = [a for a in alerted if a["event_id"] == f"left-open-{camera}"]
+        assert [(a["phase"], a["sequence"]) for a in ends] == [("end", INTERRUPTED_SEQUENCE)]
+
+
 def test_a_group_keeps_frames_and_media_and_takes_edited_zones_before_and_after_its_start(tmp_path: Path) -> None:
     """What `serve --ray` asks a group for: the latest frame as JPEG, an incident's snapshot and clip, and
     zone edits (checked against the real frame; one sent before the start is what the group starts with)."""

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from campusguard.app.alerts.ledger import Ledger
+from campusguard.app.alerts.ledger import DeliveryKey, Ledger, delivery_key
 from campusguard.app.alerts.spec import SinkConfigBase, SinkContext, SinkEntry, SinkFiles
 from campusguard.app.events.types import EVENT_PHASES, Event, PhaseFilter
 from campusguard.app.infra.diskspace import DiskHealth, disk_health
@@ -25,14 +25,7 @@ log = logging.getLogger(__name__)
 TAIL_BYTES = 1 << 20
 """How much of an existing file's end `JsonlSink` reads at open for the lines already written."""
 
-_Key = tuple[str, str, int | None]  # (event_id, phase, sequence); an end's sequence is None: any end is its end
-
-
-def _key(event_id: str, phase: str, sequence: int) -> _Key:
-    return (event_id, phase, None if phase == "end" else int(sequence))
-
-
-def written_keys(path: Path, tail_bytes: int = TAIL_BYTES) -> set[_Key]:
+def written_keys(path: Path, tail_bytes: int = TAIL_BYTES) -> set[DeliveryKey]:
     """The updates whose lines are in the last ``tail_bytes`` of the JSONL file ``path`` (none when
     it is missing or unreadable); a cut or foreign line is skipped."""
     try:
@@ -45,11 +38,11 @@ def written_keys(path: Path, tail_bytes: int = TAIL_BYTES) -> set[_Key]:
     lines = raw.split(b"\n")
     if size > tail_bytes:
         lines = lines[1:]  # the first one is cut by the seek
-    keys: set[_Key] = set()
+    keys: set[DeliveryKey] = set()
     for line in lines:
         try:
             d = json.loads(line)
-            keys.add(_key(str(d["event_id"]), str(d["phase"]), int(d["sequence"])))
+            keys.add(delivery_key(str(d["event_id"]), str(d["phase"]), int(d["sequence"])))
         except (ValueError, TypeError, KeyError):
             continue
     return keys
@@ -120,7 +113,7 @@ class JsonlSink:
             return
         if self.ledger is not None and self.ledger.delivered(event):
             return
-        if self.ledger is not None and _key(event.event_id, event.phase, event.sequence) in self._written:
+        if self.ledger is not None and delivery_key(event.event_id, event.phase, event.sequence) in self._written:
             self.ledger.record(event)  # written by an earlier run that could not record it
             return
         line = (json.dumps(event.to_dict(), default=str) + "\n").encode("utf-8")

@@ -31,7 +31,7 @@ from campusguard.app.events.types import Event
 from campusguard.app.infra.sqlitedb import check_sqlite_file
 from campusguard.errors import InvalidInputError
 
-__all__ = ["DeliveryLedger", "Ledger", "ledger_path_for"]
+__all__ = ["DeliveryKey", "DeliveryLedger", "Ledger", "delivery_key", "delivery_match", "ledger_path_for"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,25 @@ CREATE TABLE IF NOT EXISTS delivered (
     PRIMARY KEY (sink, event_id, phase, sequence)
 )
 """
+
+DeliveryKey = tuple[str, str, int | None]
+"""``(event_id, phase, sequence)`` naming one delivery; ``None`` for an end's sequence (`delivery_key`)."""
+
+
+def delivery_key(event_id: str, phase: str, sequence: int) -> DeliveryKey:
+    """The key an update is delivered under. An incident ends once: any ``end`` of an ``event_id``
+    counts as its end, whatever its sequence (an interrupted end and a real one are one end), so an
+    end's key has no sequence."""
+    return (event_id, phase, None if phase == "end" else int(sequence))
+
+
+def delivery_match(event: Event, param: str) -> tuple[str, tuple[object, ...]]:
+    """The SQL condition (on columns ``event_id``, ``phase``, ``sequence``; ``param`` the driver's
+    placeholder) and its arguments that a row of ``event``'s delivery meets (`delivery_key`)."""
+    event_id, phase, sequence = delivery_key(event.event_id, event.phase, event.sequence)
+    if sequence is None:
+        return f"event_id = {param} AND phase = {param}", (event_id, phase)
+    return f"event_id = {param} AND phase = {param} AND sequence = {param}", (event_id, phase, sequence)
 
 
 def ledger_path_for(store_sqlite: str | Path) -> Path:
@@ -103,15 +122,12 @@ class DeliveryLedger:
 
     def delivered(self, event: Event) -> bool:
         """True when this update (or, for an ``end``, any end of the incident) was delivered."""
-        sql = "SELECT 1 FROM delivered WHERE sink = ? AND event_id = ? AND phase = ?"
-        args: tuple[object, ...] = (self.sink, event.event_id, event.phase)
-        if event.phase != "end":
-            sql += " AND sequence = ?"
-            args += (int(event.sequence),)
+        match, args = delivery_match(event, "?")
         with self._lock:
             if self._db is None:
                 return False
-            return self._db.execute(sql + " LIMIT 1", args).fetchone() is not None
+            sql = f"SELECT 1 FROM delivered WHERE sink = ? AND {match} LIMIT 1"
+            return self._db.execute(sql, (self.sink, *args)).fetchone() is not None
 
     def record(self, event: Event) -> None:
         """Remember that this update was delivered; durable when this returns."""

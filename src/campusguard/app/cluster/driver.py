@@ -16,6 +16,11 @@ from the start and raise the same ids again, when the restarted group finishes w
 ended them. The same happens to every open incident of a group given up after
 ``cluster.restart_timeout_s``.
 
+Incidents an earlier driver left open when it was killed are ended as interrupted, as `WatchService`
+does (`campusguard.app.events.interrupted`, when the event side's `Ownership.ends_dead_runs`): the
+live cameras' once the spool is replayed, the files' when their group finishes unless the new run
+raised them again.
+
 The executor (`GroupExecutor`) is the only part that knows where groups run: `LocalExecutor`
 here, `campusguard.app.cluster.ray_executor.RayExecutor` on a Ray cluster.
 """
@@ -227,6 +232,7 @@ class ClusterWatch(StopAndWait):
             self.on_event,
             stop=self.stop_event,
             spool=self.events.spool(),
+            interrupted=self.events.interrupted({c.id: c.is_live() for c in self.cameras.values()}),  # a dead run's
             close_store=self.events.closes_store,
         )
         self.groups = [_GroupState(ids) for ids in groups]
@@ -235,6 +241,7 @@ class ClusterWatch(StopAndWait):
             self._base[cam_id] = dict.fromkeys(METRIC_COUNTERS, 0.0)
         try:
             self.event_worker.replay_spool()  # what an earlier run spooled goes first
+            self.event_worker.end_interrupted_at_start()  # then what it left open on live cameras
             self.executor.start(groups)
             self._wait_started()
         except BaseException:
@@ -358,6 +365,7 @@ class ClusterWatch(StopAndWait):
         if batch.finished:
             state.finished, state.clean = True, batch.clean
             self._end_orphans(g, "camera group ended without ending it")
+            self._cameras_ended(g)
 
     def _deliver(self, g: int, event: Event) -> None:
         assert self.event_worker is not None
@@ -406,6 +414,15 @@ class ClusterWatch(StopAndWait):
         state.finished, state.clean = True, False
         self.failed.set()
         self._end_orphans(g, "camera group given up")
+        self._cameras_ended(g)
+
+    def _cameras_ended(self, g: int) -> None:
+        """Group ``g`` finished: the incidents an earlier run left open on its file cameras that
+        this run did not raise again are ended as interrupted (`EventWorker.end_of_stream`)."""
+        if self.event_worker is None:  # not started: nothing was read
+            return
+        for cam_id in self.groups[g].cameras:
+            self.event_worker.end_of_stream(cam_id)
 
     def _end_orphans(self, g: int, reason: str) -> None:
         for event_id in [e for e, (gg, _, _) in self._open.items() if gg == g]:

@@ -43,7 +43,7 @@ from campusguard.app.media.live import FrameHub, LiveFrame
 from campusguard.app.nodes.coordinator import NodeCoordinator, NodeTimings
 from campusguard.app.nodes.detectors import SharedDetectors
 from campusguard.app.nodes.directory import CameraLease, DirectoryUnavailableError, NodeDirectory, NodeInfo
-from campusguard.app.nodes.leader import RETENTION_LOCK, SiteLeader
+from campusguard.app.nodes.leader import RETENTION_JOB, SiteLeader
 from campusguard.app.nodes.service import NodeService
 from campusguard.app.nodes.zone_edits import ZoneEditListener
 from campusguard.app.retention.stage import RetentionStage
@@ -146,7 +146,7 @@ class NodeCameras:
         self._prepare_detectors(loaded)  # before joining: a camera this node takes starts in seconds
         self.coordinator.start()
         if config.retention.enabled:
-            self.leader = SiteLeader(url, RETENTION_LOCK, self._lead_retention, self._stop_retention)
+            self.leader = SiteLeader(url, RETENTION_JOB, self._lead_retention, self._stop_retention)
             self.leader.start()
         self._started = True
 

@@ -151,9 +151,12 @@ class EventWorker:
             return
         try:
             self.replay_spool()
+            self.end_interrupted_at_start()
             for item in self._inbox_items():
                 if isinstance(item, Event):
                     self.handle(item)
+                else:
+                    self.end_of_stream(item.camera_id)
         finally:
             self.close()
 
@@ -191,7 +194,7 @@ class EventWorker:
                 self._pending.extend(backlog)
             replaying = len(backlog)
             if not backlog:
-                self._end_interrupted_at_start()
+                self._end_interrupted_at_start(self._spool_ahead)
             intake = threading.Thread(target=self._intake, name="events-intake", daemon=True)
             intake.start()
             while True:
@@ -213,7 +216,7 @@ class EventWorker:
                         replaying -= 1
                         if not replaying:
                             log.info("replayed %d spooled event update(s)", self.replayed)
-                            self._end_interrupted_at_start()
+                            self._end_interrupted_at_start(self._spool_ahead)
                 else:
                     self._given_up = True
                     self.spooled += 1
@@ -222,14 +225,15 @@ class EventWorker:
                 intake.join(5.0)
             self.close()
 
-    def _end_interrupted_at_start(self) -> None:
-        """Read the incidents an earlier run left open (the store takes reads now) and end the live
-        cameras' ones: spooled first, like any update."""
+    def _end_interrupted_at_start(self, pass_on: Callable[[list[Event]], None]) -> None:
+        """Read the incidents an earlier run left open (the store takes reads now) and hand the live
+        cameras' ends to ``pass_on`` (`_spool_ahead` on the write-ahead path, `_handle_all` on the
+        direct one), like any update."""
         if self.interrupted is None or self.interrupted.loaded:
             return
         ends = self.interrupted.load(self.store)
         if ends:
-            self._spool_ahead(ends)
+            pass_on(ends)
 
     def _intake(self) -> None:
         """Inbox to spool (fsync'd) to the writer, until every camera has ended or a worker failed."""
@@ -307,8 +311,29 @@ class EventWorker:
         self.spool.remove()
         log.info("replayed %d spooled event update(s); %s removed", len(backlog), self.spool.path)
 
+    # direct path (`handle`: `run` without a spool, and the cluster driver) -------------------------
+    def end_interrupted_at_start(self) -> None:
+        """Once `replay_spool` committed the spool: end the incidents an earlier run left open on the
+        live cameras (the files' wait for `end_of_stream`); nothing while the store is unavailable."""
+        if not self._spooling:
+            self._end_interrupted_at_start(self._handle_all)
+
+    def end_of_stream(self, camera_id: str) -> None:
+        """``camera_id``'s stream ended: end the incidents an earlier run left open on it that this
+        run did not raise again."""
+        if self.interrupted is not None:
+            self._handle_all(self.interrupted.at_end_of_stream(camera_id))
+
+    def _handle_all(self, events: list[Event]) -> None:
+        for event in events:
+            if event.details.get("interrupted"):
+                self.interrupted_ended += 1
+            self.handle(event)
+
     def handle(self, event: Event) -> None:
         """Commit, then report; or, stopping with the store unavailable, spool."""
+        if self.interrupted is not None:
+            self.interrupted.seen(event)
         if self._spooling or not self._commit(event):
             self._spool(event)
             return

@@ -34,13 +34,12 @@ lost is simply written again.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
 from campusguard.app.events.migrations import POSTGRES_SCHEMA, SCHEMA_VERSION, render
-from campusguard.app.events.pgsession import PgSession, RetryPolicy
+from campusguard.app.events.pgsession import PgSession, RetryPolicy, apply_migrations
 from campusguard.app.events.records import EventFilter, EventRecord, ReviewAction
 from campusguard.app.events.relay import AlertRelay, migrate_relay, relay_args, with_relay
 from campusguard.app.events.review import check_review_action, review_outcome
@@ -59,8 +58,6 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
     ) from _exc
 
 __all__ = ["PostgresEventStore", "RetryPolicy", "VERSION_TABLE"]
-
-log = logging.getLogger("campusguard.app.events.postgres")
 
 T = TypeVar("T")
 
@@ -137,34 +134,31 @@ class PostgresEventStore(UpsertingEventStore):
             migrate_relay(conn)
 
     def _migrate_events(self, conn: psycopg.Connection[Any]) -> None:
+        """Refuse what is not ours to migrate (read-only, no schema, a foreign ``events`` table),
+        then apply the missing migrations (`apply_migrations`), all in one transaction under the
+        migrations' advisory lock."""
         with conn.transaction():
-            exists, events = self._tables(conn)
             if self.read_only:
+                exists, _ = self._tables(conn)
                 if not exists:
                     raise InvalidInputError(f"{self.display} holds no CampusGuard event store ({VERSION_TABLE})")
-                self._check_version(self._version(conn), read_only=True)
+                self._check_version(self._version(conn))
                 return
             # every opener waits here until the first has committed its migration
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "
-                "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            version = self._version(conn)
-            if version == 0 and events:
+            exists, events = self._tables(conn)
+            if events and (not exists or self._version(conn) == 0):
                 raise InvalidInputError(
                     f"{self.display} already has an events table not created by CampusGuard; "
                     "use another database or schema (search_path)"
                 )
-            if self._check_version(version, read_only=False):
-                return
-            migrations = render(self.dialect.schema)
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in migrations[target].split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (target,))
-            log.info("PostgreSQL event store %s migrated from schema %d to %d", self.display, version, SCHEMA_VERSION)
+            apply_migrations(
+                conn,
+                version_table=VERSION_TABLE,
+                lock=_MIGRATION_LOCK,
+                migrations=render(self.dialect.schema),
+                what=f"event store {self.display}",
+            )
 
     def _tables(self, conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
         """Whether the version table and an ``events`` table exist in the schema tables are created in."""
@@ -187,18 +181,18 @@ class PostgresEventStore(UpsertingEventStore):
         row = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {VERSION_TABLE}").fetchone()
         return int(row[0]) if row else 0
 
-    def _check_version(self, version: int, *, read_only: bool) -> bool:
-        """True when the database is at `SCHEMA_VERSION`; raise when it is newer, or older and read-only."""
+    def _check_version(self, version: int) -> None:
+        """Refuse, read-only, a database at another version than `SCHEMA_VERSION` (read-write,
+        `apply_migrations` refuses a newer one and migrates an older one)."""
         if version > SCHEMA_VERSION:
             raise InvalidInputError(
                 f"event store {self.display} has schema version {version}, newer than this CampusGuard ({SCHEMA_VERSION})"
             )
-        if version < SCHEMA_VERSION and read_only:
+        if version < SCHEMA_VERSION:
             raise InvalidInputError(
                 f"event store {self.display} has schema version {version}, older than this CampusGuard "
                 f"({SCHEMA_VERSION}); open it once read-write (campusguard watch or serve) to migrate it"
             )
-        return version == SCHEMA_VERSION
 
     # writes -----------------------------------------------------------------------------------
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from campusguard.app.alerts.ledger import delivery_match
 from campusguard.app.alerts.postgres.schema import DELIVERED_TABLE, migrate_alerts
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.events.protocols import StoreUnavailableError
@@ -55,14 +56,11 @@ class PgDeliveryLedger:
         Raises:
             StoreUnavailableError: the server could not be reached within the retry budget.
         """
-        sql = f"SELECT 1 FROM {DELIVERED_TABLE} WHERE sink = %s AND event_id = %s AND phase = %s"
-        args: tuple[object, ...] = (self.sink, event.event_id, event.phase)
-        if event.phase != "end":
-            sql += " AND sequence = %s"
-            args += (int(event.sequence),)
+        match, args = delivery_match(event, "%s")
+        sql = f"SELECT 1 FROM {DELIVERED_TABLE} WHERE sink = %s AND {match} LIMIT 1"
 
         def op(conn: psycopg.Connection[Any]) -> bool:
-            return conn.execute(sql + " LIMIT 1", args).fetchone() is not None
+            return conn.execute(sql, (self.sink, *args)).fetchone() is not None
 
         return bool(self._session.run("reading the delivery ledger", op))
 

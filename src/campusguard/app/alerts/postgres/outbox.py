@@ -35,6 +35,7 @@ from typing import Any
 
 import psycopg
 
+from campusguard.app.alerts.ledger import delivery_match
 from campusguard.app.alerts.outbox import OutboxMessage
 from campusguard.app.alerts.postgres.schema import OUTBOX_TABLE, PUT_TABLE, migrate_alerts
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
@@ -119,12 +120,9 @@ class PgOutbox:
         return bool(self._run("reading", lambda c: self._has(c, event)))
 
     def _has(self, conn: psycopg.Connection[Any], event: Event) -> bool:
-        sql = f"SELECT 1 FROM {PUT_TABLE} WHERE sink = %s AND event_id = %s AND phase = %s"
-        args: tuple[object, ...] = (self.sink, event.event_id, event.phase)
-        if event.phase != "end":
-            sql += " AND sequence = %s"
-            args += (int(event.sequence),)
-        return conn.execute(sql + " LIMIT 1", args).fetchone() is not None
+        match, args = delivery_match(event, "%s")
+        sql = f"SELECT 1 FROM {PUT_TABLE} WHERE sink = %s AND {match} LIMIT 1"
+        return conn.execute(sql, (self.sink, *args)).fetchone() is not None
 
     # adding --------------------------------------------------------------------------------
     def add(self, messages: list[tuple[str, bytes, bool]], event: Event | None = None) -> int:

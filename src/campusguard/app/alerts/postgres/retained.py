@@ -5,7 +5,8 @@ updates its own relay hands on, so no node can count the site's open incidents f
 The counts are read from the database instead, and exactly one node publishes them:
 
 - *Who.* The node holding a session-level advisory lock of the sink (`SiteLeader`, the lock key
-  derived from the sink's name, so two MQTT sinks of one site have a leader each). When that node
+  derived from the site's schema and the sink's name, so two MQTT sinks of one site have a leader
+  each). When that node
   dies or loses the server, its session ends, the lock is freed, and the next node to try it
   (every ``retry_s``) leads. No lease and no clock: PostgreSQL's own primitive.
 - *What.* Per camera and rule: the open incidents (``events.status = 'open'``, every node's), plus,
@@ -26,7 +27,6 @@ are read after the old one's session ended.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -38,7 +38,7 @@ from campusguard.app.alerts.postgres.schema import MQTT_STATE_TABLE, migrate_ale
 from campusguard.app.events.pgsession import PgSession, RetryPolicy
 from campusguard.app.nodes.leader import SiteLeader
 
-__all__ = ["SiteRetainedState", "state_lock_key"]
+__all__ = ["MQTT_STATE_JOB", "SiteRetainedState"]
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +59,8 @@ _RECENT_S = 60.0
 _TIME_SLACK_S = 3600.0  # an incident's time_utc is its start (wall clock), its updated_at when stored
 
 
-def state_lock_key(schema: str, sink: str) -> int:
-    """The advisory lock key of the state leader of the sink ``sink`` of the site whose tables are in
-    ``schema`` (advisory locks are per database: two sites in two schemas of one database lead apart),
-    a stable 63-bit hash."""
-    digest = hashlib.blake2b(f"campusguard mqtt state\n{schema}\n{sink}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") & 0x7FFF_FFFF_FFFF_FFFF
+MQTT_STATE_JOB = "mqtt state"
+"""The job of the node that publishes a sink's retained state (`SiteLeader`, one per sink)."""
 
 
 class SiteRetainedState:
@@ -101,9 +97,7 @@ class SiteRetainedState:
         self._lock = threading.Lock()
         self._published: dict[StateKey, int] | None = None  # None: publish every count next
         self._read_at = 0.0
-        schema = self._session.run("reading the schema", lambda c: c.execute("SELECT current_schema()").fetchone())
-        key = state_lock_key(str(schema[0] if schema else ""), sink)
-        self.leader = SiteLeader(url, key, self._lead, self._lose, retry_s=retry_s)
+        self.leader = SiteLeader(url, MQTT_STATE_JOB, self._lead, self._lose, names=(sink,), retry_s=retry_s)
 
     def start(self) -> None:
         """Start trying the lock."""
