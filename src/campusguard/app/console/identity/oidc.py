@@ -527,24 +527,16 @@ class OidcSignIn:
         return replace(checked, name=identity.name, grant=grant)
 
     def _refresh(self, metadata: ProviderMetadata, refresh_token: str) -> dict[str, Any]:
-        import requests
-        from authlib.integrations.base_client import OAuthError
-
-        try:
-            with self._client(metadata) as client:
-                token = client.refresh_token(
-                    metadata.token_endpoint,
-                    refresh_token=refresh_token,
-                    timeout=self.config.timeout_s,
-                    allow_redirects=False,
-                )
-        except OAuthError as exc:
-            raise SignInRefused(f"the provider refused the refresh: {exc.error}") from None
-        except requests.RequestException as exc:
-            raise SignInRefused(f"the token endpoint cannot be reached: {type(exc).__name__}", status=502) from None
-        except ValueError:
-            raise SignInRefused("the token endpoint's answer is not JSON", status=502) from None
-        return dict(token)
+        return self._ask_token_endpoint(
+            metadata,
+            "the provider refused the refresh",
+            lambda client: client.refresh_token(
+                metadata.token_endpoint,
+                refresh_token=refresh_token,
+                timeout=self.config.timeout_s,
+                allow_redirects=False,
+            ),
+        )
 
     def _with_userinfo(
         self,
@@ -588,21 +580,36 @@ class OidcSignIn:
         return {**claims, **taken} if fresh else {**taken, **claims}
 
     def _exchange(self, metadata: ProviderMetadata, code: str, verifier: str) -> dict[str, Any]:
+        return self._ask_token_endpoint(
+            metadata,
+            "the token endpoint refused the code",
+            lambda client: client.fetch_token(
+                metadata.token_endpoint,
+                grant_type="authorization_code",
+                code=code,
+                code_verifier=verifier,
+                timeout=self.config.timeout_s,
+                allow_redirects=False,
+            ),
+        )
+
+    def _ask_token_endpoint(
+        self, metadata: ProviderMetadata, refused: str, request: Callable[[Any], Any]
+    ) -> dict[str, Any]:
+        """The token endpoint's answer to ``request``, called with an OAuth client for ``metadata``.
+
+        Raises:
+            SignInRefused: ``refused`` and the OAuth error when the endpoint refuses; status 502 when
+                it cannot be reached or its answer is not JSON.
+        """
         import requests
         from authlib.integrations.base_client import OAuthError
 
         try:
             with self._client(metadata) as client:
-                token = client.fetch_token(
-                    metadata.token_endpoint,
-                    grant_type="authorization_code",
-                    code=code,
-                    code_verifier=verifier,
-                    timeout=self.config.timeout_s,
-                    allow_redirects=False,
-                )
+                token = request(client)
         except OAuthError as exc:
-            raise SignInRefused(f"the token endpoint refused the code: {exc.error}") from None
+            raise SignInRefused(f"{refused}: {exc.error}") from None
         except requests.RequestException as exc:
             raise SignInRefused(f"the token endpoint cannot be reached: {type(exc).__name__}", status=502) from None
         except ValueError:
