@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -134,6 +135,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_until_serving(proc: subprocess.Popen[str], base: str, timeout_s: float = 90.0) -> None:
+    """Wait until the `serve` process ``proc`` answers 200 on ``base``/healthz; fail with its output if it exits
+    first, or after ``timeout_s`` seconds."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "serve did not come up"
+        time.sleep(0.3)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fakes_console import console_yaml, free_port
+from fakes_console import console_yaml, free_port, wait_until_serving
 
 from campusguard.cli.main import main
 from campusguard.cli.serve import check_bind, is_loopback
@@ -120,16 +120,7 @@ def test_serve_runs_the_pipeline_and_the_console(console_video, tmp_path):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.3)
+        wait_until_serving(proc, base)
         assert httpx.get(f"{base}/api/v1/cameras").status_code == 401
         login = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"})
         assert login.status_code == 200

@@ -392,7 +392,7 @@ def test_a_serve_process_over_postgresql_shares_its_sessions_with_the_other_node
     """`serve` of a PostgreSQL config (the fake detector) as node A; node B is a store of the same
     database: a user B added logs in on A, and B's revocation of that session ends it on A."""
     import httpx
-    from fakes_console import free_port
+    from fakes_console import free_port, wait_until_serving
 
     config = str(postgres_config(console_video, tmp_path, postgres_url))
     node_b = PostgresUserStore(postgres_url, password_hasher=CHEAP_HASHER)
@@ -407,16 +407,7 @@ def test_a_serve_process_over_postgresql_shares_its_sessions_with_the_other_node
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.2)
+        wait_until_serving(proc, base)
         login = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "admin-pass-1"})
         assert login.status_code == 200
         token = login.json()["token"]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fakes_console import console_yaml, free_port, make_console
+from fakes_console import console_yaml, free_port, make_console, wait_until_serving
 
 from campusguard.app.console.identity.auth import LoginLimiter, address_key, parse_trusted_proxies, resolve_client
 from campusguard.app.console.identity.users import UserStore
@@ -388,14 +388,7 @@ def test_campusguard_serve_files_are_private_and_media_not_cached(console_video,
     )
     base = f"http://127.0.0.1:{port}"
     try:
-
-        def up() -> bool:
-            assert proc.poll() is None, proc.communicate()
-            with contextlib.suppress(httpx.TransportError):
-                return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
-            return False
-
-        wait_for(up, 90, "serve did not come up")
+        wait_until_serving(proc, base)
         forwarded = {"X-Forwarded-For": "198.51.100.7"}
         bad = httpx.post(f"{base}/api/v1/auth/login", json={"username": "ada", "password": "nope"}, headers=forwarded)
         assert bad.status_code == 401

@@ -196,7 +196,7 @@ def test_no_secret_leaves_a_site_in_bundles_logs_or_files(console_video: Path, t
     from datetime import UTC, datetime
 
     import httpx
-    from fakes_console import free_port
+    from fakes_console import free_port, wait_until_serving
 
     from campusguard.app.console.identity.users import UserStore
     from campusguard.app.events.sqlite import SQLiteEventStore
@@ -246,16 +246,7 @@ def test_no_secret_leaves_a_site_in_bundles_logs_or_files(console_video: Path, t
     )
     base, h = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.3)
+        wait_until_serving(proc, base)
         # an alert through the sinks: the webhook refuses it (connection refused), the broker is not there
         httpx.post(f"{base}/api/v1/events/inc1/acknowledge", headers=h, json={"note": "seen"})
         exported = httpx.post(
