@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/app: the MQTT broker
 from mqtt_broker import MOSQUITTO, Broker, Subscriber  # noqa: E402
 from webhook_receiver import WebhookReceiver  # noqa: E402
 
+from campusguard.app.alerts.email import EmailSink  # noqa: E402
+
 
 @pytest.fixture
 def receiver_factory():
@@ -71,6 +73,24 @@ class SmtpServer:
         import ssl
 
         return ssl.create_default_context(cafile=str(self.cafile)) if self.cafile else None
+
+    def sink(self, folder: Path, **options: Any) -> EmailSink:
+        """An `EmailSink` to this server, its outbox and dead letters in ``folder``, with short back-offs and
+        timeout (STARTTLS trusting this server's certificate when it has one); ``options`` override."""
+        settings: dict[str, Any] = {
+            "sender": "campusguard@campus.example",
+            "to": ["security@campus.example"],
+            "outbox_path": folder / "email.outbox.db",
+            "dead_letter_path": folder / "email.dead.jsonl",
+            "security": "starttls" if self.cafile else "none",
+            "ssl_context": self.client_context(),
+            "digest_s": 0.0,
+            "backoff_s": 0.05,
+            "backoff_max_s": 0.2,
+            "timeout_s": 5.0,
+            **options,
+        }
+        return EmailSink("127.0.0.1", self.port, **settings)
 
     def start(self) -> SmtpServer:
         from email import message_from_bytes, policy

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from campusguard.app.alerts.email import EmailSink, EmailSinkConfig, email_subject
+from campusguard.app.alerts.email import EmailSinkConfig, email_subject
 from campusguard.app.config import parse_config
 
 pytest.importorskip("aiosmtpd", reason="aiosmtpd (the dev extra) runs the test SMTP server")
@@ -35,27 +35,10 @@ def _snapshot(folder: Path, event_id: str) -> tuple[Path, bytes, bytes]:
     return path, sharp, redacted
 
 
-def _sink(tmp_path: Path, server, **kwargs) -> EmailSink:
-    defaults = {
-        "sender": "campusguard@campus.example",
-        "to": ["security@campus.example"],
-        "outbox_path": tmp_path / "email.outbox.db",
-        "dead_letter_path": tmp_path / "email.dead.jsonl",
-        "security": "starttls" if server.cafile else "none",
-        "ssl_context": server.client_context(),
-        "digest_s": 0.0,
-        "backoff_s": 0.05,
-        "backoff_max_s": 0.2,
-        "timeout_s": 5.0,
-    }
-    defaults.update(kwargs)
-    return EmailSink("127.0.0.1", server.port, **defaults)
-
-
 def test_an_alert_arrives_over_starttls_with_the_redacted_snapshot_and_a_link(tmp_path, make_event, smtp_factory):
     server = smtp_factory(tls=True).start()
     path, sharp, redacted = _snapshot(tmp_path / "snaps", "e1")
-    sink = _sink(tmp_path, server, blur={"cam0": "persons"}, public_url="https://guard.campus.example/")
+    sink = server.sink(tmp_path, blur={"cam0": "persons"}, public_url="https://guard.campus.example/")
     began = time.monotonic()
     sink.send(make_event(snapshot_path=str(path)))
     assert _wait(lambda: len(server.messages) == 1, 5.0), "no email within 5 s"
@@ -78,7 +61,7 @@ def test_an_operator_sink_attaches_the_sharp_snapshot_and_a_missing_variant_atta
 ):
     server = smtp_factory().start()
     path, sharp, _ = _snapshot(tmp_path / "snaps", "e1")
-    operator = _sink(tmp_path / "op", server, blur={"cam0": "persons"}, role="operator")
+    operator = server.sink(tmp_path / "op", blur={"cam0": "persons"}, role="operator")
     operator.send(make_event(snapshot_path=str(path)))
     operator.close()
     assert [a.get_content() for a in server.messages[0].iter_attachments()] == [sharp]
@@ -87,7 +70,7 @@ def test_an_operator_sink_attaches_the_sharp_snapshot_and_a_missing_variant_atta
     lone = tmp_path / "lone" / "cam9_e2.jpg"  # a camera this sink does not know, no redacted variant: fail closed
     lone.parent.mkdir()
     lone.write_bytes(sharp)
-    viewer = _sink(tmp_path / "viewer", server, blur={"cam0": "none"})
+    viewer = server.sink(tmp_path / "viewer", blur={"cam0": "none"})
     viewer.send(make_event(event_id="e2", camera_id="cam9", snapshot_path=str(lone)))
     viewer.close()
     assert list(server.messages[1].iter_attachments()) == []
@@ -95,7 +78,7 @@ def test_an_operator_sink_attaches_the_sharp_snapshot_and_a_missing_variant_atta
 
 def test_a_storm_becomes_one_digest(tmp_path, make_event, smtp_factory):
     server = smtp_factory().start()
-    sink = _sink(tmp_path, server, digest_s=1.0)
+    sink = server.sink(tmp_path, digest_s=1.0)
     sink.send(make_event(event_id="first"))
     assert _wait(lambda: len(server.messages) == 1)
     for i in range(6):
@@ -112,7 +95,7 @@ def test_a_storm_becomes_one_digest(tmp_path, make_event, smtp_factory):
 def test_a_refusing_server_keeps_the_alerts_until_it_accepts_and_sends_each_once(tmp_path, make_event, smtp_factory):
     server = smtp_factory().start()
     server.refuse = True
-    sink = _sink(tmp_path, server)
+    sink = server.sink(tmp_path)
     for i in range(3):
         sink.send(make_event(event_id=f"r{i}"))
     assert _wait(lambda: sink.last_error is not None)
@@ -121,7 +104,7 @@ def test_a_refusing_server_keeps_the_alerts_until_it_accepts_and_sends_each_once
     # the server goes down, then comes back accepting; a new sink on the same outbox sends what was left
     server.stop()
     server.refuse = False
-    again = _sink(tmp_path, server)
+    again = server.sink(tmp_path)
     again.send(make_event(event_id="r1"))  # put in by the first run: not again
     server.start()
     assert _wait(lambda: len(server.alerts()) == 3, 10.0)
@@ -133,7 +116,7 @@ def test_a_refusing_server_keeps_the_alerts_until_it_accepts_and_sends_each_once
 
 def test_a_server_without_starttls_is_refused_when_the_sink_asks_for_it(tmp_path, make_event, smtp_factory):
     server = smtp_factory().start()  # plain SMTP: STARTTLS is not offered
-    sink = _sink(tmp_path, server, security="starttls", ssl_context=ssl.create_default_context())
+    sink = server.sink(tmp_path, security="starttls", ssl_context=ssl.create_default_context())
     sink.send(make_event())
     assert _wait(lambda: sink.last_error is not None)
     sink.close(timeout_s=0.2)

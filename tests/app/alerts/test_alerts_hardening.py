@@ -165,20 +165,8 @@ def test_email_an_alert_whose_subject_cannot_be_composed_is_dead_lettered_and_th
     tmp_path: Path, make_event: Any, smtp_factory: Any
 ) -> None:
     pytest.importorskip("aiosmtpd")
-    from campusguard.app.alerts.email import EmailSink
-
     server = smtp_factory().start()
-    sink = EmailSink(
-        "127.0.0.1",
-        server.port,
-        sender="cg@campus.example",
-        to=["sec@campus.example"],
-        outbox_path=tmp_path / "email.outbox.db",
-        dead_letter_path=tmp_path / "email.dead.jsonl",
-        security="none",
-        digest_s=0.0,
-        backoff_s=0.05,
-    )
+    sink = server.sink(tmp_path)
     sink.send(make_event(event_id="forged", zone=CRLF_ZONE))
     sink.send(make_event(event_id="fine"))
     assert _wait(lambda: len(server.messages) == 1), "the good alert did not arrive"
@@ -196,19 +184,8 @@ def test_email_a_digest_with_one_unsendable_alert_sends_the_others(
     tmp_path: Path, make_event: Any, smtp_factory: Any
 ) -> None:
     pytest.importorskip("aiosmtpd")
-    from campusguard.app.alerts.email import EmailSink
-
     server = smtp_factory().start()
-    sink = EmailSink(
-        "127.0.0.1",
-        server.port,
-        sender="cg@campus.example",
-        to=["sec@campus.example"],
-        outbox_path=tmp_path / "o.db",
-        dead_letter_path=tmp_path / "d.jsonl",
-        security="none",
-        digest_s=0.5,
-    )
+    sink = server.sink(tmp_path, digest_s=0.5)
     sink.send(make_event(event_id="first"))
     assert _wait(lambda: len(server.messages) == 1)
     for eid, zone in (("a", "yard"), ("b", CRLF_ZONE), ("c", "gate")):
