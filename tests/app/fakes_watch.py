@@ -84,6 +84,23 @@ def write_scene(path: Path, n: int = 60, fps: float = 10.0, size_wh: tuple[int, 
     return path
 
 
+def write_walks(path: Path, walks: int = 3, fps: float = 10.0) -> Path:
+    """An MP4 of a person crossing the east half ``walks`` times (one intrusion each, every 45 frames) and a car
+    parked in the fire lane."""
+    w, h, cycle = 320, 180, 45
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    for i in range(walks * cycle):
+        img = np.full((h, w, 3), 30, np.uint8)
+        cv2.rectangle(img, (20, 150), (60, 170), BLUE, -1)
+        k = i % cycle
+        if k < 38:
+            x = 10 + 8 * k
+            cv2.rectangle(img, (x, 100), (x + 14, 140), RED, -1)
+        writer.write(img)
+    writer.release()
+    return path
+
+
 def scene_config(video: Path, tmp: Path, extra: str = "") -> str:
     """A watch config for `write_scene`: intrusion in the right half, annotated video and snapshots."""
     return f"""\

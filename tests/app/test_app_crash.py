@@ -25,12 +25,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakes_watch import BLUE, RED, BlobDetector, scene_config  # noqa: E402
+from fakes_watch import BlobDetector, scene_config, write_walks  # noqa: E402
 from webhook_receiver import WebhookReceiver  # noqa: E402
 
 from campusguard.app.config import parse_config  # noqa: E402
@@ -55,22 +53,6 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def write_walks(path: Path, walks: int = 3, fps: float = 10.0) -> Path:
-    """A person crossing the east half ``walks`` times (one intrusion each) and a car parked in the fire lane."""
-    w, h, cycle = 320, 180, 45
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
-    for i in range(walks * cycle):
-        img = np.full((h, w, 3), 30, np.uint8)
-        cv2.rectangle(img, (20, 150), (60, 170), BLUE, -1)
-        k = i % cycle
-        if k < 38:
-            x = 10 + 8 * k
-            cv2.rectangle(img, (x, 100), (x + 14, 140), RED, -1)
-        writer.write(img)
-    writer.release()
-    return path
 
 
 class Mosquitto:

@@ -24,23 +24,7 @@ from campusguard.app.media.redact import redacted_path
 TESTS_APP = Path(__file__).parents[1]
 ROOT = TESTS_APP.parents[1]
 sys.path.insert(0, str(TESTS_APP))
-from fakes_watch import BLUE, RED, scene_config  # noqa: E402
-
-
-def _write_walks(path: Path, walks: int, fps: float = 10.0) -> Path:
-    """A person crossing the east half ``walks`` times (one intrusion each) and a car parked in the fire lane."""
-    w, h, cycle = 320, 180, 45
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
-    for i in range(walks * cycle):
-        img = np.full((h, w, 3), 30, np.uint8)
-        cv2.rectangle(img, (20, 150), (60, 170), BLUE, -1)
-        k = i % cycle
-        if k < 38:
-            x = 10 + 8 * k
-            cv2.rectangle(img, (x, 100), (x + 14, 140), RED, -1)
-        writer.write(img)
-    writer.release()
-    return path
+from fakes_watch import scene_config, write_walks  # noqa: E402
 
 
 def _write_quiet(path: Path, frames: int = 15, fps: float = 10.0) -> Path:
@@ -111,7 +95,7 @@ def test_a_webhook_refused_for_a_whole_run_then_sigkill_delivers_every_alert_onc
     run.mkdir()
     url = f"http://127.0.0.1:{unused_port}/hook"  # nothing listens: refused for the whole first run
     sink = f"  - kind: webhook\n    url: {url}\n    backoff_s: 0.05\n    backoff_max_s: 0.5\n"
-    config = _config(run, _write_walks(tmp_path / "walks.mp4", walks=3), sink)
+    config = _config(run, write_walks(tmp_path / "walks.mp4", walks=3), sink)
     first = _watch(config, 0.03)
     _lines_until(first, "end", 2)
     _kill(first)
@@ -143,7 +127,7 @@ def test_an_intrusion_emails_within_5_s_then_smtp_down_sigkill_up_emails_every_a
         "    sender: campusguard@campus.example\n    to: [duty@campus.example]\n    digest_s: 0\n"
         "    backoff_s: 0.05\n    backoff_max_s: 0.5\n"
     )
-    config = _config(run, _write_walks(tmp_path / "walks.mp4", walks=3), sink, "    privacy:\n      blur: persons\n")
+    config = _config(run, write_walks(tmp_path / "walks.mp4", walks=3), sink, "    privacy:\n      blur: persons\n")
     first = _watch(config, 0.05, env)
     (line,) = _lines_until(first, "start", 1)
     printed = time.monotonic()
