@@ -10,21 +10,12 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
+from polling import wait_until
+
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-
-
-def wait_until(predicate: Any, timeout_s: float = 20.0) -> bool:
-    """Poll ``predicate`` every 20 ms until it is true, at most ``timeout_s`` seconds; its last answer."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 class Broker:

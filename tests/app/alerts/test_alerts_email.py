@@ -9,20 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
 
 from campusguard.app.alerts.email import EmailSinkConfig, email_subject
 from campusguard.app.config import parse_config
 
 pytest.importorskip("aiosmtpd", reason="aiosmtpd (the dev extra) runs the test SMTP server")
-
-
-def _wait(predicate, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def _snapshot(folder: Path, event_id: str) -> tuple[Path, bytes, bytes]:
@@ -41,7 +33,7 @@ def test_an_alert_arrives_over_starttls_with_the_redacted_snapshot_and_a_link(tm
     sink = server.sink(tmp_path, blur={"cam0": "persons"}, public_url="https://guard.campus.example/")
     began = time.monotonic()
     sink.send(make_event(snapshot_path=str(path)))
-    assert _wait(lambda: len(server.messages) == 1, 5.0), "no email within 5 s"
+    assert wait_until(lambda: len(server.messages) == 1, 5.0), "no email within 5 s"
     latency = time.monotonic() - began
     sink.close()
     msg = server.messages[0]
@@ -80,10 +72,10 @@ def test_a_storm_becomes_one_digest(tmp_path, make_event, smtp_factory):
     server = smtp_factory().start()
     sink = server.sink(tmp_path, digest_s=1.0)
     sink.send(make_event(event_id="first"))
-    assert _wait(lambda: len(server.messages) == 1)
+    assert wait_until(lambda: len(server.messages) == 1, 10)
     for i in range(6):
         sink.send(make_event(event_id=f"storm{i}"))
-    assert _wait(lambda: len(server.messages) == 2, 5.0)
+    assert wait_until(lambda: len(server.messages) == 2, 5.0)
     time.sleep(0.3)
     sink.close()
     assert len(server.messages) == 2  # the storm went as one email
@@ -98,7 +90,7 @@ def test_a_refusing_server_keeps_the_alerts_until_it_accepts_and_sends_each_once
     sink = server.sink(tmp_path)
     for i in range(3):
         sink.send(make_event(event_id=f"r{i}"))
-    assert _wait(lambda: sink.last_error is not None)
+    assert wait_until(lambda: sink.last_error is not None, 10)
     assert "554" in str(sink.last_error) and server.messages == [] and sink.pending == 3
     sink.close(timeout_s=0.2)
     # the server goes down, then comes back accepting; a new sink on the same outbox sends what was left
@@ -107,7 +99,7 @@ def test_a_refusing_server_keeps_the_alerts_until_it_accepts_and_sends_each_once
     again = server.sink(tmp_path)
     again.send(make_event(event_id="r1"))  # put in by the first run: not again
     server.start()
-    assert _wait(lambda: len(server.alerts()) == 3, 10.0)
+    assert wait_until(lambda: len(server.alerts()) == 3, 10.0)
     time.sleep(0.3)
     again.close()
     assert sorted(server.alerts()) == [("r0", "start", 0), ("r1", "start", 0), ("r2", "start", 0)]
@@ -118,7 +110,7 @@ def test_a_server_without_starttls_is_refused_when_the_sink_asks_for_it(tmp_path
     server = smtp_factory().start()  # plain SMTP: STARTTLS is not offered
     sink = server.sink(tmp_path, security="starttls", ssl_context=ssl.create_default_context())
     sink.send(make_event())
-    assert _wait(lambda: sink.last_error is not None)
+    assert wait_until(lambda: sink.last_error is not None, 10)
     sink.close(timeout_s=0.2)
     assert server.messages == [] and "STARTTLS" in str(sink.last_error) and sink.pending == 1
 

@@ -12,12 +12,12 @@ import json
 import logging
 import shutil
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
 
 from campusguard.app.alerts.jsonl import JsonlSink
 from campusguard.app.alerts.ledger import DeliveryLedger
@@ -29,15 +29,6 @@ from campusguard.cli.main import main
 from campusguard.errors import ConfigError
 
 CRLF_ZONE = "Gate\r\nBcc: x@example.org"
-
-
-def _wait(predicate: Any, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 class AuthReceiver:
@@ -88,8 +79,8 @@ def test_webhook_url_credentials_go_as_basic_auth_and_never_show(tmp_path: Path,
         )
         sink.send(make_event(event_id="bad", zone=CRLF_ZONE))  # the receiver refuses this one for good
         sink.send(make_event(event_id="good"))
-        assert _wait(lambda: [r["event_id"] for r in receiver.received] == ["good"])
-        assert _wait(lambda: sink.dead_lettered == 1)
+        assert wait_until(lambda: [r["event_id"] for r in receiver.received] == ["good"], 10)
+        assert wait_until(lambda: sink.dead_lettered == 1, 10)
         sink.close()
     finally:
         receiver.stop()
@@ -130,7 +121,7 @@ def test_webhook_headers_come_from_the_environment(tmp_path: Path, make_event: A
     try:
         sinks = wiring.open_alert_sinks(loaded, io.StringIO())
         sinks[0].send(make_event())
-        assert _wait(lambda: seen == ["Bearer tok-from-env-123"])
+        assert wait_until(lambda: seen == ["Bearer tok-from-env-123"], 10)
         sinks[0].close()
     finally:
         server.shutdown()
@@ -169,9 +160,9 @@ def test_email_an_alert_whose_subject_cannot_be_composed_is_dead_lettered_and_th
     sink = server.sink(tmp_path)
     sink.send(make_event(event_id="forged", zone=CRLF_ZONE))
     sink.send(make_event(event_id="fine"))
-    assert _wait(lambda: len(server.messages) == 1), "the good alert did not arrive"
+    assert wait_until(lambda: len(server.messages) == 1, 10), "the good alert did not arrive"
     sink.send(make_event(event_id="later"))  # the sender is alive
-    assert _wait(lambda: len(server.messages) == 2)
+    assert wait_until(lambda: len(server.messages) == 2, 10)
     sink.close()
     assert [m["Subject"] for m in server.messages][0].startswith("[CampusGuard] intrusion started: no entry in yard")
     assert all("Bcc" not in str(m) for m in server.messages)
@@ -187,10 +178,10 @@ def test_email_a_digest_with_one_unsendable_alert_sends_the_others(
     server = smtp_factory().start()
     sink = server.sink(tmp_path, digest_s=0.5)
     sink.send(make_event(event_id="first"))
-    assert _wait(lambda: len(server.messages) == 1)
+    assert wait_until(lambda: len(server.messages) == 1, 10)
     for eid, zone in (("a", "yard"), ("b", CRLF_ZONE), ("c", "gate")):
         sink.send(make_event(event_id=eid, zone=zone))
-    assert _wait(lambda: len(server.messages) == 2, 5)
+    assert wait_until(lambda: len(server.messages) == 2, 5)
     sink.close()
     assert sorted(e for e, _, _ in server.alerts()) == ["a", "c", "first"]
 
@@ -271,15 +262,15 @@ def test_mqtt_an_alert_that_cannot_be_composed_is_dead_lettered_and_the_next_is_
             except OSError:
                 return False
 
-        assert _wait(connects, 10), "mosquitto did not start"
+        assert wait_until(connects, 10), "mosquitto did not start"
         sub.loop_start()
         assert ready.wait(10)
         sink = MqttSink("127.0.0.1", unused_port, outbox_path=tmp_path / "outbox.db", reconnect_max_s=1)
         sink.send(make_event(event_id="odd", rule_name="r\ud800"))  # a lone surrogate: no UTF-8, no topic
         sink.send(make_event(event_id="next"))
-        assert _wait(lambda: got == ["next"]), got
+        assert wait_until(lambda: got == ["next"], 10), got
         sink.send(make_event(event_id="after"))
-        assert _wait(lambda: got == ["next", "after"]), got
+        assert wait_until(lambda: got == ["next", "after"], 10), got
         sink.close()
         sub.disconnect()
         sub.loop_stop()

@@ -20,19 +20,12 @@ from campusguard.errors import InvalidInputError
 
 mqtt = pytest.importorskip("paho.mqtt.client", reason="paho-mqtt (the console extra) is not installed")
 
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
+
 from campusguard.app.alerts.mqtt import MqttSink, topic_level  # noqa: E402 - after the importorskip
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 pytestmark = pytest.mark.skipif(not os.path.exists(MOSQUITTO), reason="the mosquitto binary is not installed")
-
-
-def _wait(predicate: Any, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 def _sink(port: int, tmp_path: Path, **kw: Any) -> MqttSink:
@@ -46,21 +39,21 @@ def test_topic_layout_state_and_availability(broker, subscriber_factory, tmp_pat
     start = make_event(event_id="e1", camera_id="gate", rule_name="no entry/night")
     sink.send(start)
     state_topic = "campusguard/gate/no entry_night"
-    assert _wait(lambda: sub.on(state_topic) == [b"1"])
+    assert wait_until(lambda: sub.on(state_topic) == [b"1"])
     sink.send(make_event(event_id="e1", phase="end", end_s=20.0, camera_id="gate", rule_name="no entry/night"))
-    assert _wait(lambda: sub.on(state_topic) == [b"1", b"0"])
-    assert _wait(lambda: len(sub.events()) == 2)
+    assert wait_until(lambda: sub.on(state_topic) == [b"1", b"0"])
+    assert wait_until(lambda: len(sub.events()) == 2)
     new, end = sub.events()
     assert new["type"] == "new" and new["before"] is None and new["after"] == start.to_dict()
     assert end["type"] == "end" and end["before"] == start.to_dict() and end["after"]["end_s"] == 20.0
-    assert _wait(lambda: sink.pending == 0) and sink.published == 4
+    assert wait_until(lambda: sink.pending == 0) and sink.published == 4
     sink.close()
-    assert _wait(lambda: sub.on("campusguard/available")[-1:] == [b"offline"])
+    assert wait_until(lambda: sub.on("campusguard/available")[-1:] == [b"offline"])
     assert b"online" in sub.on("campusguard/available")
 
     # retained: a consumer that connects later still learns the state and the availability
     late = subscriber_factory(broker.port, client_id="cg-test-late")
-    assert _wait(lambda: late.on(state_topic) == [b"0"] and late.on("campusguard/available") == [b"offline"])
+    assert wait_until(lambda: late.on(state_topic) == [b"0"] and late.on("campusguard/available") == [b"offline"])
 
 
 def test_no_alert_lost_when_the_broker_restarts(broker, subscriber_factory, tmp_path, make_event):
@@ -71,10 +64,10 @@ def test_no_alert_lost_when_the_broker_restarts(broker, subscriber_factory, tmp_
     after = [f"back-{i}" for i in range(5)]
     for eid in before:
         sink.send(make_event(event_id=eid))
-    assert _wait(lambda: sub.event_ids() >= set(before))
+    assert wait_until(lambda: sub.event_ids() >= set(before))
 
     broker.stop()
-    assert _wait(lambda: not sink.connected, 10)
+    assert wait_until(lambda: not sink.connected, 10)
     for eid in during:
         sink.send(make_event(event_id=eid))
     time.sleep(0.5)
@@ -84,10 +77,10 @@ def test_no_alert_lost_when_the_broker_restarts(broker, subscriber_factory, tmp_
     broker.start()
     for eid in after:
         sink.send(make_event(event_id=eid))
-    assert _wait(lambda: sub.event_ids() >= set(before + during + after), 30), sorted(sub.event_ids())
+    assert wait_until(lambda: sub.event_ids() >= set(before + during + after), 30), sorted(sub.event_ids())
     # 15 incidents open: the retained state ends right even when resent messages arrived out of
     # order (the sink re-publishes the current counts once its backlog is acknowledged)
-    assert _wait(lambda: sink.pending == 0 and sub.on("campusguard/cam0/no entry")[-1:] == [b"15"])
+    assert wait_until(lambda: sink.pending == 0 and sub.on("campusguard/cam0/no entry")[-1:] == [b"15"])
     sink.close()
 
 
@@ -105,8 +98,8 @@ def test_outbox_survives_a_process_that_never_reached_the_broker(
     try:
         sub = subscriber_factory(port)
         again = _sink(port, tmp_path)  # same outbox file: delivers what the first one left
-        assert _wait(lambda: sub.event_ids() == {"offline-0", "offline-1", "offline-2"})
-        assert _wait(lambda: again.pending == 0)
+        assert wait_until(lambda: sub.event_ids() == {"offline-0", "offline-1", "offline-2"})
+        assert wait_until(lambda: again.pending == 0)
         again.close()
     finally:
         broker.stop()
@@ -153,18 +146,18 @@ def test_killed_process_last_will_and_outbox(broker, subscriber_factory, tmp_pat
     sub = subscriber_factory(broker.port)
     outbox = tmp_path / "outbox.db"
     first = _child_sink(broker.port, outbox, "k1", wait_connected=True)
-    assert _wait(lambda: sub.event_ids() == {"k1"})
-    assert _wait(lambda: sub.on("campusguard/available")[-1:] == [b"online"])
+    assert wait_until(lambda: sub.event_ids() == {"k1"})
+    assert wait_until(lambda: sub.on("campusguard/available")[-1:] == [b"online"])
     _kill(first)
-    assert _wait(lambda: sub.on("campusguard/available")[-1:] == [b"offline"], 10)
+    assert wait_until(lambda: sub.on("campusguard/available")[-1:] == [b"offline"], 10)
 
     broker.stop()
     second = _child_sink(broker.port, outbox, "k2", wait_connected=False)
     _kill(second)
     broker.start()
     again = MqttSink("127.0.0.1", broker.port, outbox_path=outbox, reconnect_max_s=1)
-    assert _wait(lambda: sub.event_ids() == {"k1", "k2"}, 30), sorted(sub.event_ids())
-    assert _wait(lambda: again.pending == 0)
+    assert wait_until(lambda: sub.event_ids() == {"k1", "k2"}, 30), sorted(sub.event_ids())
+    assert wait_until(lambda: again.pending == 0)
     again.close()
 
 
@@ -219,7 +212,7 @@ def test_watch_config_with_an_mqtt_sink_publishes_the_pipeline_events(broker, su
     assert service.run()
     stored = {e.event_id: e for e in read_events(tmp_path / "events.db")}
     assert {e.rule_kind for e in stored.values()} == {"intrusion", "fire_lane"}
-    assert _wait(lambda: sub.event_ids("new") == set(stored) and sub.event_ids("end") == set(stored))
+    assert wait_until(lambda: sub.event_ids("new") == set(stored) and sub.event_ids("end") == set(stored))
     for event in stored.values():
         assert sub.on(f"campusguard/cam1/{topic_level(event.rule_name)}")[-1] == b"0"
     assert _outbox_rows(tmp_path / "events.mqtt-outbox.db") == 0  # the default outbox, beside the event store
@@ -246,7 +239,7 @@ def test_a_rule_without_an_end_phase_pulses_its_state_back_to_idle(broker, subsc
                 )
             )
         topic = "campusguard/cam0/gate"
-        assert _wait(lambda: sub.on(topic)[-1:] == [b"0"] and len(sub.on(topic)) >= 4, 10), sub.on(topic)
+        assert wait_until(lambda: sub.on(topic)[-1:] == [b"0"] and len(sub.on(topic)) >= 4, 10), sub.on(topic)
         assert sub.on(topic)[:3] == [b"1", b"2", b"3"]
         assert not sink._open  # nothing is kept per crossing
     finally:
@@ -284,7 +277,7 @@ def test_an_update_already_in_the_outbox_is_not_published_again_by_the_next_sink
         for ev in updates:
             sink.send(ev)
         sink.close()
-    assert _wait(lambda: len(sub.events()) >= 3)
+    assert wait_until(lambda: len(sub.events()) >= 3)
     time.sleep(0.5)
     assert [(e["type"], e["after"]["sequence"]) for e in sub.events()] == [("new", 0), ("update", 1), ("end", 2)]
     assert sub.on("campusguard/cam0/no entry")[-1] == b"0"

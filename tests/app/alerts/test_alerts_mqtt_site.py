@@ -26,6 +26,7 @@ pytest.importorskip("psycopg")
 pytest.importorskip("paho.mqtt.client", reason="paho-mqtt (the console extra) is not installed")
 
 import psycopg  # noqa: E402
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
 
 from campusguard.app.alerts.mqtt import MqttSink  # noqa: E402
 from campusguard.app.alerts.postgres.outbox import PgOutbox  # noqa: E402
@@ -67,15 +68,6 @@ while sink.pending < 2 * incidents or len(sink._inflight) == 0:
 print("stored", flush=True)
 time.sleep(120)
 """
-
-
-def _until(predicate: Any, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 def _node(pg: str, port: int, tmp: Path, incidents: int) -> subprocess.Popen[str]:
@@ -149,8 +141,8 @@ def test_a_node_killed_with_messages_in_its_outbox_and_in_flight_leaves_them_to_
     relay = store.open_relay(b.send).start()
     expected = {(f"k{i}", p, s) for i in range(incidents) for p, s in (("start", 0), ("end", 1))}
     try:
-        assert _until(lambda: set(_keys(sub)) >= expected, 30), len(set(_keys(sub)))
-        assert _until(lambda: _outbox_rows(postgres_url) == 0, 10)
+        assert wait_until(lambda: set(_keys(sub)) >= expected, 30), len(set(_keys(sub)))
+        assert wait_until(lambda: _outbox_rows(postgres_url) == 0, 10)
         assert b.published > 0  # B published what A left
     finally:
         relay.close()
@@ -218,7 +210,7 @@ def test_the_retained_counts_are_the_sites_and_move_to_the_next_leader_when_it_d
     try:
         assert a.stdout is not None and a.stdout.readline().strip() == "leading"
         b = _survivor(postgres_url, broker.port, tmp_path)
-        assert _until(lambda: b is not None and b.connected, 10)
+        assert wait_until(lambda: b is not None and b.connected, 10)
         for event in [
             _incident("g1", "gate", "intrusion:yard"),
             _incident("g2", "gate", "intrusion:yard"),
@@ -228,7 +220,7 @@ def test_the_retained_counts_are_the_sites_and_move_to_the_next_leader_when_it_d
         ]:
             store.record(event)
         topics = {"campusguard/gate/intrusion:yard", "campusguard/hall/loitering:door"}
-        assert _until(lambda: _retained(sub, topics) == _open_counts(postgres_url), 10), _retained(sub, topics)
+        assert wait_until(lambda: _retained(sub, topics) == _open_counts(postgres_url), 10), _retained(sub, topics)
         assert _open_counts(postgres_url) == {t: n for t, n in zip(sorted(topics), (b"3", b"0"), strict=True)}
         assert b._site is not None and not b._site.leading  # one publisher: A
 
@@ -238,16 +230,16 @@ def test_the_retained_counts_are_the_sites_and_move_to_the_next_leader_when_it_d
         store.record(_incident("g2", "gate", "intrusion:yard", end=True))
         store.record(_incident("p1", "park", "intrusion:lot"))
         topics.add("campusguard/park/intrusion:lot")
-        assert _until(lambda: b is not None and b._site is not None and b._site.leading, 10)
+        assert wait_until(lambda: b is not None and b._site is not None and b._site.leading, 10)
         want = {"campusguard/gate/intrusion:yard": b"1", "campusguard/hall/loitering:door": b"0",
                 "campusguard/park/intrusion:lot": b"1"}  # fmt: skip
         assert _open_counts(postgres_url) == want
-        assert _until(lambda: _retained(sub, topics) == want, 10), _retained(sub, topics)
+        assert wait_until(lambda: _retained(sub, topics) == want, 10), _retained(sub, topics)
         late = subscriber_factory(broker.port, client_id="cg-test-late", topic="campusguard/#")
-        assert _until(lambda: _retained(late, topics) == want, 10), _retained(late, topics)
+        assert wait_until(lambda: _retained(late, topics) == want, 10), _retained(late, topics)
         # A's last will said offline; B, alive, answered: the site publishes
         assert b"offline" in sub.on("campusguard/available")
-        assert _until(lambda: late.on("campusguard/available")[-1:] == [b"online"], 10)
+        assert wait_until(lambda: late.on("campusguard/available")[-1:] == [b"online"], 10)
     finally:
         if a.poll() is None:
             a.kill()
@@ -265,7 +257,7 @@ def test_a_rule_without_an_end_phase_pulses_in_the_site_counts_and_an_update_is_
     outbox = PgOutbox(postgres_url, "mqtt", retry=FAST)
     try:
         state.start()
-        assert _until(lambda: state.leading, 5)
+        assert wait_until(lambda: state.leading, 5)
         crossing = make_event(event_id="x1", camera_id="gate", rule_name="line_crossing:door", end_s=1.0)
         store.record(crossing)
         assert state.changes() == [("gate", "line_crossing:door", 1)]

@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("psycopg")
 
 import psycopg  # noqa: E402
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
 
 from campusguard.app.alerts.escalation import EscalationRule, Escalator  # noqa: E402
 from campusguard.app.alerts.postgres.deadlines import PgDeadlines  # noqa: E402
@@ -39,15 +40,6 @@ from campusguard.app.events.postgres import PostgresEventStore  # noqa: E402
 from campusguard.app.events.types import Event  # noqa: E402
 
 FAST = RetryPolicy(budget_s=2.0, initial_s=0.05, max_s=0.2)
-
-
-def _wait(cond: Callable[[], bool], timeout_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 class HoldingReceiver:
@@ -221,7 +213,7 @@ def test_an_update_a_node_stored_and_never_relayed_is_delivered_by_another(postg
     sink_b = _webhook(receiver.url, postgres_url, tmp_path, "b")
     relay_b = node_b.open_relay(sink_b.send).start()
     try:
-        assert _wait(lambda: len(receiver.keys()) == 2)
+        assert wait_until(lambda: len(receiver.keys()) == 2, 15)
     finally:
         relay_b.close()
         sink_b.close()
@@ -248,7 +240,7 @@ def test_the_writer_of_a_relaying_store_alerts_through_the_relay_only(postgres_u
     worker = EventWorker(queue.Queue(), store, [sink], ["cam0"], threading.Event())
     for e in _incident(make_event, 7):
         worker.handle(e)
-    assert _wait(lambda: len(sink.events) == 2, 5.0)
+    assert wait_until(lambda: len(sink.events) == 2, 5.0)
     worker.close()  # drains the relay, then closes the sinks and the store
     assert [(e.event_id, e.phase) for e in sink.events] == [("inc007", "start"), ("inc007", "end")]
     assert _relay_rows(postgres_url) == 0
@@ -279,7 +271,7 @@ def test_two_nodes_storing_relaying_and_sending_at_once_deliver_each_update_exac
     for w in writers:
         w.join(30)
     try:
-        assert _wait(lambda: len(receiver.keys()) >= 2 * incidents, 30.0)
+        assert wait_until(lambda: len(receiver.keys()) >= 2 * incidents, 30.0)
         time.sleep(0.5)  # a second copy, if any, would come now
     finally:
         for store, sink, relay in nodes:
@@ -352,7 +344,7 @@ def test_a_message_whose_sender_lost_its_connection_mid_send_is_sent_by_another_
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pids.pop(),))
         sink_b = _webhook(receiver.url, postgres_url, tmp_path, "b")
-        assert _wait(lambda: receiver.keys() == [("held", "start", 0)])
+        assert wait_until(lambda: receiver.keys() == [("held", "start", 0)], 15)
         receiver.let_go()  # A's request now fails (500): its lost claim must not send it again
         time.sleep(0.6)
         assert receiver.keys() == [("held", "start", 0)]
@@ -405,7 +397,7 @@ def test_an_escalation_due_on_a_dead_node_fires_once_on_the_survivors(postgres_u
         for s in survivors
     ]
     try:
-        assert _wait(lambda: sum(len(s.events) for s in survivors) >= 20, 10.0)
+        assert wait_until(lambda: sum(len(s.events) for s in survivors) >= 20, 10.0)
         time.sleep(0.3)
         assert all(e.pending() == 0 for e in escalators)
     finally:
@@ -483,7 +475,7 @@ storage:
     relay_b.start()
     writer_a.handle(start)  # a replay of the same update on another node
     try:
-        assert _wait(lambda: len(receiver.keys()) >= 3, 15.0)
+        assert wait_until(lambda: len(receiver.keys()) >= 3, 15.0)
         time.sleep(0.5)
     finally:
         writer_a.close()
@@ -549,7 +541,7 @@ def test_a_node_killed_mid_send_leaves_nothing_undelivered_and_nothing_twice(pos
     sink = _webhook(receiver.url, postgres_url, tmp_path, "b", parallel=4)
     relay = survivor.open_relay(sink.send).start()
     try:
-        assert _wait(lambda: len(receiver.keys()) >= 20, 20.0), receiver.keys()
+        assert wait_until(lambda: len(receiver.keys()) >= 20, 20.0), receiver.keys()
         receiver.let_go()  # the dead node's request ends (500): nothing counts it delivered
         time.sleep(0.5)
     finally:

@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
 
 from campusguard.app.alerts import AlertSink, JsonlSink, MultiSink, StdoutSink, WebhookSink, format_event
 from campusguard.app.events import read_events
@@ -17,15 +18,6 @@ def _dead_ids(path) -> list[str]:
     if not path.exists():
         return []
     return [json.loads(line)["event"]["event_id"] for line in path.read_text().splitlines() if line.strip()]
-
-
-def _wait(predicate, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_stdout_sink_and_phase_filter(make_event):
@@ -74,7 +66,7 @@ def test_webhook_retries_through_500s_and_delivers_everything(tmp_path, make_eve
     ids = [f"e{i}" for i in range(5)]
     for i in ids:
         sink.send(make_event(event_id=i))
-    assert _wait(lambda: len(receiver.ids) == 5)  # the retries run in the background, not in close
+    assert wait_until(lambda: len(receiver.ids) == 5)  # the retries run in the background, not in close
     sink.close(timeout_s=5)
     assert sorted(receiver.ids) == ids
     assert _dead_ids(dead) == [] and sink.delivered == 5 and sink.dead_lettered == 0
@@ -87,10 +79,10 @@ def test_webhook_dead_receiver_then_recovery_loses_nothing(tmp_path, make_event,
     first = [f"down-{i}" for i in range(3)]
     for i in first:
         sink.send(make_event(event_id=i))  # connection refused
-    assert _wait(lambda: sorted(_dead_ids(dead)) == first)
+    assert wait_until(lambda: sorted(_dead_ids(dead)) == first)
     receiver = receiver_factory(port=unused_port)  # the receiver comes back on the same port
     sink.send(make_event(event_id="up-0"))
-    assert _wait(lambda: len(receiver.ids) == 4)
+    assert wait_until(lambda: len(receiver.ids) == 4)
     sink.close(timeout_s=10)
     assert sorted(receiver.ids) == sorted([*first, "up-0"])  # dead letters re-driven
     assert _dead_ids(dead) == [] and sink.redriven == 3
@@ -116,7 +108,7 @@ def test_webhook_never_blocks_and_keeps_what_it_could_not_deliver_for_the_next_r
     receiver = receiver_factory(port=unused_port)
     again = WebhookSink(receiver.url, dead_letter_path=dead, outbox_path=outbox, backoff_s=0.01)
     again.send(make_event(event_id="e3"))  # already in the outbox from the first run
-    assert _wait(lambda: len(receiver.ids) >= 10)
+    assert wait_until(lambda: len(receiver.ids) >= 10)
     again.close(timeout_s=5)
     assert sorted(receiver.ids) == ids and again.pending == 0
 
@@ -214,7 +206,7 @@ def test_webhook_delivers_in_parallel_up_to_its_bound_and_each_incident_in_order
         for i in range(6):
             sink.send(make_event(event_id=f"i{i}"))
             sink.send(make_event(event_id=f"i{i}", phase="end", end_s=20.0, sequence=1))
-        assert _wait(lambda: len(order) == 12)
+        assert wait_until(lambda: len(order) == 12)
         sink.close()
     finally:
         server.shutdown()
@@ -232,6 +224,6 @@ def test_webhook_dead_letters_an_alert_older_than_max_age(tmp_path, make_event, 
     sink.send(make_event(event_id="old"))
     time.sleep(0.2)
     assert _dead_ids(dead) == [] and sink.pending == 1  # still retried
-    assert _wait(lambda: _dead_ids(dead) == ["old"], 5.0)
+    assert wait_until(lambda: _dead_ids(dead) == ["old"], 5.0)
     sink.close()
     assert sink.pending == 0 and "ConnectionRefusedError" in json.loads(dead.read_text())["error"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
+from polling import wait_until  # noqa: E402 - tests/app is on the path (conftest)
 
 from campusguard.app.nodes.leader import RETENTION_JOB, SiteLeader, site_lock_key
 
@@ -22,21 +22,12 @@ def _leader(url: str, job: str = RETENTION_JOB, names: tuple[str, ...] = ()) -> 
     return SiteLeader(url, job, lambda: None, lambda: None, names=names, retry_s=0.1)
 
 
-def _until(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_two_sites_in_two_schemas_of_one_database_each_have_a_retention_leader(two_sites: tuple[str, str]) -> None:
     leaders = [_leader(url) for url in two_sites]
     for leader in leaders:
         leader.start()
     try:
-        assert _until(lambda: all(leader.leading for leader in leaders))
+        assert wait_until(lambda: all(leader.leading for leader in leaders), 10)
         assert leaders[0].key != leaders[1].key
     finally:
         for leader in leaders:
@@ -46,13 +37,13 @@ def test_two_sites_in_two_schemas_of_one_database_each_have_a_retention_leader(t
 def test_two_nodes_of_one_site_have_one_retention_leader_and_the_other_takes_over(two_sites: tuple[str, str]) -> None:
     first, second = _leader(two_sites[0]), _leader(two_sites[0])
     first.start()
-    assert _until(lambda: first.leading)
+    assert wait_until(lambda: first.leading, 10)
     second.start()
     try:
         time.sleep(0.5)  # several of the follower's tries
         assert not second.leading
         first.stop()
-        assert _until(lambda: second.leading)
+        assert wait_until(lambda: second.leading, 10)
     finally:
         first.stop()
         second.stop()
