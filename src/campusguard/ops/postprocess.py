@@ -62,8 +62,6 @@ def nms(xyxy: np.ndarray, scores: np.ndarray, class_id: np.ndarray | None, iou_t
     classes = None if class_id is None else class_id[order]
     if n <= NMS_MATRIX_MAX:
         return order[_greedy_over_matrix(boxes, classes, iou_threshold)]
-    x1, y1, x2, y2 = boxes.T
-    areas = (x2 - x1).clip(0) * (y2 - y1).clip(0)
     suppressed = np.zeros(n, dtype=bool)
     keep = []
     for i in range(n):
@@ -74,14 +72,8 @@ def nms(xyxy: np.ndarray, scores: np.ndarray, class_id: np.ndarray | None, iou_t
         rest = rest[~suppressed[rest]]
         if classes is not None:
             rest = rest[classes[rest] == classes[i]]
-        if rest.size == 0:
-            continue
-        w = (np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest])).clip(0)
-        h = (np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest])).clip(0)
-        inter = w * h
-        union = areas[i] + areas[rest] - inter
-        iou = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-        suppressed[rest[iou > iou_threshold]] = True
+        if rest.size:
+            suppressed[rest[box_iou(boxes[i : i + 1], boxes[rest])[0] > iou_threshold]] = True
     return order[np.asarray(keep, dtype=np.int64)]
 
 
@@ -93,13 +85,7 @@ NMS_MATRIX_MAX = 512
 def _greedy_over_matrix(boxes: np.ndarray, classes: np.ndarray | None, iou_threshold: float) -> np.ndarray:
     """`nms`'s greedy pass over ``boxes`` already in score order, every pair's overlap computed first: the
     same kept boxes as box-by-box suppression, with one numpy call a kept box instead of a dozen."""
-    x1, y1, x2, y2 = boxes.T
-    areas = (x2 - x1).clip(0) * (y2 - y1).clip(0)
-    w = (np.minimum(x2[:, None], x2[None, :]) - np.maximum(x1[:, None], x1[None, :])).clip(0)
-    h = (np.minimum(y2[:, None], y2[None, :]) - np.maximum(y1[:, None], y1[None, :])).clip(0)
-    inter = w * h
-    union = areas[:, None] + areas[None, :] - inter
-    over = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0) > iou_threshold
+    over = box_iou(boxes, boxes) > iou_threshold
     if classes is not None:
         over &= classes[:, None] == classes[None, :]
     over = np.triu(over, k=1)  # a box is suppressed only by a kept box ahead of it in score order
