@@ -168,12 +168,10 @@ def test_the_replays_feed_gives_what_feeding_every_frame_whole_gives(scene) -> N
 
 
 def _window_around_now() -> str:
-    """A daily window that holds the scene's wall times (it was recorded a moment ago)."""
+    """A daily window that holds the scene's wall times (it was recorded a moment ago); near midnight it wraps
+    past it, as `TimeWindow` allows (``"23:10-01:10"``)."""
     now = datetime.now()
-    start, end = now - timedelta(hours=1), now + timedelta(hours=1)
-    if start.date() != now.date() or end.date() != now.date():
-        return "00:00-24:00"
-    return f"{start:%H:%M}-{end:%H:%M}"
+    return f"{now - timedelta(hours=1):%H:%M}-{now + timedelta(hours=1):%H:%M}"
 
 
 def test_a_rule_that_needs_pixels_is_left_out_with_one_line(scene, monkeypatch: pytest.MonkeyPatch) -> None:
